@@ -1,0 +1,328 @@
+//! Dynamic weighted round robin (Motohashi et al. 2022, Sec. III-C): WRR whose weights follow
+//! ECN feedback from the confluence point.
+//!
+//! Registers, per splitting group:
+//! - `weights` and `remaining`: the WRR registers ([`Wrr`]); `initial` holds the configured
+//!   weights (times `weight_scale`);
+//! - `adjust[i]`: feedback packets received for path `i` in the current window (the paper's
+//!   "Adjust");
+//! - `groups_left`: scheduling periods left in the window (reloaded from `groups`, the paper's
+//!   `groups_reg`, 8 by default), so a window lasts `period x groups` forwarded packets;
+//! - `drop_left`: packets still to drop for congestion avoidance;
+//! - `cursor`: where the round-robin hand-out of moved weight starts.
+//!
+//! At the end of each window:
+//! - no feedback: nothing changes;
+//! - feedback from every path: congestion avoidance, the next `avoidance_drop_pkts` packets of
+//!   the split flow are dropped at the splitting point;
+//! - feedback from some paths only: each congested path `c` gives up `adjust[c]` weight units
+//!   (at most `max_step` when that is non-zero, and never going below `min_weight`), and the
+//!   units are handed one at a time, round robin, to the paths that sent no feedback. The sum of
+//!   the weights, and so the scheduling period and the window, stays constant.
+//!
+//! Why this rule: the number of feedback packets a path sends in a window grows with how many of
+//! the split flow's packets were marked on it, so a badly overloaded path sheds weight quickly
+//! and a marginally overloaded one slowly; keeping the sum constant keeps the window length (in
+//! packets) constant, so feedback counts from successive windows are comparable; `min_weight`
+//! keeps every path in use so that it can still report congestion and so that, as in the
+//! paper's Fig. 11, the flow keeps a share of the path after the competing flow stops (no
+//! feedback, no change). See `docs/algorithms/dwrr.md`.
+
+use super::{ConfigError, Decision, PathIndex, Wrr};
+use crate::MAX_PATHS;
+
+/// DWRR's constants; the defaults are the paper's values where it gives them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DwrrParams {
+    /// Scheduling periods per feedback window (the paper's `groups_reg`, 8).
+    pub groups: u16,
+    /// Packets dropped by congestion avoidance when every path reports congestion (32).
+    pub avoidance_drop_pkts: u32,
+    /// Factor applied to the configured weights to give the register resolution that weight
+    /// moves are counted in (1: the configured weights as they are).
+    pub weight_scale: u16,
+    /// A congested path's weight never goes below this (1).
+    pub min_weight: u16,
+    /// Most weight units one path gives up in one window; 0 for no limit beyond its feedback
+    /// count (0).
+    pub max_step: u16,
+}
+
+impl Default for DwrrParams {
+    fn default() -> Self {
+        DwrrParams { groups: 8, avoidance_drop_pkts: 32, weight_scale: 1, min_weight: 1, max_step: 0 }
+    }
+}
+
+/// DWRR event counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DwrrStats {
+    /// Feedback packets received.
+    pub feedback_rx: u64,
+    /// Feedback windows completed.
+    pub windows: u64,
+    /// Windows that moved weight between paths.
+    pub adjustments: u64,
+    /// Windows that triggered congestion avoidance.
+    pub avoidance_events: u64,
+    /// Packets dropped by congestion avoidance.
+    pub avoidance_drops: u64,
+}
+
+/// DWRR registers.
+#[derive(Clone, Debug)]
+pub struct Dwrr {
+    wrr: Wrr,
+    initial: [u16; MAX_PATHS],
+    adjust: [u32; MAX_PATHS],
+    groups_left: u16,
+    drop_left: u32,
+    cursor: u8,
+    params: DwrrParams,
+    stats: DwrrStats,
+}
+
+impl Dwrr {
+    /// DWRR over `weights.len()` paths.
+    pub fn new(weights: &[u16], params: DwrrParams) -> Result<Dwrr, ConfigError> {
+        if params.groups == 0 {
+            return Err(ConfigError("DWRR groups must be at least 1".into()));
+        }
+        if params.weight_scale == 0 {
+            return Err(ConfigError("DWRR weight_scale must be at least 1".into()));
+        }
+        let scaled: Vec<u16> = weights
+            .iter()
+            .map(|&w| w.checked_mul(params.weight_scale))
+            .collect::<Option<_>>()
+            .ok_or_else(|| ConfigError("DWRR weights times weight_scale overflow 16 bits".into()))?;
+        let wrr = Wrr::new(&scaled)?;
+        let mut initial = [0u16; MAX_PATHS];
+        initial[..scaled.len()].copy_from_slice(&scaled);
+        Ok(Dwrr {
+            wrr,
+            initial,
+            adjust: [0; MAX_PATHS],
+            groups_left: params.groups,
+            drop_left: 0,
+            cursor: 0,
+            params,
+            stats: DwrrStats::default(),
+        })
+    }
+
+    /// Choose a path, or drop during congestion avoidance.
+    #[inline]
+    pub fn select(&mut self) -> Decision {
+        if self.drop_left > 0 {
+            self.drop_left -= 1;
+            self.stats.avoidance_drops += 1;
+            return Decision::Drop;
+        }
+        let (path, period_done) = self.wrr.select();
+        if period_done {
+            self.groups_left -= 1;
+            if self.groups_left == 0 {
+                self.groups_left = self.params.groups;
+                self.end_window();
+            }
+        }
+        Decision::Path(path)
+    }
+
+    /// Count a feedback packet for `path`. Returns false (and counts nothing) for a path index
+    /// out of range.
+    pub fn on_feedback(&mut self, path: PathIndex) -> bool {
+        let p = usize::from(path);
+        if p >= self.wrr.n_paths() {
+            return false;
+        }
+        self.adjust[p] = self.adjust[p].saturating_add(1);
+        self.stats.feedback_rx += 1;
+        true
+    }
+
+    fn end_window(&mut self) {
+        self.stats.windows += 1;
+        let n = self.wrr.n_paths();
+        let congested = self.adjust[..n].iter().filter(|&&a| a > 0).count();
+        if congested == n {
+            self.drop_left = self.params.avoidance_drop_pkts;
+            self.stats.avoidance_events += 1;
+        } else if congested > 0 {
+            self.move_weight();
+        }
+        self.adjust = [0; MAX_PATHS];
+    }
+
+    fn move_weight(&mut self) {
+        let n = self.wrr.n_paths();
+        let mut w = [0u16; MAX_PATHS];
+        w[..n].copy_from_slice(self.wrr.weights());
+        let mut freed: u32 = 0;
+        for i in 0..n {
+            if self.adjust[i] == 0 {
+                continue;
+            }
+            let mut step = self.adjust[i];
+            if self.params.max_step > 0 {
+                step = step.min(u32::from(self.params.max_step));
+            }
+            let spare = u32::from(w[i].saturating_sub(self.params.min_weight));
+            let take = step.min(spare);
+            w[i] -= take as u16;
+            freed += take;
+        }
+        if freed == 0 {
+            return;
+        }
+        self.stats.adjustments += 1;
+        // Hand the freed units out one at a time to the uncongested paths, round robin from the
+        // cursor. Bounded: freed <= sum of weights.
+        let mut i = usize::from(self.cursor) % n;
+        while freed > 0 {
+            if self.adjust[i] == 0 {
+                w[i] = w[i].saturating_add(1);
+                freed -= 1;
+            }
+            i = (i + 1) % n;
+        }
+        self.cursor = i as u8;
+        self.wrr.set_weights(&w[..n]);
+    }
+
+    /// The current weights register.
+    pub fn weights(&self) -> &[u16] {
+        self.wrr.weights()
+    }
+
+    /// The initial (scaled) weights.
+    pub fn initial_weights(&self) -> &[u16] {
+        &self.initial[..self.wrr.n_paths()]
+    }
+
+    /// The per-path feedback counts of the current window.
+    pub fn adjust(&self) -> &[u32] {
+        &self.adjust[..self.wrr.n_paths()]
+    }
+
+    /// The underlying WRR registers.
+    pub fn wrr(&self) -> &Wrr {
+        &self.wrr
+    }
+
+    /// Packets still to be dropped by congestion avoidance.
+    pub fn drop_left(&self) -> u32 {
+        self.drop_left
+    }
+
+    /// Event counters.
+    pub fn stats(&self) -> &DwrrStats {
+        &self.stats
+    }
+
+    /// The constants in force.
+    pub fn params(&self) -> &DwrrParams {
+        &self.params
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(d: &mut Dwrr, n: usize) -> Vec<Decision> {
+        (0..n).map(|_| d.select()).collect()
+    }
+
+    fn window(d: &Dwrr) -> usize {
+        (d.wrr().period_pkts() * u32::from(d.params().groups)) as usize
+    }
+
+    #[test]
+    fn without_feedback_dwrr_is_wrr() {
+        let mut d = Dwrr::new(&[2, 4], DwrrParams::default()).unwrap();
+        let mut w = Wrr::new(&[2, 4]).unwrap();
+        for _ in 0..1000 {
+            assert_eq!(d.select(), Decision::Path(w.select().0));
+        }
+        assert_eq!(d.stats().windows, 1000 / 48);
+        assert_eq!(d.stats().adjustments, 0);
+    }
+
+    #[test]
+    fn feedback_from_one_path_moves_weight_to_the_other() {
+        let p = DwrrParams { weight_scale: 4, ..DwrrParams::default() };
+        let mut d = Dwrr::new(&[2, 1], p).unwrap();
+        assert_eq!(d.weights(), &[8, 4]);
+        d.on_feedback(1);
+        d.on_feedback(1);
+        let n = window(&d);
+        run(&mut d, n);
+        assert_eq!(d.weights(), &[10, 2]);
+        assert_eq!(d.stats().adjustments, 1);
+        // No feedback in the next window: no change.
+        let n = window(&d);
+        run(&mut d, n);
+        assert_eq!(d.weights(), &[10, 2]);
+    }
+
+    #[test]
+    fn a_congested_path_keeps_min_weight() {
+        let p = DwrrParams { weight_scale: 2, ..DwrrParams::default() };
+        let mut d = Dwrr::new(&[2, 1], p).unwrap();
+        for _ in 0..50 {
+            d.on_feedback(1);
+        }
+        let n = window(&d);
+        run(&mut d, n);
+        assert_eq!(d.weights(), &[5, 1]);
+    }
+
+    #[test]
+    fn max_step_limits_the_move() {
+        let p = DwrrParams { weight_scale: 10, max_step: 3, ..DwrrParams::default() };
+        let mut d = Dwrr::new(&[1, 1], p).unwrap();
+        for _ in 0..9 {
+            d.on_feedback(0);
+        }
+        let n = window(&d);
+        run(&mut d, n);
+        assert_eq!(d.weights(), &[7, 13]);
+    }
+
+    #[test]
+    fn moved_weight_is_handed_round_robin_to_uncongested_paths() {
+        let p = DwrrParams { weight_scale: 4, ..DwrrParams::default() };
+        let mut d = Dwrr::new(&[1, 1, 1], p).unwrap();
+        for _ in 0..3 {
+            d.on_feedback(1);
+        }
+        let n = window(&d);
+        run(&mut d, n);
+        assert_eq!(d.weights(), &[6, 1, 5]);
+        assert_eq!(d.weights().iter().sum::<u16>(), 12);
+    }
+
+    #[test]
+    fn feedback_from_every_path_drops_the_next_32_packets() {
+        let mut d = Dwrr::new(&[2, 1], DwrrParams::default()).unwrap();
+        d.on_feedback(0);
+        d.on_feedback(1);
+        let n = window(&d);
+        run(&mut d, n);
+        assert_eq!(d.stats().avoidance_events, 1);
+        let next = run(&mut d, 33);
+        assert!(next[..32].iter().all(|&x| x == Decision::Drop));
+        assert_eq!(next[32], Decision::Path(0));
+        assert_eq!(d.weights(), &[2, 1]);
+        assert_eq!(d.stats().avoidance_drops, 32);
+    }
+
+    #[test]
+    fn feedback_for_an_unknown_path_is_ignored() {
+        let mut d = Dwrr::new(&[2, 1], DwrrParams::default()).unwrap();
+        assert!(!d.on_feedback(5));
+        assert_eq!(d.stats().feedback_rx, 0);
+    }
+}

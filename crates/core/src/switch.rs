@@ -1,0 +1,403 @@
+//! The multipath switch program: one P4-style program whose tables decide, per flow, whether
+//! this node is a splitting point, a passing point or a confluence point.
+//!
+//! Roles are configuration, not code paths (as in Motohashi et al.): a node is a splitting point
+//! for the flows its split table matches, a confluence point for those its confluence table
+//! matches, and a passing point (plain IPv4 forwarding) for everything else.
+//!
+//! Ingress control flow, per packet:
+//! 1. addressed to this node: a feedback packet is counted for its splitting group; consumed;
+//! 2. TTL check and decrement;
+//! 3. confluence table on (src, dst): count CE arrivals, maybe emit a feedback packet;
+//! 4. split table on (src, dst): the group's scheduler picks the path (or drops);
+//! 5. otherwise IPv4 longest-prefix match.
+//!
+//! Egress: ports with a marker mark ECT packets CE on `deq_qdepth`.
+
+use crate::feedback::{Confluence, DEFAULT_FEEDBACK_EVERY, DEFAULT_FEEDBACK_PORT};
+use crate::marker::EcnMarker;
+use crate::packet::{Ipv4, PacketMeta, PortId};
+use crate::program::{DropReason, EgressVerdict, IngressOutput, Program, QueueMeta, Verdict};
+use crate::rng::RandomSource;
+use crate::sched::{ConfigError, Decision, Scheduler, SchedulerConfig};
+use crate::table::{Ipv4Lpm, Route};
+use crate::MAX_PATHS;
+
+/// A splitting group: which packets are split, over which egress ports, by which scheduler.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SplitGroupConfig {
+    /// Group id, carried in feedback packets.
+    pub group: u8,
+    /// Source address to match.
+    pub src_ip: Ipv4,
+    /// Destination address to match.
+    pub dst_ip: Ipv4,
+    /// Egress port of each path.
+    pub ports: Vec<PortId>,
+    /// The scheduler.
+    pub scheduler: SchedulerConfig,
+}
+
+/// A confluence entry: where the paths of a group arrive and how feedback goes back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfluenceConfig {
+    /// Group id.
+    pub group: u8,
+    /// Source address to match.
+    pub src_ip: Ipv4,
+    /// Destination address to match.
+    pub dst_ip: Ipv4,
+    /// Ingress port of each path.
+    pub path_ingress_ports: Vec<PortId>,
+    /// Port a feedback packet leaves by when sent back over each path.
+    pub return_ports: Vec<PortId>,
+    /// The splitting point's address.
+    pub splitter_ip: Ipv4,
+    /// One feedback per this many CE arrivals on a path.
+    pub feedback_every: u32,
+}
+
+/// Everything the control plane installs in a multipath switch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SwitchConfig {
+    /// This node's own address (feedback is sent to and from it).
+    pub own_ip: Ipv4,
+    /// UDP port of feedback packets.
+    pub feedback_port: u16,
+    /// IPv4 routes.
+    pub routes: Vec<Route>,
+    /// Split table.
+    pub splits: Vec<SplitGroupConfig>,
+    /// Confluence table.
+    pub confluences: Vec<ConfluenceConfig>,
+    /// Egress ECN markers: (port, threshold in packets).
+    pub ecn_markers: Vec<(PortId, u32)>,
+}
+
+impl SwitchConfig {
+    /// A passing-point configuration: routes only.
+    pub fn forwarding(own_ip: Ipv4, routes: Vec<Route>) -> Self {
+        SwitchConfig {
+            own_ip,
+            feedback_port: DEFAULT_FEEDBACK_PORT,
+            routes,
+            splits: Vec::new(),
+            confluences: Vec::new(),
+            ecn_markers: Vec::new(),
+        }
+    }
+}
+
+/// Default for [`ConfluenceConfig::feedback_every`].
+pub const FEEDBACK_EVERY: u32 = DEFAULT_FEEDBACK_EVERY;
+
+struct SplitGroup {
+    group: u8,
+    src_ip: Ipv4,
+    dst_ip: Ipv4,
+    ports: [PortId; MAX_PATHS],
+    sched: Scheduler,
+    pkts: [u64; MAX_PATHS],
+}
+
+struct ConfluenceEntry {
+    src_ip: Ipv4,
+    dst_ip: Ipv4,
+    conf: Confluence,
+}
+
+/// Drop and consume counters.
+#[derive(Clone, Debug, Default)]
+struct SwitchCounters {
+    no_route: u64,
+    ttl_expired: u64,
+    avoidance: u64,
+    feedback_rx: u64,
+    feedback_unknown_group: u64,
+    local: u64,
+}
+
+/// The multipath switch program.
+pub struct MultipathSwitch {
+    own_ip: Ipv4,
+    lpm: Ipv4Lpm,
+    splits: Vec<SplitGroup>,
+    confluences: Vec<ConfluenceEntry>,
+    /// Indexed by port.
+    markers: Vec<Option<EcnMarker>>,
+    counters: SwitchCounters,
+}
+
+impl MultipathSwitch {
+    /// Build the program from its configuration. `rng_for_group` supplies each group's random
+    /// source (used by RS).
+    pub fn new(
+        config: &SwitchConfig,
+        mut rng_for_group: impl FnMut(u8) -> Box<dyn RandomSource>,
+    ) -> Result<Self, ConfigError> {
+        let mut lpm = Ipv4Lpm::new();
+        for r in &config.routes {
+            lpm.insert(*r);
+        }
+        let mut splits = Vec::new();
+        for s in &config.splits {
+            let sched = Scheduler::new(&s.scheduler, s.ports.len(), rng_for_group(s.group))?;
+            let mut ports = [0; MAX_PATHS];
+            ports[..s.ports.len()].copy_from_slice(&s.ports);
+            splits.push(SplitGroup {
+                group: s.group,
+                src_ip: s.src_ip,
+                dst_ip: s.dst_ip,
+                ports,
+                sched,
+                pkts: [0; MAX_PATHS],
+            });
+        }
+        let confluences = config
+            .confluences
+            .iter()
+            .map(|c| {
+                if c.path_ingress_ports.len() != c.return_ports.len() || c.path_ingress_ports.len() > MAX_PATHS {
+                    return Err(ConfigError(format!("confluence group {}: one ingress and one return port per path", c.group)));
+                }
+                Ok(ConfluenceEntry {
+                    src_ip: c.src_ip,
+                    dst_ip: c.dst_ip,
+                    conf: Confluence::new(
+                        c.group,
+                        &c.path_ingress_ports,
+                        &c.return_ports,
+                        c.feedback_every,
+                        config.own_ip,
+                        c.splitter_ip,
+                        config.feedback_port,
+                    ),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut markers = Vec::new();
+        for &(port, threshold) in &config.ecn_markers {
+            let p = usize::from(port);
+            if markers.len() <= p {
+                markers.resize(p + 1, None);
+            }
+            markers[p] = Some(EcnMarker::new(threshold));
+        }
+        Ok(MultipathSwitch { own_ip: config.own_ip, lpm, splits, confluences, markers, counters: SwitchCounters::default() })
+    }
+
+    /// The scheduler of splitting group `group`, if this node splits it.
+    pub fn scheduler(&self, group: u8) -> Option<&Scheduler> {
+        self.splits.iter().find(|s| s.group == group).map(|s| &s.sched)
+    }
+}
+
+impl Program for MultipathSwitch {
+    fn ingress(&mut self, pkt: &mut PacketMeta, _now_ps: u64) -> IngressOutput {
+        if pkt.dst_ip == self.own_ip {
+            if let Some(fb) = pkt.feedback {
+                let counted = match self.splits.iter_mut().find(|s| s.group == fb.group) {
+                    Some(s) => s.sched.on_feedback(fb.path),
+                    None => false,
+                };
+                if counted {
+                    self.counters.feedback_rx += 1;
+                } else {
+                    self.counters.feedback_unknown_group += 1;
+                }
+            } else {
+                self.counters.local += 1;
+            }
+            return IngressOutput::just(Verdict::Consume);
+        }
+        if pkt.ttl <= 1 {
+            self.counters.ttl_expired += 1;
+            return IngressOutput::just(Verdict::Drop(DropReason::TtlExpired));
+        }
+        pkt.ttl -= 1;
+
+        let mut emit = None;
+        if let Some(c) = self.confluences.iter_mut().find(|c| c.src_ip == pkt.src_ip && c.dst_ip == pkt.dst_ip) {
+            emit = c.conf.on_arrival(pkt);
+        }
+        if let Some(s) = self.splits.iter_mut().find(|s| s.src_ip == pkt.src_ip && s.dst_ip == pkt.dst_ip) {
+            let verdict = match s.sched.select(pkt) {
+                Decision::Path(p) => {
+                    s.pkts[usize::from(p)] += 1;
+                    Verdict::Forward(s.ports[usize::from(p)])
+                }
+                Decision::Drop => {
+                    self.counters.avoidance += 1;
+                    Verdict::Drop(DropReason::CongestionAvoidance)
+                }
+            };
+            return IngressOutput { verdict, emit };
+        }
+        let verdict = match self.lpm.lookup(pkt.dst_ip) {
+            Some(port) => Verdict::Forward(port),
+            None => {
+                self.counters.no_route += 1;
+                Verdict::Drop(DropReason::NoRoute)
+            }
+        };
+        IngressOutput { verdict, emit }
+    }
+
+    #[inline]
+    fn egress(&mut self, pkt: &mut PacketMeta, port: PortId, queue: QueueMeta) -> EgressVerdict {
+        if let Some(Some(m)) = self.markers.get_mut(usize::from(port)) {
+            m.on_dequeue(pkt, queue);
+        }
+        EgressVerdict::Transmit
+    }
+
+    fn counters(&self) -> Vec<(String, u64)> {
+        let c = &self.counters;
+        let mut out = vec![
+            ("drop_no_route".to_string(), c.no_route),
+            ("drop_ttl_expired".to_string(), c.ttl_expired),
+            ("drop_congestion_avoidance".to_string(), c.avoidance),
+            ("feedback_rx".to_string(), c.feedback_rx),
+            ("feedback_unknown_group".to_string(), c.feedback_unknown_group),
+        ];
+        for s in &self.splits {
+            let g = s.group;
+            for (i, n) in s.pkts[..s.sched_paths()].iter().enumerate() {
+                out.push((format!("group{g}_path{}_pkts", i + 1), *n));
+            }
+            if let Some(d) = s.sched.as_dwrr() {
+                let st = d.stats();
+                out.push((format!("group{g}_dwrr_windows"), st.windows));
+                out.push((format!("group{g}_dwrr_adjustments"), st.adjustments));
+                out.push((format!("group{g}_dwrr_avoidance_events"), st.avoidance_events));
+                out.push((format!("group{g}_dwrr_avoidance_drops"), st.avoidance_drops));
+            }
+        }
+        for c in &self.confluences {
+            let g = c.conf.group();
+            out.push((format!("group{g}_ce_arrivals"), c.conf.ce_arrivals));
+            out.push((format!("group{g}_feedback_sent"), c.conf.feedback_sent));
+        }
+        for (p, m) in self.markers.iter().enumerate() {
+            if let Some(m) = m {
+                out.push((format!("port{p}_ce_marked"), m.marked));
+                out.push((format!("port{p}_not_ect_over_threshold"), m.not_ect_over_threshold));
+            }
+        }
+        out
+    }
+
+    fn registers(&self) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        for s in &self.splits {
+            if let Some(d) = s.sched.as_dwrr() {
+                for (i, w) in d.weights().iter().enumerate() {
+                    out.push((format!("group{}_weight{}", s.group, i + 1), u64::from(*w)));
+                }
+            }
+        }
+        out
+    }
+}
+
+impl SplitGroup {
+    fn sched_paths(&self) -> usize {
+        match &self.sched {
+            Scheduler::Wrr(w) => w.n_paths(),
+            Scheduler::Dwrr(d) => d.wrr().n_paths(),
+            Scheduler::Rs(r) => r.ranges().len(),
+            _ => self.pkts.iter().rposition(|&n| n > 0).map_or(0, |i| i + 1),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::Ecn;
+    use crate::rng::SeededRandom;
+    use crate::sched::DwrrParams;
+
+    const SPLITTER: Ipv4 = 0x0aff_0001;
+    const CONFLUENCE: Ipv4 = 0x0aff_0004;
+    const STA1: Ipv4 = 0x0a00_0001;
+    const STA3: Ipv4 = 0x0a00_0003;
+
+    fn splitter(sched: SchedulerConfig) -> MultipathSwitch {
+        let mut cfg = SwitchConfig::forwarding(SPLITTER, vec![Route { prefix: 0, len: 0, port: 0 }]);
+        cfg.splits.push(SplitGroupConfig { group: 0, src_ip: STA1, dst_ip: STA3, ports: vec![1, 2], scheduler: sched });
+        cfg.ecn_markers = vec![(1, 60), (2, 60)];
+        MultipathSwitch::new(&cfg, |_| Box::new(SeededRandom::new(1))).unwrap()
+    }
+
+    #[test]
+    fn split_flow_follows_wrr_and_other_traffic_is_routed() {
+        let mut sw = splitter(SchedulerConfig::Wrr { weights: vec![2, 1] });
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            let mut p = PacketMeta::udp(STA1, STA3, 1, 2, 1512);
+            got.push(sw.ingress(&mut p, 0).verdict);
+        }
+        assert_eq!(got, [Verdict::Forward(1), Verdict::Forward(1), Verdict::Forward(2)]);
+        let mut other = PacketMeta::udp(0x0a00_0002, STA3, 1, 2, 1512);
+        assert_eq!(sw.ingress(&mut other, 0).verdict, Verdict::Forward(0));
+        assert_eq!(other.ttl, 63);
+    }
+
+    #[test]
+    fn feedback_to_the_splitter_is_consumed_and_counted() {
+        let mut sw = splitter(SchedulerConfig::Dwrr { weights: vec![2, 1], params: DwrrParams::default() });
+        let mut fb = PacketMeta::udp(CONFLUENCE, SPLITTER, 50_000, 50_000, 60);
+        fb.feedback = Some(crate::packet::FeedbackInfo { group: 0, path: 1 });
+        assert_eq!(sw.ingress(&mut fb, 0).verdict, Verdict::Consume);
+        assert_eq!(sw.scheduler(0).unwrap().as_dwrr().unwrap().adjust(), &[0, 1]);
+    }
+
+    #[test]
+    fn ttl_expiry_drops() {
+        let mut sw = splitter(SchedulerConfig::Wrr { weights: vec![1, 1] });
+        let mut p = PacketMeta::udp(STA1, STA3, 1, 2, 1512);
+        p.ttl = 1;
+        assert_eq!(sw.ingress(&mut p, 0).verdict, Verdict::Drop(DropReason::TtlExpired));
+    }
+
+    #[test]
+    fn egress_marks_only_on_ports_with_a_marker() {
+        let mut sw = splitter(SchedulerConfig::Wrr { weights: vec![1, 1] });
+        let q = QueueMeta { enq_qdepth_pkts: 63, deq_qdepth_pkts: 62 };
+        let mut p = PacketMeta::udp(STA1, STA3, 1, 2, 1512);
+        p.ecn = Ecn::Ect0;
+        sw.egress(&mut p, 0, q);
+        assert_eq!(p.ecn, Ecn::Ect0);
+        sw.egress(&mut p, 1, q);
+        assert_eq!(p.ecn, Ecn::Ce);
+    }
+
+    #[test]
+    fn confluence_emits_feedback_every_16th_ce_arrival() {
+        let mut cfg = SwitchConfig::forwarding(CONFLUENCE, vec![Route { prefix: STA3, len: 32, port: 0 }]);
+        cfg.confluences.push(ConfluenceConfig {
+            group: 0,
+            src_ip: STA1,
+            dst_ip: STA3,
+            path_ingress_ports: vec![1, 2],
+            return_ports: vec![1, 2],
+            splitter_ip: SPLITTER,
+            feedback_every: FEEDBACK_EVERY,
+        });
+        let mut sw = MultipathSwitch::new(&cfg, |_| Box::new(SeededRandom::new(1))).unwrap();
+        let mut emitted = 0;
+        for _ in 0..32 {
+            let mut p = PacketMeta::udp(STA1, STA3, 1, 2, 1512);
+            p.ecn = Ecn::Ce;
+            p.ingress_port = 2;
+            let out = sw.ingress(&mut p, 0);
+            assert_eq!(out.verdict, Verdict::Forward(0));
+            if let Some(e) = out.emit {
+                assert_eq!(e.port, 1);
+                emitted += 1;
+            }
+        }
+        assert_eq!(emitted, 2);
+    }
+}
