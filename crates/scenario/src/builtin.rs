@@ -1,0 +1,37 @@
+//! Scenarios built into the binary: the files under `scenarios/`, embedded at compile time.
+
+/// (name, file path relative to the repository, TOML text).
+pub const BUILTIN: &[(&str, &str, &str)] = &[
+    (
+        "motohashi2022/s1-homogeneous",
+        "scenarios/motohashi2022/s1-homogeneous.toml",
+        include_str!("../../../scenarios/motohashi2022/s1-homogeneous.toml"),
+    ),
+    (
+        "motohashi2022/s2-heterogeneous",
+        "scenarios/motohashi2022/s2-heterogeneous.toml",
+        include_str!("../../../scenarios/motohashi2022/s2-heterogeneous.toml"),
+    ),
+    (
+        "motohashi2022/s3a-dwrr-input-rate",
+        "scenarios/motohashi2022/s3a-dwrr-input-rate.toml",
+        include_str!("../../../scenarios/motohashi2022/s3a-dwrr-input-rate.toml"),
+    ),
+    (
+        "motohashi2022/s3b-dwrr-two-flows",
+        "scenarios/motohashi2022/s3b-dwrr-two-flows.toml",
+        include_str!("../../../scenarios/motohashi2022/s3b-dwrr-two-flows.toml"),
+    ),
+];
+
+/// The scenario `mpsched run` uses when given none: scenario 3b with DWRR.
+pub const DEFAULT: &str = "motohashi2022/s3b-dwrr-two-flows";
+
+/// The text of built-in scenario `name` (with or without a `.toml` ending), and its path.
+pub fn find(name: &str) -> Option<(&'static str, &'static str)> {
+    let name = name.trim_end_matches(".toml");
+    BUILTIN
+        .iter()
+        .find(|(n, p, _)| *n == name || p.trim_end_matches(".toml") == name || n.rsplit('/').next() == Some(name))
+        .map(|(_, p, t)| (*p, *t))
+}

@@ -1,0 +1,788 @@
+//! The validated scenario: typed, with indices instead of names, every value in base units.
+
+use crate::schema::*;
+use crate::units::{parse_rate_bps, parse_size_bytes, parse_time_ps};
+use mpsched_core::packet::{parse_ipv4, Ecn, Ipv4};
+use mpsched_core::sched::{DwrrParams, SchedulerConfig};
+use mpsched_core::MAX_PATHS;
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+
+/// A scenario that failed to load: the file, the field and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// The file (or `<builtin:NAME>`).
+    pub file: String,
+    /// The field, as `link[2].rate`; empty for whole-file errors.
+    pub field: String,
+    /// What was expected, and what was found.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}: field `{}`: {}", self.file, self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// Node kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeKind {
+    /// An end host: runs traffic sources and sinks.
+    Host,
+    /// A switch / access point: runs the multipath switch program.
+    Switch,
+}
+
+/// A node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    /// Name, unique.
+    pub name: String,
+    /// Host or switch.
+    pub kind: NodeKind,
+    /// Address.
+    pub ip: Ipv4,
+}
+
+/// A full-duplex link; each direction has its own queue.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Link {
+    /// One end (node index).
+    pub a: usize,
+    /// Other end (node index).
+    pub b: usize,
+    /// Rate in bit/s, counted on wire bytes.
+    pub rate_bps: u64,
+    /// One-way propagation delay.
+    pub delay_ps: u64,
+    /// Queue capacity per direction, in packets waiting (excluding the one being sent).
+    pub queue_pkts: u32,
+}
+
+/// A named path: node indices from splitting point to confluence point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Path {
+    /// Name.
+    pub name: String,
+    /// Node indices, first the splitting point, last the confluence point.
+    pub nodes: Vec<usize>,
+}
+
+/// A splitting group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Split {
+    /// Name (default `split<N>`).
+    pub name: String,
+    /// Source host.
+    pub src: usize,
+    /// Destination host.
+    pub dst: usize,
+    /// Path indices into [`Scenario::paths`].
+    pub paths: Vec<usize>,
+    /// The scheduler, as the control plane installs it.
+    pub scheduler: SchedulerConfig,
+    /// Egress ECN marking threshold on the paths' links, if any.
+    pub ecn_threshold_pkts: Option<u32>,
+    /// One feedback per this many CE arrivals at the confluence point.
+    pub feedback_every: u32,
+}
+
+/// A UDP constant-bit-rate flow.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flow {
+    /// Name.
+    pub name: String,
+    /// Source host.
+    pub src: usize,
+    /// Destination host.
+    pub dst: usize,
+    /// Offered rate, counted on UDP payload (as iperf's `-b`).
+    pub rate_bps: u64,
+    /// UDP payload per packet.
+    pub payload_bytes: u32,
+    /// Start time.
+    pub start_ps: u64,
+    /// Stop time.
+    pub stop_ps: u64,
+    /// ECN codepoint the source sets.
+    pub ecn: Ecn,
+    /// Path the flow's route is pinned to.
+    pub path: Option<usize>,
+    /// UDP source port.
+    pub src_port: u16,
+    /// UDP destination port.
+    pub dst_port: u16,
+}
+
+/// One configuration of the experiment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variant {
+    /// Name (`RS`, `WRR`, `SP1`, ...).
+    pub name: String,
+    raw: RawVariant,
+}
+
+/// A validated scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Short name.
+    pub name: String,
+    /// Human title.
+    pub title: String,
+    /// Paper, figure or table it reproduces.
+    pub reproduces: String,
+    /// Where it was loaded from.
+    pub origin: String,
+    /// Simulated duration.
+    pub duration_ps: u64,
+    /// Base seed.
+    pub seed: u64,
+    /// Repetitions (each with seed `seed + i`).
+    pub repetitions: u32,
+    /// Time series sampling interval.
+    pub sample_interval_ps: u64,
+    /// Each flow starts up to this much late (seeded), as hand-started iperf clients do.
+    pub start_jitter_ps: u64,
+    /// Nodes.
+    pub nodes: Vec<Node>,
+    /// Links.
+    pub links: Vec<Link>,
+    /// Paths.
+    pub paths: Vec<Path>,
+    /// Splitting groups.
+    pub splits: Vec<Split>,
+    /// Flows.
+    pub flows: Vec<Flow>,
+    /// Variants; empty means the scenario runs as written.
+    pub variants: Vec<Variant>,
+    raw_splits: Vec<RawSplitKeep>,
+}
+
+/// What a variant needs to re-validate a split.
+#[derive(Clone, Debug, PartialEq)]
+struct RawSplitKeep {
+    scheduler: String,
+    weights: Option<Vec<u16>>,
+    shares: Option<Vec<u32>>,
+    path: Option<String>,
+    dwrr: RawDwrr,
+}
+
+impl PartialEq for RawDwrr {
+    fn eq(&self, o: &Self) -> bool {
+        (self.groups, self.avoidance_drop_pkts, self.weight_scale, self.min_weight, self.max_step)
+            == (o.groups, o.avoidance_drop_pkts, o.weight_scale, o.min_weight, o.max_step)
+    }
+}
+
+impl PartialEq for RawVariant {
+    fn eq(&self, o: &Self) -> bool {
+        self.name == o.name
+    }
+}
+
+/// BMv2's default queue capacity.
+pub const DEFAULT_QUEUE_PKTS: u32 = 64;
+/// iperf's default UDP payload on a 1500-byte MTU.
+pub const DEFAULT_PAYLOAD_BYTES: u32 = 1470;
+/// The scheduler names a scenario may use.
+pub const SCHEDULERS: &[(&str, &str)] = &[
+    ("rs", "random splitting over per-path [lower, upper] ranges of a draw in [1, 100]"),
+    ("wrr", "weighted round robin, largest remaining weight first, ties to path 1"),
+    ("dwrr", "WRR whose weights follow ECN feedback from the confluence point"),
+    ("ecmp", "per-flow hashing of the 5-tuple"),
+    ("single", "everything on one path (SP1, SP2)"),
+];
+
+struct Ctx<'a> {
+    file: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, field: impl Into<String>, message: impl Into<String>) -> ScenarioError {
+        ScenarioError { file: self.file.to_string(), field: field.into(), message: message.into() }
+    }
+
+    fn time(&self, field: &str, v: &str) -> Result<u64, ScenarioError> {
+        parse_time_ps(v).map_err(|e| self.err(field, format!("expected a time like `20s` or `6560ns`, got `{v}` ({e})")))
+    }
+
+    fn rate(&self, field: &str, v: &str) -> Result<u64, ScenarioError> {
+        let r = parse_rate_bps(v).map_err(|e| self.err(field, format!("expected a rate like `4Mbps`, got `{v}` ({e})")))?;
+        if r == 0 {
+            return Err(self.err(field, "expected a rate above zero"));
+        }
+        Ok(r)
+    }
+
+    fn size(&self, field: &str, v: &str) -> Result<u64, ScenarioError> {
+        parse_size_bytes(v).map_err(|e| self.err(field, format!("expected a size like `1470B`, got `{v}` ({e})")))
+    }
+}
+
+impl Scenario {
+    /// Parse and validate scenario text. `origin` names the file in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        let raw: RawScenario = toml::from_str(text).map_err(|e| {
+            let (field, msg) = describe_toml_error(&e, text);
+            ScenarioError { file: origin.to_string(), field, message: msg }
+        })?;
+        let sc = validate(raw, origin)?;
+        for v in &sc.variants {
+            sc.with_variant(&v.name)?;
+        }
+        Ok(sc)
+    }
+
+    /// Read, parse and validate a scenario file.
+    pub fn load(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: origin.clone(),
+            field: String::new(),
+            message: format!("cannot read: {e}"),
+        })?;
+        Self::from_toml(&text, &origin)
+    }
+
+    /// The scenario with variant `name` applied (its split and rates), validated.
+    pub fn with_variant(&self, name: &str) -> Result<Scenario, ScenarioError> {
+        let ctx = Ctx { file: &self.origin };
+        let (vi, v) = self
+            .variants
+            .iter()
+            .enumerate()
+            .find(|(_, v)| v.name == name)
+            .ok_or_else(|| ctx.err("variant", format!("no variant named `{name}`")))?;
+        let f = |k: &str| format!("variant[{vi}].{k}");
+        let raw = &v.raw;
+        let mut out = self.clone();
+        out.variants.clear();
+        if !self.splits.is_empty() || raw.scheduler.is_some() {
+            let si = match &raw.split {
+                Some(s) => self.splits.iter().position(|x| &x.name == s).ok_or_else(|| ctx.err(f("split"), format!("no split named `{s}`")))?,
+                None => 0,
+            };
+            if si >= self.splits.len() {
+                return Err(ctx.err(f("split"), "the scenario has no [[split]] to override"));
+            }
+            let base = &self.raw_splits[si];
+            let keep = RawSplitKeep {
+                scheduler: raw.scheduler.clone().unwrap_or_else(|| base.scheduler.clone()),
+                weights: raw.weights.clone().or_else(|| base.weights.clone()),
+                shares: raw.shares.clone().or_else(|| base.shares.clone()),
+                path: raw.path.clone().or_else(|| base.path.clone()),
+                dwrr: raw.dwrr.clone().unwrap_or_else(|| base.dwrr.clone()),
+            };
+            let split_paths: Vec<String> = self.splits[si].paths.iter().map(|&p| self.paths[p].name.clone()).collect();
+            let sched = scheduler_config(&ctx, &format!("variant[{vi}]"), &keep, &split_paths)?;
+            let s = &mut out.splits[si];
+            s.scheduler = sched;
+            if keep.scheduler == "dwrr" && s.ecn_threshold_pkts.is_none() {
+                s.ecn_threshold_pkts = Some(mpsched_core::marker::DEFAULT_ECN_THRESHOLD_PKTS);
+            }
+            out.raw_splits[si] = keep;
+        }
+        for (flow, rate) in &raw.rates {
+            let fi = out
+                .flows
+                .iter()
+                .position(|x| &x.name == flow)
+                .ok_or_else(|| ctx.err(format!("variant[{vi}].rates.{flow}"), format!("no flow named `{flow}`")))?;
+            out.flows[fi].rate_bps = ctx.rate(&format!("variant[{vi}].rates.{flow}"), rate)?;
+        }
+        Ok(out)
+    }
+
+    /// The scenario with its timeline scaled so that it lasts `duration_ps` (flow starts and
+    /// stops scale with it).
+    pub fn scaled_to(&self, duration_ps: u64) -> Scenario {
+        let mut out = self.clone();
+        let scale = |t: u64| ((t as u128 * duration_ps as u128) / self.duration_ps.max(1) as u128) as u64;
+        for f in &mut out.flows {
+            f.start_ps = scale(f.start_ps);
+            f.stop_ps = scale(f.stop_ps);
+        }
+        out.duration_ps = duration_ps;
+        out
+    }
+
+    /// Index of the node called `name`.
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// The variant names, or an empty list.
+    pub fn variant_names(&self) -> Vec<String> {
+        self.variants.iter().map(|v| v.name.clone()).collect()
+    }
+}
+
+/// Name the field a TOML error points at (`link[2].rate`) from the table headers above it, and
+/// give the line and column.
+fn describe_toml_error(e: &toml::de::Error, text: &str) -> (String, String) {
+    let msg = e.message().trim().to_string();
+    let Some(span) = e.span() else {
+        return (String::new(), msg);
+    };
+    let before = &text[..span.start.min(text.len())];
+    let line_no = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    let mut table = String::new();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for line in before.lines() {
+        let t = line.trim();
+        if let Some(name) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
+            let name = name.trim().to_string();
+            let c = counts.entry(name.clone()).or_insert(0);
+            table = format!("{name}[{c}]");
+            *c += 1;
+        } else if let Some(name) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
+            let name = name.trim();
+            // A sub-table of an array entry (`[split.dwrr]`) belongs to the latest entry.
+            table = match name.split_once('.') {
+                Some((head, tail)) if counts.contains_key(head) => format!("{head}[{}].{tail}", counts[head] - 1),
+                _ => name.to_string(),
+            };
+        }
+    }
+    let this_line = text[before.rfind('\n').map_or(0, |i| i + 1)..].lines().next().unwrap_or("");
+    let key = this_line.split_once('=').map(|(k, _)| k.trim().to_string()).filter(|k| !k.is_empty() && !k.starts_with('['));
+    let field = match key {
+        Some(k) if !table.is_empty() => format!("{table}.{k}"),
+        Some(k) => k,
+        None => table,
+    };
+    (field, format!("{msg} (line {line_no}, column {col})"))
+}
+
+fn scheduler_config(
+    ctx: &Ctx<'_>,
+    at: &str,
+    s: &RawSplitKeep,
+    path_names: &[String],
+) -> Result<SchedulerConfig, ScenarioError> {
+    let n = path_names.len();
+    let need_len = |field: &str, len: usize| {
+        if len == n {
+            Ok(())
+        } else {
+            Err(ctx.err(format!("{at}.{field}"), format!("expected {n} entries, one per path, got {len}")))
+        }
+    };
+    Ok(match s.scheduler.as_str() {
+        "rs" => {
+            let shares = s.shares.clone().ok_or_else(|| ctx.err(format!("{at}.shares"), "scheduler `rs` needs `shares`, e.g. [67, 33]"))?;
+            need_len("shares", shares.len())?;
+            if shares.iter().all(|&x| x == 0) {
+                return Err(ctx.err(format!("{at}.shares"), "expected at least one non-zero share"));
+            }
+            SchedulerConfig::Rs { shares_pct: shares }
+        }
+        "wrr" | "dwrr" => {
+            let weights = s.weights.clone().ok_or_else(|| ctx.err(format!("{at}.weights"), format!("scheduler `{}` needs `weights`, e.g. [2, 1]", s.scheduler)))?;
+            need_len("weights", weights.len())?;
+            if weights.iter().all(|&x| x == 0) {
+                return Err(ctx.err(format!("{at}.weights"), "expected at least one non-zero weight"));
+            }
+            if s.scheduler == "wrr" {
+                SchedulerConfig::Wrr { weights }
+            } else {
+                let d = DwrrParams::default();
+                let r = &s.dwrr;
+                let params = DwrrParams {
+                    groups: r.groups.unwrap_or(d.groups),
+                    avoidance_drop_pkts: r.avoidance_drop_pkts.unwrap_or(d.avoidance_drop_pkts),
+                    weight_scale: r.weight_scale.unwrap_or(d.weight_scale),
+                    min_weight: r.min_weight.unwrap_or(d.min_weight),
+                    max_step: r.max_step.unwrap_or(d.max_step),
+                };
+                if params.groups == 0 {
+                    return Err(ctx.err(format!("{at}.dwrr.groups"), "expected at least 1"));
+                }
+                if params.weight_scale == 0 {
+                    return Err(ctx.err(format!("{at}.dwrr.weight_scale"), "expected at least 1"));
+                }
+                if weights.iter().any(|&w| u32::from(w) * u32::from(params.weight_scale) > u32::from(u16::MAX)) {
+                    return Err(ctx.err(format!("{at}.dwrr.weight_scale"), "weights times weight_scale must fit in 16 bits"));
+                }
+                SchedulerConfig::Dwrr { weights, params }
+            }
+        }
+        "ecmp" => SchedulerConfig::Ecmp,
+        "single" => {
+            let p = s.path.clone().ok_or_else(|| ctx.err(format!("{at}.path"), "scheduler `single` needs `path`, one of the split's paths"))?;
+            let i = path_names
+                .iter()
+                .position(|x| *x == p)
+                .ok_or_else(|| ctx.err(format!("{at}.path"), format!("expected one of the split's paths ({}), got `{p}`", path_names.join(", "))))?;
+            SchedulerConfig::Single { path: i as u8 }
+        }
+        other => {
+            let names: Vec<&str> = SCHEDULERS.iter().map(|(n, _)| *n).collect();
+            return Err(ctx.err(format!("{at}.scheduler"), format!("expected one of {}, got `{other}`", names.join(", "))));
+        }
+    })
+}
+
+fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
+    let ctx = Ctx { file: origin };
+    let m = &raw.scenario;
+    if m.name.trim().is_empty() {
+        return Err(ctx.err("scenario.name", "expected a non-empty name"));
+    }
+    let duration_ps = ctx.time("scenario.duration", &m.duration)?;
+    if duration_ps == 0 {
+        return Err(ctx.err("scenario.duration", "expected a duration above zero"));
+    }
+    let default_queue = m.queue_pkts.unwrap_or(DEFAULT_QUEUE_PKTS);
+    let sample_interval_ps = match &m.sample_interval {
+        Some(s) => ctx.time("scenario.sample_interval", s)?,
+        None => 1_000_000_000_000,
+    };
+    if sample_interval_ps == 0 {
+        return Err(ctx.err("scenario.sample_interval", "expected an interval above zero"));
+    }
+    let start_jitter_ps = match &m.start_jitter {
+        Some(s) => ctx.time("scenario.start_jitter", s)?,
+        None => 0,
+    };
+    let repetitions = m.repetitions.unwrap_or(1);
+    if repetitions == 0 {
+        return Err(ctx.err("scenario.repetitions", "expected at least 1"));
+    }
+
+    // Nodes.
+    let mut nodes = Vec::new();
+    let mut names = HashSet::new();
+    let (mut hosts, mut switches) = (0u32, 0u32);
+    for (i, n) in raw.node.iter().enumerate() {
+        if !names.insert(n.name.clone()) {
+            return Err(ctx.err(format!("node[{i}].name"), format!("duplicate node name `{}`", n.name)));
+        }
+        if n.name.is_empty() || n.name.contains(':') || n.name.contains(char::is_whitespace) {
+            return Err(ctx.err(format!("node[{i}].name"), "expected a name without spaces or `:`"));
+        }
+        let kind = match n.kind.as_str() {
+            "host" => NodeKind::Host,
+            "switch" | "ap" => NodeKind::Switch,
+            k => return Err(ctx.err(format!("node[{i}].kind"), format!("expected `host` or `switch`, got `{k}`"))),
+        };
+        let ip = match &n.ip {
+            Some(s) => parse_ipv4(s).ok_or_else(|| ctx.err(format!("node[{i}].ip"), format!("expected an IPv4 address, got `{s}`")))?,
+            None => match kind {
+                NodeKind::Host => {
+                    hosts += 1;
+                    0x0a00_0000 + hosts
+                }
+                NodeKind::Switch => {
+                    switches += 1;
+                    0x0aff_0000 + switches
+                }
+            },
+        };
+        nodes.push(Node { name: n.name.clone(), kind, ip });
+    }
+    let mut ips = HashSet::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if !ips.insert(n.ip) {
+            return Err(ctx.err(format!("node[{i}].ip"), "duplicate address"));
+        }
+    }
+    let node_of = |field: String, name: &str| {
+        nodes.iter().position(|n| n.name == name).ok_or_else(|| ctx.err(field, format!("no node named `{name}`")))
+    };
+
+    // Links.
+    let mut links = Vec::new();
+    let mut pairs = HashSet::new();
+    for (i, l) in raw.link.iter().enumerate() {
+        let a = node_of(format!("link[{i}].a"), &l.a)?;
+        let b = node_of(format!("link[{i}].b"), &l.b)?;
+        if a == b {
+            return Err(ctx.err(format!("link[{i}].b"), "a link needs two different nodes"));
+        }
+        if !pairs.insert((a.min(b), a.max(b))) {
+            return Err(ctx.err(format!("link[{i}]"), format!("a second link between `{}` and `{}`", l.a, l.b)));
+        }
+        let rate_bps = ctx.rate(&format!("link[{i}].rate"), &l.rate)?;
+        let delay_ps = match &l.delay {
+            Some(d) => ctx.time(&format!("link[{i}].delay"), d)?,
+            None => 0,
+        };
+        let queue_pkts = l.queue_pkts.unwrap_or(default_queue);
+        if queue_pkts == 0 {
+            return Err(ctx.err(format!("link[{i}].queue_pkts"), "expected at least 1"));
+        }
+        links.push(Link { a, b, rate_bps, delay_ps, queue_pkts });
+    }
+    for (i, n) in nodes.iter().enumerate() {
+        if n.kind == NodeKind::Host && links.iter().filter(|l| l.a == i || l.b == i).count() != 1 {
+            return Err(ctx.err(format!("node[{i}]"), format!("host `{}` needs exactly one link", n.name)));
+        }
+    }
+    let linked = |x: usize, y: usize| links.iter().any(|l| (l.a == x && l.b == y) || (l.a == y && l.b == x));
+
+    // Paths.
+    let mut paths = Vec::new();
+    for (i, p) in raw.path.iter().enumerate() {
+        if paths.iter().any(|q: &Path| q.name == p.name) {
+            return Err(ctx.err(format!("path[{i}].name"), format!("duplicate path name `{}`", p.name)));
+        }
+        if p.nodes.len() < 2 {
+            return Err(ctx.err(format!("path[{i}].nodes"), "expected at least two nodes"));
+        }
+        let mut idx = Vec::new();
+        for (j, n) in p.nodes.iter().enumerate() {
+            let k = node_of(format!("path[{i}].nodes[{j}]"), n)?;
+            if nodes[k].kind != NodeKind::Switch {
+                return Err(ctx.err(format!("path[{i}].nodes[{j}]"), format!("expected a switch, `{n}` is a host")));
+            }
+            if idx.contains(&k) {
+                return Err(ctx.err(format!("path[{i}].nodes[{j}]"), format!("`{n}` appears twice")));
+            }
+            if let Some(&prev) = idx.last() {
+                if !linked(prev, k) {
+                    return Err(ctx.err(format!("path[{i}].nodes[{j}]"), format!("no link between `{}` and `{n}`", nodes[prev].name)));
+                }
+            }
+            idx.push(k);
+        }
+        paths.push(Path { name: p.name.clone(), nodes: idx });
+    }
+    let path_of = |field: String, name: &str| {
+        paths.iter().position(|p| p.name == name).ok_or_else(|| ctx.err(field, format!("no path named `{name}`")))
+    };
+
+    // Splits.
+    let mut splits = Vec::new();
+    let mut raw_splits = Vec::new();
+    for (i, s) in raw.split.iter().enumerate() {
+        let at = format!("split[{i}]");
+        let src = node_of(format!("{at}.src"), &s.src)?;
+        let dst = node_of(format!("{at}.dst"), &s.dst)?;
+        if s.paths.len() < 2 || s.paths.len() > MAX_PATHS {
+            return Err(ctx.err(format!("{at}.paths"), format!("expected 2 to {MAX_PATHS} paths, got {}", s.paths.len())));
+        }
+        let mut pidx = Vec::new();
+        for (j, p) in s.paths.iter().enumerate() {
+            pidx.push(path_of(format!("{at}.paths[{j}]"), p)?);
+        }
+        let first = paths[pidx[0]].nodes[0];
+        let last = *paths[pidx[0]].nodes.last().unwrap();
+        for (j, &p) in pidx.iter().enumerate() {
+            if paths[p].nodes[0] != first || *paths[p].nodes.last().unwrap() != last {
+                return Err(ctx.err(format!("{at}.paths[{j}]"), "all paths of a split must start at the same splitting point and end at the same confluence point"));
+            }
+            if pidx[..j].contains(&p) {
+                return Err(ctx.err(format!("{at}.paths[{j}]"), "path listed twice"));
+            }
+        }
+        let second_hops: HashSet<usize> = pidx.iter().map(|&p| paths[p].nodes[1]).collect();
+        if second_hops.len() != pidx.len() {
+            return Err(ctx.err(format!("{at}.paths"), "each path must leave the splitting point by a different link"));
+        }
+        let keep = RawSplitKeep {
+            scheduler: s.scheduler.clone(),
+            weights: s.weights.clone(),
+            shares: s.shares.clone(),
+            path: s.path.clone(),
+            dwrr: s.dwrr.clone().unwrap_or_default(),
+        };
+        let names: Vec<String> = pidx.iter().map(|&p| paths[p].name.clone()).collect();
+        let scheduler = scheduler_config(&ctx, &at, &keep, &names)?;
+        let ecn_threshold_pkts = s.ecn_threshold_pkts.or(if s.scheduler == "dwrr" {
+            Some(mpsched_core::marker::DEFAULT_ECN_THRESHOLD_PKTS)
+        } else {
+            None
+        });
+        splits.push(Split {
+            name: s.name.clone().unwrap_or_else(|| format!("split{i}")),
+            src,
+            dst,
+            paths: pidx,
+            scheduler,
+            ecn_threshold_pkts,
+            feedback_every: s.feedback_every.unwrap_or(mpsched_core::feedback::DEFAULT_FEEDBACK_EVERY).max(1),
+        });
+        raw_splits.push(keep);
+    }
+    if splits.len() > 255 {
+        return Err(ctx.err("split", "at most 255 splits"));
+    }
+
+    // Flows.
+    let mut flows = Vec::new();
+    for (i, f) in raw.flow.iter().enumerate() {
+        let at = format!("flow[{i}]");
+        if flows.iter().any(|g: &Flow| g.name == f.name) {
+            return Err(ctx.err(format!("{at}.name"), format!("duplicate flow name `{}`", f.name)));
+        }
+        let src = node_of(format!("{at}.src"), &f.src)?;
+        let dst = node_of(format!("{at}.dst"), &f.dst)?;
+        for (k, n) in [("src", src), ("dst", dst)] {
+            if nodes[n].kind != NodeKind::Host {
+                return Err(ctx.err(format!("{at}.{k}"), format!("expected a host, `{}` is a switch", nodes[n].name)));
+            }
+        }
+        if src == dst {
+            return Err(ctx.err(format!("{at}.dst"), "source and destination are the same host"));
+        }
+        match f.protocol.as_deref().unwrap_or("udp") {
+            "udp" => {}
+            p => return Err(ctx.err(format!("{at}.protocol"), format!("expected `udp` (TCP arrives with the transport models), got `{p}`"))),
+        }
+        let rate_bps = ctx.rate(&format!("{at}.rate"), &f.rate)?;
+        let payload = match &f.payload {
+            Some(p) => ctx.size(&format!("{at}.payload"), p)?,
+            None => u64::from(DEFAULT_PAYLOAD_BYTES),
+        };
+        if !(16..=65_507).contains(&payload) {
+            return Err(ctx.err(format!("{at}.payload"), format!("expected 16B to 65507B (iperf needs 16 bytes for its header), got {payload}B")));
+        }
+        let start_ps = match &f.start {
+            Some(s) => ctx.time(&format!("{at}.start"), s)?,
+            None => 0,
+        };
+        let stop_ps = match &f.stop {
+            Some(s) => ctx.time(&format!("{at}.stop"), s)?,
+            None => duration_ps,
+        };
+        if stop_ps <= start_ps {
+            return Err(ctx.err(format!("{at}.stop"), "expected a stop time after the start time"));
+        }
+        if stop_ps > duration_ps {
+            return Err(ctx.err(format!("{at}.stop"), "expected a stop time within the scenario's duration"));
+        }
+        let ecn = match f.ecn.as_deref().unwrap_or("not-ect") {
+            "not-ect" | "none" => Ecn::NotEct,
+            "ect0" | "ect(0)" => Ecn::Ect0,
+            "ect1" | "ect(1)" => Ecn::Ect1,
+            e => return Err(ctx.err(format!("{at}.ecn"), format!("expected `not-ect`, `ect0` or `ect1`, got `{e}`"))),
+        };
+        let path = match &f.path {
+            Some(p) => Some(path_of(format!("{at}.path"), p)?),
+            None => None,
+        };
+        flows.push(Flow {
+            name: f.name.clone(),
+            src,
+            dst,
+            rate_bps,
+            payload_bytes: payload as u32,
+            start_ps,
+            stop_ps,
+            ecn,
+            path,
+            src_port: f.src_port.unwrap_or(40_000 + i as u16),
+            dst_port: f.dst_port.unwrap_or(5201),
+        });
+    }
+    if flows.is_empty() {
+        return Err(ctx.err("flow", "expected at least one [[flow]]"));
+    }
+
+    // Variants.
+    let mut variants = Vec::new();
+    let mut seen = BTreeMap::new();
+    for (i, v) in raw.variant.iter().enumerate() {
+        if seen.insert(v.name.clone(), i).is_some() {
+            return Err(ctx.err(format!("variant[{i}].name"), format!("duplicate variant name `{}`", v.name)));
+        }
+        variants.push(Variant { name: v.name.clone(), raw: v.clone() });
+    }
+
+    Ok(Scenario {
+        name: m.name.clone(),
+        title: m.title.clone(),
+        reproduces: m.reproduces.clone(),
+        origin: origin.to_string(),
+        duration_ps,
+        seed: m.seed.unwrap_or(1),
+        repetitions,
+        sample_interval_ps,
+        start_jitter_ps,
+        nodes,
+        links,
+        paths,
+        splits,
+        flows,
+        variants,
+        raw_splits,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtin::BUILTIN;
+
+    #[test]
+    fn every_builtin_scenario_validates_with_every_variant() {
+        for (name, path, text) in BUILTIN {
+            let sc = Scenario::from_toml(text, path).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!sc.reproduces.is_empty(), "{name} must say what it reproduces");
+            for v in sc.variant_names() {
+                sc.with_variant(&v).unwrap();
+            }
+        }
+    }
+
+    fn s1() -> String {
+        BUILTIN[0].2.to_string()
+    }
+
+    fn err(text: &str) -> ScenarioError {
+        Scenario::from_toml(text, "x.toml").unwrap_err()
+    }
+
+    #[test]
+    fn a_bad_rate_names_file_field_and_expectation() {
+        let e = err(&s1().replacen("rate = \"4Mbps\"", "rate = \"4 Mbs\"", 1));
+        assert_eq!(e.file, "x.toml");
+        assert_eq!(e.field, "link[2].rate");
+        assert!(e.message.contains("expected a rate"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_with_its_table() {
+        let e = err(&s1().replacen("payload = \"1470B\"", "payload = \"1470B\"\npayloda = 3", 1));
+        assert_eq!(e.field, "flow[0].payloda", "{e}");
+        assert!(e.message.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn unknown_names_and_schedulers_are_errors() {
+        assert_eq!(err(&s1().replacen("b = \"ap2\"", "b = \"ap9\"", 1)).field, "link[2].b");
+        let e = err(&s1().replacen("scheduler = \"wrr\"", "scheduler = \"wfq\"", 1));
+        assert_eq!(e.field, "split[0].scheduler");
+        assert!(e.message.contains("rs, wrr, dwrr"));
+        let e = err(&s1().replacen("weights = [1, 1]", "weights = [1, 1, 1]", 1));
+        assert_eq!(e.field, "split[0].weights");
+    }
+
+    #[test]
+    fn variants_override_scheduler_and_rates() {
+        let sc = Scenario::from_toml(BUILTIN[2].2, "s3a").unwrap();
+        let v = sc.with_variant("WRR-10M").unwrap();
+        assert_eq!(v.flows[0].rate_bps, 10_000_000);
+        assert_eq!(v.splits[0].scheduler, SchedulerConfig::Wrr { weights: vec![2, 1] });
+        let sp = Scenario::from_toml(&s1(), "s1").unwrap().with_variant("SP2").unwrap();
+        assert_eq!(sp.splits[0].scheduler, SchedulerConfig::Single { path: 1 });
+    }
+
+    #[test]
+    fn scaling_the_duration_scales_the_timeline() {
+        let sc = Scenario::from_toml(BUILTIN[3].2, "s3b").unwrap();
+        let short = sc.scaled_to(10_000_000_000_000);
+        assert_eq!(short.flows[1].start_ps, 2_000_000_000_000);
+        assert_eq!(short.flows[1].stop_ps, 9_000_000_000_000);
+    }
+}

@@ -1,0 +1,229 @@
+//! The results schema: `summary.json`, shared by every backend.
+//!
+//! Documented in `docs/results.md`. Floating-point figures are rounded to fixed decimals before
+//! they are written so that equal runs give byte-identical files.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Round to `d` decimals (for stable, readable output).
+pub fn round(x: f64, d: i32) -> f64 {
+    let m = 10f64.powi(d);
+    (x * m).round() / m
+}
+
+/// One flow's figures in one run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct FlowFigures {
+    /// Flow name.
+    pub id: String,
+    /// Offered rate, UDP payload, Mbit/s (iperf's `-b`).
+    pub offered_mbps: f64,
+    /// Delivered payload rate over the flow's active time, Mbit/s.
+    pub delivered_mbps: f64,
+    /// Packets lost, percent of packets sent.
+    pub loss_pct: f64,
+    /// Mean one-way delay of delivered packets, ms.
+    pub mean_owd_ms: f64,
+    /// Packets that arrived after a later-sent packet of the same flow, percent of delivered.
+    pub reordered_pct: f64,
+    /// Packets sent.
+    pub sent_pkts: u64,
+    /// Packets delivered.
+    pub delivered_pkts: u64,
+    /// Delivered payload per path at the confluence point, Mbit/s over the active time (only for
+    /// split flows).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_path_mbps: BTreeMap<String, f64>,
+}
+
+/// One path's figures in one run: wire throughput into the confluence point, as bwm-ng on its
+/// input interface shows it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PathFigures {
+    /// Path name.
+    pub id: String,
+    /// Mean wire throughput over the run, Mbit/s.
+    pub mean_mbps: f64,
+    /// Wire-byte capacity of its slowest link, Mbit/s.
+    pub capacity_mbps: f64,
+}
+
+/// Everything measured in one run (one seed).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RunFigures {
+    /// The seed of this run.
+    pub seed: u64,
+    /// Per flow.
+    pub flows: Vec<FlowFigures>,
+    /// Per path.
+    pub paths: Vec<PathFigures>,
+    /// Program counters per node (marks, feedback, avoidance drops, ...) and queue drops.
+    pub counters: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+/// Mean, min and max of a figure over repetitions.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Spread {
+    /// Mean.
+    pub mean: f64,
+    /// Minimum.
+    pub min: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+impl Spread {
+    /// Spread of `xs` (all zero when empty).
+    pub fn of(xs: &[f64]) -> Spread {
+        if xs.is_empty() {
+            return Spread { mean: 0.0, min: 0.0, max: 0.0 };
+        }
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        let min = xs.iter().cloned().fold(f64::INFINITY, f64::min);
+        let max = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        Spread { mean: round(mean, 4), min: round(min, 4), max: round(max, 4) }
+    }
+
+    /// `max - min`.
+    pub fn range(&self) -> f64 {
+        self.max - self.min
+    }
+}
+
+/// A flow's figures over all repetitions: means, and the delivered rate's spread.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct FlowSummary {
+    /// Flow name.
+    pub id: String,
+    /// Offered rate, Mbit/s.
+    pub offered_mbps: f64,
+    /// Mean delivered payload rate, Mbit/s.
+    pub delivered_mbps: f64,
+    /// Mean loss, percent.
+    pub loss_pct: f64,
+    /// Mean one-way delay, ms.
+    pub mean_owd_ms: f64,
+    /// Mean reordering, percent.
+    pub reordered_pct: f64,
+    /// Delivered rate over repetitions.
+    pub delivered_spread_mbps: Spread,
+}
+
+/// A path's figures over all repetitions.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PathSummary {
+    /// Path name.
+    pub id: String,
+    /// Mean wire throughput, Mbit/s.
+    pub mean_mbps: f64,
+    /// Capacity, Mbit/s.
+    pub capacity_mbps: f64,
+    /// Throughput over repetitions.
+    pub spread_mbps: Spread,
+}
+
+/// `summary.json` for one configuration (scenario, or one of its variants).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    /// Scenario name.
+    pub scenario: String,
+    /// Variant name, when the scenario has variants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    /// What it reproduces.
+    pub reproduces: String,
+    /// `sim` or `netns`.
+    pub backend: String,
+    /// Seed of the first repetition (repetition `i` uses `seed + i`).
+    pub seed: u64,
+    /// Simulated (or real) duration, seconds.
+    pub duration_s: f64,
+    /// Per flow, averaged over repetitions.
+    pub flows: Vec<FlowSummary>,
+    /// Per path, averaged over repetitions.
+    pub paths: Vec<PathSummary>,
+    /// Each repetition's figures.
+    pub repetitions: Vec<RunFigures>,
+}
+
+impl Summary {
+    /// Aggregate runs into a summary.
+    pub fn aggregate(
+        scenario: &str,
+        variant: Option<&str>,
+        reproduces: &str,
+        backend: &str,
+        seed: u64,
+        duration_s: f64,
+        runs: Vec<RunFigures>,
+    ) -> Summary {
+        let mean = |xs: Vec<f64>| round(xs.iter().sum::<f64>() / xs.len().max(1) as f64, 4);
+        let flows = match runs.first() {
+            None => Vec::new(),
+            Some(first) => first
+                .flows
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    let col = |g: fn(&FlowFigures) -> f64| runs.iter().map(|r| g(&r.flows[i])).collect::<Vec<_>>();
+                    let delivered = col(|f| f.delivered_mbps);
+                    FlowSummary {
+                        id: f.id.clone(),
+                        offered_mbps: f.offered_mbps,
+                        delivered_mbps: mean(delivered.clone()),
+                        loss_pct: mean(col(|f| f.loss_pct)),
+                        mean_owd_ms: mean(col(|f| f.mean_owd_ms)),
+                        reordered_pct: mean(col(|f| f.reordered_pct)),
+                        delivered_spread_mbps: Spread::of(&delivered),
+                    }
+                })
+                .collect(),
+        };
+        let paths = match runs.first() {
+            None => Vec::new(),
+            Some(first) => first
+                .paths
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let xs: Vec<f64> = runs.iter().map(|r| r.paths[i].mean_mbps).collect();
+                    PathSummary {
+                        id: p.id.clone(),
+                        mean_mbps: mean(xs.clone()),
+                        capacity_mbps: p.capacity_mbps,
+                        spread_mbps: Spread::of(&xs),
+                    }
+                })
+                .collect(),
+        };
+        Summary {
+            scenario: scenario.to_string(),
+            variant: variant.map(str::to_string),
+            reproduces: reproduces.to_string(),
+            backend: backend.to_string(),
+            seed,
+            duration_s,
+            flows,
+            paths,
+            repetitions: runs,
+        }
+    }
+}
+
+/// `summary.json` of a scenario with variants: one [`Summary`] per variant.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct MultiSummary {
+    /// Scenario name.
+    pub scenario: String,
+    /// What it reproduces.
+    pub reproduces: String,
+    /// `sim` or `netns`.
+    pub backend: String,
+    /// Base seed.
+    pub seed: u64,
+    /// Duration, seconds.
+    pub duration_s: f64,
+    /// Per variant.
+    pub variants: Vec<Summary>,
+}

@@ -1,0 +1,175 @@
+//! The scenario file as written (TOML), before validation.
+//!
+//! Every table rejects unknown keys so that a typo is an error, not a silently ignored setting.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// A whole scenario file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScenario {
+    /// The `[scenario]` table.
+    pub scenario: RawMeta,
+    /// `[[node]]` entries.
+    #[serde(default)]
+    pub node: Vec<RawNode>,
+    /// `[[link]]` entries.
+    #[serde(default)]
+    pub link: Vec<RawLink>,
+    /// `[[path]]` entries.
+    #[serde(default)]
+    pub path: Vec<RawPath>,
+    /// `[[split]]` entries.
+    #[serde(default)]
+    pub split: Vec<RawSplit>,
+    /// `[[flow]]` entries.
+    #[serde(default)]
+    pub flow: Vec<RawFlow>,
+    /// `[[variant]]` entries.
+    #[serde(default)]
+    pub variant: Vec<RawVariant>,
+}
+
+/// `[scenario]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMeta {
+    pub name: String,
+    #[serde(default)]
+    pub title: String,
+    /// Paper, figure or table this scenario reproduces.
+    #[serde(default)]
+    pub reproduces: String,
+    pub duration: String,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub repetitions: Option<u32>,
+    /// Default queue capacity in packets for links that do not give one.
+    #[serde(default)]
+    pub queue_pkts: Option<u32>,
+    /// Sampling interval of the time series (default `1s`, as bwm-ng).
+    #[serde(default)]
+    pub sample_interval: Option<String>,
+    /// Random start offset added to each flow, up to this (default `0s`).
+    #[serde(default)]
+    pub start_jitter: Option<String>,
+}
+
+/// `[[node]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNode {
+    pub name: String,
+    pub kind: String,
+    #[serde(default)]
+    pub ip: Option<String>,
+}
+
+/// `[[link]]`: a full-duplex link, one queue per direction.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLink {
+    pub a: String,
+    pub b: String,
+    pub rate: String,
+    #[serde(default)]
+    pub delay: Option<String>,
+    #[serde(default)]
+    pub queue_pkts: Option<u32>,
+}
+
+/// `[[path]]`: a named sequence of nodes from a splitting point to a confluence point.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPath {
+    pub name: String,
+    pub nodes: Vec<String>,
+}
+
+/// DWRR constants in `[split.dwrr]`.
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawDwrr {
+    pub groups: Option<u16>,
+    pub avoidance_drop_pkts: Option<u32>,
+    pub weight_scale: Option<u16>,
+    pub min_weight: Option<u16>,
+    pub max_step: Option<u16>,
+}
+
+/// `[[split]]`: traffic from `src` to `dst` is split over `paths`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSplit {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub src: String,
+    pub dst: String,
+    pub paths: Vec<String>,
+    pub scheduler: String,
+    #[serde(default)]
+    pub weights: Option<Vec<u16>>,
+    #[serde(default)]
+    pub shares: Option<Vec<u32>>,
+    /// For `scheduler = "single"`: the path used.
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub ecn_threshold_pkts: Option<u32>,
+    #[serde(default)]
+    pub feedback_every: Option<u32>,
+    #[serde(default)]
+    pub dwrr: Option<RawDwrr>,
+}
+
+/// `[[flow]]`: a UDP constant-bit-rate flow, as iperf sends it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFlow {
+    pub name: String,
+    pub src: String,
+    pub dst: String,
+    #[serde(default)]
+    pub protocol: Option<String>,
+    pub rate: String,
+    #[serde(default)]
+    pub payload: Option<String>,
+    #[serde(default)]
+    pub start: Option<String>,
+    #[serde(default)]
+    pub stop: Option<String>,
+    #[serde(default)]
+    pub ecn: Option<String>,
+    /// Pin the flow's route to this path (routes for `dst` along it).
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub src_port: Option<u16>,
+    #[serde(default)]
+    pub dst_port: Option<u16>,
+}
+
+/// `[[variant]]`: one configuration of the experiment, overriding the split and flow rates.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawVariant {
+    pub name: String,
+    /// Which split to override (default: the first).
+    #[serde(default)]
+    pub split: Option<String>,
+    #[serde(default)]
+    pub scheduler: Option<String>,
+    #[serde(default)]
+    pub weights: Option<Vec<u16>>,
+    #[serde(default)]
+    pub shares: Option<Vec<u32>>,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub dwrr: Option<RawDwrr>,
+    /// Flow name -> rate.
+    #[serde(default)]
+    pub rates: BTreeMap<String, String>,
+}
