@@ -66,7 +66,9 @@ impl Confluence {
         splitter_ip: Ipv4,
         feedback_port: u16,
     ) -> Self {
-        assert!(path_ingress_port.len() == return_port.len() && path_ingress_port.len() <= MAX_PATHS);
+        assert!(
+            path_ingress_port.len() == return_port.len() && path_ingress_port.len() <= MAX_PATHS
+        );
         let mut pi = [0; MAX_PATHS];
         pi[..path_ingress_port.len()].copy_from_slice(path_ingress_port);
         let mut rp = [0; MAX_PATHS];
@@ -117,8 +119,14 @@ impl Confluence {
             self.feedback_port,
             FEEDBACK_WIRE_BYTES,
         );
-        meta.feedback = Some(crate::packet::FeedbackInfo { group: self.group, path });
-        Some(Emit { port: self.return_port[usize::from(via)], meta })
+        meta.feedback = Some(crate::packet::FeedbackInfo {
+            group: self.group,
+            path,
+        });
+        Some(Emit {
+            port: self.return_port[usize::from(via)],
+            meta,
+        })
     }
 
     /// The path to send feedback about `congested` over: another path, the one with the fewest
@@ -177,10 +185,22 @@ mod tests {
 
     #[test]
     fn return_path_avoids_paths_with_pending_marks() {
-        let mut c = Confluence::new(0, &[1, 2, 3], &[1, 2, 3], 16, 100, 200, DEFAULT_FEEDBACK_PORT);
+        let mut c = Confluence::new(
+            0,
+            &[1, 2, 3],
+            &[1, 2, 3],
+            16,
+            100,
+            200,
+            DEFAULT_FEEDBACK_PORT,
+        );
         for _ in 0..5 {
             c.on_arrival(&ce_on(1));
         }
-        assert_eq!(c.return_path(1), Some(2), "path 1 (index 0) has pending marks; path 3 has none");
+        assert_eq!(
+            c.return_path(1),
+            Some(2),
+            "path 1 (index 0) has pending marks; path 3 has none"
+        );
     }
 }

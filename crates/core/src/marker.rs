@@ -39,7 +39,11 @@ pub enum MarkOutcome {
 impl EcnMarker {
     /// A marker with the given threshold.
     pub const fn new(threshold_pkts: u32) -> Self {
-        EcnMarker { threshold_pkts, marked: 0, not_ect_over_threshold: 0 }
+        EcnMarker {
+            threshold_pkts,
+            marked: 0,
+            not_ect_over_threshold: 0,
+        }
     }
 
     /// Run on a packet leaving the queue.
@@ -68,7 +72,10 @@ mod tests {
     use super::*;
 
     fn q(d: u32) -> QueueMeta {
-        QueueMeta { enq_qdepth_pkts: 0, deq_qdepth_pkts: d }
+        QueueMeta {
+            enq_qdepth_pkts: 0,
+            deq_qdepth_pkts: d,
+        }
     }
 
     #[test]

@@ -157,8 +157,13 @@ impl MultipathSwitch {
             .confluences
             .iter()
             .map(|c| {
-                if c.path_ingress_ports.len() != c.return_ports.len() || c.path_ingress_ports.len() > MAX_PATHS {
-                    return Err(ConfigError(format!("confluence group {}: one ingress and one return port per path", c.group)));
+                if c.path_ingress_ports.len() != c.return_ports.len()
+                    || c.path_ingress_ports.len() > MAX_PATHS
+                {
+                    return Err(ConfigError(format!(
+                        "confluence group {}: one ingress and one return port per path",
+                        c.group
+                    )));
                 }
                 Ok(ConfluenceEntry {
                     src_ip: c.src_ip,
@@ -183,12 +188,22 @@ impl MultipathSwitch {
             }
             markers[p] = Some(EcnMarker::new(threshold));
         }
-        Ok(MultipathSwitch { own_ip: config.own_ip, lpm, splits, confluences, markers, counters: SwitchCounters::default() })
+        Ok(MultipathSwitch {
+            own_ip: config.own_ip,
+            lpm,
+            splits,
+            confluences,
+            markers,
+            counters: SwitchCounters::default(),
+        })
     }
 
     /// The scheduler of splitting group `group`, if this node splits it.
     pub fn scheduler(&self, group: u8) -> Option<&Scheduler> {
-        self.splits.iter().find(|s| s.group == group).map(|s| &s.sched)
+        self.splits
+            .iter()
+            .find(|s| s.group == group)
+            .map(|s| &s.sched)
     }
 }
 
@@ -217,10 +232,18 @@ impl Program for MultipathSwitch {
         pkt.ttl -= 1;
 
         let mut emit = None;
-        if let Some(c) = self.confluences.iter_mut().find(|c| c.src_ip == pkt.src_ip && c.dst_ip == pkt.dst_ip) {
+        if let Some(c) = self
+            .confluences
+            .iter_mut()
+            .find(|c| c.src_ip == pkt.src_ip && c.dst_ip == pkt.dst_ip)
+        {
             emit = c.conf.on_arrival(pkt);
         }
-        if let Some(s) = self.splits.iter_mut().find(|s| s.src_ip == pkt.src_ip && s.dst_ip == pkt.dst_ip) {
+        if let Some(s) = self
+            .splits
+            .iter_mut()
+            .find(|s| s.src_ip == pkt.src_ip && s.dst_ip == pkt.dst_ip)
+        {
             let verdict = match s.sched.select(pkt) {
                 Decision::Path(p) => {
                     s.pkts[usize::from(p)] += 1;
@@ -258,7 +281,10 @@ impl Program for MultipathSwitch {
             ("drop_ttl_expired".to_string(), c.ttl_expired),
             ("drop_congestion_avoidance".to_string(), c.avoidance),
             ("feedback_rx".to_string(), c.feedback_rx),
-            ("feedback_unknown_group".to_string(), c.feedback_unknown_group),
+            (
+                "feedback_unknown_group".to_string(),
+                c.feedback_unknown_group,
+            ),
         ];
         for s in &self.splits {
             let g = s.group;
@@ -269,7 +295,10 @@ impl Program for MultipathSwitch {
                 let st = d.stats();
                 out.push((format!("group{g}_dwrr_windows"), st.windows));
                 out.push((format!("group{g}_dwrr_adjustments"), st.adjustments));
-                out.push((format!("group{g}_dwrr_avoidance_events"), st.avoidance_events));
+                out.push((
+                    format!("group{g}_dwrr_avoidance_events"),
+                    st.avoidance_events,
+                ));
                 out.push((format!("group{g}_dwrr_avoidance_drops"), st.avoidance_drops));
             }
         }
@@ -281,7 +310,10 @@ impl Program for MultipathSwitch {
         for (p, m) in self.markers.iter().enumerate() {
             if let Some(m) = m {
                 out.push((format!("port{p}_ce_marked"), m.marked));
-                out.push((format!("port{p}_not_ect_over_threshold"), m.not_ect_over_threshold));
+                out.push((
+                    format!("port{p}_not_ect_over_threshold"),
+                    m.not_ect_over_threshold,
+                ));
             }
         }
         out
@@ -324,21 +356,43 @@ mod tests {
     const STA3: Ipv4 = 0x0a00_0003;
 
     fn splitter(sched: SchedulerConfig) -> MultipathSwitch {
-        let mut cfg = SwitchConfig::forwarding(SPLITTER, vec![Route { prefix: 0, len: 0, port: 0 }]);
-        cfg.splits.push(SplitGroupConfig { group: 0, src_ip: STA1, dst_ip: STA3, ports: vec![1, 2], scheduler: sched });
+        let mut cfg = SwitchConfig::forwarding(
+            SPLITTER,
+            vec![Route {
+                prefix: 0,
+                len: 0,
+                port: 0,
+            }],
+        );
+        cfg.splits.push(SplitGroupConfig {
+            group: 0,
+            src_ip: STA1,
+            dst_ip: STA3,
+            ports: vec![1, 2],
+            scheduler: sched,
+        });
         cfg.ecn_markers = vec![(1, 60), (2, 60)];
         MultipathSwitch::new(&cfg, |_| Box::new(SeededRandom::new(1))).unwrap()
     }
 
     #[test]
     fn split_flow_follows_wrr_and_other_traffic_is_routed() {
-        let mut sw = splitter(SchedulerConfig::Wrr { weights: vec![2, 1] });
+        let mut sw = splitter(SchedulerConfig::Wrr {
+            weights: vec![2, 1],
+        });
         let mut got = Vec::new();
         for _ in 0..3 {
             let mut p = PacketMeta::udp(STA1, STA3, 1, 2, 1512);
             got.push(sw.ingress(&mut p, 0).verdict);
         }
-        assert_eq!(got, [Verdict::Forward(1), Verdict::Forward(1), Verdict::Forward(2)]);
+        assert_eq!(
+            got,
+            [
+                Verdict::Forward(1),
+                Verdict::Forward(1),
+                Verdict::Forward(2)
+            ]
+        );
         let mut other = PacketMeta::udp(0x0a00_0002, STA3, 1, 2, 1512);
         assert_eq!(sw.ingress(&mut other, 0).verdict, Verdict::Forward(0));
         assert_eq!(other.ttl, 63);
@@ -346,25 +400,41 @@ mod tests {
 
     #[test]
     fn feedback_to_the_splitter_is_consumed_and_counted() {
-        let mut sw = splitter(SchedulerConfig::Dwrr { weights: vec![2, 1], params: DwrrParams::default() });
+        let mut sw = splitter(SchedulerConfig::Dwrr {
+            weights: vec![2, 1],
+            params: DwrrParams::default(),
+        });
         let mut fb = PacketMeta::udp(CONFLUENCE, SPLITTER, 50_000, 50_000, 60);
         fb.feedback = Some(crate::packet::FeedbackInfo { group: 0, path: 1 });
         assert_eq!(sw.ingress(&mut fb, 0).verdict, Verdict::Consume);
-        assert_eq!(sw.scheduler(0).unwrap().as_dwrr().unwrap().adjust(), &[0, 1]);
+        assert_eq!(
+            sw.scheduler(0).unwrap().as_dwrr().unwrap().adjust(),
+            &[0, 1]
+        );
     }
 
     #[test]
     fn ttl_expiry_drops() {
-        let mut sw = splitter(SchedulerConfig::Wrr { weights: vec![1, 1] });
+        let mut sw = splitter(SchedulerConfig::Wrr {
+            weights: vec![1, 1],
+        });
         let mut p = PacketMeta::udp(STA1, STA3, 1, 2, 1512);
         p.ttl = 1;
-        assert_eq!(sw.ingress(&mut p, 0).verdict, Verdict::Drop(DropReason::TtlExpired));
+        assert_eq!(
+            sw.ingress(&mut p, 0).verdict,
+            Verdict::Drop(DropReason::TtlExpired)
+        );
     }
 
     #[test]
     fn egress_marks_only_on_ports_with_a_marker() {
-        let mut sw = splitter(SchedulerConfig::Wrr { weights: vec![1, 1] });
-        let q = QueueMeta { enq_qdepth_pkts: 63, deq_qdepth_pkts: 62 };
+        let mut sw = splitter(SchedulerConfig::Wrr {
+            weights: vec![1, 1],
+        });
+        let q = QueueMeta {
+            enq_qdepth_pkts: 63,
+            deq_qdepth_pkts: 62,
+        };
         let mut p = PacketMeta::udp(STA1, STA3, 1, 2, 1512);
         p.ecn = Ecn::Ect0;
         sw.egress(&mut p, 0, q);
@@ -375,7 +445,14 @@ mod tests {
 
     #[test]
     fn confluence_emits_feedback_every_16th_ce_arrival() {
-        let mut cfg = SwitchConfig::forwarding(CONFLUENCE, vec![Route { prefix: STA3, len: 32, port: 0 }]);
+        let mut cfg = SwitchConfig::forwarding(
+            CONFLUENCE,
+            vec![Route {
+                prefix: STA3,
+                len: 32,
+                port: 0,
+            }],
+        );
         cfg.confluences.push(ConfluenceConfig {
             group: 0,
             src_ip: STA1,

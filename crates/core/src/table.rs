@@ -38,15 +38,22 @@ impl Ipv4Lpm {
     /// Insert or replace the route for `prefix/len`.
     pub fn insert(&mut self, route: Route) {
         let m = mask(route.len);
-        let r = Route { prefix: route.prefix & m, ..route };
-        self.routes.retain(|x| !(x.len == r.len && x.prefix == r.prefix));
+        let r = Route {
+            prefix: route.prefix & m,
+            ..route
+        };
+        self.routes
+            .retain(|x| !(x.len == r.len && x.prefix == r.prefix));
         let at = self.routes.partition_point(|x| x.len >= r.len);
         self.routes.insert(at, r);
     }
 
     /// The egress port for `dst`, longest prefix first.
     pub fn lookup(&self, dst: Ipv4) -> Option<PortId> {
-        self.routes.iter().find(|r| dst & mask(r.len) == r.prefix).map(|r| r.port)
+        self.routes
+            .iter()
+            .find(|r| dst & mask(r.len) == r.prefix)
+            .map(|r| r.port)
     }
 
     /// Number of entries.
@@ -67,9 +74,21 @@ mod tests {
     #[test]
     fn longest_prefix_wins_regardless_of_insertion_order() {
         let mut t = Ipv4Lpm::new();
-        t.insert(Route { prefix: 0, len: 0, port: 9 });
-        t.insert(Route { prefix: 0x0a00_0003, len: 32, port: 3 });
-        t.insert(Route { prefix: 0x0a00_0000, len: 24, port: 1 });
+        t.insert(Route {
+            prefix: 0,
+            len: 0,
+            port: 9,
+        });
+        t.insert(Route {
+            prefix: 0x0a00_0003,
+            len: 32,
+            port: 3,
+        });
+        t.insert(Route {
+            prefix: 0x0a00_0000,
+            len: 24,
+            port: 1,
+        });
         assert_eq!(t.lookup(0x0a00_0003), Some(3));
         assert_eq!(t.lookup(0x0a00_0004), Some(1));
         assert_eq!(t.lookup(0x0b00_0004), Some(9));
@@ -78,8 +97,16 @@ mod tests {
     #[test]
     fn reinsert_replaces() {
         let mut t = Ipv4Lpm::new();
-        t.insert(Route { prefix: 0x0a00_0003, len: 32, port: 3 });
-        t.insert(Route { prefix: 0x0a00_0003, len: 32, port: 4 });
+        t.insert(Route {
+            prefix: 0x0a00_0003,
+            len: 32,
+            port: 3,
+        });
+        t.insert(Route {
+            prefix: 0x0a00_0003,
+            len: 32,
+            port: 4,
+        });
         assert_eq!(t.len(), 1);
         assert_eq!(t.lookup(0x0a00_0003), Some(4));
     }

@@ -82,7 +82,11 @@ pub fn parse_frame(frame: &[u8], feedback_port: u16) -> Result<PacketMeta, Parse
     let (mut src_port, mut dst_port) = (0, 0);
     let mut feedback = None;
     if frag_offset == 0 && (protocol == proto::UDP || protocol == proto::TCP) && l4.len() >= 4 {
-        let full_hdr = if protocol == proto::UDP { UDP_HDR_BYTES } else { 20 };
+        let full_hdr = if protocol == proto::UDP {
+            UDP_HDR_BYTES
+        } else {
+            20
+        };
         if l4.len() >= full_hdr {
             src_port = be16(l4, 0);
             dst_port = be16(l4, 2);
@@ -91,7 +95,10 @@ pub fn parse_frame(frame: &[u8], feedback_port: u16) -> Result<PacketMeta, Parse
     if protocol == proto::UDP && dst_port == feedback_port && frag_offset == 0 {
         let payload = &l4[UDP_HDR_BYTES.min(l4.len())..];
         if payload.len() >= FEEDBACK_PAYLOAD_BYTES && be32(payload, 0) == FEEDBACK_MAGIC {
-            feedback = Some(FeedbackInfo { group: payload[4], path: payload[5] });
+            feedback = Some(FeedbackInfo {
+                group: payload[4],
+                path: payload[5],
+            });
         }
     }
     Ok(PacketMeta {
@@ -180,7 +187,12 @@ pub fn emit_udp_frame(
 }
 
 fn pseudo_header_sum(src: Ipv4, dst: Ipv4, protocol: u8, l4_len: u16) -> u32 {
-    (src >> 16) + (src & 0xffff) + (dst >> 16) + (dst & 0xffff) + u32::from(protocol) + u32::from(l4_len)
+    (src >> 16)
+        + (src & 0xffff)
+        + (dst >> 16)
+        + (dst & 0xffff)
+        + u32::from(protocol)
+        + u32::from(l4_len)
 }
 
 #[cfg(test)]
@@ -221,7 +233,10 @@ mod tests {
     fn feedback_payload_is_recognised_only_on_the_feedback_port() {
         let m = PacketMeta::udp(1, 2, 50_000, 50_000, 0);
         let f = frame(&m, &feedback_payload(3, 1));
-        assert_eq!(parse_frame(&f, 50_000).unwrap().feedback, Some(FeedbackInfo { group: 3, path: 1 }));
+        assert_eq!(
+            parse_frame(&f, 50_000).unwrap().feedback,
+            Some(FeedbackInfo { group: 3, path: 1 })
+        );
         assert_eq!(parse_frame(&f, 40_000).unwrap().feedback, None);
     }
 

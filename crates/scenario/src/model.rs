@@ -150,6 +150,8 @@ pub struct Scenario {
     pub sample_interval_ps: u64,
     /// Each flow starts up to this much late (seeded), as hand-started iperf clients do.
     pub start_jitter_ps: u64,
+    /// Each packet leaves up to this much after its nominal time (seeded, not accumulating).
+    pub send_jitter_ps: u64,
     /// Nodes.
     pub nodes: Vec<Node>,
     /// Links.
@@ -177,8 +179,19 @@ struct RawSplitKeep {
 
 impl PartialEq for RawDwrr {
     fn eq(&self, o: &Self) -> bool {
-        (self.groups, self.avoidance_drop_pkts, self.weight_scale, self.min_weight, self.max_step)
-            == (o.groups, o.avoidance_drop_pkts, o.weight_scale, o.min_weight, o.max_step)
+        (
+            self.groups,
+            self.avoidance_drop_pkts,
+            self.weight_scale,
+            self.min_weight,
+            self.max_step,
+        ) == (
+            o.groups,
+            o.avoidance_drop_pkts,
+            o.weight_scale,
+            o.min_weight,
+            o.max_step,
+        )
     }
 }
 
@@ -194,9 +207,18 @@ pub const DEFAULT_QUEUE_PKTS: u32 = 64;
 pub const DEFAULT_PAYLOAD_BYTES: u32 = 1470;
 /// The scheduler names a scenario may use.
 pub const SCHEDULERS: &[(&str, &str)] = &[
-    ("rs", "random splitting over per-path [lower, upper] ranges of a draw in [1, 100]"),
-    ("wrr", "weighted round robin, largest remaining weight first, ties to path 1"),
-    ("dwrr", "WRR whose weights follow ECN feedback from the confluence point"),
+    (
+        "rs",
+        "random splitting over per-path [lower, upper] ranges of a draw in [1, 100]",
+    ),
+    (
+        "wrr",
+        "weighted round robin, largest remaining weight first, ties to path 1",
+    ),
+    (
+        "dwrr",
+        "WRR whose weights follow ECN feedback from the confluence point",
+    ),
     ("ecmp", "per-flow hashing of the 5-tuple"),
     ("single", "everything on one path (SP1, SP2)"),
 ];
@@ -207,15 +229,29 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn err(&self, field: impl Into<String>, message: impl Into<String>) -> ScenarioError {
-        ScenarioError { file: self.file.to_string(), field: field.into(), message: message.into() }
+        ScenarioError {
+            file: self.file.to_string(),
+            field: field.into(),
+            message: message.into(),
+        }
     }
 
     fn time(&self, field: &str, v: &str) -> Result<u64, ScenarioError> {
-        parse_time_ps(v).map_err(|e| self.err(field, format!("expected a time like `20s` or `6560ns`, got `{v}` ({e})")))
+        parse_time_ps(v).map_err(|e| {
+            self.err(
+                field,
+                format!("expected a time like `20s` or `6560ns`, got `{v}` ({e})"),
+            )
+        })
     }
 
     fn rate(&self, field: &str, v: &str) -> Result<u64, ScenarioError> {
-        let r = parse_rate_bps(v).map_err(|e| self.err(field, format!("expected a rate like `4Mbps`, got `{v}` ({e})")))?;
+        let r = parse_rate_bps(v).map_err(|e| {
+            self.err(
+                field,
+                format!("expected a rate like `4Mbps`, got `{v}` ({e})"),
+            )
+        })?;
         if r == 0 {
             return Err(self.err(field, "expected a rate above zero"));
         }
@@ -223,7 +259,12 @@ impl Ctx<'_> {
     }
 
     fn size(&self, field: &str, v: &str) -> Result<u64, ScenarioError> {
-        parse_size_bytes(v).map_err(|e| self.err(field, format!("expected a size like `1470B`, got `{v}` ({e})")))
+        parse_size_bytes(v).map_err(|e| {
+            self.err(
+                field,
+                format!("expected a size like `1470B`, got `{v}` ({e})"),
+            )
+        })
     }
 }
 
@@ -232,7 +273,11 @@ impl Scenario {
     pub fn from_toml(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
         let raw: RawScenario = toml::from_str(text).map_err(|e| {
             let (field, msg) = describe_toml_error(&e, text);
-            ScenarioError { file: origin.to_string(), field, message: msg }
+            ScenarioError {
+                file: origin.to_string(),
+                field,
+                message: msg,
+            }
         })?;
         let sc = validate(raw, origin)?;
         for v in &sc.variants {
@@ -267,7 +312,11 @@ impl Scenario {
         out.variants.clear();
         if !self.splits.is_empty() || raw.scheduler.is_some() {
             let si = match &raw.split {
-                Some(s) => self.splits.iter().position(|x| &x.name == s).ok_or_else(|| ctx.err(f("split"), format!("no split named `{s}`")))?,
+                Some(s) => self
+                    .splits
+                    .iter()
+                    .position(|x| &x.name == s)
+                    .ok_or_else(|| ctx.err(f("split"), format!("no split named `{s}`")))?,
                 None => 0,
             };
             if si >= self.splits.len() {
@@ -275,13 +324,20 @@ impl Scenario {
             }
             let base = &self.raw_splits[si];
             let keep = RawSplitKeep {
-                scheduler: raw.scheduler.clone().unwrap_or_else(|| base.scheduler.clone()),
+                scheduler: raw
+                    .scheduler
+                    .clone()
+                    .unwrap_or_else(|| base.scheduler.clone()),
                 weights: raw.weights.clone().or_else(|| base.weights.clone()),
                 shares: raw.shares.clone().or_else(|| base.shares.clone()),
                 path: raw.path.clone().or_else(|| base.path.clone()),
                 dwrr: raw.dwrr.clone().unwrap_or_else(|| base.dwrr.clone()),
             };
-            let split_paths: Vec<String> = self.splits[si].paths.iter().map(|&p| self.paths[p].name.clone()).collect();
+            let split_paths: Vec<String> = self.splits[si]
+                .paths
+                .iter()
+                .map(|&p| self.paths[p].name.clone())
+                .collect();
             let sched = scheduler_config(&ctx, &format!("variant[{vi}]"), &keep, &split_paths)?;
             let s = &mut out.splits[si];
             s.scheduler = sched;
@@ -295,7 +351,12 @@ impl Scenario {
                 .flows
                 .iter()
                 .position(|x| &x.name == flow)
-                .ok_or_else(|| ctx.err(format!("variant[{vi}].rates.{flow}"), format!("no flow named `{flow}`")))?;
+                .ok_or_else(|| {
+                    ctx.err(
+                        format!("variant[{vi}].rates.{flow}"),
+                        format!("no flow named `{flow}`"),
+                    )
+                })?;
             out.flows[fi].rate_bps = ctx.rate(&format!("variant[{vi}].rates.{flow}"), rate)?;
         }
         Ok(out)
@@ -305,7 +366,8 @@ impl Scenario {
     /// stops scale with it).
     pub fn scaled_to(&self, duration_ps: u64) -> Scenario {
         let mut out = self.clone();
-        let scale = |t: u64| ((t as u128 * duration_ps as u128) / self.duration_ps.max(1) as u128) as u64;
+        let scale =
+            |t: u64| ((t as u128 * duration_ps as u128) / self.duration_ps.max(1) as u128) as u64;
         for f in &mut out.flows {
             f.start_ps = scale(f.start_ps);
             f.stop_ps = scale(f.stop_ps);
@@ -348,13 +410,21 @@ fn describe_toml_error(e: &toml::de::Error, text: &str) -> (String, String) {
             let name = name.trim();
             // A sub-table of an array entry (`[split.dwrr]`) belongs to the latest entry.
             table = match name.split_once('.') {
-                Some((head, tail)) if counts.contains_key(head) => format!("{head}[{}].{tail}", counts[head] - 1),
+                Some((head, tail)) if counts.contains_key(head) => {
+                    format!("{head}[{}].{tail}", counts[head] - 1)
+                }
                 _ => name.to_string(),
             };
         }
     }
-    let this_line = text[before.rfind('\n').map_or(0, |i| i + 1)..].lines().next().unwrap_or("");
-    let key = this_line.split_once('=').map(|(k, _)| k.trim().to_string()).filter(|k| !k.is_empty() && !k.starts_with('['));
+    let this_line = text[before.rfind('\n').map_or(0, |i| i + 1)..]
+        .lines()
+        .next()
+        .unwrap_or("");
+    let key = this_line
+        .split_once('=')
+        .map(|(k, _)| k.trim().to_string())
+        .filter(|k| !k.is_empty() && !k.starts_with('['));
     let field = match key {
         Some(k) if !table.is_empty() => format!("{table}.{k}"),
         Some(k) => k,
@@ -374,23 +444,42 @@ fn scheduler_config(
         if len == n {
             Ok(())
         } else {
-            Err(ctx.err(format!("{at}.{field}"), format!("expected {n} entries, one per path, got {len}")))
+            Err(ctx.err(
+                format!("{at}.{field}"),
+                format!("expected {n} entries, one per path, got {len}"),
+            ))
         }
     };
     Ok(match s.scheduler.as_str() {
         "rs" => {
-            let shares = s.shares.clone().ok_or_else(|| ctx.err(format!("{at}.shares"), "scheduler `rs` needs `shares`, e.g. [67, 33]"))?;
+            let shares = s.shares.clone().ok_or_else(|| {
+                ctx.err(
+                    format!("{at}.shares"),
+                    "scheduler `rs` needs `shares`, e.g. [67, 33]",
+                )
+            })?;
             need_len("shares", shares.len())?;
             if shares.iter().all(|&x| x == 0) {
-                return Err(ctx.err(format!("{at}.shares"), "expected at least one non-zero share"));
+                return Err(ctx.err(
+                    format!("{at}.shares"),
+                    "expected at least one non-zero share",
+                ));
             }
             SchedulerConfig::Rs { shares_pct: shares }
         }
         "wrr" | "dwrr" => {
-            let weights = s.weights.clone().ok_or_else(|| ctx.err(format!("{at}.weights"), format!("scheduler `{}` needs `weights`, e.g. [2, 1]", s.scheduler)))?;
+            let weights = s.weights.clone().ok_or_else(|| {
+                ctx.err(
+                    format!("{at}.weights"),
+                    format!("scheduler `{}` needs `weights`, e.g. [2, 1]", s.scheduler),
+                )
+            })?;
             need_len("weights", weights.len())?;
             if weights.iter().all(|&x| x == 0) {
-                return Err(ctx.err(format!("{at}.weights"), "expected at least one non-zero weight"));
+                return Err(ctx.err(
+                    format!("{at}.weights"),
+                    "expected at least one non-zero weight",
+                ));
             }
             if s.scheduler == "wrr" {
                 SchedulerConfig::Wrr { weights }
@@ -410,24 +499,43 @@ fn scheduler_config(
                 if params.weight_scale == 0 {
                     return Err(ctx.err(format!("{at}.dwrr.weight_scale"), "expected at least 1"));
                 }
-                if weights.iter().any(|&w| u32::from(w) * u32::from(params.weight_scale) > u32::from(u16::MAX)) {
-                    return Err(ctx.err(format!("{at}.dwrr.weight_scale"), "weights times weight_scale must fit in 16 bits"));
+                if weights
+                    .iter()
+                    .any(|&w| u32::from(w) * u32::from(params.weight_scale) > u32::from(u16::MAX))
+                {
+                    return Err(ctx.err(
+                        format!("{at}.dwrr.weight_scale"),
+                        "weights times weight_scale must fit in 16 bits",
+                    ));
                 }
                 SchedulerConfig::Dwrr { weights, params }
             }
         }
         "ecmp" => SchedulerConfig::Ecmp,
         "single" => {
-            let p = s.path.clone().ok_or_else(|| ctx.err(format!("{at}.path"), "scheduler `single` needs `path`, one of the split's paths"))?;
-            let i = path_names
-                .iter()
-                .position(|x| *x == p)
-                .ok_or_else(|| ctx.err(format!("{at}.path"), format!("expected one of the split's paths ({}), got `{p}`", path_names.join(", "))))?;
+            let p = s.path.clone().ok_or_else(|| {
+                ctx.err(
+                    format!("{at}.path"),
+                    "scheduler `single` needs `path`, one of the split's paths",
+                )
+            })?;
+            let i = path_names.iter().position(|x| *x == p).ok_or_else(|| {
+                ctx.err(
+                    format!("{at}.path"),
+                    format!(
+                        "expected one of the split's paths ({}), got `{p}`",
+                        path_names.join(", ")
+                    ),
+                )
+            })?;
             SchedulerConfig::Single { path: i as u8 }
         }
         other => {
             let names: Vec<&str> = SCHEDULERS.iter().map(|(n, _)| *n).collect();
-            return Err(ctx.err(format!("{at}.scheduler"), format!("expected one of {}, got `{other}`", names.join(", "))));
+            return Err(ctx.err(
+                format!("{at}.scheduler"),
+                format!("expected one of {}, got `{other}`", names.join(", ")),
+            ));
         }
     })
 }
@@ -448,10 +556,17 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         None => 1_000_000_000_000,
     };
     if sample_interval_ps == 0 {
-        return Err(ctx.err("scenario.sample_interval", "expected an interval above zero"));
+        return Err(ctx.err(
+            "scenario.sample_interval",
+            "expected an interval above zero",
+        ));
     }
     let start_jitter_ps = match &m.start_jitter {
         Some(s) => ctx.time("scenario.start_jitter", s)?,
+        None => 0,
+    };
+    let send_jitter_ps = match &m.send_jitter {
+        Some(s) => ctx.time("scenario.send_jitter", s)?,
         None => 0,
     };
     let repetitions = m.repetitions.unwrap_or(1);
@@ -465,18 +580,34 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
     let (mut hosts, mut switches) = (0u32, 0u32);
     for (i, n) in raw.node.iter().enumerate() {
         if !names.insert(n.name.clone()) {
-            return Err(ctx.err(format!("node[{i}].name"), format!("duplicate node name `{}`", n.name)));
+            return Err(ctx.err(
+                format!("node[{i}].name"),
+                format!("duplicate node name `{}`", n.name),
+            ));
         }
         if n.name.is_empty() || n.name.contains(':') || n.name.contains(char::is_whitespace) {
-            return Err(ctx.err(format!("node[{i}].name"), "expected a name without spaces or `:`"));
+            return Err(ctx.err(
+                format!("node[{i}].name"),
+                "expected a name without spaces or `:`",
+            ));
         }
         let kind = match n.kind.as_str() {
             "host" => NodeKind::Host,
             "switch" | "ap" => NodeKind::Switch,
-            k => return Err(ctx.err(format!("node[{i}].kind"), format!("expected `host` or `switch`, got `{k}`"))),
+            k => {
+                return Err(ctx.err(
+                    format!("node[{i}].kind"),
+                    format!("expected `host` or `switch`, got `{k}`"),
+                ))
+            }
         };
         let ip = match &n.ip {
-            Some(s) => parse_ipv4(s).ok_or_else(|| ctx.err(format!("node[{i}].ip"), format!("expected an IPv4 address, got `{s}`")))?,
+            Some(s) => parse_ipv4(s).ok_or_else(|| {
+                ctx.err(
+                    format!("node[{i}].ip"),
+                    format!("expected an IPv4 address, got `{s}`"),
+                )
+            })?,
             None => match kind {
                 NodeKind::Host => {
                     hosts += 1;
@@ -488,7 +619,11 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
                 }
             },
         };
-        nodes.push(Node { name: n.name.clone(), kind, ip });
+        nodes.push(Node {
+            name: n.name.clone(),
+            kind,
+            ip,
+        });
     }
     let mut ips = HashSet::new();
     for (i, n) in nodes.iter().enumerate() {
@@ -497,7 +632,10 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         }
     }
     let node_of = |field: String, name: &str| {
-        nodes.iter().position(|n| n.name == name).ok_or_else(|| ctx.err(field, format!("no node named `{name}`")))
+        nodes
+            .iter()
+            .position(|n| n.name == name)
+            .ok_or_else(|| ctx.err(field, format!("no node named `{name}`")))
     };
 
     // Links.
@@ -510,7 +648,10 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             return Err(ctx.err(format!("link[{i}].b"), "a link needs two different nodes"));
         }
         if !pairs.insert((a.min(b), a.max(b))) {
-            return Err(ctx.err(format!("link[{i}]"), format!("a second link between `{}` and `{}`", l.a, l.b)));
+            return Err(ctx.err(
+                format!("link[{i}]"),
+                format!("a second link between `{}` and `{}`", l.a, l.b),
+            ));
         }
         let rate_bps = ctx.rate(&format!("link[{i}].rate"), &l.rate)?;
         let delay_ps = match &l.delay {
@@ -521,20 +662,36 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         if queue_pkts == 0 {
             return Err(ctx.err(format!("link[{i}].queue_pkts"), "expected at least 1"));
         }
-        links.push(Link { a, b, rate_bps, delay_ps, queue_pkts });
+        links.push(Link {
+            a,
+            b,
+            rate_bps,
+            delay_ps,
+            queue_pkts,
+        });
     }
     for (i, n) in nodes.iter().enumerate() {
         if n.kind == NodeKind::Host && links.iter().filter(|l| l.a == i || l.b == i).count() != 1 {
-            return Err(ctx.err(format!("node[{i}]"), format!("host `{}` needs exactly one link", n.name)));
+            return Err(ctx.err(
+                format!("node[{i}]"),
+                format!("host `{}` needs exactly one link", n.name),
+            ));
         }
     }
-    let linked = |x: usize, y: usize| links.iter().any(|l| (l.a == x && l.b == y) || (l.a == y && l.b == x));
+    let linked = |x: usize, y: usize| {
+        links
+            .iter()
+            .any(|l| (l.a == x && l.b == y) || (l.a == y && l.b == x))
+    };
 
     // Paths.
     let mut paths = Vec::new();
     for (i, p) in raw.path.iter().enumerate() {
         if paths.iter().any(|q: &Path| q.name == p.name) {
-            return Err(ctx.err(format!("path[{i}].name"), format!("duplicate path name `{}`", p.name)));
+            return Err(ctx.err(
+                format!("path[{i}].name"),
+                format!("duplicate path name `{}`", p.name),
+            ));
         }
         if p.nodes.len() < 2 {
             return Err(ctx.err(format!("path[{i}].nodes"), "expected at least two nodes"));
@@ -543,22 +700,37 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         for (j, n) in p.nodes.iter().enumerate() {
             let k = node_of(format!("path[{i}].nodes[{j}]"), n)?;
             if nodes[k].kind != NodeKind::Switch {
-                return Err(ctx.err(format!("path[{i}].nodes[{j}]"), format!("expected a switch, `{n}` is a host")));
+                return Err(ctx.err(
+                    format!("path[{i}].nodes[{j}]"),
+                    format!("expected a switch, `{n}` is a host"),
+                ));
             }
             if idx.contains(&k) {
-                return Err(ctx.err(format!("path[{i}].nodes[{j}]"), format!("`{n}` appears twice")));
+                return Err(ctx.err(
+                    format!("path[{i}].nodes[{j}]"),
+                    format!("`{n}` appears twice"),
+                ));
             }
             if let Some(&prev) = idx.last() {
                 if !linked(prev, k) {
-                    return Err(ctx.err(format!("path[{i}].nodes[{j}]"), format!("no link between `{}` and `{n}`", nodes[prev].name)));
+                    return Err(ctx.err(
+                        format!("path[{i}].nodes[{j}]"),
+                        format!("no link between `{}` and `{n}`", nodes[prev].name),
+                    ));
                 }
             }
             idx.push(k);
         }
-        paths.push(Path { name: p.name.clone(), nodes: idx });
+        paths.push(Path {
+            name: p.name.clone(),
+            nodes: idx,
+        });
     }
     let path_of = |field: String, name: &str| {
-        paths.iter().position(|p| p.name == name).ok_or_else(|| ctx.err(field, format!("no path named `{name}`")))
+        paths
+            .iter()
+            .position(|p| p.name == name)
+            .ok_or_else(|| ctx.err(field, format!("no path named `{name}`")))
     };
 
     // Splits.
@@ -569,7 +741,10 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         let src = node_of(format!("{at}.src"), &s.src)?;
         let dst = node_of(format!("{at}.dst"), &s.dst)?;
         if s.paths.len() < 2 || s.paths.len() > MAX_PATHS {
-            return Err(ctx.err(format!("{at}.paths"), format!("expected 2 to {MAX_PATHS} paths, got {}", s.paths.len())));
+            return Err(ctx.err(
+                format!("{at}.paths"),
+                format!("expected 2 to {MAX_PATHS} paths, got {}", s.paths.len()),
+            ));
         }
         let mut pidx = Vec::new();
         for (j, p) in s.paths.iter().enumerate() {
@@ -587,7 +762,10 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         }
         let second_hops: HashSet<usize> = pidx.iter().map(|&p| paths[p].nodes[1]).collect();
         if second_hops.len() != pidx.len() {
-            return Err(ctx.err(format!("{at}.paths"), "each path must leave the splitting point by a different link"));
+            return Err(ctx.err(
+                format!("{at}.paths"),
+                "each path must leave the splitting point by a different link",
+            ));
         }
         let keep = RawSplitKeep {
             scheduler: s.scheduler.clone(),
@@ -610,7 +788,10 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             paths: pidx,
             scheduler,
             ecn_threshold_pkts,
-            feedback_every: s.feedback_every.unwrap_or(mpsched_core::feedback::DEFAULT_FEEDBACK_EVERY).max(1),
+            feedback_every: s
+                .feedback_every
+                .unwrap_or(mpsched_core::feedback::DEFAULT_FEEDBACK_EVERY)
+                .max(1),
         });
         raw_splits.push(keep);
     }
@@ -623,21 +804,35 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
     for (i, f) in raw.flow.iter().enumerate() {
         let at = format!("flow[{i}]");
         if flows.iter().any(|g: &Flow| g.name == f.name) {
-            return Err(ctx.err(format!("{at}.name"), format!("duplicate flow name `{}`", f.name)));
+            return Err(ctx.err(
+                format!("{at}.name"),
+                format!("duplicate flow name `{}`", f.name),
+            ));
         }
         let src = node_of(format!("{at}.src"), &f.src)?;
         let dst = node_of(format!("{at}.dst"), &f.dst)?;
         for (k, n) in [("src", src), ("dst", dst)] {
             if nodes[n].kind != NodeKind::Host {
-                return Err(ctx.err(format!("{at}.{k}"), format!("expected a host, `{}` is a switch", nodes[n].name)));
+                return Err(ctx.err(
+                    format!("{at}.{k}"),
+                    format!("expected a host, `{}` is a switch", nodes[n].name),
+                ));
             }
         }
         if src == dst {
-            return Err(ctx.err(format!("{at}.dst"), "source and destination are the same host"));
+            return Err(ctx.err(
+                format!("{at}.dst"),
+                "source and destination are the same host",
+            ));
         }
         match f.protocol.as_deref().unwrap_or("udp") {
             "udp" => {}
-            p => return Err(ctx.err(format!("{at}.protocol"), format!("expected `udp` (TCP arrives with the transport models), got `{p}`"))),
+            p => {
+                return Err(ctx.err(
+                    format!("{at}.protocol"),
+                    format!("expected `udp` (TCP arrives with the transport models), got `{p}`"),
+                ))
+            }
         }
         let rate_bps = ctx.rate(&format!("{at}.rate"), &f.rate)?;
         let payload = match &f.payload {
@@ -645,7 +840,12 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             None => u64::from(DEFAULT_PAYLOAD_BYTES),
         };
         if !(16..=65_507).contains(&payload) {
-            return Err(ctx.err(format!("{at}.payload"), format!("expected 16B to 65507B (iperf needs 16 bytes for its header), got {payload}B")));
+            return Err(ctx.err(
+                format!("{at}.payload"),
+                format!(
+                    "expected 16B to 65507B (iperf needs 16 bytes for its header), got {payload}B"
+                ),
+            ));
         }
         let start_ps = match &f.start {
             Some(s) => ctx.time(&format!("{at}.start"), s)?,
@@ -656,16 +856,27 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             None => duration_ps,
         };
         if stop_ps <= start_ps {
-            return Err(ctx.err(format!("{at}.stop"), "expected a stop time after the start time"));
+            return Err(ctx.err(
+                format!("{at}.stop"),
+                "expected a stop time after the start time",
+            ));
         }
         if stop_ps > duration_ps {
-            return Err(ctx.err(format!("{at}.stop"), "expected a stop time within the scenario's duration"));
+            return Err(ctx.err(
+                format!("{at}.stop"),
+                "expected a stop time within the scenario's duration",
+            ));
         }
         let ecn = match f.ecn.as_deref().unwrap_or("not-ect") {
             "not-ect" | "none" => Ecn::NotEct,
             "ect0" | "ect(0)" => Ecn::Ect0,
             "ect1" | "ect(1)" => Ecn::Ect1,
-            e => return Err(ctx.err(format!("{at}.ecn"), format!("expected `not-ect`, `ect0` or `ect1`, got `{e}`"))),
+            e => {
+                return Err(ctx.err(
+                    format!("{at}.ecn"),
+                    format!("expected `not-ect`, `ect0` or `ect1`, got `{e}`"),
+                ))
+            }
         };
         let path = match &f.path {
             Some(p) => Some(path_of(format!("{at}.path"), p)?),
@@ -694,9 +905,15 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
     let mut seen = BTreeMap::new();
     for (i, v) in raw.variant.iter().enumerate() {
         if seen.insert(v.name.clone(), i).is_some() {
-            return Err(ctx.err(format!("variant[{i}].name"), format!("duplicate variant name `{}`", v.name)));
+            return Err(ctx.err(
+                format!("variant[{i}].name"),
+                format!("duplicate variant name `{}`", v.name),
+            ));
         }
-        variants.push(Variant { name: v.name.clone(), raw: v.clone() });
+        variants.push(Variant {
+            name: v.name.clone(),
+            raw: v.clone(),
+        });
     }
 
     Ok(Scenario {
@@ -709,6 +926,7 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         repetitions,
         sample_interval_ps,
         start_jitter_ps,
+        send_jitter_ps,
         nodes,
         links,
         paths,
@@ -728,7 +946,10 @@ mod tests {
     fn every_builtin_scenario_validates_with_every_variant() {
         for (name, path, text) in BUILTIN {
             let sc = Scenario::from_toml(text, path).unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert!(!sc.reproduces.is_empty(), "{name} must say what it reproduces");
+            assert!(
+                !sc.reproduces.is_empty(),
+                "{name} must say what it reproduces"
+            );
             for v in sc.variant_names() {
                 sc.with_variant(&v).unwrap();
             }
@@ -760,7 +981,10 @@ mod tests {
 
     #[test]
     fn unknown_names_and_schedulers_are_errors() {
-        assert_eq!(err(&s1().replacen("b = \"ap2\"", "b = \"ap9\"", 1)).field, "link[2].b");
+        assert_eq!(
+            err(&s1().replacen("b = \"ap2\"", "b = \"ap9\"", 1)).field,
+            "link[2].b"
+        );
         let e = err(&s1().replacen("scheduler = \"wrr\"", "scheduler = \"wfq\"", 1));
         assert_eq!(e.field, "split[0].scheduler");
         assert!(e.message.contains("rs, wrr, dwrr"));
@@ -773,8 +997,16 @@ mod tests {
         let sc = Scenario::from_toml(BUILTIN[2].2, "s3a").unwrap();
         let v = sc.with_variant("WRR-10M").unwrap();
         assert_eq!(v.flows[0].rate_bps, 10_000_000);
-        assert_eq!(v.splits[0].scheduler, SchedulerConfig::Wrr { weights: vec![2, 1] });
-        let sp = Scenario::from_toml(&s1(), "s1").unwrap().with_variant("SP2").unwrap();
+        assert_eq!(
+            v.splits[0].scheduler,
+            SchedulerConfig::Wrr {
+                weights: vec![2, 1]
+            }
+        );
+        let sp = Scenario::from_toml(&s1(), "s1")
+            .unwrap()
+            .with_variant("SP2")
+            .unwrap();
         assert_eq!(sp.splits[0].scheduler, SchedulerConfig::Single { path: 1 });
     }
 

@@ -19,7 +19,7 @@ pub struct FlowFigures {
     pub id: String,
     /// Offered rate, UDP payload, Mbit/s (iperf's `-b`).
     pub offered_mbps: f64,
-    /// Delivered payload rate over the flow's active time, Mbit/s.
+    /// Payload that arrived while the flow was active, over its active time, Mbit/s.
     pub delivered_mbps: f64,
     /// Packets lost, percent of packets sent.
     pub loss_pct: f64,
@@ -77,12 +77,20 @@ impl Spread {
     /// Spread of `xs` (all zero when empty).
     pub fn of(xs: &[f64]) -> Spread {
         if xs.is_empty() {
-            return Spread { mean: 0.0, min: 0.0, max: 0.0 };
+            return Spread {
+                mean: 0.0,
+                min: 0.0,
+                max: 0.0,
+            };
         }
         let mean = xs.iter().sum::<f64>() / xs.len() as f64;
         let min = xs.iter().cloned().fold(f64::INFINITY, f64::min);
         let max = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        Spread { mean: round(mean, 4), min: round(min, 4), max: round(max, 4) }
+        Spread {
+            mean: round(mean, 4),
+            min: round(min, 4),
+            max: round(max, 4),
+        }
     }
 
     /// `max - min`.
@@ -166,7 +174,9 @@ impl Summary {
                 .iter()
                 .enumerate()
                 .map(|(i, f)| {
-                    let col = |g: fn(&FlowFigures) -> f64| runs.iter().map(|r| g(&r.flows[i])).collect::<Vec<_>>();
+                    let col = |g: fn(&FlowFigures) -> f64| {
+                        runs.iter().map(|r| g(&r.flows[i])).collect::<Vec<_>>()
+                    };
                     let delivered = col(|f| f.delivered_mbps);
                     FlowSummary {
                         id: f.id.clone(),

@@ -55,6 +55,11 @@ pub struct RawMeta {
     /// Random start offset added to each flow, up to this (default `0s`).
     #[serde(default)]
     pub start_jitter: Option<String>,
+    /// Random delay added to each packet's nominal send time, up to this (default `0s`): the
+    /// timer and scheduling noise of a real sender, which keeps constant-bit-rate sources from
+    /// phase-locking at a drop-tail queue.
+    #[serde(default)]
+    pub send_jitter: Option<String>,
 }
 
 /// `[[node]]`.

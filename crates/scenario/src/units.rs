@@ -8,7 +8,9 @@
 /// number and unit is allowed.
 pub fn parse_quantity(text: &str, units: &[(&str, u64)]) -> Result<u64, String> {
     let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(t.len());
     let (num, unit) = (t[..split].replace('_', ""), t[split..].trim());
     if num.is_empty() {
         return Err("no number".into());
@@ -19,8 +21,15 @@ pub fn parse_quantity(text: &str, units: &[(&str, u64)]) -> Result<u64, String> 
         .or_else(|| units.iter().find(|(u, _)| u.eq_ignore_ascii_case(unit)))
         .map(|&(_, m)| m)
         .ok_or_else(|| {
-            let names: Vec<&str> = units.iter().map(|(u, _)| *u).filter(|u| !u.is_empty()).collect();
-            format!("unknown unit `{unit}` (expected one of {})", names.join(", "))
+            let names: Vec<&str> = units
+                .iter()
+                .map(|(u, _)| *u)
+                .filter(|u| !u.is_empty())
+                .collect();
+            format!(
+                "unknown unit `{unit}` (expected one of {})",
+                names.join(", ")
+            )
         })?;
     let (int, frac) = match num.split_once('.') {
         Some((i, f)) => (i, f),
@@ -29,7 +38,11 @@ pub fn parse_quantity(text: &str, units: &[(&str, u64)]) -> Result<u64, String> 
     if frac.contains('.') {
         return Err("malformed number".into());
     }
-    let int: u64 = if int.is_empty() { 0 } else { int.parse().map_err(|_| "malformed number".to_string())? };
+    let int: u64 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| "malformed number".to_string())?
+    };
     let mut value = int.checked_mul(mult).ok_or("value too large")?;
     if !frac.is_empty() {
         let digits = frac.trim_end_matches('0');
@@ -37,12 +50,18 @@ pub fn parse_quantity(text: &str, units: &[(&str, u64)]) -> Result<u64, String> 
             return Err("too many decimal places".into());
         }
         let scale = 10u128.pow(digits.len() as u32);
-        let f: u128 = if digits.is_empty() { 0 } else { digits.parse().map_err(|_| "malformed number".to_string())? };
+        let f: u128 = if digits.is_empty() {
+            0
+        } else {
+            digits.parse().map_err(|_| "malformed number".to_string())?
+        };
         let scaled = f * u128::from(mult);
         if scaled % scale != 0 {
             return Err("finer than the smallest unit".into());
         }
-        value = value.checked_add((scaled / scale) as u64).ok_or("value too large")?;
+        value = value
+            .checked_add((scaled / scale) as u64)
+            .ok_or("value too large")?;
     }
     Ok(value)
 }
@@ -62,8 +81,14 @@ pub const RATE_UNITS: &[(&str, u64)] = &[
 ];
 
 /// Size units, to bytes.
-pub const SIZE_UNITS: &[(&str, u64)] =
-    &[("B", 1), ("KB", 1_000), ("KiB", 1_024), ("MB", 1_000_000), ("MiB", 1_048_576), ("GB", 1_000_000_000)];
+pub const SIZE_UNITS: &[(&str, u64)] = &[
+    ("B", 1),
+    ("KB", 1_000),
+    ("KiB", 1_024),
+    ("MB", 1_000_000),
+    ("MiB", 1_048_576),
+    ("GB", 1_000_000_000),
+];
 
 /// Time units, to picoseconds.
 pub const TIME_UNITS: &[(&str, u64)] = &[

@@ -15,18 +15,19 @@
 //! - no feedback: nothing changes;
 //! - feedback from every path: congestion avoidance, the next `avoidance_drop_pkts` packets of
 //!   the split flow are dropped at the splitting point;
-//! - feedback from some paths only: each congested path `c` gives up `adjust[c]` weight units
-//!   (at most `max_step` when that is non-zero, and never going below `min_weight`), and the
-//!   units are handed one at a time, round robin, to the paths that sent no feedback. The sum of
-//!   the weights, and so the scheduling period and the window, stays constant.
+//! - feedback from some paths only: each congested path `c` gives up `min(adjust[c], max_step)`
+//!   weight units (`max_step` = 1 by default; 0 means no cap), never going below `min_weight`,
+//!   and the units are handed one at a time, round robin, to the paths that sent no feedback.
+//!   The sum of the weights, and so the scheduling period and the window, stays constant.
 //!
-//! Why this rule: the number of feedback packets a path sends in a window grows with how many of
-//! the split flow's packets were marked on it, so a badly overloaded path sheds weight quickly
-//! and a marginally overloaded one slowly; keeping the sum constant keeps the window length (in
-//! packets) constant, so feedback counts from successive windows are comparable; `min_weight`
-//! keeps every path in use so that it can still report congestion and so that, as in the
-//! paper's Fig. 11, the flow keeps a share of the path after the competing flow stops (no
-//! feedback, no change). See `docs/algorithms/dwrr.md`.
+//! Why this rule: a small fixed step per window is an additive decrease that stops as soon as
+//! the feedback stops, so the split settles just inside the capacity of the congested path
+//! rather than overshooting (the queue keeps marking while it drains, so a step proportional to
+//! the feedback count overshoots); keeping the sum constant keeps the window length (in packets)
+//! constant; `min_weight` keeps every path in use so that it can still report congestion and
+//! so that, as in the paper's Fig. 11, the flow keeps a share of the path after the competing
+//! flow stops (no feedback, no change). `weight_scale` sets the resolution of a step: with
+//! weights 2:1 and scale 16, one step moves 1/48 of the flow. See `docs/algorithms/dwrr.md`.
 
 use super::{ConfigError, Decision, PathIndex, Wrr};
 use crate::MAX_PATHS;
@@ -43,14 +44,20 @@ pub struct DwrrParams {
     pub weight_scale: u16,
     /// A congested path's weight never goes below this (1).
     pub min_weight: u16,
-    /// Most weight units one path gives up in one window; 0 for no limit beyond its feedback
-    /// count (0).
+    /// Most weight units one congested path gives up in one window (1); 0 lets it give up as
+    /// many units as it sent feedback packets.
     pub max_step: u16,
 }
 
 impl Default for DwrrParams {
     fn default() -> Self {
-        DwrrParams { groups: 8, avoidance_drop_pkts: 32, weight_scale: 1, min_weight: 1, max_step: 0 }
+        DwrrParams {
+            groups: 8,
+            avoidance_drop_pkts: 32,
+            weight_scale: 1,
+            min_weight: 1,
+            max_step: 1,
+        }
     }
 }
 
@@ -95,7 +102,9 @@ impl Dwrr {
             .iter()
             .map(|&w| w.checked_mul(params.weight_scale))
             .collect::<Option<_>>()
-            .ok_or_else(|| ConfigError("DWRR weights times weight_scale overflow 16 bits".into()))?;
+            .ok_or_else(|| {
+                ConfigError("DWRR weights times weight_scale overflow 16 bits".into())
+            })?;
         let wrr = Wrr::new(&scaled)?;
         let mut initial = [0u16; MAX_PATHS];
         initial[..scaled.len()].copy_from_slice(&scaled);
@@ -252,7 +261,11 @@ mod tests {
 
     #[test]
     fn feedback_from_one_path_moves_weight_to_the_other() {
-        let p = DwrrParams { weight_scale: 4, ..DwrrParams::default() };
+        let p = DwrrParams {
+            weight_scale: 4,
+            max_step: 0,
+            ..DwrrParams::default()
+        };
         let mut d = Dwrr::new(&[2, 1], p).unwrap();
         assert_eq!(d.weights(), &[8, 4]);
         d.on_feedback(1);
@@ -268,8 +281,26 @@ mod tests {
     }
 
     #[test]
+    fn by_default_a_congested_path_gives_up_one_unit_per_window() {
+        let p = DwrrParams {
+            weight_scale: 16,
+            ..DwrrParams::default()
+        };
+        let mut d = Dwrr::new(&[2, 1], p).unwrap();
+        for _ in 0..7 {
+            d.on_feedback(1);
+        }
+        let n = window(&d);
+        run(&mut d, n);
+        assert_eq!(d.weights(), &[33, 15]);
+    }
+
+    #[test]
     fn a_congested_path_keeps_min_weight() {
-        let p = DwrrParams { weight_scale: 2, ..DwrrParams::default() };
+        let p = DwrrParams {
+            weight_scale: 2,
+            ..DwrrParams::default()
+        };
         let mut d = Dwrr::new(&[2, 1], p).unwrap();
         for _ in 0..50 {
             d.on_feedback(1);
@@ -281,7 +312,11 @@ mod tests {
 
     #[test]
     fn max_step_limits_the_move() {
-        let p = DwrrParams { weight_scale: 10, max_step: 3, ..DwrrParams::default() };
+        let p = DwrrParams {
+            weight_scale: 10,
+            max_step: 3,
+            ..DwrrParams::default()
+        };
         let mut d = Dwrr::new(&[1, 1], p).unwrap();
         for _ in 0..9 {
             d.on_feedback(0);
@@ -293,7 +328,11 @@ mod tests {
 
     #[test]
     fn moved_weight_is_handed_round_robin_to_uncongested_paths() {
-        let p = DwrrParams { weight_scale: 4, ..DwrrParams::default() };
+        let p = DwrrParams {
+            weight_scale: 4,
+            max_step: 0,
+            ..DwrrParams::default()
+        };
         let mut d = Dwrr::new(&[1, 1, 1], p).unwrap();
         for _ in 0..3 {
             d.on_feedback(1);

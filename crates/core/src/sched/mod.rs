@@ -74,7 +74,9 @@ impl std::error::Error for ConfigError {}
 /// Check a path count against [`MAX_PATHS`].
 pub(crate) fn check_paths(n: usize) -> Result<(), ConfigError> {
     if n == 0 || n > MAX_PATHS {
-        return Err(ConfigError(format!("a splitting group needs 1 to {MAX_PATHS} paths, got {n}")));
+        return Err(ConfigError(format!(
+            "a splitting group needs 1 to {MAX_PATHS} paths, got {n}"
+        )));
     }
     Ok(())
 }
@@ -105,13 +107,18 @@ impl Scheduler {
             if len == n_paths {
                 Ok(())
             } else {
-                Err(ConfigError(format!("{what} has {len} entries but the group has {n_paths} paths")))
+                Err(ConfigError(format!(
+                    "{what} has {len} entries but the group has {n_paths} paths"
+                )))
             }
         };
         Ok(match config {
             SchedulerConfig::Single { path } => {
                 if usize::from(*path) >= n_paths {
-                    return Err(ConfigError(format!("single path {} out of range 1..={n_paths}", path + 1)));
+                    return Err(ConfigError(format!(
+                        "single path {} out of range 1..={n_paths}",
+                        path + 1
+                    )));
                 }
                 Scheduler::Single(*path)
             }

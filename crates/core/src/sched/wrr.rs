@@ -20,11 +20,17 @@ impl Wrr {
     pub fn new(weights: &[u16]) -> Result<Wrr, ConfigError> {
         check_paths(weights.len())?;
         if weights.iter().all(|&w| w == 0) {
-            return Err(ConfigError("at least one WRR weight must be non-zero".into()));
+            return Err(ConfigError(
+                "at least one WRR weight must be non-zero".into(),
+            ));
         }
         let mut w = [0u16; MAX_PATHS];
         w[..weights.len()].copy_from_slice(weights);
-        Ok(Wrr { n_paths: weights.len() as u8, weights: w, remaining: w })
+        Ok(Wrr {
+            n_paths: weights.len() as u8,
+            weights: w,
+            remaining: w,
+        })
     }
 
     /// Choose the next path. The flag is true when this packet completed a scheduling period

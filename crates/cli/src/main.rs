@@ -1,0 +1,74 @@
+//! `mpsched`: run multipath scheduling scenarios, trace schedulers, benchmark.
+
+mod bench;
+mod plot;
+mod run;
+mod trace;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Multipath packet scheduling on programmable data planes: RS, WRR, DWRR and more, in a
+/// deterministic simulator.
+#[derive(Parser)]
+#[command(name = "mpsched", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scenario (a file, or a built-in name); with none, the built-in default
+    /// (Motohashi et al. scenario 3b with DWRR).
+    Run(run::RunArgs),
+    /// Print the path a scheduler chooses for each of a number of packets.
+    Trace(trace::TraceArgs),
+    /// List the built-in scenarios and the schedulers.
+    List,
+    /// Benchmark the simulator and the scheduler programs.
+    Bench(bench::BenchArgs),
+}
+
+/// An error the user caused with an input (exit code 2).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("mpsched: internal error: {info}\nThis is a bug; please report it with the command you ran.");
+    }));
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::Trace(a) => trace::trace(a),
+        Command::List => {
+            run::list();
+            Ok(())
+        }
+        Command::Bench(a) => bench::bench(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if e.downcast_ref::<mpsched_scenario::ScenarioError>()
+                .is_some()
+                || e.downcast_ref::<UsageError>().is_some()
+            {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            } else {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        }
+    }
+}

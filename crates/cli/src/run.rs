@@ -1,0 +1,348 @@
+//! `mpsched run` and `mpsched list`.
+
+use crate::plot::throughput_png;
+use crate::UsageError;
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mpsched_scenario::builtin::{self, BUILTIN};
+use mpsched_scenario::results::{MultiSummary, Summary};
+use mpsched_scenario::units::parse_time_ps;
+use mpsched_scenario::{Scenario, SCHEDULERS};
+use mpsched_sim::experiment::{planned_ps, run_plan, ExperimentError, Plan, VariantResult};
+use mpsched_sim::pcap::DEFAULT_SNAPLEN;
+use mpsched_sim::CaptureRequest;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Arguments of `mpsched run`.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// A scenario file, or a built-in name (see `mpsched list`). Default: the built-in
+    /// scenario 3b of Motohashi et al. with DWRR.
+    scenario: Option<String>,
+    /// Output directory (default: out/<scenario name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Base seed (repetition i uses seed + i).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Run for this long instead, scaling the scenario's timeline (seconds, or a time like 10s).
+    #[arg(long)]
+    duration: Option<String>,
+    /// Repetitions (default: the scenario's).
+    #[arg(long)]
+    repetitions: Option<u32>,
+    /// Run only this variant (repeatable; default: all).
+    #[arg(long = "variant")]
+    variants: Vec<String>,
+    /// Backend: sim (the simulator).
+    #[arg(long, default_value = "sim")]
+    backend: String,
+    /// Capture NODE:IFACE (IFACE is ethN or a neighbour's name) to a pcap file (repeatable).
+    #[arg(long = "pcap", value_name = "NODE:IFACE")]
+    pcaps: Vec<String>,
+    /// Snap length of pcap captures, bytes.
+    #[arg(long, default_value_t = DEFAULT_SNAPLEN)]
+    pcap_snaplen: u32,
+    /// Do not write the PNG plot.
+    #[arg(long)]
+    no_plot: bool,
+}
+
+fn resolve(arg: Option<&str>) -> anyhow::Result<(Scenario, bool)> {
+    match arg {
+        None => {
+            let (path, text) =
+                builtin::find(builtin::DEFAULT).expect("the default scenario is built in");
+            Ok((
+                Scenario::from_toml(text, &format!("<builtin>/{path}"))?,
+                true,
+            ))
+        }
+        Some(a) => {
+            let p = Path::new(a);
+            if p.exists() {
+                return Ok((Scenario::load(p)?, false));
+            }
+            match builtin::find(a) {
+                Some((path, text)) => Ok((
+                    Scenario::from_toml(text, &format!("<builtin>/{path}"))?,
+                    false,
+                )),
+                None => Err(UsageError(format!(
+                    "`{a}` is neither a file nor a built-in scenario (see `mpsched list`)"
+                ))
+                .into()),
+            }
+        }
+    }
+}
+
+pub fn run(a: RunArgs) -> anyhow::Result<()> {
+    if a.backend != "sim" {
+        return Err(UsageError(format!(
+            "backend `{}` is not available in this build: only `sim` is (the netns backend arrives with the eBPF data plane)",
+            a.backend
+        ))
+        .into());
+    }
+    let (mut sc, is_default) = resolve(a.scenario.as_deref())?;
+    if let Some(d) = &a.duration {
+        let ps = if d.chars().all(|c| c.is_ascii_digit() || c == '.') {
+            parse_time_ps(&format!("{d}s"))
+        } else {
+            parse_time_ps(d)
+        }
+        .map_err(|e| {
+            UsageError(format!(
+                "--duration: expected seconds or a time like `10s`, got `{d}` ({e})"
+            ))
+        })?;
+        if ps == 0 {
+            return Err(UsageError("--duration must be above zero".into()).into());
+        }
+        sc = sc.scaled_to(ps);
+    }
+    let mut variants = a.variants.clone();
+    if is_default && variants.is_empty() {
+        variants.push("DWRR".into());
+    }
+    for v in &variants {
+        if !sc.variant_names().contains(v) {
+            return Err(UsageError(format!(
+                "scenario `{}` has no variant `{v}`; it has: {}",
+                sc.name,
+                sc.variant_names().join(", ")
+            ))
+            .into());
+        }
+    }
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("out").join(&sc.name));
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let multi = if variants.is_empty() {
+        sc.variants.len() > 1
+    } else {
+        variants.len() > 1
+    };
+    let mut captures = Vec::new();
+    for spec in &a.pcaps {
+        let (node, iface) = spec
+            .split_once(':')
+            .ok_or_else(|| UsageError(format!("--pcap: expected NODE:IFACE, got `{spec}`")))?;
+        let file = if multi {
+            format!("{{variant}}-{node}-{iface}.pcap")
+        } else {
+            format!("{node}-{iface}.pcap")
+        };
+        captures.push(CaptureRequest {
+            node: node.into(),
+            iface: iface.into(),
+            path: out.join(file),
+            snaplen: a.pcap_snaplen,
+        });
+    }
+    let plan = Plan {
+        variants,
+        seed: a.seed,
+        repetitions: a.repetitions,
+        captures,
+    };
+
+    let total = planned_ps(&sc, &plan);
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:40}] {percent:>3}% simulated, eta {eta}",
+        )
+        .expect("static template")
+        .progress_chars("=> "),
+    );
+    bar.set_message(sc.name.clone());
+    let started = Instant::now();
+    let mut shown = false;
+    let results = run_plan(&sc, &plan, |done| {
+        if !shown && started.elapsed() > Duration::from_secs(1) {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            shown = true;
+        }
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    let results = match results {
+        Ok(r) => r,
+        Err(ExperimentError::Scenario(e)) => return Err(e.into()),
+        Err(ExperimentError::Sim(e @ mpsched_sim::SimError::Capture(_))) => {
+            return Err(UsageError(format!("--pcap: {e}")).into())
+        }
+        Err(ExperimentError::Sim(e)) => return Err(e.into()),
+    };
+    let wall = started.elapsed();
+
+    for r in &results {
+        let dir = if multi {
+            out.join(r.variant.as_deref().unwrap_or("run"))
+        } else {
+            out.clone()
+        };
+        std::fs::create_dir_all(&dir)?;
+        write_outputs(&dir, r, !a.no_plot)?;
+    }
+    if multi {
+        let ms = MultiSummary {
+            scenario: sc.name.clone(),
+            reproduces: sc.reproduces.clone(),
+            backend: "sim".into(),
+            seed: results[0].summary.seed,
+            duration_s: results[0].summary.duration_s,
+            variants: results.iter().map(|r| r.summary.clone()).collect(),
+        };
+        write_json(&out.join("summary.json"), &ms)?;
+    }
+    print_table(&sc, &results);
+    let events: u64 = results.iter().map(|r| r.events).sum();
+    println!(
+        "\n{} events in {:.2} s wall ({:.1} M events/s). Results in {}",
+        events,
+        wall.as_secs_f64(),
+        events as f64 / wall.as_secs_f64().max(1e-9) / 1e6,
+        out.display()
+    );
+    Ok(())
+}
+
+fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
+    let mut s = serde_json::to_string_pretty(v)?;
+    s.push('\n');
+    std::fs::write(path, s).with_context(|| format!("writing {}", path.display()))
+}
+
+fn write_outputs(dir: &Path, r: &VariantResult, plot: bool) -> anyhow::Result<()> {
+    write_json(&dir.join("summary.json"), &r.summary)?;
+    let f = std::fs::File::create(dir.join("timeseries.csv"))?;
+    r.series.write_csv(std::io::BufWriter::new(f))?;
+    if plot {
+        let title = match &r.variant {
+            Some(v) => format!("{} ({v})", r.summary.scenario),
+            None => r.summary.scenario.clone(),
+        };
+        let paths: Vec<String> = r.scenario.paths.iter().map(|p| p.name.clone()).collect();
+        let flows: Vec<String> = r.scenario.flows.iter().map(|f| f.name.clone()).collect();
+        throughput_png(
+            &r.series,
+            &title,
+            &paths,
+            &flows,
+            &dir.join("throughput.png"),
+        )
+        .with_context(|| format!("drawing {}", dir.join("throughput.png").display()))?;
+    }
+    Ok(())
+}
+
+fn fmt_spread(s: &Summary, f: usize) -> String {
+    let fl = &s.flows[f];
+    if s.repetitions.len() > 1 {
+        format!(
+            "{:.2} [{:.2}-{:.2}]",
+            fl.delivered_mbps, fl.delivered_spread_mbps.min, fl.delivered_spread_mbps.max
+        )
+    } else {
+        format!("{:.2}", fl.delivered_mbps)
+    }
+}
+
+fn print_table(sc: &Scenario, results: &[VariantResult]) {
+    println!("{} — {}", sc.name, sc.title);
+    if !sc.reproduces.is_empty() {
+        println!("reproduces: {}", sc.reproduces);
+    }
+    let reps = results.first().map_or(1, |r| r.summary.repetitions.len());
+    if reps > 1 {
+        println!("{reps} repetitions: delivered shown as mean [min-max]");
+    }
+    println!();
+    println!(
+        "{:<10} {:<8} {:>9} {:>22} {:>8} {:>9} {:>8}",
+        "variant", "flow", "offered", "delivered Mbit/s", "loss %", "OWD ms", "reord %"
+    );
+    for r in results {
+        let v = r.variant.as_deref().unwrap_or("-");
+        for (i, f) in r.summary.flows.iter().enumerate() {
+            println!(
+                "{:<10} {:<8} {:>9.2} {:>22} {:>8.2} {:>9.2} {:>8.2}",
+                v,
+                f.id,
+                f.offered_mbps,
+                fmt_spread(&r.summary, i),
+                f.loss_pct,
+                f.mean_owd_ms,
+                f.reordered_pct
+            );
+        }
+    }
+    println!();
+    print!("{:<10}", "variant");
+    for p in &sc.paths {
+        print!(" {:>18}", format!("{} Mbit/s", p.name));
+    }
+    println!("   (wire, into the confluence point)");
+    for r in results {
+        print!("{:<10}", r.variant.as_deref().unwrap_or("-"));
+        for p in &r.summary.paths {
+            print!(
+                " {:>18}",
+                format!("{:.2} / {:.2}", p.mean_mbps, p.capacity_mbps)
+            );
+        }
+        println!();
+    }
+    for r in results {
+        let Some(first) = r.summary.repetitions.first() else {
+            continue;
+        };
+        for (node, c) in &first.counters {
+            let windows: Vec<String> = c
+                .iter()
+                .filter(|(k, v)| {
+                    **v > 0
+                        && (k.contains("dwrr_")
+                            || k.contains("feedback")
+                            || k.ends_with("_ce_marked"))
+                })
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            if !windows.is_empty() {
+                println!(
+                    "{:<10} {node}: {}",
+                    r.variant.as_deref().unwrap_or("-"),
+                    windows.join(" ")
+                );
+            }
+        }
+    }
+}
+
+pub fn list() {
+    println!("Built-in scenarios (mpsched run NAME):");
+    for (name, path, text) in BUILTIN {
+        match Scenario::from_toml(text, path) {
+            Ok(sc) => {
+                let v = sc.variant_names();
+                println!("  {name:<38} {}", sc.reproduces);
+                println!("  {:<38} {}", "", sc.title);
+                if !v.is_empty() {
+                    println!("  {:<38} variants: {}", "", v.join(", "));
+                }
+            }
+            Err(e) => println!("  {name:<38} (invalid: {e})"),
+        }
+    }
+    println!("  default: {} (variant DWRR)", builtin::DEFAULT);
+    println!("\nSchedulers:");
+    for (name, what) in SCHEDULERS {
+        println!("  {name:<8} {what}");
+    }
+}

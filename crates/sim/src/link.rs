@@ -1,0 +1,117 @@
+//! A simplex link: a FIFO queue of bounded capacity, a serialiser at a fixed rate, and a
+//! propagation delay. A full-duplex scenario link is two of these.
+
+use crate::event::{TimePs, PS_PER_S};
+use crate::packet::Packet;
+use mpsched_core::packet::PortId;
+use std::collections::VecDeque;
+
+/// A simplex link and its output queue.
+pub struct Link {
+    /// Sending node.
+    pub from: u32,
+    /// Port on the sending node.
+    pub from_port: PortId,
+    /// Receiving node.
+    pub to: u32,
+    /// Port on the receiving node.
+    pub to_port: PortId,
+    /// Rate in bit/s, on wire bytes.
+    pub rate_bps: u64,
+    /// `PS_PER_S / rate_bps` when that is exact (the common case), to avoid a division per packet.
+    ps_per_bit: Option<u64>,
+    /// Propagation delay.
+    pub delay_ps: TimePs,
+    /// Capacity of the queue in packets waiting (the packet being serialised is not counted).
+    pub capacity_pkts: u32,
+    /// Packets waiting, each with the queue depth it found on arrival.
+    pub queue: VecDeque<(Packet, u32)>,
+    /// The packet being serialised.
+    pub on_wire: Option<Packet>,
+    /// Packets in propagation, oldest first (constant delay keeps them in order).
+    pub in_flight: VecDeque<Packet>,
+    /// Path monitored at this link's far end (bwm-ng on the confluence point's input).
+    pub path_tag: Option<u8>,
+    /// Counters.
+    pub stats: LinkStats,
+}
+
+/// Per-link counters.
+#[derive(Clone, Debug, Default)]
+pub struct LinkStats {
+    /// Packets that started transmission.
+    pub tx_pkts: u64,
+    /// Wire bytes that started transmission.
+    pub tx_bytes: u64,
+    /// Packets dropped at the tail of a full queue.
+    pub tail_drops: u64,
+    /// Packets dropped by the egress program.
+    pub egress_drops: u64,
+    /// Wire bytes delivered to the far end since the last sample.
+    pub rx_bytes_interval: u64,
+    /// Largest queue depth seen.
+    pub max_depth_pkts: u32,
+}
+
+impl Link {
+    /// A link from `(from, from_port)` to `(to, to_port)`.
+    pub fn new(
+        from: u32,
+        from_port: PortId,
+        to: u32,
+        to_port: PortId,
+        rate_bps: u64,
+        delay_ps: TimePs,
+        capacity_pkts: u32,
+    ) -> Self {
+        let ps_per_bit = if PS_PER_S % rate_bps == 0 {
+            Some(PS_PER_S / rate_bps)
+        } else {
+            None
+        };
+        Link {
+            from,
+            from_port,
+            to,
+            to_port,
+            rate_bps,
+            ps_per_bit,
+            delay_ps,
+            capacity_pkts,
+            queue: VecDeque::new(),
+            on_wire: None,
+            in_flight: VecDeque::new(),
+            path_tag: None,
+            stats: LinkStats::default(),
+        }
+    }
+
+    /// Time to serialise `bytes` wire bytes.
+    #[inline]
+    pub fn serialisation_ps(&self, bytes: u32) -> TimePs {
+        let bits = u64::from(bytes) * 8;
+        match self.ps_per_bit {
+            Some(p) => bits * p,
+            None => ((u128::from(bits) * u128::from(PS_PER_S)) / u128::from(self.rate_bps)) as u64,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialisation_times_are_exact() {
+        let l = Link::new(0, 0, 1, 0, 100_000_000_000, 0, 64);
+        assert_eq!(l.serialisation_ps(64), 5_120, "64 B at 100 Gbps is 5.12 ns");
+        let l = Link::new(0, 0, 1, 0, 3_000_000, 0, 64);
+        assert_eq!(
+            l.serialisation_ps(1512),
+            4_032_000_000,
+            "1512 B at 3 Mbps is 4.032 ms"
+        );
+        let l = Link::new(0, 0, 1, 0, 7_000_000, 0, 64);
+        assert_eq!(l.serialisation_ps(7), 8_000_000);
+    }
+}

@@ -1,0 +1,117 @@
+//! Writing an interface's packets to a pcap file that tcpdump, tshark and Wireshark open.
+//!
+//! Frames are rebuilt from the simulated headers as real Ethernet / IPv4 / UDP with checksums
+//! and the ECN bits as they are on the wire at that point; the UDP payload starts with an
+//! iperf-style header (seconds, microseconds, sequence number) and is zero-filled. Frames are
+//! truncated to the snap length, as `tcpdump -s` does, with the original length recorded.
+
+use crate::event::TimePs;
+use crate::packet::Packet;
+use mpsched_core::feedback::feedback_payload;
+use mpsched_core::wire::{emit_udp_frame, mac_for};
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+use pcap_file::{DataLink, TsResolution};
+use std::fs::File;
+use std::io::BufWriter;
+use std::time::Duration;
+
+/// Default snap length: headers plus the iperf header and some payload.
+pub const DEFAULT_SNAPLEN: u32 = 128;
+
+/// A capture on one interface of one node.
+pub struct Capture {
+    /// Node index.
+    pub node: u32,
+    /// Port index.
+    pub port: u16,
+    /// Peer node index (for the MAC addresses).
+    pub peer: u32,
+    /// Peer port.
+    pub peer_port: u16,
+    writer: PcapWriter<BufWriter<File>>,
+    snaplen: u32,
+    frame: Vec<u8>,
+    payload: Vec<u8>,
+    ip_id: u16,
+    /// Frames written.
+    pub frames: u64,
+}
+
+impl Capture {
+    /// Create `path` and write the pcap header (nanosecond timestamps, Ethernet).
+    pub fn create(
+        path: &std::path::Path,
+        node: u32,
+        port: u16,
+        peer: u32,
+        peer_port: u16,
+        snaplen: u32,
+    ) -> std::io::Result<Capture> {
+        let file = BufWriter::new(File::create(path)?);
+        let header = PcapHeader {
+            snaplen,
+            datalink: DataLink::ETHERNET,
+            ts_resolution: TsResolution::NanoSecond,
+            ..PcapHeader::default()
+        };
+        let writer = PcapWriter::with_header(file, header).map_err(std::io::Error::other)?;
+        Ok(Capture {
+            node,
+            port,
+            peer,
+            peer_port,
+            writer,
+            snaplen,
+            frame: Vec::new(),
+            payload: Vec::new(),
+            ip_id: 0,
+            frames: 0,
+        })
+    }
+
+    /// Record `pkt` at `now`; `outgoing` tells the direction (for the MAC addresses).
+    pub fn record(&mut self, pkt: &Packet, now: TimePs, outgoing: bool) -> std::io::Result<()> {
+        let (src, dst) = if outgoing {
+            (
+                mac_for(self.node, self.port),
+                mac_for(self.peer, self.peer_port),
+            )
+        } else {
+            (
+                mac_for(self.peer, self.peer_port),
+                mac_for(self.node, self.port),
+            )
+        };
+        self.payload.clear();
+        if let Some(fb) = pkt.meta.feedback {
+            self.payload
+                .extend_from_slice(&feedback_payload(fb.group, fb.path));
+            self.payload.resize(18, 0); // pad to Ethernet's 60-byte minimum
+        } else {
+            let secs = (pkt.sent_ps / 1_000_000_000_000) as u32;
+            let usecs = ((pkt.sent_ps / 1_000_000) % 1_000_000) as u32;
+            self.payload.extend_from_slice(&secs.to_be_bytes());
+            self.payload.extend_from_slice(&usecs.to_be_bytes());
+            self.payload
+                .extend_from_slice(&(pkt.seq as u32).to_be_bytes());
+            self.payload.resize(pkt.payload_bytes as usize, 0);
+        }
+        self.ip_id = self.ip_id.wrapping_add(1);
+        emit_udp_frame(
+            &pkt.meta,
+            src,
+            dst,
+            self.ip_id,
+            &self.payload,
+            &mut self.frame,
+        );
+        let orig_len = self.frame.len() as u32;
+        let keep = (self.snaplen as usize).min(self.frame.len());
+        let ts = Duration::from_nanos(now / 1_000);
+        self.writer
+            .write_packet(&PcapPacket::new(ts, orig_len, &self.frame[..keep]))
+            .map_err(std::io::Error::other)?;
+        self.frames += 1;
+        Ok(())
+    }
+}

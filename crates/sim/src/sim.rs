@@ -1,0 +1,886 @@
+//! The simulation: nodes running programs, links, traffic, monitors, wired from a scenario.
+
+use crate::event::{EventKind, EventQueue, TimePs, PS_PER_S};
+use crate::link::Link;
+use crate::packet::{Packet, CONTROL_FLOW, NO_PATH};
+use crate::pcap::Capture;
+use crate::series::TimeSeries;
+use mpsched_core::packet::{Ipv4, PacketMeta, PortId, UDP_OVERHEAD_BYTES};
+use mpsched_core::program::{EgressVerdict, Program, QueueMeta, Verdict};
+use mpsched_core::rng::SeededRandom;
+use mpsched_core::switch::{ConfluenceConfig, MultipathSwitch, SplitGroupConfig, SwitchConfig};
+use mpsched_core::table::Route;
+use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures};
+use mpsched_scenario::{NodeKind, Scenario};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+
+/// How long the simulation runs past the scenario's end so that packets in flight are delivered
+/// rather than counted lost.
+pub const DEFAULT_DRAIN_PS: TimePs = 2 * PS_PER_S;
+
+/// A request to capture one interface to a pcap file.
+#[derive(Clone, Debug)]
+pub struct CaptureRequest {
+    /// Node name.
+    pub node: String,
+    /// Interface: `ethN` (port N, in the order the node's links are declared) or the name of
+    /// the neighbour at the other end.
+    pub iface: String,
+    /// Output file.
+    pub path: PathBuf,
+    /// Snap length in bytes.
+    pub snaplen: u32,
+}
+
+/// Options of one run.
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    /// Seed of this run.
+    pub seed: u64,
+    /// Interfaces to capture.
+    pub captures: Vec<CaptureRequest>,
+    /// Time run past the scenario's end.
+    pub drain_ps: TimePs,
+}
+
+impl SimOptions {
+    /// Default options with `seed`.
+    pub fn with_seed(seed: u64) -> Self {
+        SimOptions {
+            seed,
+            captures: Vec::new(),
+            drain_ps: DEFAULT_DRAIN_PS,
+        }
+    }
+}
+
+/// Errors building or running a simulation.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The scenario could not be turned into programs.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// A capture request names no interface.
+    #[error("capture: {0}")]
+    Capture(String),
+    /// Writing a capture failed.
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+struct NodeState {
+    name: String,
+    kind: NodeKind,
+    ip: Ipv4,
+    /// Per port: the outgoing link.
+    out_links: Vec<u32>,
+    /// Per port: (peer node, peer port).
+    peers: Vec<(u32, PortId)>,
+    program: Option<Box<dyn Program>>,
+    /// Packets that reached a host not addressed to it, or were dropped by a program.
+    dropped: u64,
+}
+
+struct FlowState {
+    name: String,
+    src_node: u32,
+    meta: PacketMeta,
+    payload_bytes: u32,
+    rate_bps: u64,
+    offered_mbps: f64,
+    start_ps: TimePs,
+    stop_ps: TimePs,
+    next_seq: u64,
+    split_paths: Vec<usize>,
+    // Receiver side.
+    delivered: u64,
+    /// Payload that arrived while the flow was active (by arrival time), as a receiver measures
+    /// goodput over the test.
+    delivered_payload_bytes: u64,
+    owd_sum_ps: u128,
+    max_seq: Option<u64>,
+    reordered: u64,
+    per_path_bytes: Vec<u64>,
+    // Per sample interval.
+    rx_interval_bytes: u64,
+    per_path_interval_bytes: Vec<u64>,
+    sent_by_interval: Vec<u64>,
+    delivered_by_sent_interval: Vec<u64>,
+}
+
+/// What a finished run produced.
+pub struct RunOutput {
+    /// The figures of this run.
+    pub figures: RunFigures,
+    /// The time series.
+    pub series: TimeSeries,
+    /// Events processed.
+    pub events: u64,
+    /// Frames written to captures.
+    pub captured_frames: u64,
+}
+
+/// A simulation of one scenario with one seed.
+pub struct Simulation {
+    now: TimePs,
+    queue: EventQueue,
+    nodes: Vec<NodeState>,
+    links: Vec<Link>,
+    flows: Vec<FlowState>,
+    /// Per scenario path: its monitored link (into the confluence point).
+    path_links: Vec<u32>,
+    path_names: Vec<String>,
+    path_capacity_bps: Vec<u64>,
+    path_total_bytes: Vec<u64>,
+    captures: Vec<Capture>,
+    /// Per link: capture index recording its transmissions / arrivals.
+    cap_tx: Vec<Option<u32>>,
+    cap_rx: Vec<Option<u32>>,
+    sample_interval_ps: TimePs,
+    duration_ps: TimePs,
+    end_ps: TimePs,
+    series: TimeSeries,
+    register_columns: Vec<(u32, usize)>,
+    send_jitter_ps: u64,
+    jitter_rng: SeededRandom,
+    events: u64,
+    seed: u64,
+    io_error: Option<std::io::Error>,
+}
+
+impl Simulation {
+    /// Wire the scenario into nodes, links, programs and sources.
+    pub fn new(sc: &Scenario, opts: &SimOptions) -> Result<Simulation, SimError> {
+        let n = sc.nodes.len();
+        let mut nodes: Vec<NodeState> = sc
+            .nodes
+            .iter()
+            .map(|x| NodeState {
+                name: x.name.clone(),
+                kind: x.kind,
+                ip: x.ip,
+                out_links: Vec::new(),
+                peers: Vec::new(),
+                program: None,
+                dropped: 0,
+            })
+            .collect();
+        let mut links = Vec::new();
+        for l in &sc.links {
+            let (pa, pb) = (
+                nodes[l.a].out_links.len() as PortId,
+                nodes[l.b].out_links.len() as PortId,
+            );
+            let (ia, ib) = (links.len() as u32, links.len() as u32 + 1);
+            links.push(Link::new(
+                l.a as u32,
+                pa,
+                l.b as u32,
+                pb,
+                l.rate_bps,
+                l.delay_ps,
+                l.queue_pkts,
+            ));
+            links.push(Link::new(
+                l.b as u32,
+                pb,
+                l.a as u32,
+                pa,
+                l.rate_bps,
+                l.delay_ps,
+                l.queue_pkts,
+            ));
+            nodes[l.a].out_links.push(ia);
+            nodes[l.a].peers.push((l.b as u32, pb));
+            nodes[l.b].out_links.push(ib);
+            nodes[l.b].peers.push((l.a as u32, pa));
+        }
+        let port_to = |nodes: &[NodeState], from: usize, to: usize| -> PortId {
+            nodes[from]
+                .peers
+                .iter()
+                .position(|&(p, _)| p as usize == to)
+                .expect("validated: linked") as PortId
+        };
+
+        // Routes: shortest paths by hop count, ties to the lowest port.
+        let adjacency: Vec<Vec<usize>> = nodes
+            .iter()
+            .map(|x| x.peers.iter().map(|&(p, _)| p as usize).collect())
+            .collect();
+        let mut routes: Vec<BTreeMap<usize, PortId>> = vec![BTreeMap::new(); n];
+        for d in 0..n {
+            let mut dist = vec![u32::MAX; n];
+            dist[d] = 0;
+            let mut q = VecDeque::from([d]);
+            while let Some(u) = q.pop_front() {
+                // Hosts do not forward.
+                if u != d && sc.nodes[u].kind == NodeKind::Host {
+                    continue;
+                }
+                for &v in &adjacency[u] {
+                    if dist[v] == u32::MAX {
+                        dist[v] = dist[u] + 1;
+                        q.push_back(v);
+                    }
+                }
+            }
+            for u in 0..n {
+                if u == d || dist[u] == u32::MAX {
+                    continue;
+                }
+                if let Some(port) = adjacency[u]
+                    .iter()
+                    .position(|&v| dist[v] != u32::MAX && dist[v] + 1 == dist[u])
+                {
+                    routes[u].insert(d, port as PortId);
+                }
+            }
+        }
+        // Flows pinned to a path: their destination is routed along it.
+        for f in &sc.flows {
+            if let Some(p) = f.path {
+                let pn = &sc.paths[p].nodes;
+                for w in pn.windows(2) {
+                    routes[w[0]].insert(f.dst, port_to(&nodes, w[0], w[1]));
+                }
+            }
+        }
+
+        // Programs.
+        let mut rng = SeededRandom::new(opts.seed);
+        for (i, node) in sc.nodes.iter().enumerate() {
+            if node.kind != NodeKind::Switch {
+                continue;
+            }
+            let mut cfg = SwitchConfig::forwarding(
+                node.ip,
+                routes[i]
+                    .iter()
+                    .map(|(&d, &port)| Route {
+                        prefix: sc.nodes[d].ip,
+                        len: 32,
+                        port,
+                    })
+                    .collect(),
+            );
+            let mut markers = BTreeMap::new();
+            for (g, s) in sc.splits.iter().enumerate() {
+                let paths: Vec<&Vec<usize>> = s.paths.iter().map(|&p| &sc.paths[p].nodes).collect();
+                if paths[0][0] == i {
+                    cfg.splits.push(SplitGroupConfig {
+                        group: g as u8,
+                        src_ip: sc.nodes[s.src].ip,
+                        dst_ip: sc.nodes[s.dst].ip,
+                        ports: paths.iter().map(|p| port_to(&nodes, i, p[1])).collect(),
+                        scheduler: s.scheduler.clone(),
+                    });
+                }
+                // The confluence point's feedback is part of DWRR; other schedulers ignore it.
+                let wants_feedback = matches!(
+                    s.scheduler,
+                    mpsched_core::sched::SchedulerConfig::Dwrr { .. }
+                );
+                if wants_feedback && *paths[0].last().unwrap() == i {
+                    let prev: Vec<usize> = paths.iter().map(|p| p[p.len() - 2]).collect();
+                    let ports: Vec<PortId> = prev.iter().map(|&x| port_to(&nodes, i, x)).collect();
+                    cfg.confluences.push(ConfluenceConfig {
+                        group: g as u8,
+                        src_ip: sc.nodes[s.src].ip,
+                        dst_ip: sc.nodes[s.dst].ip,
+                        path_ingress_ports: ports.clone(),
+                        return_ports: ports,
+                        splitter_ip: sc.nodes[paths[0][0]].ip,
+                        feedback_every: s.feedback_every,
+                    });
+                }
+                if let Some(th) = s.ecn_threshold_pkts {
+                    for p in &paths {
+                        for w in p.windows(2) {
+                            if w[0] == i {
+                                markers.insert(port_to(&nodes, i, w[1]), th);
+                            }
+                        }
+                    }
+                }
+            }
+            cfg.ecn_markers = markers.into_iter().collect();
+            let node_seed = rng.next_u64();
+            let prog = MultipathSwitch::new(&cfg, |g| {
+                Box::new(SeededRandom::new(node_seed ^ (u64::from(g) << 32)))
+            })
+            .map_err(|e| SimError::Config(format!("node `{}`: {e}", node.name)))?;
+            nodes[i].program = Some(Box::new(prog));
+        }
+
+        // Path monitors: the last link of each path, into the confluence point.
+        let mut path_links = Vec::new();
+        let mut path_capacity_bps = Vec::new();
+        for (pi, p) in sc.paths.iter().enumerate() {
+            let k = p.nodes.len();
+            let (a, b) = (p.nodes[k - 2], p.nodes[k - 1]);
+            let l = nodes[a].out_links[usize::from(port_to(&nodes, a, b))];
+            links[l as usize].path_tag = Some(pi as u8);
+            path_links.push(l);
+            let cap = p
+                .nodes
+                .windows(2)
+                .map(|w| {
+                    links[nodes[w[0]].out_links[usize::from(port_to(&nodes, w[0], w[1]))] as usize]
+                        .rate_bps
+                })
+                .min()
+                .unwrap_or(0);
+            path_capacity_bps.push(cap);
+        }
+
+        // Flows.
+        let intervals = sc.duration_ps.div_ceil(sc.sample_interval_ps) as usize;
+        let mut flows = Vec::new();
+        for f in &sc.flows {
+            let jitter = if sc.start_jitter_ps > 0 {
+                rng.next_u64() % (sc.start_jitter_ps + 1)
+            } else {
+                0
+            };
+            let mut meta = PacketMeta::udp(
+                sc.nodes[f.src].ip,
+                sc.nodes[f.dst].ip,
+                f.src_port,
+                f.dst_port,
+                f.payload_bytes + UDP_OVERHEAD_BYTES,
+            );
+            meta.ecn = f.ecn;
+            let split_paths = sc
+                .splits
+                .iter()
+                .find(|s| s.src == f.src && s.dst == f.dst)
+                .map(|s| s.paths.clone())
+                .unwrap_or_default();
+            flows.push(FlowState {
+                name: f.name.clone(),
+                src_node: f.src as u32,
+                meta,
+                payload_bytes: f.payload_bytes,
+                rate_bps: f.rate_bps,
+                offered_mbps: f.rate_bps as f64 / 1e6,
+                start_ps: (f.start_ps + jitter).min(f.stop_ps),
+                stop_ps: f.stop_ps,
+                next_seq: 0,
+                split_paths,
+                delivered: 0,
+                delivered_payload_bytes: 0,
+                owd_sum_ps: 0,
+                max_seq: None,
+                reordered: 0,
+                per_path_bytes: vec![0; sc.paths.len()],
+                rx_interval_bytes: 0,
+                per_path_interval_bytes: vec![0; sc.paths.len()],
+                sent_by_interval: vec![0; intervals + 1],
+                delivered_by_sent_interval: vec![0; intervals + 1],
+            });
+        }
+
+        // Captures.
+        let mut captures = Vec::new();
+        let mut cap_tx = vec![None; links.len()];
+        let mut cap_rx = vec![None; links.len()];
+        for req in &opts.captures {
+            let ni = sc
+                .node_index(&req.node)
+                .ok_or_else(|| SimError::Capture(format!("no node named `{}`", req.node)))?;
+            let port = match req
+                .iface
+                .strip_prefix("eth")
+                .and_then(|x| x.parse::<usize>().ok())
+            {
+                Some(p) if p < nodes[ni].peers.len() => p,
+                Some(p) => {
+                    return Err(SimError::Capture(format!(
+                        "`{}` has {} interfaces, no eth{p}",
+                        req.node,
+                        nodes[ni].peers.len()
+                    )))
+                }
+                None => nodes[ni]
+                    .peers
+                    .iter()
+                    .position(|&(peer, _)| nodes[peer as usize].name == req.iface)
+                    .ok_or_else(|| {
+                        let names: Vec<String> = (0..nodes[ni].peers.len())
+                            .map(|p| {
+                                format!("eth{p} ({})", nodes[nodes[ni].peers[p].0 as usize].name)
+                            })
+                            .collect();
+                        SimError::Capture(format!(
+                            "`{}` has no interface `{}`; it has {}",
+                            req.node,
+                            req.iface,
+                            names.join(", ")
+                        ))
+                    })?,
+            };
+            let (peer, peer_port) = nodes[ni].peers[port];
+            let ci = captures.len() as u32;
+            captures.push(Capture::create(
+                &req.path,
+                ni as u32,
+                port as u16,
+                peer,
+                peer_port,
+                req.snaplen,
+            )?);
+            let out_link = nodes[ni].out_links[port] as usize;
+            cap_tx[out_link] = Some(ci);
+            let in_link = nodes[peer as usize].out_links[usize::from(peer_port)] as usize;
+            cap_rx[in_link] = Some(ci);
+        }
+
+        // Time-series columns.
+        let mut columns = vec!["time_s".to_string()];
+        for p in &sc.paths {
+            columns.push(format!("{}_mbps", p.name));
+        }
+        for f in &flows {
+            columns.push(format!("{}_mbps", f.name));
+        }
+        for f in &flows {
+            for &p in &f.split_paths {
+                columns.push(format!("{}_{}_mbps", f.name, sc.paths[p].name));
+            }
+        }
+        for f in &flows {
+            columns.push(format!("{}_loss_pct", f.name));
+        }
+        let mut register_columns = Vec::new();
+        for (i, node) in nodes.iter().enumerate() {
+            if let Some(p) = &node.program {
+                for (k, (name, _)) in p.registers().iter().enumerate() {
+                    columns.push(format!("{}_{}", node.name, name));
+                    register_columns.push((i as u32, k));
+                }
+            }
+        }
+
+        let mut queue = EventQueue::new();
+        for (i, f) in flows.iter().enumerate() {
+            if f.start_ps < f.stop_ps {
+                queue.schedule(f.start_ps, EventKind::Send(i as u32));
+            }
+        }
+        queue.schedule(sc.sample_interval_ps.min(sc.duration_ps), EventKind::Sample);
+
+        Ok(Simulation {
+            now: 0,
+            queue,
+            nodes,
+            links,
+            flows,
+            path_links,
+            path_names: sc.paths.iter().map(|p| p.name.clone()).collect(),
+            path_capacity_bps,
+            path_total_bytes: vec![0; sc.paths.len()],
+            captures,
+            cap_tx,
+            cap_rx,
+            sample_interval_ps: sc.sample_interval_ps,
+            duration_ps: sc.duration_ps,
+            end_ps: sc.duration_ps + opts.drain_ps,
+            series: TimeSeries {
+                columns,
+                rows: Vec::new(),
+            },
+            register_columns,
+            send_jitter_ps: sc.send_jitter_ps,
+            jitter_rng: SeededRandom::new(rng.next_u64()),
+            events: 0,
+            seed: opts.seed,
+            io_error: None,
+        })
+    }
+
+    /// The time the run ends (the scenario's duration plus the drain time).
+    pub fn end_ps(&self) -> TimePs {
+        self.end_ps
+    }
+
+    /// Current simulated time.
+    pub fn now_ps(&self) -> TimePs {
+        self.now
+    }
+
+    /// Events processed so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Process every event before `until` (capped at the end of the run).
+    pub fn run_until(&mut self, until: TimePs) {
+        let until = until.min(self.end_ps);
+        while let Some(t) = self.queue.peek_time() {
+            if t >= until {
+                break;
+            }
+            let (t, kind) = self.queue.pop().expect("peeked");
+            self.now = t;
+            self.events += 1;
+            match kind {
+                EventKind::TxDone(l) => self.on_tx_done(l),
+                EventKind::Arrive(l) => self.on_arrive(l),
+                EventKind::Send(f) => self.on_send(f),
+                EventKind::Sample => self.on_sample(),
+            }
+        }
+        self.now = self.now.max(until);
+    }
+
+    /// Run to the end and collect the results.
+    pub fn run(mut self) -> Result<RunOutput, SimError> {
+        self.run_until(self.end_ps);
+        self.finish()
+    }
+
+    fn on_send(&mut self, fi: u32) {
+        let now = self.now;
+        let interval = self.sample_interval_ps;
+        let jitter = if self.send_jitter_ps > 0 {
+            self.jitter_rng.next_u64() % (self.send_jitter_ps + 1)
+        } else {
+            0
+        };
+        let f = &mut self.flows[fi as usize];
+        let seq = f.next_seq;
+        f.next_seq += 1;
+        let pkt = Packet {
+            meta: f.meta,
+            flow: fi,
+            seq,
+            sent_ps: now,
+            payload_bytes: f.payload_bytes,
+            path: NO_PATH,
+        };
+        let k = ((now / interval) as usize).min(f.sent_by_interval.len() - 1);
+        f.sent_by_interval[k] += 1;
+        // Constant bit rate: packet k is due at start + k * bits / rate, plus (optionally) a
+        // random delay that does not accumulate.
+        let bits = u128::from(f.payload_bytes) * 8;
+        let nominal = f.start_ps
+            + ((u128::from(seq + 1) * bits * u128::from(PS_PER_S)) / u128::from(f.rate_bps)) as u64;
+        if nominal < f.stop_ps {
+            self.queue.schedule(nominal + jitter, EventKind::Send(fi));
+        }
+        let src = f.src_node;
+        self.output(src, 0, pkt);
+    }
+
+    #[inline]
+    fn output(&mut self, node: u32, port: PortId, pkt: Packet) {
+        let Some(&l) = self.nodes[node as usize].out_links.get(usize::from(port)) else {
+            self.nodes[node as usize].dropped += 1;
+            return;
+        };
+        let link = &mut self.links[l as usize];
+        if link.on_wire.is_none() && link.queue.is_empty() {
+            self.start_tx(
+                l,
+                pkt,
+                QueueMeta {
+                    enq_qdepth_pkts: 0,
+                    deq_qdepth_pkts: 0,
+                },
+            );
+        } else if (link.queue.len() as u32) < link.capacity_pkts {
+            let depth = link.queue.len() as u32;
+            link.queue.push_back((pkt, depth));
+            link.stats.max_depth_pkts = link.stats.max_depth_pkts.max(depth + 1);
+        } else {
+            link.stats.tail_drops += 1;
+        }
+    }
+
+    /// Run the egress program and put the packet on the wire; false if the program dropped it.
+    #[inline]
+    fn start_tx(&mut self, l: u32, mut pkt: Packet, q: QueueMeta) -> bool {
+        let li = l as usize;
+        let (from, from_port) = (self.links[li].from as usize, self.links[li].from_port);
+        if let Some(prog) = self.nodes[from].program.as_mut() {
+            if prog.egress(&mut pkt.meta, from_port, q) == EgressVerdict::Drop {
+                self.links[li].stats.egress_drops += 1;
+                return false;
+            }
+        }
+        if let Some(c) = self.cap_tx[li] {
+            self.capture(c, &pkt, true);
+        }
+        let link = &mut self.links[li];
+        let done = self.now + link.serialisation_ps(pkt.meta.wire_len_bytes);
+        link.stats.tx_pkts += 1;
+        link.stats.tx_bytes += u64::from(pkt.meta.wire_len_bytes);
+        link.on_wire = Some(pkt);
+        self.queue.schedule(done, EventKind::TxDone(l));
+        true
+    }
+
+    fn on_tx_done(&mut self, l: u32) {
+        let link = &mut self.links[l as usize];
+        let pkt = link
+            .on_wire
+            .take()
+            .expect("a TxDone event has a packet on the wire");
+        link.in_flight.push_back(pkt);
+        let arrive = self.now + link.delay_ps;
+        self.queue.schedule(arrive, EventKind::Arrive(l));
+        while let Some((next, enq)) = self.links[l as usize].queue.pop_front() {
+            let deq = self.links[l as usize].queue.len() as u32;
+            if self.start_tx(
+                l,
+                next,
+                QueueMeta {
+                    enq_qdepth_pkts: enq,
+                    deq_qdepth_pkts: deq,
+                },
+            ) {
+                break;
+            }
+        }
+    }
+
+    fn on_arrive(&mut self, l: u32) {
+        let li = l as usize;
+        let link = &mut self.links[li];
+        let mut pkt = link
+            .in_flight
+            .pop_front()
+            .expect("an Arrive event has a packet in flight");
+        link.stats.rx_bytes_interval += u64::from(pkt.meta.wire_len_bytes);
+        if let Some(tag) = link.path_tag {
+            pkt.path = tag;
+        }
+        let (to, to_port) = (link.to, link.to_port);
+        if let Some(c) = self.cap_rx[li] {
+            self.capture(c, &pkt, false);
+        }
+        self.input(to, to_port, pkt);
+    }
+
+    fn input(&mut self, node: u32, port: PortId, mut pkt: Packet) {
+        let ni = node as usize;
+        if self.nodes[ni].kind == NodeKind::Host {
+            if pkt.meta.dst_ip == self.nodes[ni].ip && pkt.flow != CONTROL_FLOW {
+                self.deliver(pkt);
+            } else {
+                self.nodes[ni].dropped += 1;
+            }
+            return;
+        }
+        pkt.meta.ingress_port = port;
+        let now = self.now;
+        let Some(prog) = self.nodes[ni].program.as_mut() else {
+            self.nodes[ni].dropped += 1;
+            return;
+        };
+        let out = prog.ingress(&mut pkt.meta, now);
+        if let Some(e) = out.emit {
+            let fb = Packet {
+                meta: e.meta,
+                flow: CONTROL_FLOW,
+                seq: 0,
+                sent_ps: now,
+                payload_bytes: 0,
+                path: NO_PATH,
+            };
+            self.output(node, e.port, fb);
+        }
+        match out.verdict {
+            Verdict::Forward(p) => self.output(node, p, pkt),
+            Verdict::Drop(_) => self.nodes[ni].dropped += 1,
+            Verdict::Consume => {}
+        }
+    }
+
+    fn deliver(&mut self, pkt: Packet) {
+        let interval = self.sample_interval_ps;
+        let f = &mut self.flows[pkt.flow as usize];
+        f.delivered += 1;
+        if self.now <= f.stop_ps {
+            f.delivered_payload_bytes += u64::from(pkt.payload_bytes);
+        }
+        f.rx_interval_bytes += u64::from(pkt.payload_bytes);
+        f.owd_sum_ps += u128::from(self.now - pkt.sent_ps);
+        match f.max_seq {
+            Some(m) if pkt.seq < m => f.reordered += 1,
+            _ => f.max_seq = Some(pkt.seq),
+        }
+        if pkt.path != NO_PATH {
+            f.per_path_bytes[usize::from(pkt.path)] += u64::from(pkt.payload_bytes);
+            f.per_path_interval_bytes[usize::from(pkt.path)] += u64::from(pkt.payload_bytes);
+        }
+        let k = ((pkt.sent_ps / interval) as usize).min(f.delivered_by_sent_interval.len() - 1);
+        f.delivered_by_sent_interval[k] += 1;
+    }
+
+    fn on_sample(&mut self) {
+        let secs = self.sample_interval_ps as f64 / PS_PER_S as f64;
+        let mbps = |bytes: u64| round(bytes as f64 * 8.0 / secs / 1e6, 4);
+        let mut row = vec![round(self.now as f64 / PS_PER_S as f64, 6)];
+        for (pi, &l) in self.path_links.iter().enumerate() {
+            let b = std::mem::take(&mut self.links[l as usize].stats.rx_bytes_interval);
+            self.path_total_bytes[pi] += b;
+            row.push(mbps(b));
+        }
+        for f in &mut self.flows {
+            row.push(mbps(std::mem::take(&mut f.rx_interval_bytes)));
+        }
+        for f in &mut self.flows {
+            for &p in &f.split_paths {
+                row.push(mbps(f.per_path_interval_bytes[p]));
+            }
+            f.per_path_interval_bytes.iter_mut().for_each(|b| *b = 0);
+        }
+        for _ in &self.flows {
+            row.push(0.0); // loss, filled in at the end from send-time buckets
+        }
+        let mut cache: Option<(u32, Vec<(String, u64)>)> = None;
+        for &(node, k) in &self.register_columns {
+            if cache.as_ref().map(|c| c.0) != Some(node) {
+                let regs = self.nodes[node as usize]
+                    .program
+                    .as_ref()
+                    .map(|p| p.registers())
+                    .unwrap_or_default();
+                cache = Some((node, regs));
+            }
+            let v = cache.as_ref().and_then(|c| c.1.get(k)).map_or(0, |r| r.1);
+            row.push(v as f64);
+        }
+        // Clear monitor counters of links that no path reads, so they do not grow unbounded.
+        self.series.rows.push(row);
+        let next = self.now + self.sample_interval_ps;
+        if next <= self.duration_ps {
+            self.queue.schedule(next, EventKind::Sample);
+        }
+    }
+
+    fn capture(&mut self, c: u32, pkt: &Packet, outgoing: bool) {
+        if self.io_error.is_some() {
+            return;
+        }
+        if let Err(e) = self.captures[c as usize].record(pkt, self.now, outgoing) {
+            self.io_error = Some(e);
+        }
+    }
+
+    /// Collect the figures and the time series.
+    pub fn finish(mut self) -> Result<RunOutput, SimError> {
+        if let Some(e) = self.io_error.take() {
+            return Err(SimError::Io(e));
+        }
+        let duration_s = self.duration_ps as f64 / PS_PER_S as f64;
+        // Loss per sample interval, by send time.
+        let n_paths = self.path_links.len();
+        let split_cols: usize = self.flows.iter().map(|f| f.split_paths.len()).sum();
+        let loss_col0 = 1 + n_paths + self.flows.len() + split_cols;
+        for (k, row) in self.series.rows.iter_mut().enumerate() {
+            for (fi, f) in self.flows.iter().enumerate() {
+                let sent = f.sent_by_interval.get(k).copied().unwrap_or(0);
+                let got = f.delivered_by_sent_interval.get(k).copied().unwrap_or(0);
+                row[loss_col0 + fi] = if sent == 0 {
+                    0.0
+                } else {
+                    round(100.0 * (sent - got.min(sent)) as f64 / sent as f64, 4)
+                };
+            }
+        }
+        let flows = self
+            .flows
+            .iter()
+            .map(|f| {
+                let sent = f.next_seq;
+                let active_s = (f.stop_ps - f.start_ps) as f64 / PS_PER_S as f64;
+                let per_path_mbps = f
+                    .split_paths
+                    .iter()
+                    .map(|&p| {
+                        (
+                            self.path_names[p].clone(),
+                            round(f.per_path_bytes[p] as f64 * 8.0 / active_s / 1e6, 4),
+                        )
+                    })
+                    .collect();
+                FlowFigures {
+                    id: f.name.clone(),
+                    offered_mbps: round(f.offered_mbps, 4),
+                    delivered_mbps: round(
+                        f.delivered_payload_bytes as f64 * 8.0 / active_s / 1e6,
+                        4,
+                    ),
+                    loss_pct: if sent == 0 {
+                        0.0
+                    } else {
+                        round(
+                            100.0 * (sent - f.delivered.min(sent)) as f64 / sent as f64,
+                            4,
+                        )
+                    },
+                    mean_owd_ms: if f.delivered == 0 {
+                        0.0
+                    } else {
+                        round(f.owd_sum_ps as f64 / f.delivered as f64 / 1e9, 4)
+                    },
+                    reordered_pct: if f.delivered == 0 {
+                        0.0
+                    } else {
+                        round(100.0 * f.reordered as f64 / f.delivered as f64, 4)
+                    },
+                    sent_pkts: sent,
+                    delivered_pkts: f.delivered,
+                    per_path_mbps,
+                }
+            })
+            .collect();
+        let paths = (0..n_paths)
+            .map(|p| PathFigures {
+                id: self.path_names[p].clone(),
+                mean_mbps: round(self.path_total_bytes[p] as f64 * 8.0 / duration_s / 1e6, 4),
+                capacity_mbps: round(self.path_capacity_bps[p] as f64 / 1e6, 4),
+            })
+            .collect();
+        let mut counters: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        for node in &self.nodes {
+            let mut c: BTreeMap<String, u64> = node
+                .program
+                .as_ref()
+                .map(|p| p.counters().into_iter().collect())
+                .unwrap_or_default();
+            c.insert("dropped".into(), node.dropped);
+            counters.insert(node.name.clone(), c);
+        }
+        let mut q = BTreeMap::new();
+        for l in &self.links {
+            let name = format!(
+                "{}->{}",
+                self.nodes[l.from as usize].name, self.nodes[l.to as usize].name
+            );
+            q.insert(format!("{name}.tail_drops"), l.stats.tail_drops);
+            q.insert(
+                format!("{name}.max_depth_pkts"),
+                u64::from(l.stats.max_depth_pkts),
+            );
+        }
+        counters.insert("queues".into(), q);
+        let captured_frames = self.captures.iter().map(|c| c.frames).sum();
+        drop(self.captures);
+        Ok(RunOutput {
+            figures: RunFigures {
+                seed: self.seed,
+                flows,
+                paths,
+                counters,
+            },
+            series: self.series,
+            events: self.events,
+            captured_frames,
+        })
+    }
+}
