@@ -5,6 +5,7 @@ use mpsched_core::packet::PacketMeta;
 use mpsched_core::rng::SeededRandom;
 use mpsched_core::sched::{DwrrParams, Scheduler, SchedulerConfig};
 use mpsched_scenario::{builtin, Scenario};
+use mpsched_sim::experiment::high_rate_scenario;
 use mpsched_sim::{SimOptions, Simulation};
 use std::hint::black_box;
 use std::time::Instant;
@@ -26,89 +27,6 @@ pub struct BenchArgs {
     json: bool,
 }
 
-/// The high-rate scenario: the diamond with two paths at `rate`, 1500-byte IP packets, WRR 1:1,
-/// offered at 95 % of the two paths' wire capacity.
-pub fn high_rate_scenario(rate: &str, seconds: u64) -> anyhow::Result<Scenario> {
-    let rate_bps = mpsched_scenario::units::parse_rate_bps(rate)
-        .map_err(|e| crate::UsageError(format!("--rate: {e}")))?;
-    let payload = 1458u64; // 1500-byte IP packet, 1514 on the wire
-    let offered = rate_bps * 2 * 95 / 100 * payload / 1500;
-    let host = rate_bps * 4;
-    let text = format!(
-        r#"
-[scenario]
-name = "bench-high-rate"
-title = "two {rate} paths, 1500-byte packets, WRR 1:1, 95 % load"
-duration = "{seconds}s"
-[[node]]
-name = "h1"
-kind = "host"
-[[node]]
-name = "h2"
-kind = "host"
-[[node]]
-name = "s1"
-kind = "switch"
-[[node]]
-name = "s2"
-kind = "switch"
-[[node]]
-name = "s3"
-kind = "switch"
-[[node]]
-name = "s4"
-kind = "switch"
-[[link]]
-a = "h1"
-b = "s1"
-rate = "{host}bps"
-[[link]]
-a = "s1"
-b = "s2"
-rate = "{rate_bps}bps"
-delay = "1us"
-[[link]]
-a = "s2"
-b = "s4"
-rate = "{rate_bps}bps"
-delay = "1us"
-[[link]]
-a = "s1"
-b = "s3"
-rate = "{rate_bps}bps"
-delay = "1us"
-[[link]]
-a = "s3"
-b = "s4"
-rate = "{rate_bps}bps"
-delay = "1us"
-[[link]]
-a = "s4"
-b = "h2"
-rate = "{host}bps"
-[[path]]
-name = "path1"
-nodes = ["s1", "s2", "s4"]
-[[path]]
-name = "path2"
-nodes = ["s1", "s3", "s4"]
-[[split]]
-src = "h1"
-dst = "h2"
-paths = ["path1", "path2"]
-scheduler = "wrr"
-weights = [1, 1]
-[[flow]]
-name = "flow1"
-src = "h1"
-dst = "h2"
-rate = "{offered}bps"
-payload = "{payload}B"
-"#
-    );
-    Ok(Scenario::from_toml(&text, "<bench>")?)
-}
-
 fn decisions_per_s(config: &SchedulerConfig, n_paths: usize, count: u64) -> f64 {
     let mut s = Scheduler::new(config, n_paths, Box::new(SeededRandom::new(1)))
         .expect("valid bench config");
@@ -121,7 +39,9 @@ fn decisions_per_s(config: &SchedulerConfig, n_paths: usize, count: u64) -> f64 
 }
 
 pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
-    let sc = high_rate_scenario(&a.rate, a.seconds)?;
+    let rate_bps = mpsched_scenario::units::parse_rate_bps(&a.rate)
+        .map_err(|e| crate::UsageError(format!("--rate: {e}")))?;
+    let sc = high_rate_scenario(rate_bps, a.seconds)?;
     let t = Instant::now();
     let out = Simulation::new(&sc, &SimOptions::with_seed(1))?.run()?;
     let wall = t.elapsed().as_secs_f64();

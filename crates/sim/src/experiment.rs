@@ -146,3 +146,85 @@ pub fn run_plan(
     }
     Ok(results)
 }
+
+/// The high-rate benchmark scenario: the diamond with two paths at `rate_bps`, 1500-byte IP
+/// packets, WRR 1:1, offered at 95 % of the two paths' wire capacity, for `seconds`.
+pub fn high_rate_scenario(rate_bps: u64, seconds: u64) -> Result<Scenario, ScenarioError> {
+    let rate = format!("{}Mbps", rate_bps / 1_000_000);
+    let payload = 1458u64; // 1500-byte IP packet, 1514 on the wire
+    let offered = rate_bps * 2 * 95 / 100 * payload / 1500;
+    let host = rate_bps * 4;
+    let text = format!(
+        r#"
+[scenario]
+name = "bench-high-rate"
+title = "two {rate} paths, 1500-byte packets, WRR 1:1, 95 % load"
+duration = "{seconds}s"
+[[node]]
+name = "h1"
+kind = "host"
+[[node]]
+name = "h2"
+kind = "host"
+[[node]]
+name = "s1"
+kind = "switch"
+[[node]]
+name = "s2"
+kind = "switch"
+[[node]]
+name = "s3"
+kind = "switch"
+[[node]]
+name = "s4"
+kind = "switch"
+[[link]]
+a = "h1"
+b = "s1"
+rate = "{host}bps"
+[[link]]
+a = "s1"
+b = "s2"
+rate = "{rate_bps}bps"
+delay = "1us"
+[[link]]
+a = "s2"
+b = "s4"
+rate = "{rate_bps}bps"
+delay = "1us"
+[[link]]
+a = "s1"
+b = "s3"
+rate = "{rate_bps}bps"
+delay = "1us"
+[[link]]
+a = "s3"
+b = "s4"
+rate = "{rate_bps}bps"
+delay = "1us"
+[[link]]
+a = "s4"
+b = "h2"
+rate = "{host}bps"
+[[path]]
+name = "path1"
+nodes = ["s1", "s2", "s4"]
+[[path]]
+name = "path2"
+nodes = ["s1", "s3", "s4"]
+[[split]]
+src = "h1"
+dst = "h2"
+paths = ["path1", "path2"]
+scheduler = "wrr"
+weights = [1, 1]
+[[flow]]
+name = "flow1"
+src = "h1"
+dst = "h2"
+rate = "{offered}bps"
+payload = "{payload}B"
+"#
+    );
+    Scenario::from_toml(&text, "<bench>")
+}

@@ -738,9 +738,8 @@ impl Simulation {
             }
             f.per_path_interval_bytes.iter_mut().for_each(|b| *b = 0);
         }
-        for _ in &self.flows {
-            row.push(0.0); // loss, filled in at the end from send-time buckets
-        }
+        // Loss columns, filled in at the end from send-time buckets.
+        row.resize(row.len() + self.flows.len(), 0.0);
         let mut cache: Option<(u32, Vec<(String, u64)>)> = None;
         for &(node, k) in &self.register_columns {
             if cache.as_ref().map(|c| c.0) != Some(node) {
@@ -754,7 +753,6 @@ impl Simulation {
             let v = cache.as_ref().and_then(|c| c.1.get(k)).map_or(0, |r| r.1);
             row.push(v as f64);
         }
-        // Clear monitor counters of links that no path reads, so they do not grow unbounded.
         self.series.rows.push(row);
         let next = self.now + self.sample_interval_ps;
         if next <= self.duration_ps {

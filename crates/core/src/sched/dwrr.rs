@@ -169,17 +169,18 @@ impl Dwrr {
         let mut w = [0u16; MAX_PATHS];
         w[..n].copy_from_slice(self.wrr.weights());
         let mut freed: u32 = 0;
-        for i in 0..n {
-            if self.adjust[i] == 0 {
+        for (wi, &adj) in w[..n].iter_mut().zip(&self.adjust[..n]) {
+            if adj == 0 {
                 continue;
             }
-            let mut step = self.adjust[i];
-            if self.params.max_step > 0 {
-                step = step.min(u32::from(self.params.max_step));
-            }
-            let spare = u32::from(w[i].saturating_sub(self.params.min_weight));
+            let step = if self.params.max_step > 0 {
+                adj.min(u32::from(self.params.max_step))
+            } else {
+                adj
+            };
+            let spare = u32::from(wi.saturating_sub(self.params.min_weight));
             let take = step.min(spare);
-            w[i] -= take as u16;
+            *wi -= take as u16;
             freed += take;
         }
         if freed == 0 {

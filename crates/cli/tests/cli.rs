@@ -1,0 +1,331 @@
+//! The `mpsched` command as a user runs it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn mpsched(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mpsched"))
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("mpsched-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn trace_paths(args: &[&str]) -> Vec<u64> {
+    let o = mpsched(args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
+    v["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn trace_wrr_prints_the_papers_sequences() {
+    assert_eq!(
+        trace_paths(&[
+            "trace",
+            "--scheduler",
+            "wrr",
+            "--weights",
+            "2,1",
+            "--packets",
+            "6",
+            "--json"
+        ]),
+        [1, 1, 2, 1, 1, 2]
+    );
+    assert_eq!(
+        trace_paths(&[
+            "trace",
+            "--scheduler",
+            "wrr",
+            "--weights",
+            "2,4",
+            "--packets",
+            "12",
+            "--json"
+        ]),
+        [2, 2, 1, 2, 1, 2, 2, 2, 1, 2, 1, 2]
+    );
+    let text = stdout(&mpsched(&[
+        "trace",
+        "--scheduler",
+        "wrr",
+        "--weights",
+        "2,4",
+        "--packets",
+        "3",
+    ]));
+    assert_eq!(text.lines().count(), 3);
+    assert!(text.lines().next().unwrap().ends_with("path 2"));
+}
+
+#[test]
+fn trace_dwrr_without_congestion_is_wrr_and_rs_follows_its_seed() {
+    let w = trace_paths(&[
+        "trace",
+        "--scheduler",
+        "wrr",
+        "--weights",
+        "3,1,2",
+        "--packets",
+        "30",
+        "--json",
+    ]);
+    let d = trace_paths(&[
+        "trace",
+        "--scheduler",
+        "dwrr",
+        "--weights",
+        "3,1,2",
+        "--packets",
+        "30",
+        "--json",
+    ]);
+    assert_eq!(w, d);
+    let a = trace_paths(&[
+        "trace",
+        "--scheduler",
+        "rs",
+        "--shares",
+        "67,33",
+        "--seed",
+        "4",
+        "--packets",
+        "50",
+        "--json",
+    ]);
+    let b = trace_paths(&[
+        "trace",
+        "--scheduler",
+        "rs",
+        "--shares",
+        "67,33",
+        "--seed",
+        "4",
+        "--packets",
+        "50",
+        "--json",
+    ]);
+    let c = trace_paths(&[
+        "trace",
+        "--scheduler",
+        "rs",
+        "--shares",
+        "67,33",
+        "--seed",
+        "5",
+        "--packets",
+        "50",
+        "--json",
+    ]);
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+    assert!(a.iter().all(|&p| p == 1 || p == 2));
+}
+
+#[test]
+fn trace_refuses_bad_input_with_exit_code_2() {
+    let o = mpsched(&["trace", "--scheduler", "wrr", "--packets", "3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--weights"));
+    let o = mpsched(&["trace", "--scheduler", "wfq", "--weights", "1,1"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn an_invalid_scenario_names_file_and_field_and_exits_2_without_a_panic() {
+    let dir = tmpdir("invalid");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/motohashi2022/s1-homogeneous.toml");
+    let text =
+        std::fs::read_to_string(src)
+            .unwrap()
+            .replacen("rate = \"4Mbps\"", "rate = \"fast\"", 1);
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, text).unwrap();
+    let o = mpsched(&[
+        "run",
+        bad.to_str().unwrap(),
+        "--out",
+        dir.join("o").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("bad.toml") && e.contains("link[2].rate") && e.contains("expected a rate"),
+        "{e}"
+    );
+    assert!(!e.contains("panicked") && !e.contains("backtrace"), "{e}");
+    let o = mpsched(&["run", "no-such-scenario"]);
+    assert_eq!(o.status.code(), Some(2));
+    std::fs::write(&bad, "[scenario]\nname = 3\n").unwrap();
+    let o = mpsched(&["run", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad.toml"), "{}", stderr(&o));
+}
+
+#[test]
+fn run_writes_summary_timeseries_plot_and_pcap_and_repeats_byte_for_byte() {
+    let dir = tmpdir("run");
+    let run = |out: &Path| {
+        let o = mpsched(&[
+            "run",
+            "--duration",
+            "12",
+            "--out",
+            out.to_str().unwrap(),
+            "--pcap",
+            "ap4:ap3",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    let table = run(&a);
+    assert!(
+        table.contains("flow1") && table.contains("path2"),
+        "{table}"
+    );
+    run(&b);
+    let summary = std::fs::read(a.join("summary.json")).unwrap();
+    assert_eq!(
+        summary,
+        std::fs::read(b.join("summary.json")).unwrap(),
+        "same scenario and seed, same bytes"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&summary).unwrap();
+    for k in [
+        "scenario",
+        "backend",
+        "seed",
+        "duration_s",
+        "flows",
+        "paths",
+        "repetitions",
+    ] {
+        assert!(v.get(k).is_some(), "summary.json lacks `{k}`");
+    }
+    assert_eq!(v["backend"], "sim");
+    assert_eq!(v["duration_s"], 12.0);
+    for k in [
+        "id",
+        "offered_mbps",
+        "delivered_mbps",
+        "loss_pct",
+        "mean_owd_ms",
+    ] {
+        assert!(v["flows"][0].get(k).is_some(), "flow lacks `{k}`");
+    }
+    assert!(v["paths"][0].get("mean_mbps").is_some());
+    let csv = std::fs::read_to_string(a.join("timeseries.csv")).unwrap();
+    assert!(csv.starts_with("time_s,path1_mbps,path2_mbps,flow1_mbps,flow2_mbps"));
+    assert_eq!(csv.lines().count(), 13);
+    let png = std::fs::read(a.join("throughput.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let pcap = std::fs::read(a.join("ap4-ap3.pcap")).unwrap();
+    let magic = 0xa1b2_3c4du32;
+    assert!(
+        pcap[..4] == magic.to_be_bytes() || pcap[..4] == magic.to_le_bytes(),
+        "nanosecond pcap magic"
+    );
+    assert!(pcap.len() > 1000);
+}
+
+#[test]
+fn tshark_reads_the_pcap_with_ip_udp_and_ecn() {
+    let have = Command::new("tshark")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !have {
+        assert!(
+            std::env::var("CI").is_err(),
+            "tshark is installed by scripts/install-deps.sh; CI must have it"
+        );
+        eprintln!("skipping: tshark not installed (scripts/install-deps.sh installs it)");
+        return;
+    }
+    let dir = tmpdir("tshark");
+    let o = mpsched(&[
+        "run",
+        "--duration",
+        "25",
+        "--out",
+        dir.to_str().unwrap(),
+        "--pcap",
+        "ap1:ap3",
+        "--no-plot",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = Command::new("tshark")
+        .args([
+            "-r",
+            dir.join("ap1-ap3.pcap").to_str().unwrap(),
+            "-T",
+            "fields",
+            "-e",
+            "ip.src",
+            "-e",
+            "udp.dstport",
+            "-e",
+            "ip.dsfield.ecn",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.lines().count() > 1000);
+    assert!(
+        out.lines().any(|l| l == "10.0.0.1\t5201\t2"),
+        "ECT(0) data from sta1"
+    );
+    assert!(
+        out.lines().any(|l| l == "10.0.0.1\t5201\t3"),
+        "CE-marked data leaving ap1 towards ap3"
+    );
+}
+
+#[test]
+fn list_shows_scenarios_and_schedulers() {
+    let o = mpsched(&["list"]);
+    assert!(o.status.success());
+    let s = stdout(&o);
+    for x in [
+        "s1-homogeneous",
+        "s2-heterogeneous",
+        "s3a-dwrr-input-rate",
+        "s3b-dwrr-two-flows",
+        "Fig. 11",
+        "dwrr",
+        "ecmp",
+    ] {
+        assert!(s.contains(x), "list lacks {x}:\n{s}");
+    }
+}
+
+#[test]
+fn an_unavailable_backend_is_a_clear_error() {
+    let o = mpsched(&["run", "--backend", "p4"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("backend `p4`"));
+}
