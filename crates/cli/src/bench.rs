@@ -28,8 +28,7 @@ pub struct BenchArgs {
 }
 
 fn decisions_per_s(config: &SchedulerConfig, n_paths: usize, count: u64) -> f64 {
-    let mut s = Scheduler::new(config, n_paths, Box::new(SeededRandom::new(1)))
-        .expect("valid bench config");
+    let mut s = Scheduler::new(config, n_paths, Box::new(SeededRandom::new(1))).expect("valid bench config");
     let meta = PacketMeta::udp(0x0a00_0001, 0x0a00_0003, 40_000, 5201, 1512);
     let t = Instant::now();
     for _ in 0..count {
@@ -39,8 +38,8 @@ fn decisions_per_s(config: &SchedulerConfig, n_paths: usize, count: u64) -> f64 
 }
 
 pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
-    let rate_bps = mpsched_scenario::units::parse_rate_bps(&a.rate)
-        .map_err(|e| crate::UsageError(format!("--rate: {e}")))?;
+    let rate_bps =
+        mpsched_scenario::units::parse_rate_bps(&a.rate).map_err(|e| crate::UsageError(format!("--rate: {e}")))?;
     let sc = high_rate_scenario(rate_bps, a.seconds)?;
     let t = Instant::now();
     let out = Simulation::new(&sc, &SimOptions::with_seed(1))?.run()?;
@@ -55,13 +54,7 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let wall_3b = t.elapsed().as_secs_f64();
 
     let configs: [(&str, SchedulerConfig, usize); 5] = [
-        (
-            "wrr (2,1)",
-            SchedulerConfig::Wrr {
-                weights: vec![2, 1],
-            },
-            2,
-        ),
+        ("wrr (2,1)", SchedulerConfig::Wrr { weights: vec![2, 1] }, 2),
         (
             "wrr 8 paths",
             SchedulerConfig::Wrr {
@@ -119,11 +112,7 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
     );
     println!("scheduler decisions ({} each):", a.decisions);
     for (n, d) in &decisions {
-        println!(
-            "  {n:<14} {:>8.1} M decisions/s  {:>6.2} ns/decision",
-            d / 1e6,
-            1e9 / d
-        );
+        println!("  {n:<14} {:>8.1} M decisions/s  {:>6.2} ns/decision", d / 1e6, 1e9 / d);
     }
     Ok(())
 }

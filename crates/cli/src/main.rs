@@ -59,9 +59,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            if e.downcast_ref::<mpsched_scenario::ScenarioError>()
-                .is_some()
-                || e.downcast_ref::<UsageError>().is_some()
+            if e.downcast_ref::<mpsched_scenario::ScenarioError>().is_some() || e.downcast_ref::<UsageError>().is_some()
             {
                 eprintln!("error: {e}");
                 ExitCode::from(2)

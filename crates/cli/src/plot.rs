@@ -63,22 +63,14 @@ where
         .iter()
         .filter_map(|n| series.values(&format!("{n}_mbps")).map(|v| (n.clone(), v)))
         .collect();
-    let y_max = cols
-        .iter()
-        .flat_map(|(_, v)| v.iter().copied())
-        .fold(1.0f64, f64::max)
-        * 1.15;
+    let y_max = cols.iter().flat_map(|(_, v)| v.iter().copied()).fold(1.0f64, f64::max) * 1.15;
     let mut chart = ChartBuilder::on(area)
         .caption(caption, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(56)
         .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
-    chart
-        .configure_mesh()
-        .x_desc("time (s)")
-        .y_desc("Mbit/s")
-        .draw()?;
+    chart.configure_mesh().x_desc("time (s)").y_desc("Mbit/s").draw()?;
     for (i, (name, v)) in cols.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
         chart

@@ -52,12 +52,8 @@ pub struct RunArgs {
 fn resolve(arg: Option<&str>) -> anyhow::Result<(Scenario, bool)> {
     match arg {
         None => {
-            let (path, text) =
-                builtin::find(builtin::DEFAULT).expect("the default scenario is built in");
-            Ok((
-                Scenario::from_toml(text, &format!("<builtin>/{path}"))?,
-                true,
-            ))
+            let (path, text) = builtin::find(builtin::DEFAULT).expect("the default scenario is built in");
+            Ok((Scenario::from_toml(text, &format!("<builtin>/{path}"))?, true))
         }
         Some(a) => {
             let p = Path::new(a);
@@ -65,10 +61,7 @@ fn resolve(arg: Option<&str>) -> anyhow::Result<(Scenario, bool)> {
                 return Ok((Scenario::load(p)?, false));
             }
             match builtin::find(a) {
-                Some((path, text)) => Ok((
-                    Scenario::from_toml(text, &format!("<builtin>/{path}"))?,
-                    false,
-                )),
+                Some((path, text)) => Ok((Scenario::from_toml(text, &format!("<builtin>/{path}"))?, false)),
                 None => Err(UsageError(format!(
                     "`{a}` is neither a file nor a built-in scenario (see `mpsched list`)"
                 ))
@@ -117,10 +110,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             .into());
         }
     }
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("out").join(&sc.name));
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("out").join(&sc.name));
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let multi = if variants.is_empty() {
         sc.variants.len() > 1
@@ -154,11 +144,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
     let total = planned_ps(&sc, &plan);
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
     bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} {msg} [{bar:40}] {percent:>3}% simulated, eta {eta}",
-        )
-        .expect("static template")
-        .progress_chars("=> "),
+        ProgressStyle::with_template("{spinner} {msg} [{bar:40}] {percent:>3}% simulated, eta {eta}")
+            .expect("static template")
+            .progress_chars("=> "),
     );
     bar.set_message(sc.name.clone());
     let started = Instant::now();
@@ -230,14 +218,8 @@ fn write_outputs(dir: &Path, r: &VariantResult, plot: bool) -> anyhow::Result<()
         };
         let paths: Vec<String> = r.scenario.paths.iter().map(|p| p.name.clone()).collect();
         let flows: Vec<String> = r.scenario.flows.iter().map(|f| f.name.clone()).collect();
-        throughput_png(
-            &r.series,
-            &title,
-            &paths,
-            &flows,
-            &dir.join("throughput.png"),
-        )
-        .with_context(|| format!("drawing {}", dir.join("throughput.png").display()))?;
+        throughput_png(&r.series, &title, &paths, &flows, &dir.join("throughput.png"))
+            .with_context(|| format!("drawing {}", dir.join("throughput.png").display()))?;
     }
     Ok(())
 }
@@ -292,10 +274,7 @@ fn print_table(sc: &Scenario, results: &[VariantResult]) {
     for r in results {
         print!("{:<10}", r.variant.as_deref().unwrap_or("-"));
         for p in &r.summary.paths {
-            print!(
-                " {:>18}",
-                format!("{:.2} / {:.2}", p.mean_mbps, p.capacity_mbps)
-            );
+            print!(" {:>18}", format!("{:.2} / {:.2}", p.mean_mbps, p.capacity_mbps));
         }
         println!();
     }
@@ -307,10 +286,7 @@ fn print_table(sc: &Scenario, results: &[VariantResult]) {
             let windows: Vec<String> = c
                 .iter()
                 .filter(|(k, v)| {
-                    **v > 0
-                        && (k.contains("dwrr_")
-                            || k.contains("feedback")
-                            || k.ends_with("_ce_marked"))
+                    **v > 0 && (k.contains("dwrr_") || k.contains("feedback") || k.ends_with("_ce_marked"))
                 })
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();

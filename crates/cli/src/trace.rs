@@ -77,8 +77,8 @@ pub fn trace(a: TraceArgs) -> anyhow::Result<()> {
             .into())
         }
     };
-    let mut sched = Scheduler::new(&config, n, Box::new(SeededRandom::new(a.seed)))
-        .map_err(|e| UsageError(e.to_string()))?;
+    let mut sched =
+        Scheduler::new(&config, n, Box::new(SeededRandom::new(a.seed))).map_err(|e| UsageError(e.to_string()))?;
     let meta = PacketMeta::udp(0x0a00_0001, 0x0a00_0003, 40_000, 5201, 1512);
     let mut paths = Vec::with_capacity(a.packets);
     for _ in 0..a.packets {

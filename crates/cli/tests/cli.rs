@@ -154,20 +154,13 @@ fn trace_refuses_bad_input_with_exit_code_2() {
 #[test]
 fn an_invalid_scenario_names_file_and_field_and_exits_2_without_a_panic() {
     let dir = tmpdir("invalid");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios/motohashi2022/s1-homogeneous.toml");
-    let text =
-        std::fs::read_to_string(src)
-            .unwrap()
-            .replacen("rate = \"4Mbps\"", "rate = \"fast\"", 1);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/motohashi2022/s1-homogeneous.toml");
+    let text = std::fs::read_to_string(src)
+        .unwrap()
+        .replacen("rate = \"4Mbps\"", "rate = \"fast\"", 1);
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, text).unwrap();
-    let o = mpsched(&[
-        "run",
-        bad.to_str().unwrap(),
-        "--out",
-        dir.join("o").to_str().unwrap(),
-    ]);
+    let o = mpsched(&["run", bad.to_str().unwrap(), "--out", dir.join("o").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert!(
@@ -201,10 +194,7 @@ fn run_writes_summary_timeseries_plot_and_pcap_and_repeats_byte_for_byte() {
     };
     let (a, b) = (dir.join("a"), dir.join("b"));
     let table = run(&a);
-    assert!(
-        table.contains("flow1") && table.contains("path2"),
-        "{table}"
-    );
+    assert!(table.contains("flow1") && table.contains("path2"), "{table}");
     run(&b);
     let summary = std::fs::read(a.join("summary.json")).unwrap();
     assert_eq!(
@@ -226,13 +216,7 @@ fn run_writes_summary_timeseries_plot_and_pcap_and_repeats_byte_for_byte() {
     }
     assert_eq!(v["backend"], "sim");
     assert_eq!(v["duration_s"], 12.0);
-    for k in [
-        "id",
-        "offered_mbps",
-        "delivered_mbps",
-        "loss_pct",
-        "mean_owd_ms",
-    ] {
+    for k in ["id", "offered_mbps", "delivered_mbps", "loss_pct", "mean_owd_ms"] {
         assert!(v["flows"][0].get(k).is_some(), "flow lacks `{k}`");
     }
     assert!(v["paths"][0].get("mean_mbps").is_some());
@@ -295,10 +279,7 @@ fn tshark_reads_the_pcap_with_ip_udp_and_ecn() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.lines().count() > 1000);
-    assert!(
-        out.lines().any(|l| l == "10.0.0.1\t5201\t2"),
-        "ECT(0) data from sta1"
-    );
+    assert!(out.lines().any(|l| l == "10.0.0.1\t5201\t2"), "ECT(0) data from sta1");
     assert!(
         out.lines().any(|l| l == "10.0.0.1\t5201\t3"),
         "CE-marked data leaving ap1 towards ap3"

@@ -8,13 +8,7 @@ use std::hint::black_box;
 fn bench(c: &mut Criterion) {
     let meta = PacketMeta::udp(0x0a00_0001, 0x0a00_0003, 5001, 5201, 1512);
     let configs = [
-        (
-            "wrr_2paths",
-            SchedulerConfig::Wrr {
-                weights: vec![2, 1],
-            },
-            2,
-        ),
+        ("wrr_2paths", SchedulerConfig::Wrr { weights: vec![2, 1] }, 2),
         (
             "wrr_8paths",
             SchedulerConfig::Wrr {

@@ -66,9 +66,7 @@ impl Confluence {
         splitter_ip: Ipv4,
         feedback_port: u16,
     ) -> Self {
-        assert!(
-            path_ingress_port.len() == return_port.len() && path_ingress_port.len() <= MAX_PATHS
-        );
+        assert!(path_ingress_port.len() == return_port.len() && path_ingress_port.len() <= MAX_PATHS);
         let mut pi = [0; MAX_PATHS];
         pi[..path_ingress_port.len()].copy_from_slice(path_ingress_port);
         let mut rp = [0; MAX_PATHS];
@@ -185,15 +183,7 @@ mod tests {
 
     #[test]
     fn return_path_avoids_paths_with_pending_marks() {
-        let mut c = Confluence::new(
-            0,
-            &[1, 2, 3],
-            &[1, 2, 3],
-            16,
-            100,
-            200,
-            DEFAULT_FEEDBACK_PORT,
-        );
+        let mut c = Confluence::new(0, &[1, 2, 3], &[1, 2, 3], 16, 100, 200, DEFAULT_FEEDBACK_PORT);
         for _ in 0..5 {
             c.on_arrival(&ce_on(1));
         }

@@ -112,13 +112,7 @@ pub struct PacketMeta {
 
 impl PacketMeta {
     /// A UDP packet with the given addresses, ports and wire length, ECN Not-ECT, TTL 64.
-    pub fn udp(
-        src_ip: Ipv4,
-        dst_ip: Ipv4,
-        src_port: u16,
-        dst_port: u16,
-        wire_len_bytes: u32,
-    ) -> Self {
+    pub fn udp(src_ip: Ipv4, dst_ip: Ipv4, src_port: u16, dst_port: u16, wire_len_bytes: u32) -> Self {
         PacketMeta {
             src_ip,
             dst_ip,

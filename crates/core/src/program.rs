@@ -47,10 +47,7 @@ pub struct IngressOutput {
 impl IngressOutput {
     /// A verdict with nothing generated.
     pub const fn just(verdict: Verdict) -> Self {
-        IngressOutput {
-            verdict,
-            emit: None,
-        }
+        IngressOutput { verdict, emit: None }
     }
 }
 

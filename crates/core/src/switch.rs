@@ -157,9 +157,7 @@ impl MultipathSwitch {
             .confluences
             .iter()
             .map(|c| {
-                if c.path_ingress_ports.len() != c.return_ports.len()
-                    || c.path_ingress_ports.len() > MAX_PATHS
-                {
+                if c.path_ingress_ports.len() != c.return_ports.len() || c.path_ingress_ports.len() > MAX_PATHS {
                     return Err(ConfigError(format!(
                         "confluence group {}: one ingress and one return port per path",
                         c.group
@@ -200,10 +198,7 @@ impl MultipathSwitch {
 
     /// The scheduler of splitting group `group`, if this node splits it.
     pub fn scheduler(&self, group: u8) -> Option<&Scheduler> {
-        self.splits
-            .iter()
-            .find(|s| s.group == group)
-            .map(|s| &s.sched)
+        self.splits.iter().find(|s| s.group == group).map(|s| &s.sched)
     }
 }
 
@@ -281,10 +276,7 @@ impl Program for MultipathSwitch {
             ("drop_ttl_expired".to_string(), c.ttl_expired),
             ("drop_congestion_avoidance".to_string(), c.avoidance),
             ("feedback_rx".to_string(), c.feedback_rx),
-            (
-                "feedback_unknown_group".to_string(),
-                c.feedback_unknown_group,
-            ),
+            ("feedback_unknown_group".to_string(), c.feedback_unknown_group),
         ];
         for s in &self.splits {
             let g = s.group;
@@ -295,10 +287,7 @@ impl Program for MultipathSwitch {
                 let st = d.stats();
                 out.push((format!("group{g}_dwrr_windows"), st.windows));
                 out.push((format!("group{g}_dwrr_adjustments"), st.adjustments));
-                out.push((
-                    format!("group{g}_dwrr_avoidance_events"),
-                    st.avoidance_events,
-                ));
+                out.push((format!("group{g}_dwrr_avoidance_events"), st.avoidance_events));
                 out.push((format!("group{g}_dwrr_avoidance_drops"), st.avoidance_drops));
             }
         }
@@ -310,10 +299,7 @@ impl Program for MultipathSwitch {
         for (p, m) in self.markers.iter().enumerate() {
             if let Some(m) = m {
                 out.push((format!("port{p}_ce_marked"), m.marked));
-                out.push((
-                    format!("port{p}_not_ect_over_threshold"),
-                    m.not_ect_over_threshold,
-                ));
+                out.push((format!("port{p}_not_ect_over_threshold"), m.not_ect_over_threshold));
             }
         }
         out
@@ -377,22 +363,13 @@ mod tests {
 
     #[test]
     fn split_flow_follows_wrr_and_other_traffic_is_routed() {
-        let mut sw = splitter(SchedulerConfig::Wrr {
-            weights: vec![2, 1],
-        });
+        let mut sw = splitter(SchedulerConfig::Wrr { weights: vec![2, 1] });
         let mut got = Vec::new();
         for _ in 0..3 {
             let mut p = PacketMeta::udp(STA1, STA3, 1, 2, 1512);
             got.push(sw.ingress(&mut p, 0).verdict);
         }
-        assert_eq!(
-            got,
-            [
-                Verdict::Forward(1),
-                Verdict::Forward(1),
-                Verdict::Forward(2)
-            ]
-        );
+        assert_eq!(got, [Verdict::Forward(1), Verdict::Forward(1), Verdict::Forward(2)]);
         let mut other = PacketMeta::udp(0x0a00_0002, STA3, 1, 2, 1512);
         assert_eq!(sw.ingress(&mut other, 0).verdict, Verdict::Forward(0));
         assert_eq!(other.ttl, 63);
@@ -407,30 +384,20 @@ mod tests {
         let mut fb = PacketMeta::udp(CONFLUENCE, SPLITTER, 50_000, 50_000, 60);
         fb.feedback = Some(crate::packet::FeedbackInfo { group: 0, path: 1 });
         assert_eq!(sw.ingress(&mut fb, 0).verdict, Verdict::Consume);
-        assert_eq!(
-            sw.scheduler(0).unwrap().as_dwrr().unwrap().adjust(),
-            &[0, 1]
-        );
+        assert_eq!(sw.scheduler(0).unwrap().as_dwrr().unwrap().adjust(), &[0, 1]);
     }
 
     #[test]
     fn ttl_expiry_drops() {
-        let mut sw = splitter(SchedulerConfig::Wrr {
-            weights: vec![1, 1],
-        });
+        let mut sw = splitter(SchedulerConfig::Wrr { weights: vec![1, 1] });
         let mut p = PacketMeta::udp(STA1, STA3, 1, 2, 1512);
         p.ttl = 1;
-        assert_eq!(
-            sw.ingress(&mut p, 0).verdict,
-            Verdict::Drop(DropReason::TtlExpired)
-        );
+        assert_eq!(sw.ingress(&mut p, 0).verdict, Verdict::Drop(DropReason::TtlExpired));
     }
 
     #[test]
     fn egress_marks_only_on_ports_with_a_marker() {
-        let mut sw = splitter(SchedulerConfig::Wrr {
-            weights: vec![1, 1],
-        });
+        let mut sw = splitter(SchedulerConfig::Wrr { weights: vec![1, 1] });
         let q = QueueMeta {
             enq_qdepth_pkts: 63,
             deq_qdepth_pkts: 62,

@@ -42,8 +42,7 @@ impl Ipv4Lpm {
             prefix: route.prefix & m,
             ..route
         };
-        self.routes
-            .retain(|x| !(x.len == r.len && x.prefix == r.prefix));
+        self.routes.retain(|x| !(x.len == r.len && x.prefix == r.prefix));
         let at = self.routes.partition_point(|x| x.len >= r.len);
         self.routes.insert(at, r);
     }

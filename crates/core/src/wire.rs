@@ -82,11 +82,7 @@ pub fn parse_frame(frame: &[u8], feedback_port: u16) -> Result<PacketMeta, Parse
     let (mut src_port, mut dst_port) = (0, 0);
     let mut feedback = None;
     if frag_offset == 0 && (protocol == proto::UDP || protocol == proto::TCP) && l4.len() >= 4 {
-        let full_hdr = if protocol == proto::UDP {
-            UDP_HDR_BYTES
-        } else {
-            20
-        };
+        let full_hdr = if protocol == proto::UDP { UDP_HDR_BYTES } else { 20 };
         if l4.len() >= full_hdr {
             src_port = be16(l4, 0);
             dst_port = be16(l4, 2);
@@ -187,12 +183,7 @@ pub fn emit_udp_frame(
 }
 
 fn pseudo_header_sum(src: Ipv4, dst: Ipv4, protocol: u8, l4_len: u16) -> u32 {
-    (src >> 16)
-        + (src & 0xffff)
-        + (dst >> 16)
-        + (dst & 0xffff)
-        + u32::from(protocol)
-        + u32::from(l4_len)
+    (src >> 16) + (src & 0xffff) + (dst >> 16) + (dst & 0xffff) + u32::from(protocol) + u32::from(l4_len)
 }
 
 #[cfg(test)]

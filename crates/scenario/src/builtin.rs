@@ -32,8 +32,6 @@ pub fn find(name: &str) -> Option<(&'static str, &'static str)> {
     let name = name.trim_end_matches(".toml");
     BUILTIN
         .iter()
-        .find(|(n, p, _)| {
-            *n == name || p.trim_end_matches(".toml") == name || n.rsplit('/').next() == Some(name)
-        })
+        .find(|(n, p, _)| *n == name || p.trim_end_matches(".toml") == name || n.rsplit('/').next() == Some(name))
         .map(|(_, p, t)| (*p, *t))
 }

@@ -246,12 +246,8 @@ impl Ctx<'_> {
     }
 
     fn rate(&self, field: &str, v: &str) -> Result<u64, ScenarioError> {
-        let r = parse_rate_bps(v).map_err(|e| {
-            self.err(
-                field,
-                format!("expected a rate like `4Mbps`, got `{v}` ({e})"),
-            )
-        })?;
+        let r =
+            parse_rate_bps(v).map_err(|e| self.err(field, format!("expected a rate like `4Mbps`, got `{v}` ({e})")))?;
         if r == 0 {
             return Err(self.err(field, "expected a rate above zero"));
         }
@@ -259,12 +255,7 @@ impl Ctx<'_> {
     }
 
     fn size(&self, field: &str, v: &str) -> Result<u64, ScenarioError> {
-        parse_size_bytes(v).map_err(|e| {
-            self.err(
-                field,
-                format!("expected a size like `1470B`, got `{v}` ({e})"),
-            )
-        })
+        parse_size_bytes(v).map_err(|e| self.err(field, format!("expected a size like `1470B`, got `{v}` ({e})")))
     }
 }
 
@@ -324,10 +315,7 @@ impl Scenario {
             }
             let base = &self.raw_splits[si];
             let keep = RawSplitKeep {
-                scheduler: raw
-                    .scheduler
-                    .clone()
-                    .unwrap_or_else(|| base.scheduler.clone()),
+                scheduler: raw.scheduler.clone().unwrap_or_else(|| base.scheduler.clone()),
                 weights: raw.weights.clone().or_else(|| base.weights.clone()),
                 shares: raw.shares.clone().or_else(|| base.shares.clone()),
                 path: raw.path.clone().or_else(|| base.path.clone()),
@@ -351,12 +339,7 @@ impl Scenario {
                 .flows
                 .iter()
                 .position(|x| &x.name == flow)
-                .ok_or_else(|| {
-                    ctx.err(
-                        format!("variant[{vi}].rates.{flow}"),
-                        format!("no flow named `{flow}`"),
-                    )
-                })?;
+                .ok_or_else(|| ctx.err(format!("variant[{vi}].rates.{flow}"), format!("no flow named `{flow}`")))?;
             out.flows[fi].rate_bps = ctx.rate(&format!("variant[{vi}].rates.{flow}"), rate)?;
         }
         Ok(out)
@@ -366,8 +349,7 @@ impl Scenario {
     /// stops scale with it).
     pub fn scaled_to(&self, duration_ps: u64) -> Scenario {
         let mut out = self.clone();
-        let scale =
-            |t: u64| ((t as u128 * duration_ps as u128) / self.duration_ps.max(1) as u128) as u64;
+        let scale = |t: u64| ((t as u128 * duration_ps as u128) / self.duration_ps.max(1) as u128) as u64;
         for f in &mut out.flows {
             f.start_ps = scale(f.start_ps);
             f.stop_ps = scale(f.stop_ps);
@@ -452,18 +434,13 @@ fn scheduler_config(
     };
     Ok(match s.scheduler.as_str() {
         "rs" => {
-            let shares = s.shares.clone().ok_or_else(|| {
-                ctx.err(
-                    format!("{at}.shares"),
-                    "scheduler `rs` needs `shares`, e.g. [67, 33]",
-                )
-            })?;
+            let shares = s
+                .shares
+                .clone()
+                .ok_or_else(|| ctx.err(format!("{at}.shares"), "scheduler `rs` needs `shares`, e.g. [67, 33]"))?;
             need_len("shares", shares.len())?;
             if shares.iter().all(|&x| x == 0) {
-                return Err(ctx.err(
-                    format!("{at}.shares"),
-                    "expected at least one non-zero share",
-                ));
+                return Err(ctx.err(format!("{at}.shares"), "expected at least one non-zero share"));
             }
             SchedulerConfig::Rs { shares_pct: shares }
         }
@@ -476,10 +453,7 @@ fn scheduler_config(
             })?;
             need_len("weights", weights.len())?;
             if weights.iter().all(|&x| x == 0) {
-                return Err(ctx.err(
-                    format!("{at}.weights"),
-                    "expected at least one non-zero weight",
-                ));
+                return Err(ctx.err(format!("{at}.weights"), "expected at least one non-zero weight"));
             }
             if s.scheduler == "wrr" {
                 SchedulerConfig::Wrr { weights }
@@ -556,10 +530,7 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         None => 1_000_000_000_000,
     };
     if sample_interval_ps == 0 {
-        return Err(ctx.err(
-            "scenario.sample_interval",
-            "expected an interval above zero",
-        ));
+        return Err(ctx.err("scenario.sample_interval", "expected an interval above zero"));
     }
     let start_jitter_ps = match &m.start_jitter {
         Some(s) => ctx.time("scenario.start_jitter", s)?,
@@ -580,16 +551,10 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
     let (mut hosts, mut switches) = (0u32, 0u32);
     for (i, n) in raw.node.iter().enumerate() {
         if !names.insert(n.name.clone()) {
-            return Err(ctx.err(
-                format!("node[{i}].name"),
-                format!("duplicate node name `{}`", n.name),
-            ));
+            return Err(ctx.err(format!("node[{i}].name"), format!("duplicate node name `{}`", n.name)));
         }
         if n.name.is_empty() || n.name.contains(':') || n.name.contains(char::is_whitespace) {
-            return Err(ctx.err(
-                format!("node[{i}].name"),
-                "expected a name without spaces or `:`",
-            ));
+            return Err(ctx.err(format!("node[{i}].name"), "expected a name without spaces or `:`"));
         }
         let kind = match n.kind.as_str() {
             "host" => NodeKind::Host,
@@ -602,12 +567,8 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             }
         };
         let ip = match &n.ip {
-            Some(s) => parse_ipv4(s).ok_or_else(|| {
-                ctx.err(
-                    format!("node[{i}].ip"),
-                    format!("expected an IPv4 address, got `{s}`"),
-                )
-            })?,
+            Some(s) => parse_ipv4(s)
+                .ok_or_else(|| ctx.err(format!("node[{i}].ip"), format!("expected an IPv4 address, got `{s}`")))?,
             None => match kind {
                 NodeKind::Host => {
                     hosts += 1;
@@ -678,20 +639,13 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             ));
         }
     }
-    let linked = |x: usize, y: usize| {
-        links
-            .iter()
-            .any(|l| (l.a == x && l.b == y) || (l.a == y && l.b == x))
-    };
+    let linked = |x: usize, y: usize| links.iter().any(|l| (l.a == x && l.b == y) || (l.a == y && l.b == x));
 
     // Paths.
     let mut paths = Vec::new();
     for (i, p) in raw.path.iter().enumerate() {
         if paths.iter().any(|q: &Path| q.name == p.name) {
-            return Err(ctx.err(
-                format!("path[{i}].name"),
-                format!("duplicate path name `{}`", p.name),
-            ));
+            return Err(ctx.err(format!("path[{i}].name"), format!("duplicate path name `{}`", p.name)));
         }
         if p.nodes.len() < 2 {
             return Err(ctx.err(format!("path[{i}].nodes"), "expected at least two nodes"));
@@ -706,10 +660,7 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
                 ));
             }
             if idx.contains(&k) {
-                return Err(ctx.err(
-                    format!("path[{i}].nodes[{j}]"),
-                    format!("`{n}` appears twice"),
-                ));
+                return Err(ctx.err(format!("path[{i}].nodes[{j}]"), format!("`{n}` appears twice")));
             }
             if let Some(&prev) = idx.last() {
                 if !linked(prev, k) {
@@ -754,7 +705,10 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         let last = *paths[pidx[0]].nodes.last().unwrap();
         for (j, &p) in pidx.iter().enumerate() {
             if paths[p].nodes[0] != first || *paths[p].nodes.last().unwrap() != last {
-                return Err(ctx.err(format!("{at}.paths[{j}]"), "all paths of a split must start at the same splitting point and end at the same confluence point"));
+                return Err(ctx.err(
+                    format!("{at}.paths[{j}]"),
+                    "all paths of a split must start at the same splitting point and end at the same confluence point",
+                ));
             }
             if pidx[..j].contains(&p) {
                 return Err(ctx.err(format!("{at}.paths[{j}]"), "path listed twice"));
@@ -804,10 +758,7 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
     for (i, f) in raw.flow.iter().enumerate() {
         let at = format!("flow[{i}]");
         if flows.iter().any(|g: &Flow| g.name == f.name) {
-            return Err(ctx.err(
-                format!("{at}.name"),
-                format!("duplicate flow name `{}`", f.name),
-            ));
+            return Err(ctx.err(format!("{at}.name"), format!("duplicate flow name `{}`", f.name)));
         }
         let src = node_of(format!("{at}.src"), &f.src)?;
         let dst = node_of(format!("{at}.dst"), &f.dst)?;
@@ -820,10 +771,7 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             }
         }
         if src == dst {
-            return Err(ctx.err(
-                format!("{at}.dst"),
-                "source and destination are the same host",
-            ));
+            return Err(ctx.err(format!("{at}.dst"), "source and destination are the same host"));
         }
         match f.protocol.as_deref().unwrap_or("udp") {
             "udp" => {}
@@ -842,9 +790,7 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         if !(16..=65_507).contains(&payload) {
             return Err(ctx.err(
                 format!("{at}.payload"),
-                format!(
-                    "expected 16B to 65507B (iperf needs 16 bytes for its header), got {payload}B"
-                ),
+                format!("expected 16B to 65507B (iperf needs 16 bytes for its header), got {payload}B"),
             ));
         }
         let start_ps = match &f.start {
@@ -856,10 +802,7 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             None => duration_ps,
         };
         if stop_ps <= start_ps {
-            return Err(ctx.err(
-                format!("{at}.stop"),
-                "expected a stop time after the start time",
-            ));
+            return Err(ctx.err(format!("{at}.stop"), "expected a stop time after the start time"));
         }
         if stop_ps > duration_ps {
             return Err(ctx.err(
@@ -946,10 +889,7 @@ mod tests {
     fn every_builtin_scenario_validates_with_every_variant() {
         for (name, path, text) in BUILTIN {
             let sc = Scenario::from_toml(text, path).unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert!(
-                !sc.reproduces.is_empty(),
-                "{name} must say what it reproduces"
-            );
+            assert!(!sc.reproduces.is_empty(), "{name} must say what it reproduces");
             for v in sc.variant_names() {
                 sc.with_variant(&v).unwrap();
             }
@@ -981,10 +921,7 @@ mod tests {
 
     #[test]
     fn unknown_names_and_schedulers_are_errors() {
-        assert_eq!(
-            err(&s1().replacen("b = \"ap2\"", "b = \"ap9\"", 1)).field,
-            "link[2].b"
-        );
+        assert_eq!(err(&s1().replacen("b = \"ap2\"", "b = \"ap9\"", 1)).field, "link[2].b");
         let e = err(&s1().replacen("scheduler = \"wrr\"", "scheduler = \"wfq\"", 1));
         assert_eq!(e.field, "split[0].scheduler");
         assert!(e.message.contains("rs, wrr, dwrr"));
@@ -997,16 +934,8 @@ mod tests {
         let sc = Scenario::from_toml(BUILTIN[2].2, "s3a").unwrap();
         let v = sc.with_variant("WRR-10M").unwrap();
         assert_eq!(v.flows[0].rate_bps, 10_000_000);
-        assert_eq!(
-            v.splits[0].scheduler,
-            SchedulerConfig::Wrr {
-                weights: vec![2, 1]
-            }
-        );
-        let sp = Scenario::from_toml(&s1(), "s1")
-            .unwrap()
-            .with_variant("SP2")
-            .unwrap();
+        assert_eq!(v.splits[0].scheduler, SchedulerConfig::Wrr { weights: vec![2, 1] });
+        let sp = Scenario::from_toml(&s1(), "s1").unwrap().with_variant("SP2").unwrap();
         assert_eq!(sp.splits[0].scheduler, SchedulerConfig::Single { path: 1 });
     }
 

@@ -174,9 +174,7 @@ impl Summary {
                 .iter()
                 .enumerate()
                 .map(|(i, f)| {
-                    let col = |g: fn(&FlowFigures) -> f64| {
-                        runs.iter().map(|r| g(&r.flows[i])).collect::<Vec<_>>()
-                    };
+                    let col = |g: fn(&FlowFigures) -> f64| runs.iter().map(|r| g(&r.flows[i])).collect::<Vec<_>>();
                     let delivered = col(|f| f.delivered_mbps);
                     FlowSummary {
                         id: f.id.clone(),

@@ -21,15 +21,8 @@ pub fn parse_quantity(text: &str, units: &[(&str, u64)]) -> Result<u64, String> 
         .or_else(|| units.iter().find(|(u, _)| u.eq_ignore_ascii_case(unit)))
         .map(|&(_, m)| m)
         .ok_or_else(|| {
-            let names: Vec<&str> = units
-                .iter()
-                .map(|(u, _)| *u)
-                .filter(|u| !u.is_empty())
-                .collect();
-            format!(
-                "unknown unit `{unit}` (expected one of {})",
-                names.join(", ")
-            )
+            let names: Vec<&str> = units.iter().map(|(u, _)| *u).filter(|u| !u.is_empty()).collect();
+            format!("unknown unit `{unit}` (expected one of {})", names.join(", "))
         })?;
     let (int, frac) = match num.split_once('.') {
         Some((i, f)) => (i, f),
@@ -59,9 +52,7 @@ pub fn parse_quantity(text: &str, units: &[(&str, u64)]) -> Result<u64, String> 
         if scaled % scale != 0 {
             return Err("finer than the smallest unit".into());
         }
-        value = value
-            .checked_add((scaled / scale) as u64)
-            .ok_or("value too large")?;
+        value = value.checked_add((scaled / scale) as u64).ok_or("value too large")?;
     }
     Ok(value)
 }

@@ -106,11 +106,7 @@ mod tests {
         let l = Link::new(0, 0, 1, 0, 100_000_000_000, 0, 64);
         assert_eq!(l.serialisation_ps(64), 5_120, "64 B at 100 Gbps is 5.12 ns");
         let l = Link::new(0, 0, 1, 0, 3_000_000, 0, 64);
-        assert_eq!(
-            l.serialisation_ps(1512),
-            4_032_000_000,
-            "1512 B at 3 Mbps is 4.032 ms"
-        );
+        assert_eq!(l.serialisation_ps(1512), 4_032_000_000, "1512 B at 3 Mbps is 4.032 ms");
         let l = Link::new(0, 0, 1, 0, 7_000_000, 0, 64);
         assert_eq!(l.serialisation_ps(7), 8_000_000);
     }

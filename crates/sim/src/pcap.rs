@@ -72,39 +72,24 @@ impl Capture {
     /// Record `pkt` at `now`; `outgoing` tells the direction (for the MAC addresses).
     pub fn record(&mut self, pkt: &Packet, now: TimePs, outgoing: bool) -> std::io::Result<()> {
         let (src, dst) = if outgoing {
-            (
-                mac_for(self.node, self.port),
-                mac_for(self.peer, self.peer_port),
-            )
+            (mac_for(self.node, self.port), mac_for(self.peer, self.peer_port))
         } else {
-            (
-                mac_for(self.peer, self.peer_port),
-                mac_for(self.node, self.port),
-            )
+            (mac_for(self.peer, self.peer_port), mac_for(self.node, self.port))
         };
         self.payload.clear();
         if let Some(fb) = pkt.meta.feedback {
-            self.payload
-                .extend_from_slice(&feedback_payload(fb.group, fb.path));
+            self.payload.extend_from_slice(&feedback_payload(fb.group, fb.path));
             self.payload.resize(18, 0); // pad to Ethernet's 60-byte minimum
         } else {
             let secs = (pkt.sent_ps / 1_000_000_000_000) as u32;
             let usecs = ((pkt.sent_ps / 1_000_000) % 1_000_000) as u32;
             self.payload.extend_from_slice(&secs.to_be_bytes());
             self.payload.extend_from_slice(&usecs.to_be_bytes());
-            self.payload
-                .extend_from_slice(&(pkt.seq as u32).to_be_bytes());
+            self.payload.extend_from_slice(&(pkt.seq as u32).to_be_bytes());
             self.payload.resize(pkt.payload_bytes as usize, 0);
         }
         self.ip_id = self.ip_id.wrapping_add(1);
-        emit_udp_frame(
-            &pkt.meta,
-            src,
-            dst,
-            self.ip_id,
-            &self.payload,
-            &mut self.frame,
-        );
+        emit_udp_frame(&pkt.meta, src, dst, self.ip_id, &self.payload, &mut self.frame);
         let orig_len = self.frame.len() as u32;
         let keep = (self.snaplen as usize).min(self.frame.len());
         let ts = Duration::from_nanos(now / 1_000);

@@ -278,10 +278,7 @@ impl Simulation {
                     });
                 }
                 // The confluence point's feedback is part of DWRR; other schedulers ignore it.
-                let wants_feedback = matches!(
-                    s.scheduler,
-                    mpsched_core::sched::SchedulerConfig::Dwrr { .. }
-                );
+                let wants_feedback = matches!(s.scheduler, mpsched_core::sched::SchedulerConfig::Dwrr { .. });
                 if wants_feedback && *paths[0].last().unwrap() == i {
                     let prev: Vec<usize> = paths.iter().map(|p| p[p.len() - 2]).collect();
                     let ports: Vec<PortId> = prev.iter().map(|&x| port_to(&nodes, i, x)).collect();
@@ -307,10 +304,8 @@ impl Simulation {
             }
             cfg.ecn_markers = markers.into_iter().collect();
             let node_seed = rng.next_u64();
-            let prog = MultipathSwitch::new(&cfg, |g| {
-                Box::new(SeededRandom::new(node_seed ^ (u64::from(g) << 32)))
-            })
-            .map_err(|e| SimError::Config(format!("node `{}`: {e}", node.name)))?;
+            let prog = MultipathSwitch::new(&cfg, |g| Box::new(SeededRandom::new(node_seed ^ (u64::from(g) << 32))))
+                .map_err(|e| SimError::Config(format!("node `{}`: {e}", node.name)))?;
             nodes[i].program = Some(Box::new(prog));
         }
 
@@ -326,10 +321,7 @@ impl Simulation {
             let cap = p
                 .nodes
                 .windows(2)
-                .map(|w| {
-                    links[nodes[w[0]].out_links[usize::from(port_to(&nodes, w[0], w[1]))] as usize]
-                        .rate_bps
-                })
+                .map(|w| links[nodes[w[0]].out_links[usize::from(port_to(&nodes, w[0], w[1]))] as usize].rate_bps)
                 .min()
                 .unwrap_or(0);
             path_capacity_bps.push(cap);
@@ -390,11 +382,7 @@ impl Simulation {
             let ni = sc
                 .node_index(&req.node)
                 .ok_or_else(|| SimError::Capture(format!("no node named `{}`", req.node)))?;
-            let port = match req
-                .iface
-                .strip_prefix("eth")
-                .and_then(|x| x.parse::<usize>().ok())
-            {
+            let port = match req.iface.strip_prefix("eth").and_then(|x| x.parse::<usize>().ok()) {
                 Some(p) if p < nodes[ni].peers.len() => p,
                 Some(p) => {
                     return Err(SimError::Capture(format!(
@@ -409,9 +397,7 @@ impl Simulation {
                     .position(|&(peer, _)| nodes[peer as usize].name == req.iface)
                     .ok_or_else(|| {
                         let names: Vec<String> = (0..nodes[ni].peers.len())
-                            .map(|p| {
-                                format!("eth{p} ({})", nodes[nodes[ni].peers[p].0 as usize].name)
-                            })
+                            .map(|p| format!("eth{p} ({})", nodes[nodes[ni].peers[p].0 as usize].name))
                             .collect();
                         SimError::Capture(format!(
                             "`{}` has no interface `{}`; it has {}",
@@ -565,8 +551,8 @@ impl Simulation {
         // Constant bit rate: packet k is due at start + k * bits / rate, plus (optionally) a
         // random delay that does not accumulate.
         let bits = u128::from(f.payload_bytes) * 8;
-        let nominal = f.start_ps
-            + ((u128::from(seq + 1) * bits * u128::from(PS_PER_S)) / u128::from(f.rate_bps)) as u64;
+        let nominal =
+            f.start_ps + ((u128::from(seq + 1) * bits * u128::from(PS_PER_S)) / u128::from(f.rate_bps)) as u64;
         if nominal < f.stop_ps {
             self.queue.schedule(nominal + jitter, EventKind::Send(fi));
         }
@@ -624,10 +610,7 @@ impl Simulation {
 
     fn on_tx_done(&mut self, l: u32) {
         let link = &mut self.links[l as usize];
-        let pkt = link
-            .on_wire
-            .take()
-            .expect("a TxDone event has a packet on the wire");
+        let pkt = link.on_wire.take().expect("a TxDone event has a packet on the wire");
         link.in_flight.push_back(pkt);
         let arrive = self.now + link.delay_ps;
         self.queue.schedule(arrive, EventKind::Arrive(l));
@@ -809,17 +792,11 @@ impl Simulation {
                 FlowFigures {
                     id: f.name.clone(),
                     offered_mbps: round(f.offered_mbps, 4),
-                    delivered_mbps: round(
-                        f.delivered_payload_bytes as f64 * 8.0 / active_s / 1e6,
-                        4,
-                    ),
+                    delivered_mbps: round(f.delivered_payload_bytes as f64 * 8.0 / active_s / 1e6, 4),
                     loss_pct: if sent == 0 {
                         0.0
                     } else {
-                        round(
-                            100.0 * (sent - f.delivered.min(sent)) as f64 / sent as f64,
-                            4,
-                        )
+                        round(100.0 * (sent - f.delivered.min(sent)) as f64 / sent as f64, 4)
                     },
                     mean_owd_ms: if f.delivered == 0 {
                         0.0
@@ -861,10 +838,7 @@ impl Simulation {
                 self.nodes[l.from as usize].name, self.nodes[l.to as usize].name
             );
             q.insert(format!("{name}.tail_drops"), l.stats.tail_drops);
-            q.insert(
-                format!("{name}.max_depth_pkts"),
-                u64::from(l.stats.max_depth_pkts),
-            );
+            q.insert(format!("{name}.max_depth_pkts"), u64::from(l.stats.max_depth_pkts));
         }
         counters.insert("queues".into(), q);
         let captured_frames = self.captures.iter().map(|c| c.frames).sum();

@@ -23,10 +23,7 @@ fn run(name: &str, variants: &[&str]) -> Vec<VariantResult> {
 }
 
 fn by_variant<'a>(rs: &'a [VariantResult], v: &str) -> &'a Summary {
-    &rs.iter()
-        .find(|r| r.variant.as_deref() == Some(v))
-        .unwrap()
-        .summary
+    &rs.iter().find(|r| r.variant.as_deref() == Some(v)).unwrap().summary
 }
 
 /// Mean of column `col` over samples with `from < t <= to`.
@@ -54,11 +51,7 @@ fn check_aggregation(name: &str, offered: f64, p1: f64, p2: f64) {
     let possible = offered.min(payload_capacity(p1 + p2));
     for s in [rsv, wrr] {
         let d = s.flows[0].delivered_mbps;
-        assert!(
-            d >= 0.95 * offered,
-            "{:?} delivers {d} of {offered} offered",
-            s.variant
-        );
+        assert!(d >= 0.95 * offered, "{:?} delivers {d} of {offered} offered", s.variant);
         assert!(
             d <= possible * 1.001,
             "{:?} delivers {d}, more than the paths carry ({possible})",
@@ -98,15 +91,12 @@ fn scenario_3b_dwrr_moves_flow1_off_path2_and_keeps_loss_under_1_pct() {
     let rs = run("s3b-dwrr-two-flows", &["DWRR", "WRR"]);
     let dwrr = &rs[0].series;
     // Before flow2: the configured 2:1.
-    let before = window_mean(dwrr, "flow1_path1_mbps", 5.0, 20.0)
-        / window_mean(dwrr, "flow1_path2_mbps", 5.0, 20.0);
+    let before = window_mean(dwrr, "flow1_path1_mbps", 5.0, 20.0) / window_mean(dwrr, "flow1_path2_mbps", 5.0, 20.0);
     assert!((before - 2.0).abs() < 0.1, "split before flow2 {before}");
     // Within 10 s of flow2's start the split is past 4:1 and stays between 4:1 and 8:1.
-    let settled = window_mean(dwrr, "flow1_path1_mbps", 29.0, 30.0)
-        / window_mean(dwrr, "flow1_path2_mbps", 29.0, 30.0);
+    let settled = window_mean(dwrr, "flow1_path1_mbps", 29.0, 30.0) / window_mean(dwrr, "flow1_path2_mbps", 29.0, 30.0);
     assert!(settled >= 4.0, "split at 30 s is {settled}:1");
-    let mean = window_mean(dwrr, "flow1_path1_mbps", 30.0, 90.0)
-        / window_mean(dwrr, "flow1_path2_mbps", 30.0, 90.0);
+    let mean = window_mean(dwrr, "flow1_path1_mbps", 30.0, 90.0) / window_mean(dwrr, "flow1_path2_mbps", 30.0, 90.0);
     assert!((4.0..=8.0).contains(&mean), "split 30-90 s is {mean}:1");
     for f in ["flow1", "flow2"] {
         let loss = window_mean(dwrr, &format!("{f}_loss_pct"), 30.0, 90.0);
@@ -134,28 +124,16 @@ fn scenario_3b_dwrr_moves_flow1_off_path2_and_keeps_loss_under_1_pct() {
 #[test]
 fn scenario_3a_congestion_avoidance_engages_at_10_mbps() {
     let rs = run("s3a-dwrr-input-rate", &["DWRR-8M", "DWRR-10M", "WRR-10M"]);
-    let ap1 = |s: &Summary, k: &str| {
-        s.repetitions[0].counters["ap1"]
-            .get(k)
-            .copied()
-            .unwrap_or(0)
-    };
+    let ap1 = |s: &Summary, k: &str| s.repetitions[0].counters["ap1"].get(k).copied().unwrap_or(0);
     let (d8, d10, w10) = (
         by_variant(&rs, "DWRR-8M"),
         by_variant(&rs, "DWRR-10M"),
         by_variant(&rs, "WRR-10M"),
     );
-    assert_eq!(
-        ap1(d8, "group0_dwrr_avoidance_events"),
-        0,
-        "no congestion at 8 Mbps"
-    );
+    assert_eq!(ap1(d8, "group0_dwrr_avoidance_events"), 0, "no congestion at 8 Mbps");
     assert_eq!(d8.flows[0].loss_pct, 0.0);
     let events = ap1(d10, "group0_dwrr_avoidance_events");
-    assert!(
-        events >= 50,
-        "congestion avoidance engaged {events} times at 10 Mbps"
-    );
+    assert!(events >= 50, "congestion avoidance engaged {events} times at 10 Mbps");
     assert_eq!(ap1(d10, "group0_dwrr_avoidance_drops"), 32 * events);
     // Both saturate both paths; DWRR delivers as much as WRR to within 0.1 % (see
     // docs/reproduction.md) with a lower delay.

@@ -102,9 +102,7 @@ impl Dwrr {
             .iter()
             .map(|&w| w.checked_mul(params.weight_scale))
             .collect::<Option<_>>()
-            .ok_or_else(|| {
-                ConfigError("DWRR weights times weight_scale overflow 16 bits".into())
-            })?;
+            .ok_or_else(|| ConfigError("DWRR weights times weight_scale overflow 16 bits".into()))?;
         let wrr = Wrr::new(&scaled)?;
         let mut initial = [0u16; MAX_PATHS];
         initial[..scaled.len()].copy_from_slice(&scaled);

@@ -13,9 +13,7 @@ impl Ecmp {
     /// ECMP over `n_paths` paths.
     pub fn new(n_paths: usize) -> Result<Ecmp, ConfigError> {
         check_paths(n_paths)?;
-        Ok(Ecmp {
-            n_paths: n_paths as u8,
-        })
+        Ok(Ecmp { n_paths: n_paths as u8 })
     }
 
     /// CRC-32 (IEEE) over src ip, dst ip, protocol, src port, dst port, in network order.

@@ -97,11 +97,7 @@ pub enum Scheduler {
 
 impl Scheduler {
     /// Build a scheduler for `n_paths` paths. `rng` is used by RS only.
-    pub fn new(
-        config: &SchedulerConfig,
-        n_paths: usize,
-        rng: Box<dyn RandomSource>,
-    ) -> Result<Scheduler, ConfigError> {
+    pub fn new(config: &SchedulerConfig, n_paths: usize, rng: Box<dyn RandomSource>) -> Result<Scheduler, ConfigError> {
         check_paths(n_paths)?;
         let want = |len: usize, what: &str| {
             if len == n_paths {

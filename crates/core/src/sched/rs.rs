@@ -24,20 +24,14 @@ impl RandomSplit {
     /// Fill the range table from shares (normalised so that they cover `[1, 100]` exactly; the
     /// rounding remainder goes to the paths with the largest fractional parts, then the lowest
     /// index).
-    pub fn from_shares(
-        shares: &[u32],
-        rng: Box<dyn RandomSource>,
-    ) -> Result<RandomSplit, ConfigError> {
+    pub fn from_shares(shares: &[u32], rng: Box<dyn RandomSource>) -> Result<RandomSplit, ConfigError> {
         check_paths(shares.len())?;
         let total: u64 = shares.iter().map(|&s| u64::from(s)).sum();
         if total == 0 {
             return Err(ConfigError("RS shares must not all be zero".into()));
         }
         let span = u64::from(DRAW_MAX - DRAW_MIN + 1);
-        let mut slots: Vec<u64> = shares
-            .iter()
-            .map(|&s| u64::from(s) * span / total)
-            .collect();
+        let mut slots: Vec<u64> = shares.iter().map(|&s| u64::from(s) * span / total).collect();
         let mut left = span - slots.iter().sum::<u64>();
         let mut order: Vec<usize> = (0..shares.len()).collect();
         order.sort_by_key(|&i| (std::cmp::Reverse(u64::from(shares[i]) * span % total), i));

@@ -20,9 +20,7 @@ impl Wrr {
     pub fn new(weights: &[u16]) -> Result<Wrr, ConfigError> {
         check_paths(weights.len())?;
         if weights.iter().all(|&w| w == 0) {
-            return Err(ConfigError(
-                "at least one WRR weight must be non-zero".into(),
-            ));
+            return Err(ConfigError("at least one WRR weight must be non-zero".into()));
         }
         let mut w = [0u16; MAX_PATHS];
         w[..weights.len()].copy_from_slice(weights);
