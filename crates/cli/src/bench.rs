@@ -3,7 +3,7 @@
 
 use mpsched_core::packet::PacketMeta;
 use mpsched_core::rng::SeededRandom;
-use mpsched_core::sched::{DwrrParams, Scheduler, SchedulerConfig};
+use mpsched_core::sched::{benchmark_configs, Scheduler, SchedulerConfig};
 use mpsched_scenario::{builtin, Scenario};
 use mpsched_sim::experiment::high_rate_scenario;
 use mpsched_sim::{SimOptions, Simulation};
@@ -53,32 +53,7 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let out3b = Simulation::new(&s3b, &SimOptions::with_seed(1))?.run()?;
     let wall_3b = t.elapsed().as_secs_f64();
 
-    let configs: [(&str, SchedulerConfig, usize); 5] = [
-        ("wrr (2,1)", SchedulerConfig::Wrr { weights: vec![2, 1] }, 2),
-        (
-            "wrr 8 paths",
-            SchedulerConfig::Wrr {
-                weights: vec![8, 7, 6, 5, 4, 3, 2, 1],
-            },
-            8,
-        ),
-        (
-            "dwrr (2,1)",
-            SchedulerConfig::Dwrr {
-                weights: vec![2, 1],
-                params: DwrrParams::default(),
-            },
-            2,
-        ),
-        (
-            "rs (67,33)",
-            SchedulerConfig::Rs {
-                shares_pct: vec![67, 33],
-            },
-            2,
-        ),
-        ("ecmp 4 paths", SchedulerConfig::Ecmp, 4),
-    ];
+    let configs = benchmark_configs();
     let decisions: Vec<(String, f64)> = configs
         .iter()
         .map(|(n, c, p)| (n.to_string(), decisions_per_s(c, *p, a.decisions)))

@@ -2,37 +2,12 @@
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use mpsched_core::packet::PacketMeta;
 use mpsched_core::rng::SeededRandom;
-use mpsched_core::sched::{DwrrParams, Scheduler, SchedulerConfig};
+use mpsched_core::sched::{benchmark_configs, Scheduler};
 use std::hint::black_box;
 
 fn bench(c: &mut Criterion) {
     let meta = PacketMeta::udp(0x0a00_0001, 0x0a00_0003, 5001, 5201, 1512);
-    let configs = [
-        ("wrr_2paths", SchedulerConfig::Wrr { weights: vec![2, 1] }, 2),
-        (
-            "wrr_8paths",
-            SchedulerConfig::Wrr {
-                weights: vec![8, 7, 6, 5, 4, 3, 2, 1],
-            },
-            8,
-        ),
-        (
-            "dwrr_2paths",
-            SchedulerConfig::Dwrr {
-                weights: vec![2, 1],
-                params: DwrrParams::default(),
-            },
-            2,
-        ),
-        (
-            "rs_2paths",
-            SchedulerConfig::Rs {
-                shares_pct: vec![67, 33],
-            },
-            2,
-        ),
-        ("ecmp_4paths", SchedulerConfig::Ecmp, 4),
-    ];
+    let configs = benchmark_configs();
     let mut g = c.benchmark_group("decisions");
     const BATCH: u64 = 1024;
     g.throughput(Throughput::Elements(BATCH));

@@ -96,6 +96,7 @@ struct SplitGroup {
     src_ip: Ipv4,
     dst_ip: Ipv4,
     ports: [PortId; MAX_PATHS],
+    n_paths: usize,
     sched: Scheduler,
     pkts: [u64; MAX_PATHS],
 }
@@ -149,6 +150,7 @@ impl MultipathSwitch {
                 src_ip: s.src_ip,
                 dst_ip: s.dst_ip,
                 ports,
+                n_paths: s.ports.len(),
                 sched,
                 pkts: [0; MAX_PATHS],
             });
@@ -280,7 +282,7 @@ impl Program for MultipathSwitch {
         ];
         for s in &self.splits {
             let g = s.group;
-            for (i, n) in s.pkts[..s.sched_paths()].iter().enumerate() {
+            for (i, n) in s.pkts[..s.n_paths].iter().enumerate() {
                 out.push((format!("group{g}_path{}_pkts", i + 1), *n));
             }
             if let Some(d) = s.sched.as_dwrr() {
@@ -315,17 +317,6 @@ impl Program for MultipathSwitch {
             }
         }
         out
-    }
-}
-
-impl SplitGroup {
-    fn sched_paths(&self) -> usize {
-        match &self.sched {
-            Scheduler::Wrr(w) => w.n_paths(),
-            Scheduler::Dwrr(d) => d.wrr().n_paths(),
-            Scheduler::Rs(r) => r.ranges().len(),
-            _ => self.pkts.iter().rposition(|&n| n > 0).map_or(0, |i| i + 1),
-        }
     }
 }
 

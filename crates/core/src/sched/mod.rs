@@ -59,6 +59,36 @@ pub enum SchedulerConfig {
     },
 }
 
+/// The scheduler configurations the benchmarks measure: (name, configuration, paths).
+pub fn benchmark_configs() -> Vec<(&'static str, SchedulerConfig, usize)> {
+    vec![
+        ("wrr (2,1)", SchedulerConfig::Wrr { weights: vec![2, 1] }, 2),
+        (
+            "wrr 8 paths",
+            SchedulerConfig::Wrr {
+                weights: vec![8, 7, 6, 5, 4, 3, 2, 1],
+            },
+            8,
+        ),
+        (
+            "dwrr (2,1)",
+            SchedulerConfig::Dwrr {
+                weights: vec![2, 1],
+                params: DwrrParams::default(),
+            },
+            2,
+        ),
+        (
+            "rs (67,33)",
+            SchedulerConfig::Rs {
+                shares_pct: vec![67, 33],
+            },
+            2,
+        ),
+        ("ecmp 4 paths", SchedulerConfig::Ecmp, 4),
+    ]
+}
+
 /// Why a scheduler configuration was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError(pub String);
