@@ -101,42 +101,21 @@ fn trace_dwrr_without_congestion_is_wrr_and_rs_follows_its_seed() {
         "--json",
     ]);
     assert_eq!(w, d);
-    let a = trace_paths(&[
-        "trace",
-        "--scheduler",
-        "rs",
-        "--shares",
-        "67,33",
-        "--seed",
-        "4",
-        "--packets",
-        "50",
-        "--json",
-    ]);
-    let b = trace_paths(&[
-        "trace",
-        "--scheduler",
-        "rs",
-        "--shares",
-        "67,33",
-        "--seed",
-        "4",
-        "--packets",
-        "50",
-        "--json",
-    ]);
-    let c = trace_paths(&[
-        "trace",
-        "--scheduler",
-        "rs",
-        "--shares",
-        "67,33",
-        "--seed",
-        "5",
-        "--packets",
-        "50",
-        "--json",
-    ]);
+    let rs = |seed: &str| {
+        trace_paths(&[
+            "trace",
+            "--scheduler",
+            "rs",
+            "--shares",
+            "67,33",
+            "--seed",
+            seed,
+            "--packets",
+            "50",
+            "--json",
+        ])
+    };
+    let (a, b, c) = (rs("4"), rs("4"), rs("5"));
     assert_eq!(a, b);
     assert_ne!(a, c);
     assert!(a.iter().all(|&p| p == 1 || p == 2));

@@ -177,30 +177,6 @@ struct RawSplitKeep {
     dwrr: RawDwrr,
 }
 
-impl PartialEq for RawDwrr {
-    fn eq(&self, o: &Self) -> bool {
-        (
-            self.groups,
-            self.avoidance_drop_pkts,
-            self.weight_scale,
-            self.min_weight,
-            self.max_step,
-        ) == (
-            o.groups,
-            o.avoidance_drop_pkts,
-            o.weight_scale,
-            o.min_weight,
-            o.max_step,
-        )
-    }
-}
-
-impl PartialEq for RawVariant {
-    fn eq(&self, o: &Self) -> bool {
-        self.name == o.name
-    }
-}
-
 /// BMv2's default queue capacity.
 pub const DEFAULT_QUEUE_PKTS: u32 = 64;
 /// iperf's default UDP payload on a 1500-byte MTU.

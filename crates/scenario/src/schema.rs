@@ -94,7 +94,7 @@ pub struct RawPath {
 }
 
 /// DWRR constants in `[split.dwrr]`.
-#[derive(Debug, Deserialize, Default, Clone)]
+#[derive(Debug, Deserialize, Default, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RawDwrr {
     pub groups: Option<u16>,
@@ -157,7 +157,7 @@ pub struct RawFlow {
 }
 
 /// `[[variant]]`: one configuration of the experiment, overriding the split and flow rates.
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RawVariant {
     pub name: String,

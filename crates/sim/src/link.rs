@@ -47,7 +47,8 @@ pub struct LinkStats {
     pub tail_drops: u64,
     /// Packets dropped by the egress program.
     pub egress_drops: u64,
-    /// Wire bytes delivered to the far end since the last sample.
+    /// Wire bytes delivered to the far end since the last sample (counted on path-monitor
+    /// links only).
     pub rx_bytes_interval: u64,
     /// Largest queue depth seen.
     pub max_depth_pkts: u32,

@@ -636,8 +636,8 @@ impl Simulation {
             .in_flight
             .pop_front()
             .expect("an Arrive event has a packet in flight");
-        link.stats.rx_bytes_interval += u64::from(pkt.meta.wire_len_bytes);
         if let Some(tag) = link.path_tag {
+            link.stats.rx_bytes_interval += u64::from(pkt.meta.wire_len_bytes);
             pkt.path = tag;
         }
         let (to, to_port) = (link.to, link.to_port);
