@@ -4,6 +4,7 @@ mod bench;
 mod plot;
 mod run;
 mod trace;
+mod vectors;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -28,6 +29,8 @@ enum Command {
     List,
     /// Benchmark the simulator and the scheduler programs.
     Bench(bench::BenchArgs),
+    /// Conformance vectors shared by the Rust and eBPF programs.
+    Vectors(vectors::VectorsArgs),
 }
 
 /// An error the user caused with an input (exit code 2).
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Bench(a) => bench::bench(a),
+        Command::Vectors(a) => vectors::vectors(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -137,6 +137,11 @@ impl Confluence {
             .map(|i| i as PathIndex)
     }
 
+    /// CE arrivals counted per path towards its next feedback packet.
+    pub fn ce_pending(&self) -> &[u32] {
+        &self.ce_pending[..usize::from(self.n_paths)]
+    }
+
     /// The group this entry reports for.
     pub fn group(&self) -> u8 {
         self.group

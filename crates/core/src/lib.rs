@@ -17,6 +17,8 @@
 //! - [`marker`]: the egress ECN threshold marker.
 //! - [`feedback`]: the confluence point's CE counting and the feedback packet format.
 //! - [`switch`]: the multipath switch program that composes them by role.
+//! - [`frame`]: the same switch on whole frames, the reference for the eBPF program.
+//! - [`vectors`]: conformance vectors shared with the eBPF programs.
 //! - [`rng`]: injectable random sources.
 //! - [`table`]: IPv4 longest-prefix-match table.
 
@@ -24,6 +26,7 @@
 #![warn(missing_docs)]
 
 pub mod feedback;
+pub mod frame;
 pub mod marker;
 pub mod packet;
 pub mod program;
@@ -31,6 +34,7 @@ pub mod rng;
 pub mod sched;
 pub mod switch;
 pub mod table;
+pub mod vectors;
 pub mod wire;
 
 /// Upper bound on the number of paths a splitting group may have. Registers are sized by it, as

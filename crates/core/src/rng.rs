@@ -60,6 +60,30 @@ impl FixedDraws {
     }
 }
 
+/// A source that replays raw 32-bit draws, cyclically, through the same multiply-shift mapping
+/// as a real source: what the eBPF programs replay in conformance tests (`MPS_F_TEST_DRAWS`).
+#[derive(Clone, Debug)]
+pub struct RawDraws {
+    values: Vec<u32>,
+    next: usize,
+}
+
+impl RawDraws {
+    /// Replay `values` in order, wrapping around. `values` must not be empty.
+    pub fn new(values: Vec<u32>) -> Self {
+        assert!(!values.is_empty(), "RawDraws needs at least one value");
+        RawDraws { values, next: 0 }
+    }
+}
+
+impl RandomSource for RawDraws {
+    fn next_u32(&mut self) -> u32 {
+        let v = self.values[self.next];
+        self.next = (self.next + 1) % self.values.len();
+        v
+    }
+}
+
 impl RandomSource for FixedDraws {
     fn next_u32(&mut self) -> u32 {
         let v = self.values[self.next];

@@ -22,9 +22,11 @@ use crate::rng::RandomSource;
 use crate::sched::{ConfigError, Decision, Scheduler, SchedulerConfig};
 use crate::table::{Ipv4Lpm, Route};
 use crate::MAX_PATHS;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// A splitting group: which packets are split, over which egress ports, by which scheduler.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SplitGroupConfig {
     /// Group id, carried in feedback packets.
     pub group: u8,
@@ -39,7 +41,7 @@ pub struct SplitGroupConfig {
 }
 
 /// A confluence entry: where the paths of a group arrive and how feedback goes back.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConfluenceConfig {
     /// Group id.
     pub group: u8,
@@ -58,7 +60,7 @@ pub struct ConfluenceConfig {
 }
 
 /// Everything the control plane installs in a multipath switch.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SwitchConfig {
     /// This node's own address (feedback is sent to and from it).
     pub own_ip: Ipv4,
@@ -196,6 +198,71 @@ impl MultipathSwitch {
             markers,
             counters: SwitchCounters::default(),
         })
+    }
+
+    /// Every register and counter by name, as the conformance vectors compare them with the
+    /// eBPF program's maps (`bpf/mpsched.h`):
+    /// `counter.*`, `split<g>.*` (per scheduler kind), `confluence<g>.*`.
+    pub fn snapshot(&self, out: &mut BTreeMap<String, u64>) {
+        let c = &self.counters;
+        for (k, v) in [
+            ("no_route", c.no_route),
+            ("ttl_expired", c.ttl_expired),
+            ("avoidance", c.avoidance),
+            ("feedback_rx", c.feedback_rx),
+            ("feedback_unknown_group", c.feedback_unknown_group),
+            ("local", c.local),
+        ] {
+            out.insert(format!("counter.{k}"), v);
+        }
+        for s in &self.splits {
+            let g = format!("split{}", s.group);
+            for (i, n) in s.pkts[..s.n_paths].iter().enumerate() {
+                out.insert(format!("{g}.path{i}_pkts"), *n);
+            }
+            let wrr = match &s.sched {
+                Scheduler::Wrr(w) => Some(w),
+                Scheduler::Dwrr(d) => Some(d.wrr()),
+                _ => None,
+            };
+            if let Some(w) = wrr {
+                for (i, (wt, rem)) in w.weights().iter().zip(w.remaining()).enumerate() {
+                    out.insert(format!("{g}.weight{i}"), u64::from(*wt));
+                    out.insert(format!("{g}.remaining{i}"), u64::from(*rem));
+                }
+            }
+            if let Some(d) = s.sched.as_dwrr() {
+                for (i, a) in d.adjust().iter().enumerate() {
+                    out.insert(format!("{g}.adjust{i}"), u64::from(*a));
+                }
+                let st = d.stats();
+                for (k, v) in [
+                    ("groups_left", u64::from(d.groups_left())),
+                    ("drop_left", u64::from(d.drop_left())),
+                    ("cursor", u64::from(d.cursor())),
+                    ("feedback_rx", st.feedback_rx),
+                    ("windows", st.windows),
+                    ("adjustments", st.adjustments),
+                    ("avoidance_events", st.avoidance_events),
+                    ("avoidance_drops", st.avoidance_drops),
+                ] {
+                    out.insert(format!("{g}.{k}"), v);
+                }
+            }
+        }
+        for c in &self.confluences {
+            let g = format!("confluence{}", c.conf.group());
+            for (i, p) in c.conf.ce_pending().iter().enumerate() {
+                out.insert(format!("{g}.ce_pending{i}"), u64::from(*p));
+            }
+            out.insert(format!("{g}.ce_arrivals"), c.conf.ce_arrivals);
+            out.insert(format!("{g}.feedback_sent"), c.conf.feedback_sent);
+        }
+    }
+
+    /// This node's own address.
+    pub fn own_ip(&self) -> Ipv4 {
+        self.own_ip
     }
 
     /// The scheduler of splitting group `group`, if this node splits it.

@@ -3,7 +3,7 @@
 use crate::packet::{Ipv4, PortId};
 
 /// One IPv4 route: `prefix/len -> port`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Route {
     /// Network address (host bits are ignored).
     pub prefix: Ipv4,

@@ -33,7 +33,7 @@ use super::{ConfigError, Decision, PathIndex, Wrr};
 use crate::MAX_PATHS;
 
 /// DWRR's constants; the defaults are the paper's values where it gives them.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DwrrParams {
     /// Scheduling periods per feedback window (the paper's `groups_reg`, 8).
     pub groups: u16,
@@ -59,6 +59,39 @@ impl Default for DwrrParams {
             max_step: 1,
         }
     }
+}
+
+/// Hand `freed` weight units one at a time, round robin from `cursor`, to the paths with no
+/// feedback (`adjust[i] == 0`), saturating at `u16::MAX`; returns the new weights and the cursor
+/// just after the path that took the last unit. `freed` must be > 0 and some path must take.
+///
+/// Closed form, so the work is bounded by the path count (as in `bpf/mpsched.bpf.c`): with `U`
+/// takers in cyclic order from the cursor, taker `j` gets `freed / U`, plus one if
+/// `j < freed % U`, and the last unit goes to taker `(freed - 1) % U`.
+pub(crate) fn hand_out(weights: &[u16], adjust: &[u32], freed: u32, cursor: u8) -> ([u16; MAX_PATHS], u8) {
+    let n = weights.len();
+    let mut w = [0u16; MAX_PATHS];
+    w[..n].copy_from_slice(weights);
+    let takers = adjust.iter().filter(|&&a| a == 0).count() as u32;
+    if freed == 0 || takers == 0 {
+        return (w, cursor);
+    }
+    let (q, r, last) = (freed / takers, freed % takers, (freed - 1) % takers);
+    let mut next_cursor = cursor;
+    let mut j = 0u32;
+    for i in 0..n {
+        let k = (usize::from(cursor) + i) % n;
+        if adjust[k] != 0 {
+            continue;
+        }
+        let give = q + u32::from(j < r);
+        w[k] = (u32::from(w[k]) + give).min(u32::from(u16::MAX)) as u16;
+        if j == last {
+            next_cursor = ((k + 1) % n) as u8;
+        }
+        j += 1;
+    }
+    (w, next_cursor)
 }
 
 /// DWRR event counters.
@@ -185,17 +218,8 @@ impl Dwrr {
             return;
         }
         self.stats.adjustments += 1;
-        // Hand the freed units out one at a time to the uncongested paths, round robin from the
-        // cursor. Bounded: freed <= sum of weights.
-        let mut i = usize::from(self.cursor) % n;
-        while freed > 0 {
-            if self.adjust[i] == 0 {
-                w[i] = w[i].saturating_add(1);
-                freed -= 1;
-            }
-            i = (i + 1) % n;
-        }
-        self.cursor = i as u8;
+        let (w, cursor) = hand_out(&w[..n], &self.adjust[..n], freed, self.cursor);
+        self.cursor = cursor;
         self.wrr.set_weights(&w[..n]);
     }
 
@@ -227,6 +251,16 @@ impl Dwrr {
     /// Event counters.
     pub fn stats(&self) -> &DwrrStats {
         &self.stats
+    }
+
+    /// Where the next hand-out of moved weight starts.
+    pub fn cursor(&self) -> u8 {
+        self.cursor
+    }
+
+    /// Scheduling periods left in the current window.
+    pub fn groups_left(&self) -> u16 {
+        self.groups_left
     }
 
     /// The constants in force.
@@ -355,6 +389,40 @@ mod tests {
         assert_eq!(next[32], Decision::Path(0));
         assert_eq!(d.weights(), &[2, 1]);
         assert_eq!(d.stats().avoidance_drops, 32);
+    }
+
+    /// The hand-out as first written: one unit at a time.
+    fn hand_out_one_by_one(weights: &[u16], adjust: &[u32], mut freed: u32, cursor: u8) -> (Vec<u16>, u8) {
+        let n = weights.len();
+        let mut w = weights.to_vec();
+        let mut i = usize::from(cursor) % n;
+        while freed > 0 {
+            if adjust[i] == 0 {
+                w[i] = w[i].saturating_add(1);
+                freed -= 1;
+            }
+            i = (i + 1) % n;
+        }
+        (w, i as u8)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn closed_form_hand_out_equals_one_unit_at_a_time(
+            weights in proptest::collection::vec(0u16..=u16::MAX, 2..=8),
+            congested in proptest::collection::vec(proptest::bool::ANY, 8),
+            freed in 1u32..2000,
+            cursor in 0u8..8,
+        ) {
+            let n = weights.len();
+            let adjust: Vec<u32> = congested[..n].iter().map(|&c| u32::from(c)).collect();
+            proptest::prop_assume!(adjust.contains(&0));
+            let cursor = cursor % n as u8;
+            let (w, c) = hand_out(&weights, &adjust, freed, cursor);
+            let (w1, c1) = hand_out_one_by_one(&weights, &adjust, freed, cursor);
+            proptest::prop_assert_eq!(&w[..n], &w1[..]);
+            proptest::prop_assert_eq!(c, c1);
+        }
     }
 
     #[test]

@@ -31,7 +31,8 @@ pub enum Decision {
 }
 
 /// The control plane's description of a scheduler for one splitting group.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
 pub enum SchedulerConfig {
     /// Everything on one path (the paper's SP1 / SP2).
     Single {

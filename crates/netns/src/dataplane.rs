@@ -1,0 +1,427 @@
+//! The control plane of one node's eBPF data plane: load `bpf/mpsched.bpf.c`, fill its tables
+//! and registers from a [`SwitchConfig`], read them back under the same names as
+//! [`mpsched_core::frame::FrameSwitch::snapshot`], attach to and detach from interfaces.
+
+use crate::layout::{self, Pod};
+use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, ProgramMut, TcHook, TC_EGRESS, TC_INGRESS};
+use mpsched_core::frame::MarkerConfig;
+use mpsched_core::marker::VirtualQueueMarker;
+use mpsched_core::packet::PortId;
+use mpsched_core::sched::{RandomSplit, SchedulerConfig};
+use mpsched_core::switch::SwitchConfig;
+use std::collections::BTreeMap;
+use std::os::fd::AsFd;
+
+/// The compiled object, built by `build.rs`.
+pub static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/mpsched.bpf.o"));
+
+/// Errors of the data plane.
+#[derive(Debug, thiserror::Error)]
+pub enum DataplaneError {
+    /// libbpf failed (load, verifier, map access, attach).
+    #[error("{what}: {source}")]
+    Bpf {
+        /// What was being done.
+        what: String,
+        /// libbpf's error.
+        source: libbpf_rs::Error,
+    },
+    /// The configuration cannot be expressed in the eBPF program.
+    #[error("{0}")]
+    Config(String),
+}
+
+fn bpf<T>(what: impl FnOnce() -> String, r: libbpf_rs::Result<T>) -> Result<T, DataplaneError> {
+    r.map_err(|source| DataplaneError::Bpf { what: what(), source })
+}
+
+/// One port of the node: its interface and the MAC addresses a frame leaving by it carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortBinding {
+    /// Interface index, in the node's namespace.
+    pub ifindex: u32,
+    /// This port's own MAC (the source of frames leaving by it).
+    pub own_mac: [u8; 6],
+    /// The MAC of the node at the other end.
+    pub peer_mac: [u8; 6],
+}
+
+/// Everything a node's data plane is configured with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeTables {
+    /// Tables of the switch program.
+    pub switch: SwitchConfig,
+    /// Ports, indexed by port id.
+    pub ports: Vec<PortBinding>,
+    /// Egress markers.
+    pub markers: Vec<MarkerConfig>,
+    /// Raw RS draws to replay instead of `bpf_get_prandom_u32()` (tests).
+    pub test_draws: Vec<u32>,
+    /// Take egress time from `test_clock_ns` instead of the kernel clock (tests).
+    pub test_clock: bool,
+}
+
+/// A loaded data plane.
+pub struct Dataplane {
+    obj: Object,
+    n_ports: usize,
+    hooks: Vec<TcHook>,
+}
+
+impl Dataplane {
+    /// Load the programs (this runs the verifier) and fill the tables.
+    pub fn load(tables: &NodeTables) -> Result<Dataplane, DataplaneError> {
+        let open = bpf(
+            || "open bpf/mpsched.bpf.o".into(),
+            ObjectBuilder::default().open_memory(OBJECT),
+        )?;
+        let obj = bpf(|| "load the eBPF programs (verifier)".into(), open.load())?;
+        let dp = Dataplane {
+            obj,
+            n_ports: tables.ports.len(),
+            hooks: Vec::new(),
+        };
+        dp.configure(tables)?;
+        Ok(dp)
+    }
+
+    fn update<K: Pod, V: Pod>(&self, map: &str, key: &K, value: &V) -> Result<(), DataplaneError> {
+        let m = self.map(map)?;
+        bpf(
+            || format!("update map {map}"),
+            m.update(key.as_bytes(), value.as_bytes(), MapFlags::ANY),
+        )
+    }
+
+    fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>, DataplaneError> {
+        self.obj
+            .maps()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| DataplaneError::Config(format!("map {name} missing from the object")))
+    }
+
+    fn lookup<V: Pod>(&self, map: &str, key: u32, flags: MapFlags) -> Result<V, DataplaneError> {
+        let m = self.map(map)?;
+        let v = bpf(|| format!("read map {map}"), m.lookup(&key.to_ne_bytes(), flags))?;
+        Ok(v.map(|b| V::from_bytes(&b)).unwrap_or_default())
+    }
+
+    fn lookup_percpu_sum<V: Pod>(&self, map: &str, key: u32, add: impl Fn(&mut V, V)) -> Result<V, DataplaneError> {
+        let m = self.map(map)?;
+        let per_cpu = bpf(
+            || format!("read map {map}"),
+            m.lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY),
+        )?;
+        let mut total = V::default();
+        for b in per_cpu.unwrap_or_default() {
+            add(&mut total, V::from_bytes(&b));
+        }
+        Ok(total)
+    }
+
+    /// The program `name` (`mps_ingress` or `mps_egress`).
+    pub fn program(&self, name: &str) -> Result<ProgramMut<'_>, DataplaneError> {
+        self.obj
+            .progs_mut()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| DataplaneError::Config(format!("program {name} missing from the object")))
+    }
+
+    /// Fill every table and register from `t`.
+    pub fn configure(&self, t: &NodeTables) -> Result<(), DataplaneError> {
+        let cfg = &t.switch;
+        if t.ports.len() > layout::MAX_PORTS {
+            return Err(DataplaneError::Config(format!(
+                "{} ports; the eBPF program has {}",
+                t.ports.len(),
+                layout::MAX_PORTS
+            )));
+        }
+        if cfg.splits.len() > layout::MAX_GROUPS || cfg.confluences.len() > layout::MAX_GROUPS {
+            return Err(DataplaneError::Config(format!(
+                "at most {} splits and confluences per node",
+                layout::MAX_GROUPS
+            )));
+        }
+        if t.test_draws.len() > layout::h::TEST_DRAWS as usize {
+            return Err(DataplaneError::Config("too many test draws".into()));
+        }
+        let mut flags = 0;
+        if t.test_clock {
+            flags |= layout::h::F_TEST_CLOCK as u32;
+        }
+        if !t.test_draws.is_empty() {
+            flags |= layout::h::F_TEST_DRAWS as u32;
+        }
+        let node = layout::Node {
+            own_ip: cfg.own_ip,
+            feedback_port: cfg.feedback_port,
+            n_splits: cfg.splits.len() as u8,
+            n_confluences: cfg.confluences.len() as u8,
+            flags,
+            test_draws_n: t.test_draws.len() as u32,
+            test_clock_ns: 0,
+        };
+        self.update("node", &0u32, &node)?;
+        for (i, d) in t.test_draws.iter().enumerate() {
+            self.update("test_draws", &(i as u32), d)?;
+        }
+        self.update("test_draws", &(layout::h::TEST_DRAWS as u32), &0u32)?;
+        for (p, b) in t.ports.iter().enumerate() {
+            let port = layout::Port {
+                ifindex: b.ifindex,
+                own_mac: b.own_mac,
+                peer_mac: b.peer_mac,
+            };
+            self.update("ports", &(p as u32), &port)?;
+            if b.ifindex as u64 >= layout::h::MAX_IFINDEX {
+                return Err(DataplaneError::Config(format!(
+                    "ifindex {} of port {p} is not below {}: create interfaces inside the node's namespace",
+                    b.ifindex,
+                    layout::h::MAX_IFINDEX
+                )));
+            }
+            self.update("ifindex_port", &b.ifindex, &(p as u32 + 1))?;
+        }
+        for r in &cfg.routes {
+            let key = layout::RouteKey {
+                prefixlen: u32::from(r.len),
+                addr: r.prefix.to_be_bytes(),
+            };
+            self.update("routes", &key, &u32::from(r.port))?;
+        }
+        for (slot, s) in cfg.splits.iter().enumerate() {
+            self.update("splits", &(slot as u32), &split_registers(s)?)?;
+        }
+        for (slot, c) in cfg.confluences.iter().enumerate() {
+            let mut v = layout::Confluence {
+                src_ip: c.src_ip,
+                dst_ip: c.dst_ip,
+                splitter_ip: c.splitter_ip,
+                group: c.group,
+                n_paths: c.path_ingress_ports.len() as u8,
+                every: c.feedback_every.max(1),
+                ..Default::default()
+            };
+            if c.path_ingress_ports.len() > layout::MAX_PATHS || c.return_ports.len() != c.path_ingress_ports.len() {
+                return Err(DataplaneError::Config(format!(
+                    "confluence group {}: bad path ports",
+                    c.group
+                )));
+            }
+            v.ingress_port[..c.path_ingress_ports.len()].copy_from_slice(&c.path_ingress_ports);
+            v.return_port[..c.return_ports.len()].copy_from_slice(&c.return_ports);
+            self.update("confluences", &(slot as u32), &v)?;
+        }
+        for m in &t.markers {
+            let vq = VirtualQueueMarker::new(m.rate_bps, m.threshold_bytes, m.limit_bytes);
+            let v = layout::Marker {
+                rate_bps: vq.rate_bps,
+                max_elapsed_ns: vq.max_elapsed_ns,
+                threshold_scaled: vq.threshold_scaled.max(1),
+                limit_scaled: vq.limit_scaled,
+                ..Default::default()
+            };
+            self.update("markers", &u32::from(m.port), &v)?;
+        }
+        Ok(())
+    }
+
+    /// Set the egress test clock (with [`NodeTables::test_clock`]).
+    pub fn set_test_clock(&self, now_ns: u64) -> Result<(), DataplaneError> {
+        let mut n: layout::Node = self.lookup("node", 0, MapFlags::ANY)?;
+        n.test_clock_ns = now_ns;
+        self.update("node", &0u32, &n)
+    }
+
+    /// The current weights of each DWRR / WRR group, by group id.
+    pub fn weights(&self) -> Result<Vec<(u8, Vec<u16>)>, DataplaneError> {
+        let node: layout::Node = self.lookup("node", 0, MapFlags::ANY)?;
+        let mut out = Vec::new();
+        for slot in 0..u32::from(node.n_splits) {
+            let s: layout::Split = self.lookup("splits", slot, MapFlags::LOCK)?;
+            out.push((s.group, s.weights[..usize::from(s.n_paths)].to_vec()));
+        }
+        Ok(out)
+    }
+
+    /// The virtual queue of `port`: (backlog in bytes, marked, overflow).
+    pub fn marker(&self, port: PortId) -> Result<layout::Marker, DataplaneError> {
+        self.lookup("markers", u32::from(port), MapFlags::LOCK)
+    }
+
+    /// Per-port counters summed over CPUs.
+    pub fn port_stats(&self, port: PortId) -> Result<layout::PortStats, DataplaneError> {
+        self.lookup_percpu_sum("port_stats", u32::from(port), |t: &mut layout::PortStats, v| {
+            t.rx_pkts += v.rx_pkts;
+            t.rx_bytes += v.rx_bytes;
+            t.tx_pkts += v.tx_pkts;
+            t.tx_bytes += v.tx_bytes;
+        })
+    }
+
+    /// Every register and counter, named as [`mpsched_core::frame::FrameSwitch::snapshot`]
+    /// names them.
+    pub fn snapshot(&self) -> Result<BTreeMap<String, u64>, DataplaneError> {
+        let mut out = BTreeMap::new();
+        for (i, name) in layout::COUNTERS.iter().enumerate() {
+            let v: u64 = self.lookup_percpu_sum("counters", i as u32, |t: &mut u64, v| *t += v)?;
+            if *name != "redirect_failed" || v != 0 {
+                out.insert(format!("counter.{name}"), v);
+            }
+        }
+        let node: layout::Node = self.lookup("node", 0, MapFlags::ANY)?;
+        for slot in 0..u32::from(node.n_splits) {
+            let s: layout::Split = self.lookup("splits", slot, MapFlags::LOCK)?;
+            let g = format!("split{}", s.group);
+            let n = usize::from(s.n_paths);
+            for i in 0..n {
+                out.insert(format!("{g}.path{i}_pkts"), s.path_pkts[i]);
+            }
+            let sched = u64::from(s.sched);
+            if sched == layout::h::SCHED_WRR || sched == layout::h::SCHED_DWRR {
+                for i in 0..n {
+                    out.insert(format!("{g}.weight{i}"), u64::from(s.weights[i]));
+                    out.insert(format!("{g}.remaining{i}"), u64::from(s.remaining[i]));
+                }
+            }
+            if sched == layout::h::SCHED_DWRR {
+                for i in 0..n {
+                    out.insert(format!("{g}.adjust{i}"), u64::from(s.adjust[i]));
+                }
+                for (k, v) in [
+                    ("groups_left", u64::from(s.groups_left)),
+                    ("drop_left", u64::from(s.drop_left)),
+                    ("cursor", u64::from(s.cursor)),
+                    ("feedback_rx", s.feedback_rx),
+                    ("windows", s.windows),
+                    ("adjustments", s.adjustments),
+                    ("avoidance_events", s.avoidance_events),
+                    ("avoidance_drops", s.avoidance_drops),
+                ] {
+                    out.insert(format!("{g}.{k}"), v);
+                }
+            }
+        }
+        for slot in 0..u32::from(node.n_confluences) {
+            let c: layout::Confluence = self.lookup("confluences", slot, MapFlags::LOCK)?;
+            let g = format!("confluence{}", c.group);
+            for i in 0..usize::from(c.n_paths) {
+                out.insert(format!("{g}.ce_pending{i}"), u64::from(c.ce_pending[i]));
+            }
+            out.insert(format!("{g}.ce_arrivals"), c.ce_arrivals);
+            out.insert(format!("{g}.feedback_sent"), c.feedback_sent);
+        }
+        for p in 0..self.n_ports {
+            let st = self.port_stats(p as PortId)?;
+            out.insert(format!("port{p}.rx_pkts"), st.rx_pkts);
+            out.insert(format!("port{p}.tx_pkts"), st.tx_pkts);
+        }
+        for p in 0..layout::MAX_PORTS {
+            let m = self.marker(p as PortId)?;
+            if m.threshold_scaled == 0 {
+                continue;
+            }
+            for (k, v) in [
+                ("backlog_scaled", m.backlog_scaled),
+                ("last_ns", m.last_ns),
+                ("marked", m.marked),
+                ("not_ect_over_threshold", m.not_ect_over_threshold),
+                ("overflow", m.overflow),
+            ] {
+                out.insert(format!("marker{p}.{k}"), v);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Attach the ingress program to `ifindex` (and the egress marker too when `egress`), in
+    /// the calling thread's network namespace. Detached by [`Dataplane::detach_all`] or drop.
+    pub fn attach(&mut self, ifindex: u32, egress: bool) -> Result<(), DataplaneError> {
+        let points = if egress {
+            vec![(TC_INGRESS, "mps_ingress"), (TC_EGRESS, "mps_egress")]
+        } else {
+            vec![(TC_INGRESS, "mps_ingress")]
+        };
+        for (point, prog) in points {
+            let p = self.program(prog)?;
+            let mut hook = TcHook::new(p.as_fd());
+            hook.ifindex(ifindex as i32).replace(true).handle(1).priority(1);
+            hook.attach_point(point);
+            bpf(|| format!("create clsact on ifindex {ifindex}"), hook.create())?;
+            let attached = bpf(|| format!("attach {prog} to ifindex {ifindex}"), hook.attach())?;
+            self.hooks.push(attached);
+        }
+        Ok(())
+    }
+
+    /// Detach every program this data plane attached (in the current namespace).
+    pub fn detach_all(&mut self) {
+        for mut h in self.hooks.drain(..) {
+            let _ = h.detach();
+        }
+    }
+}
+
+/// The registers of a split group as the eBPF program starts with them.
+fn split_registers(s: &mpsched_core::switch::SplitGroupConfig) -> Result<layout::Split, DataplaneError> {
+    let n = s.ports.len();
+    if n == 0 || n > layout::MAX_PATHS {
+        return Err(DataplaneError::Config(format!("group {}: 1 to 8 paths", s.group)));
+    }
+    let mut v = layout::Split {
+        src_ip: s.src_ip,
+        dst_ip: s.dst_ip,
+        group: s.group,
+        n_paths: n as u8,
+        ..Default::default()
+    };
+    v.ports[..n].copy_from_slice(&s.ports);
+    // Build the Rust scheduler to validate the configuration and take its initial registers.
+    let sched = mpsched_core::sched::Scheduler::new(&s.scheduler, n, Box::new(mpsched_core::rng::SeededRandom::new(0)))
+        .map_err(|e| DataplaneError::Config(format!("group {}: {e}", s.group)))?;
+    match (&s.scheduler, &sched) {
+        (SchedulerConfig::Single { path }, _) => {
+            v.sched = layout::h::SCHED_SINGLE as u8;
+            v.cursor = *path;
+        }
+        (SchedulerConfig::Rs { .. }, mpsched_core::sched::Scheduler::Rs(rs)) => {
+            v.sched = layout::h::SCHED_RS as u8;
+            let rs: &RandomSplit = rs;
+            for (i, (lo, hi)) in rs.ranges().iter().enumerate() {
+                v.rs_lo[i] = *lo;
+                v.rs_hi[i] = *hi;
+            }
+        }
+        (SchedulerConfig::Wrr { weights }, _) => {
+            v.sched = layout::h::SCHED_WRR as u8;
+            v.weights[..n].copy_from_slice(weights);
+            v.remaining = v.weights;
+        }
+        (SchedulerConfig::Dwrr { .. }, mpsched_core::sched::Scheduler::Dwrr(d)) => {
+            v.sched = layout::h::SCHED_DWRR as u8;
+            v.weights[..n].copy_from_slice(d.weights());
+            v.remaining = v.weights;
+            let p = d.params();
+            v.groups = p.groups;
+            v.groups_left = p.groups;
+            v.min_weight = p.min_weight;
+            v.max_step = p.max_step;
+            v.avoidance_drop_pkts = p.avoidance_drop_pkts;
+        }
+        (SchedulerConfig::Ecmp, _) => {
+            return Err(DataplaneError::Config(format!(
+                "group {}: ECMP is not implemented in the eBPF data plane (RS, WRR, DWRR and single are)",
+                s.group
+            )))
+        }
+        _ => unreachable!("Scheduler::new follows the configuration"),
+    }
+    Ok(v)
+}
+
+impl Drop for Dataplane {
+    fn drop(&mut self) {
+        self.detach_all();
+    }
+}

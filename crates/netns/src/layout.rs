@@ -1,0 +1,181 @@
+//! The map layouts of `bpf/mpsched.h`, as `#[repr(C)]` Rust structs.
+//!
+//! The header is the one place that fixes them; its `MPS_SIZEOF_*` constants are read by
+//! `build.rs`, and the assertions below fail the build if a struct here drifts from it (the C
+//! side asserts the same constants with `_Static_assert`).
+
+#![allow(missing_docs)]
+
+/// Constants generated from `bpf/mpsched.h`.
+pub mod h {
+    include!(concat!(env!("OUT_DIR"), "/mpsched_h.rs"));
+}
+
+pub const MAX_PATHS: usize = h::MAX_PATHS as usize;
+pub const MAX_PORTS: usize = h::MAX_PORTS as usize;
+pub const MAX_GROUPS: usize = h::MAX_GROUPS as usize;
+
+/// `struct mps_node`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Node {
+    pub own_ip: u32,
+    pub feedback_port: u16,
+    pub n_splits: u8,
+    pub n_confluences: u8,
+    pub flags: u32,
+    pub test_draws_n: u32,
+    pub test_clock_ns: u64,
+}
+
+/// `struct mps_port`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Port {
+    pub ifindex: u32,
+    pub own_mac: [u8; 6],
+    pub peer_mac: [u8; 6],
+}
+
+/// `struct mps_split`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Split {
+    pub lock: u32,
+    pub src_ip: u32,
+    pub dst_ip: u32,
+    pub group: u8,
+    pub n_paths: u8,
+    pub sched: u8,
+    pub cursor: u8,
+    pub ports: [u16; MAX_PATHS],
+    pub rs_lo: [u8; MAX_PATHS],
+    pub rs_hi: [u8; MAX_PATHS],
+    pub weights: [u16; MAX_PATHS],
+    pub remaining: [u16; MAX_PATHS],
+    pub adjust: [u32; MAX_PATHS],
+    pub groups: u16,
+    pub groups_left: u16,
+    pub min_weight: u16,
+    pub max_step: u16,
+    pub drop_left: u32,
+    pub avoidance_drop_pkts: u32,
+    pub path_pkts: [u64; MAX_PATHS],
+    pub feedback_rx: u64,
+    pub windows: u64,
+    pub adjustments: u64,
+    pub avoidance_events: u64,
+    pub avoidance_drops: u64,
+}
+
+/// `struct mps_confluence`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Confluence {
+    pub lock: u32,
+    pub src_ip: u32,
+    pub dst_ip: u32,
+    pub splitter_ip: u32,
+    pub group: u8,
+    pub n_paths: u8,
+    pub pad: u16,
+    pub every: u32,
+    pub ingress_port: [u16; MAX_PATHS],
+    pub return_port: [u16; MAX_PATHS],
+    pub ce_pending: [u32; MAX_PATHS],
+    pub ce_arrivals: u64,
+    pub feedback_sent: u64,
+}
+
+/// `struct mps_marker`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Marker {
+    pub lock: u32,
+    pub pad: u32,
+    pub rate_bps: u64,
+    pub max_elapsed_ns: u64,
+    pub threshold_scaled: u64,
+    pub limit_scaled: u64,
+    pub backlog_scaled: u64,
+    pub last_ns: u64,
+    pub marked: u64,
+    pub not_ect_over_threshold: u64,
+    pub overflow: u64,
+}
+
+/// `struct mps_port_stats`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PortStats {
+    pub rx_pkts: u64,
+    pub rx_bytes: u64,
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+}
+
+/// `struct mps_route_key`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RouteKey {
+    pub prefixlen: u32,
+    /// Network byte order.
+    pub addr: [u8; 4],
+}
+
+/// `enum mps_counter`, in order, with the names the Rust programs give them.
+pub const COUNTERS: [&str; 9] = [
+    "no_route",
+    "ttl_expired",
+    "avoidance",
+    "feedback_rx",
+    "feedback_unknown_group",
+    "local",
+    "not_ipv4",
+    "malformed",
+    "redirect_failed",
+];
+
+const _: () = {
+    assert!(std::mem::size_of::<Node>() as u64 == h::SIZEOF_NODE);
+    assert!(std::mem::size_of::<Port>() as u64 == h::SIZEOF_PORT);
+    assert!(std::mem::size_of::<Split>() as u64 == h::SIZEOF_SPLIT);
+    assert!(std::mem::size_of::<Confluence>() as u64 == h::SIZEOF_CONFLUENCE);
+    assert!(std::mem::size_of::<Marker>() as u64 == h::SIZEOF_MARKER);
+    assert!(std::mem::size_of::<PortStats>() as u64 == h::SIZEOF_PORT_STATS);
+    assert!(std::mem::size_of::<RouteKey>() == 8);
+};
+
+/// Plain-old-data map values: viewed as bytes to write a map, read back from bytes.
+///
+/// # Safety
+/// Implementors are `#[repr(C)]`, `Copy`, have no padding the kernel would not accept, and
+/// every bit pattern is a valid value.
+pub unsafe trait Pod: Copy + Default {
+    /// The value's bytes.
+    fn as_bytes(&self) -> &[u8] {
+        // SAFETY: Pod types are repr(C) plain data.
+        unsafe { std::slice::from_raw_parts((self as *const Self).cast::<u8>(), std::mem::size_of::<Self>()) }
+    }
+
+    /// A value from bytes (at least `size_of::<Self>()` of them).
+    fn from_bytes(b: &[u8]) -> Self {
+        let mut v = Self::default();
+        let n = std::mem::size_of::<Self>().min(b.len());
+        // SAFETY: any bit pattern is a valid Pod value; n is within both buffers.
+        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), (&mut v as *mut Self).cast::<u8>(), n) };
+        v
+    }
+}
+
+// SAFETY: all are repr(C) structs of integers and integer arrays, laid out without implicit
+// padding (the size assertions above pin them to the header).
+unsafe impl Pod for Node {}
+unsafe impl Pod for Port {}
+unsafe impl Pod for Split {}
+unsafe impl Pod for Confluence {}
+unsafe impl Pod for Marker {}
+unsafe impl Pod for PortStats {}
+unsafe impl Pod for RouteKey {}
+unsafe impl Pod for u32 {}
+unsafe impl Pod for u64 {}

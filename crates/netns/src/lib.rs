@@ -1,0 +1,18 @@
+//! # mpsched-netns: the Linux kernel backend
+//!
+//! The same scenarios as the simulator, on the real data plane: a network namespace per host
+//! and per switch, veth links shaped with htb at the scenario's rates and queue capacities, the
+//! eBPF programs of `bpf/` on the switches (loaded and filled by [`dataplane`]), real traffic
+//! from iperf3, and per-second interface counters, written in the same results schema.
+//!
+//! - [`layout`]: the map layouts of `bpf/mpsched.h` as Rust structs, checked at compile time.
+//! - [`dataplane`]: load, configure, read, attach and detach one node's eBPF programs.
+//! - [`ns`]: network namespaces and commands inside them.
+//! - [`vectors`]: conformance vectors through `BPF_PROG_TEST_RUN`.
+
+#![warn(missing_docs)]
+
+pub mod dataplane;
+pub mod layout;
+pub mod ns;
+pub mod vectors;

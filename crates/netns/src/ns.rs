@@ -1,0 +1,182 @@
+//! Network namespaces: create, enter, run commands in, remove.
+//!
+//! Namespaces are made with `ip netns add` (so they are visible to `ip netns list` and to the
+//! user) and entered with `setns(2)` on a dedicated thread, since a namespace switch applies to
+//! the calling thread only.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::process::{Command, Output, Stdio};
+
+/// Errors of namespace and command handling.
+#[derive(Debug, thiserror::Error)]
+pub enum NsError {
+    /// A command could not be started.
+    #[error("cannot run `{cmd}`: {source}")]
+    Spawn {
+        /// The command.
+        cmd: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A command failed.
+    #[error("`{cmd}` failed: {stderr}")]
+    Failed {
+        /// The command.
+        cmd: String,
+        /// What it said.
+        stderr: String,
+    },
+    /// setns(2) failed.
+    #[error("cannot enter namespace {name}: {source}")]
+    Enter {
+        /// Namespace.
+        name: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Run a command and return its output, failing with its stderr.
+pub fn run(cmd: &str, args: &[&str]) -> Result<Output, NsError> {
+    let shown = format!("{cmd} {}", args.join(" "));
+    let out = Command::new(cmd)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| NsError::Spawn {
+            cmd: shown.clone(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(NsError::Failed {
+            cmd: shown,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// `ip` with arguments.
+pub fn ip(args: &[&str]) -> Result<Output, NsError> {
+    run("ip", args)
+}
+
+/// Names of the namespaces `ip netns list` shows.
+pub fn list() -> Vec<String> {
+    ip(&["netns", "list"])
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A network namespace this process created; removed on drop.
+#[derive(Debug)]
+pub struct Netns {
+    name: String,
+}
+
+impl Netns {
+    /// Create namespace `name` with its loopback up.
+    pub fn create(name: &str) -> Result<Netns, NsError> {
+        ip(&["netns", "add", name])?;
+        let ns = Netns { name: name.to_string() };
+        ns.ip(&["link", "set", "lo", "up"])?;
+        Ok(ns)
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `ip -n NAME args...`.
+    pub fn ip(&self, args: &[&str]) -> Result<Output, NsError> {
+        let mut a = vec!["-n", self.name.as_str()];
+        a.extend_from_slice(args);
+        ip(&a)
+    }
+
+    /// A command inside the namespace (`ip netns exec NAME cmd args...`).
+    pub fn exec(&self, cmd: &str, args: &[&str]) -> Result<Output, NsError> {
+        let mut a = vec!["netns", "exec", self.name.as_str(), cmd];
+        a.extend_from_slice(args);
+        ip(&a)
+    }
+
+    /// A command inside the namespace, not waited for.
+    pub fn spawn(&self, cmd: &str, args: &[&str]) -> Result<std::process::Child, NsError> {
+        let shown = format!("ip netns exec {} {cmd} {}", self.name, args.join(" "));
+        Command::new("ip")
+            .args(["netns", "exec", &self.name, cmd])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| NsError::Spawn { cmd: shown, source })
+    }
+
+    /// A sysctl inside the namespace.
+    pub fn sysctl(&self, key: &str, value: &str) -> Result<(), NsError> {
+        self.exec("sysctl", &["-q", "-w", &format!("{key}={value}")])
+            .map(|_| ())
+    }
+
+    /// The index of interface `ifname` in this namespace.
+    pub fn ifindex(&self, ifname: &str) -> Result<u32, NsError> {
+        let out = self.exec("cat", &[&format!("/sys/class/net/{ifname}/ifindex")])?;
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .map_err(|_| NsError::Failed {
+                cmd: format!("ifindex of {ifname} in {}", self.name),
+                stderr: "not a number".into(),
+            })
+    }
+
+    /// Run `f` on a thread inside this namespace and return its result.
+    pub fn enter<T: Send>(&self, f: impl FnOnce() -> T + Send) -> Result<T, NsError> {
+        let path = format!("/var/run/netns/{}", self.name);
+        let file = File::open(&path).map_err(|source| NsError::Enter {
+            name: self.name.clone(),
+            source,
+        })?;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // SAFETY: setns on a valid namespace fd affects only this thread.
+                let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+                if rc != 0 {
+                    return Err(NsError::Enter {
+                        name: self.name.clone(),
+                        source: std::io::Error::last_os_error(),
+                    });
+                }
+                Ok(f())
+            })
+            .join()
+            .expect("namespace thread panicked")
+        })
+    }
+
+    /// Remove the namespace now.
+    pub fn remove(self) {
+        drop(self)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = ip(&["netns", "del", &self.name]);
+    }
+}
+
+/// Whether this process runs as root (namespaces and eBPF need it).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}

@@ -1,0 +1,199 @@
+//! Replaying conformance vectors through the eBPF programs with `BPF_PROG_TEST_RUN`.
+//!
+//! Each set runs in a fresh network namespace with one veth interface per port, so that the
+//! program's ifindex-to-port table, `bpf_redirect` and `bpf_clone_redirect` see real devices.
+//! What the program did is read from outside, as a user would see it: the return code (redirect,
+//! shot, pass to the stack), the frame it left (its destination MAC names the port; a feedback
+//! packet is parsed), and the maps (counters say why a frame was dropped; per-port counters say
+//! where the data packet went when the frame itself became a feedback packet).
+
+use crate::dataplane::{Dataplane, NodeTables, PortBinding};
+use crate::ns::{is_root, Netns};
+use libbpf_rs::ProgramInput;
+use mpsched_core::packet::PortId;
+use mpsched_core::vectors::{chosen_path, from_hex, EmitObserved, Hook, Observed, StepResult, VectorSet};
+use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
+use mpsched_core::wire::{internet_checksum, mac_for, parse_frame};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const TC_ACT_OK: u32 = 0;
+const TC_ACT_SHOT: u32 = 2;
+const TC_ACT_REDIRECT: u32 = 7;
+/// `sizeof(struct __sk_buff)`; `ifindex` is at byte 40.
+const SKB_CTX_BYTES: usize = 192;
+const SKB_IFINDEX_AT: usize = 40;
+
+static NEXT_NS: AtomicU32 = AtomicU32::new(0);
+
+/// Replay `set` through the eBPF programs: the initial registers and each step's result.
+pub fn run_ebpf(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResult>), String> {
+    if !is_root() {
+        return Err("BPF_PROG_TEST_RUN needs root".into());
+    }
+    let name = format!(
+        "mpsv-{}-{}",
+        std::process::id(),
+        NEXT_NS.fetch_add(1, Ordering::Relaxed)
+    );
+    let ns = Netns::create(&name).map_err(|e| e.to_string())?;
+    for p in 0..set.n_ports {
+        let (a, b) = (format!("p{p}"), format!("q{p}"));
+        ns.ip(&["link", "add", &a, "type", "veth", "peer", "name", &b])
+            .map_err(|e| e.to_string())?;
+        ns.ip(&["link", "set", &a, "up"]).map_err(|e| e.to_string())?;
+        ns.ip(&["link", "set", &b, "up"]).map_err(|e| e.to_string())?;
+    }
+    let mut ports = Vec::new();
+    for p in 0..set.n_ports {
+        ports.push(PortBinding {
+            ifindex: ns.ifindex(&format!("p{p}")).map_err(|e| e.to_string())?,
+            own_mac: mac_for(OWN_MAC_NODE, p as PortId),
+            peer_mac: mac_for(PEER_MAC_NODE, p as PortId),
+        });
+    }
+    let tables = NodeTables {
+        switch: set.config.clone(),
+        ports: ports.clone(),
+        markers: set.markers.clone(),
+        test_draws: set.rs_raw_draws.clone(),
+        test_clock: true,
+    };
+    ns.enter(|| replay(set, &tables, &ports)).map_err(|e| e.to_string())?
+}
+
+fn replay(
+    set: &VectorSet,
+    tables: &NodeTables,
+    ports: &[PortBinding],
+) -> Result<(BTreeMap<String, u64>, Vec<StepResult>), String> {
+    let dp = Dataplane::load(tables).map_err(|e| e.to_string())?;
+    let initial = dp.snapshot().map_err(|e| e.to_string())?;
+    let mut prev = initial.clone();
+    let mut results = Vec::new();
+    let fb_port = set.config.feedback_port;
+    for (i, st) in set.steps.iter().enumerate() {
+        let at = format!("{} step {i} ({})", set.name, st.note);
+        let frame = from_hex(&st.frame).map_err(|e| format!("{at}: {e}"))?;
+        let port = ports
+            .get(usize::from(st.port))
+            .map(|p| p.ifindex)
+            .ok_or_else(|| format!("{at}: port {} does not exist", st.port))?;
+        if st.hook == Hook::Egress {
+            dp.set_test_clock(st.time_ns).map_err(|e| e.to_string())?;
+        }
+        let prog = dp
+            .program(match st.hook {
+                Hook::Ingress => "mps_ingress",
+                Hook::Egress => "mps_egress",
+            })
+            .map_err(|e| e.to_string())?;
+        let mut ctx = vec![0u8; SKB_CTX_BYTES];
+        ctx[SKB_IFINDEX_AT..SKB_IFINDEX_AT + 4].copy_from_slice(&port.to_ne_bytes());
+        let mut out = vec![0u8; 4096];
+        let input = ProgramInput {
+            context_in: Some(&mut ctx),
+            data_in: Some(&frame),
+            data_out: Some(&mut out),
+            ..Default::default()
+        };
+        let res = prog
+            .test_run(input)
+            .map_err(|e| format!("{at}: BPF_PROG_TEST_RUN: {e}"))?;
+        let retval = res.return_value;
+        let out_frame = res.data.map(|d| d.to_vec()).unwrap_or_default();
+        let regs = dp.snapshot().map_err(|e| e.to_string())?;
+        let delta = |k: &str| regs.get(k).copied().unwrap_or(0) - prev.get(k).copied().unwrap_or(0);
+        let mut obs = Observed {
+            action: String::new(),
+            port: None,
+            drop_reason: None,
+            path: chosen_path(&prev, &regs),
+            ttl: None,
+            ecn: None,
+            emit: None,
+        };
+        match (st.hook, retval) {
+            (Hook::Egress, TC_ACT_OK) => {
+                obs.action = "transmit".into();
+                if let Ok(m) = parse_frame(&out_frame, fb_port) {
+                    obs.ecn = Some(m.ecn);
+                } else if out_frame.len() >= 34 && out_frame[12..14] == [0x08, 0x00] {
+                    obs.ecn = Some(mpsched_core::packet::Ecn::from_bits(out_frame[15]));
+                }
+            }
+            (Hook::Ingress, TC_ACT_REDIRECT) => {
+                obs.action = "redirect".into();
+                check_ipv4_checksum(&out_frame).map_err(|e| format!("{at}: {e}"))?;
+                let out_port =
+                    port_of_mac(&out_frame).ok_or_else(|| format!("{at}: output frame to an unknown MAC"))?;
+                let meta = parse_frame(&out_frame, fb_port).map_err(|e| format!("{at}: output frame: {e:?}"))?;
+                let is_feedback = meta.feedback.is_some() && st.frame != mpsched_core::vectors::to_hex(&out_frame);
+                let sent: Vec<PortId> = (0..set.n_ports as PortId)
+                    .flat_map(|p| (0..delta(&format!("port{p}.tx_pkts"))).map(move |_| p))
+                    .collect();
+                if is_feedback && meta.src_ip == set.config.own_ip {
+                    let fb = meta.feedback.unwrap();
+                    obs.emit = Some(EmitObserved {
+                        port: out_port,
+                        dst_ip: meta.dst_ip,
+                        group: fb.group,
+                        path: fb.path,
+                    });
+                    let mut others = sent.clone();
+                    if let Some(k) = others.iter().position(|&p| p == out_port) {
+                        others.remove(k);
+                    }
+                    obs.port = others.first().copied();
+                } else {
+                    obs.port = Some(out_port);
+                    obs.ttl = Some(meta.ttl);
+                    obs.ecn = Some(meta.ecn);
+                }
+            }
+            (Hook::Ingress, TC_ACT_SHOT) => {
+                if delta("counter.feedback_rx") + delta("counter.feedback_unknown_group") > 0 {
+                    obs.action = "consume".into();
+                } else {
+                    obs.action = "drop".into();
+                    obs.drop_reason = [
+                        ("counter.no_route", "no_route"),
+                        ("counter.ttl_expired", "ttl_expired"),
+                        ("counter.avoidance", "congestion_avoidance"),
+                        ("counter.malformed", "malformed"),
+                    ]
+                    .iter()
+                    .find(|(k, _)| delta(k) > 0)
+                    .map(|(_, n)| n.to_string());
+                }
+            }
+            (Hook::Ingress, TC_ACT_OK) => obs.action = "to_stack".into(),
+            (_, r) => return Err(format!("{at}: unexpected return code {r}")),
+        }
+        prev = regs.clone();
+        results.push(StepResult {
+            observed: obs,
+            registers: regs,
+        });
+    }
+    Ok((initial, results))
+}
+
+/// The port whose peer MAC a frame is addressed to.
+fn port_of_mac(frame: &[u8]) -> Option<PortId> {
+    let dst: [u8; 6] = frame.get(..6)?.try_into().ok()?;
+    let p = u16::from_be_bytes([dst[4], dst[5]]);
+    (mac_for(PEER_MAC_NODE, p) == dst).then_some(p)
+}
+
+fn check_ipv4_checksum(frame: &[u8]) -> Result<(), String> {
+    if frame.len() < 34 || frame[12..14] != [0x08, 0x00] {
+        return Ok(());
+    }
+    let ihl = usize::from(frame[14] & 0x0f) * 4;
+    let hdr = frame.get(14..14 + ihl).ok_or("IPv4 header beyond the frame")?;
+    if internet_checksum(hdr, 0) != 0 {
+        return Err(format!("output IPv4 header checksum is wrong: {:02x?}", hdr));
+    }
+    Ok(())
+}
