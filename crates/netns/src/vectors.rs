@@ -26,40 +26,80 @@ const SKB_IFINDEX_AT: usize = 40;
 
 static NEXT_NS: AtomicU32 = AtomicU32::new(0);
 
+/// A namespace with `n` veth ports (`p0`..), for running a node's programs under
+/// `BPF_PROG_TEST_RUN`; removed on drop.
+pub struct TestNode {
+    ns: Netns,
+    /// The ports' bindings (ifindex in the namespace, MACs as the vectors use them).
+    pub ports: Vec<PortBinding>,
+}
+
+impl TestNode {
+    /// Create the namespace and its ports.
+    pub fn create(n_ports: usize) -> Result<TestNode, String> {
+        if !is_root() {
+            return Err("BPF_PROG_TEST_RUN needs root".into());
+        }
+        let name = format!("mpsv-{}-{}", std::process::id(), NEXT_NS.fetch_add(1, Ordering::Relaxed));
+        let ns = Netns::create(&name).map_err(|e| e.to_string())?;
+        let mut ports = Vec::new();
+        for p in 0..n_ports {
+            let (a, b) = (format!("p{p}"), format!("q{p}"));
+            ns.ip(&["link", "add", &a, "type", "veth", "peer", "name", &b])
+                .map_err(|e| e.to_string())?;
+            ns.ip(&["link", "set", &a, "up"]).map_err(|e| e.to_string())?;
+            ns.ip(&["link", "set", &b, "up"]).map_err(|e| e.to_string())?;
+            ports.push(PortBinding {
+                ifindex: ns.ifindex(&a).map_err(|e| e.to_string())?,
+                own_mac: mac_for(OWN_MAC_NODE, p as PortId),
+                peer_mac: mac_for(PEER_MAC_NODE, p as PortId),
+            });
+        }
+        Ok(TestNode { ns, ports })
+    }
+
+    /// Run `f` inside the namespace.
+    pub fn enter<T: Send>(&self, f: impl FnOnce() -> T + Send) -> Result<T, String> {
+        self.ns.enter(f).map_err(|e| e.to_string())
+    }
+}
+
+/// Run `prog` of a loaded data plane once on `frame` arriving on (or leaving by) `ifindex`,
+/// `repeat` times; returns the return code, the frame it leaves and the mean time per run.
+pub fn test_run(
+    dp: &Dataplane,
+    prog: &str,
+    ifindex: u32,
+    frame: &[u8],
+    repeat: u32,
+) -> Result<(u32, Vec<u8>, std::time::Duration), String> {
+    let prog = dp.program(prog).map_err(|e| e.to_string())?;
+    let mut ctx = vec![0u8; SKB_CTX_BYTES];
+    ctx[SKB_IFINDEX_AT..SKB_IFINDEX_AT + 4].copy_from_slice(&ifindex.to_ne_bytes());
+    let mut out = vec![0u8; 4096];
+    let input = ProgramInput {
+        context_in: Some(&mut ctx),
+        data_in: Some(frame),
+        data_out: Some(&mut out),
+        repeat,
+        ..Default::default()
+    };
+    let res = prog.test_run(input).map_err(|e| format!("BPF_PROG_TEST_RUN: {e}"))?;
+    let data = res.data.map(|d| d.to_vec()).unwrap_or_default();
+    Ok((res.return_value, data, res.duration))
+}
+
 /// Replay `set` through the eBPF programs: the initial registers and each step's result.
 pub fn run_ebpf(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResult>), String> {
-    if !is_root() {
-        return Err("BPF_PROG_TEST_RUN needs root".into());
-    }
-    let name = format!(
-        "mpsv-{}-{}",
-        std::process::id(),
-        NEXT_NS.fetch_add(1, Ordering::Relaxed)
-    );
-    let ns = Netns::create(&name).map_err(|e| e.to_string())?;
-    for p in 0..set.n_ports {
-        let (a, b) = (format!("p{p}"), format!("q{p}"));
-        ns.ip(&["link", "add", &a, "type", "veth", "peer", "name", &b])
-            .map_err(|e| e.to_string())?;
-        ns.ip(&["link", "set", &a, "up"]).map_err(|e| e.to_string())?;
-        ns.ip(&["link", "set", &b, "up"]).map_err(|e| e.to_string())?;
-    }
-    let mut ports = Vec::new();
-    for p in 0..set.n_ports {
-        ports.push(PortBinding {
-            ifindex: ns.ifindex(&format!("p{p}")).map_err(|e| e.to_string())?,
-            own_mac: mac_for(OWN_MAC_NODE, p as PortId),
-            peer_mac: mac_for(PEER_MAC_NODE, p as PortId),
-        });
-    }
+    let node = TestNode::create(set.n_ports)?;
     let tables = NodeTables {
         switch: set.config.clone(),
-        ports: ports.clone(),
+        ports: node.ports.clone(),
         markers: set.markers.clone(),
         test_draws: set.rs_raw_draws.clone(),
         test_clock: true,
     };
-    ns.enter(|| replay(set, &tables, &ports)).map_err(|e| e.to_string())?
+    node.enter(|| replay(set, &tables, &node.ports))?
 }
 
 fn replay(
@@ -82,26 +122,11 @@ fn replay(
         if st.hook == Hook::Egress {
             dp.set_test_clock(st.time_ns).map_err(|e| e.to_string())?;
         }
-        let prog = dp
-            .program(match st.hook {
-                Hook::Ingress => "mps_ingress",
-                Hook::Egress => "mps_egress",
-            })
-            .map_err(|e| e.to_string())?;
-        let mut ctx = vec![0u8; SKB_CTX_BYTES];
-        ctx[SKB_IFINDEX_AT..SKB_IFINDEX_AT + 4].copy_from_slice(&port.to_ne_bytes());
-        let mut out = vec![0u8; 4096];
-        let input = ProgramInput {
-            context_in: Some(&mut ctx),
-            data_in: Some(&frame),
-            data_out: Some(&mut out),
-            ..Default::default()
+        let prog = match st.hook {
+            Hook::Ingress => "mps_ingress",
+            Hook::Egress => "mps_egress",
         };
-        let res = prog
-            .test_run(input)
-            .map_err(|e| format!("{at}: BPF_PROG_TEST_RUN: {e}"))?;
-        let retval = res.return_value;
-        let out_frame = res.data.map(|d| d.to_vec()).unwrap_or_default();
+        let (retval, out_frame, _) = test_run(&dp, prog, port, &frame, 1).map_err(|e| format!("{at}: {e}"))?;
         let regs = dp.snapshot().map_err(|e| e.to_string())?;
         let delta = |k: &str| regs.get(k).copied().unwrap_or(0) - prev.get(k).copied().unwrap_or(0);
         let mut obs = Observed {

@@ -5,14 +5,14 @@ use crate::link::Link;
 use crate::packet::{Packet, CONTROL_FLOW, NO_PATH};
 use crate::pcap::Capture;
 use crate::series::TimeSeries;
+use crate::wiring::Wiring;
 use mpsched_core::packet::{Ipv4, PacketMeta, PortId, UDP_OVERHEAD_BYTES};
 use mpsched_core::program::{EgressVerdict, Program, QueueMeta, Verdict};
 use mpsched_core::rng::SeededRandom;
-use mpsched_core::switch::{ConfluenceConfig, MultipathSwitch, SplitGroupConfig, SwitchConfig};
-use mpsched_core::table::Route;
+use mpsched_core::switch::MultipathSwitch;
 use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures};
 use mpsched_scenario::{NodeKind, Scenario};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// How long the simulation runs past the scenario's end so that packets in flight are delivered
@@ -152,7 +152,6 @@ pub struct Simulation {
 impl Simulation {
     /// Wire the scenario into nodes, links, programs and sources.
     pub fn new(sc: &Scenario, opts: &SimOptions) -> Result<Simulation, SimError> {
-        let n = sc.nodes.len();
         let mut nodes: Vec<NodeState> = sc
             .nodes
             .iter()
@@ -204,107 +203,15 @@ impl Simulation {
                 .expect("validated: linked") as PortId
         };
 
-        // Routes: shortest paths by hop count, ties to the lowest port.
-        let adjacency: Vec<Vec<usize>> = nodes
-            .iter()
-            .map(|x| x.peers.iter().map(|&(p, _)| p as usize).collect())
-            .collect();
-        let mut routes: Vec<BTreeMap<usize, PortId>> = vec![BTreeMap::new(); n];
-        for d in 0..n {
-            let mut dist = vec![u32::MAX; n];
-            dist[d] = 0;
-            let mut q = VecDeque::from([d]);
-            while let Some(u) = q.pop_front() {
-                // Hosts do not forward.
-                if u != d && sc.nodes[u].kind == NodeKind::Host {
-                    continue;
-                }
-                for &v in &adjacency[u] {
-                    if dist[v] == u32::MAX {
-                        dist[v] = dist[u] + 1;
-                        q.push_back(v);
-                    }
-                }
-            }
-            for u in 0..n {
-                if u == d || dist[u] == u32::MAX {
-                    continue;
-                }
-                if let Some(port) = adjacency[u]
-                    .iter()
-                    .position(|&v| dist[v] != u32::MAX && dist[v] + 1 == dist[u])
-                {
-                    routes[u].insert(d, port as PortId);
-                }
-            }
-        }
-        // Flows pinned to a path: their destination is routed along it.
-        for f in &sc.flows {
-            if let Some(p) = f.path {
-                let pn = &sc.paths[p].nodes;
-                for w in pn.windows(2) {
-                    routes[w[0]].insert(f.dst, port_to(&nodes, w[0], w[1]));
-                }
-            }
-        }
-
-        // Programs.
+        // Programs, from the shared control plane.
+        let wiring = Wiring::of(sc);
         let mut rng = SeededRandom::new(opts.seed);
         for (i, node) in sc.nodes.iter().enumerate() {
-            if node.kind != NodeKind::Switch {
+            let Some(cfg) = &wiring.switches[i] else {
                 continue;
-            }
-            let mut cfg = SwitchConfig::forwarding(
-                node.ip,
-                routes[i]
-                    .iter()
-                    .map(|(&d, &port)| Route {
-                        prefix: sc.nodes[d].ip,
-                        len: 32,
-                        port,
-                    })
-                    .collect(),
-            );
-            let mut markers = BTreeMap::new();
-            for (g, s) in sc.splits.iter().enumerate() {
-                let paths: Vec<&Vec<usize>> = s.paths.iter().map(|&p| &sc.paths[p].nodes).collect();
-                if paths[0][0] == i {
-                    cfg.splits.push(SplitGroupConfig {
-                        group: g as u8,
-                        src_ip: sc.nodes[s.src].ip,
-                        dst_ip: sc.nodes[s.dst].ip,
-                        ports: paths.iter().map(|p| port_to(&nodes, i, p[1])).collect(),
-                        scheduler: s.scheduler.clone(),
-                    });
-                }
-                // The confluence point's feedback is part of DWRR; other schedulers ignore it.
-                let wants_feedback = matches!(s.scheduler, mpsched_core::sched::SchedulerConfig::Dwrr { .. });
-                if wants_feedback && *paths[0].last().unwrap() == i {
-                    let prev: Vec<usize> = paths.iter().map(|p| p[p.len() - 2]).collect();
-                    let ports: Vec<PortId> = prev.iter().map(|&x| port_to(&nodes, i, x)).collect();
-                    cfg.confluences.push(ConfluenceConfig {
-                        group: g as u8,
-                        src_ip: sc.nodes[s.src].ip,
-                        dst_ip: sc.nodes[s.dst].ip,
-                        path_ingress_ports: ports.clone(),
-                        return_ports: ports,
-                        splitter_ip: sc.nodes[paths[0][0]].ip,
-                        feedback_every: s.feedback_every,
-                    });
-                }
-                if let Some(th) = s.ecn_threshold_pkts {
-                    for p in &paths {
-                        for w in p.windows(2) {
-                            if w[0] == i {
-                                markers.insert(port_to(&nodes, i, w[1]), th);
-                            }
-                        }
-                    }
-                }
-            }
-            cfg.ecn_markers = markers.into_iter().collect();
+            };
             let node_seed = rng.next_u64();
-            let prog = MultipathSwitch::new(&cfg, |g| Box::new(SeededRandom::new(node_seed ^ (u64::from(g) << 32))))
+            let prog = MultipathSwitch::new(cfg, |g| Box::new(SeededRandom::new(node_seed ^ (u64::from(g) << 32))))
                 .map_err(|e| SimError::Config(format!("node `{}`: {e}", node.name)))?;
             nodes[i].program = Some(Box::new(prog));
         }

@@ -1,0 +1,158 @@
+//! The control plane's view of a scenario: which port of each node leads where, the routes, and
+//! the tables each switch's program is filled with. Both backends wire a scenario from this, so
+//! the simulator and the kernel data plane run the same tables.
+
+use mpsched_core::packet::PortId;
+use mpsched_core::sched::SchedulerConfig;
+use mpsched_core::switch::{ConfluenceConfig, SplitGroupConfig, SwitchConfig};
+use mpsched_core::table::Route;
+use mpsched_scenario::{NodeKind, Scenario};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Ports, routes and switch tables of a scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Wiring {
+    /// Per node, per port (in the order the node's links are declared): the node at the other
+    /// end, the port there, and the scenario link.
+    pub ports: Vec<Vec<PortEnd>>,
+    /// Per node: destination node -> egress port. Shortest paths by hop count (hosts do not
+    /// forward), ties to the lowest port; a flow pinned to a path routes its destination along
+    /// that path.
+    pub routes: Vec<BTreeMap<usize, PortId>>,
+    /// Per node: its switch program's tables (None for hosts).
+    pub switches: Vec<Option<SwitchConfig>>,
+}
+
+/// The far end of a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortEnd {
+    /// Node at the other end.
+    pub peer: usize,
+    /// Its port.
+    pub peer_port: PortId,
+    /// Index into `Scenario::links`.
+    pub link: usize,
+}
+
+impl Wiring {
+    /// The port of `from` that leads to its neighbour `to`.
+    pub fn port_to(&self, from: usize, to: usize) -> Option<PortId> {
+        self.ports[from].iter().position(|e| e.peer == to).map(|p| p as PortId)
+    }
+
+    /// Wire `sc`.
+    pub fn of(sc: &Scenario) -> Wiring {
+        let n = sc.nodes.len();
+        let mut ports: Vec<Vec<PortEnd>> = vec![Vec::new(); n];
+        for (li, l) in sc.links.iter().enumerate() {
+            let (pa, pb) = (ports[l.a].len() as PortId, ports[l.b].len() as PortId);
+            ports[l.a].push(PortEnd {
+                peer: l.b,
+                peer_port: pb,
+                link: li,
+            });
+            ports[l.b].push(PortEnd {
+                peer: l.a,
+                peer_port: pa,
+                link: li,
+            });
+        }
+        let mut w = Wiring {
+            ports,
+            routes: vec![BTreeMap::new(); n],
+            switches: vec![None; n],
+        };
+        let adjacency: Vec<Vec<usize>> = w.ports.iter().map(|ps| ps.iter().map(|e| e.peer).collect()).collect();
+        for d in 0..n {
+            let mut dist = vec![u32::MAX; n];
+            dist[d] = 0;
+            let mut q = VecDeque::from([d]);
+            while let Some(u) = q.pop_front() {
+                if u != d && sc.nodes[u].kind == NodeKind::Host {
+                    continue;
+                }
+                for &v in &adjacency[u] {
+                    if dist[v] == u32::MAX {
+                        dist[v] = dist[u] + 1;
+                        q.push_back(v);
+                    }
+                }
+            }
+            for u in 0..n {
+                if u == d || dist[u] == u32::MAX {
+                    continue;
+                }
+                if let Some(port) = adjacency[u]
+                    .iter()
+                    .position(|&v| dist[v] != u32::MAX && dist[v] + 1 == dist[u])
+                {
+                    w.routes[u].insert(d, port as PortId);
+                }
+            }
+        }
+        for f in &sc.flows {
+            if let Some(p) = f.path {
+                for hop in sc.paths[p].nodes.windows(2) {
+                    let port = w.port_to(hop[0], hop[1]).expect("validated: linked");
+                    w.routes[hop[0]].insert(f.dst, port);
+                }
+            }
+        }
+        for (i, node) in sc.nodes.iter().enumerate() {
+            if node.kind != NodeKind::Switch {
+                continue;
+            }
+            let mut cfg = SwitchConfig::forwarding(
+                node.ip,
+                w.routes[i]
+                    .iter()
+                    .map(|(&d, &port)| Route {
+                        prefix: sc.nodes[d].ip,
+                        len: 32,
+                        port,
+                    })
+                    .collect(),
+            );
+            let mut markers = BTreeMap::new();
+            for (g, s) in sc.splits.iter().enumerate() {
+                let paths: Vec<&Vec<usize>> = s.paths.iter().map(|&p| &sc.paths[p].nodes).collect();
+                let to = |a: usize, b: usize| w.port_to(a, b).expect("validated: linked");
+                if paths[0][0] == i {
+                    cfg.splits.push(SplitGroupConfig {
+                        group: g as u8,
+                        src_ip: sc.nodes[s.src].ip,
+                        dst_ip: sc.nodes[s.dst].ip,
+                        ports: paths.iter().map(|p| to(i, p[1])).collect(),
+                        scheduler: s.scheduler.clone(),
+                    });
+                }
+                // The confluence point's feedback is part of DWRR; other schedulers ignore it.
+                let wants_feedback = matches!(s.scheduler, SchedulerConfig::Dwrr { .. });
+                if wants_feedback && *paths[0].last().unwrap() == i {
+                    let ports: Vec<PortId> = paths.iter().map(|p| to(i, p[p.len() - 2])).collect();
+                    cfg.confluences.push(ConfluenceConfig {
+                        group: g as u8,
+                        src_ip: sc.nodes[s.src].ip,
+                        dst_ip: sc.nodes[s.dst].ip,
+                        path_ingress_ports: ports.clone(),
+                        return_ports: ports,
+                        splitter_ip: sc.nodes[paths[0][0]].ip,
+                        feedback_every: s.feedback_every,
+                    });
+                }
+                if let Some(th) = s.ecn_threshold_pkts {
+                    for p in &paths {
+                        for hop in p.windows(2) {
+                            if hop[0] == i {
+                                markers.insert(to(i, hop[1]), th);
+                            }
+                        }
+                    }
+                }
+            }
+            cfg.ecn_markers = markers.into_iter().collect();
+            w.switches[i] = Some(cfg);
+        }
+        w
+    }
+}
