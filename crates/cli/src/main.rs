@@ -45,6 +45,19 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// Set by SIGINT / SIGTERM; long runs poll it and clean up before exiting.
+pub fn stop_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    static FLAG: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
+    FLAG.get_or_init(|| {
+        let f = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            let _ = signal_hook::flag::register(sig, f.clone());
+        }
+        f
+    })
+    .clone()
+}
+
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("mpsched: internal error: {info}\nThis is a bug; please report it with the command you ran.");
@@ -63,6 +76,10 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            if let Some(mpsched_netns::backend::NetnsError::Interrupted(_)) = e.downcast_ref() {
+                eprintln!("error: {e}");
+                return ExitCode::from(130);
+            }
             if e.downcast_ref::<mpsched_scenario::ScenarioError>().is_some() || e.downcast_ref::<UsageError>().is_some()
             {
                 eprintln!("error: {e}");

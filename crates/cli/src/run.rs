@@ -11,6 +11,7 @@ use mpsched_scenario::{Scenario, SCHEDULERS};
 use mpsched_sim::experiment::{planned_ps, run_plan, ExperimentError, Plan, VariantResult};
 use mpsched_sim::pcap::DEFAULT_SNAPLEN;
 use mpsched_sim::CaptureRequest;
+use mpsched_netns::backend::{self, NetnsError, NetnsOptions};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -35,9 +36,16 @@ pub struct RunArgs {
     /// Run only this variant (repeatable; default: all).
     #[arg(long = "variant")]
     variants: Vec<String>,
-    /// Backend: sim (the simulator).
+    /// Backend: sim (the simulator) or netns (the Linux kernel: namespaces, eBPF, iperf3; root).
     #[arg(long, default_value = "sim")]
     backend: String,
+    /// netns: run links that have propagation delay without it when the kernel lacks netem.
+    #[arg(long)]
+    ignore_delay: bool,
+    /// netns: sample each marking interface's virtual queue and qdisc backlog this often
+    /// (milliseconds) into queue_tracking.csv.
+    #[arg(long, value_name = "MS")]
+    track_queues: Option<u64>,
     /// Capture NODE:IFACE (IFACE is ethN or a neighbour's name) to a pcap file (repeatable).
     #[arg(long = "pcap", value_name = "NODE:IFACE")]
     pcaps: Vec<String>,
@@ -72,12 +80,11 @@ fn resolve(arg: Option<&str>) -> anyhow::Result<(Scenario, bool)> {
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<()> {
-    if a.backend != "sim" {
-        return Err(UsageError(format!(
-            "backend `{}` is not available in this build: only `sim` is (the netns backend arrives with the eBPF data plane)",
-            a.backend
-        ))
-        .into());
+    if a.backend != "sim" && a.backend != "netns" {
+        return Err(UsageError(format!("unknown backend `{}`: use sim or netns", a.backend)).into());
+    }
+    if a.backend == "netns" && !a.pcaps.is_empty() {
+        return Err(UsageError("--pcap is a sim option; on netns capture with tcpdump inside the namespaces".into()).into());
     }
     let (mut sc, is_default) = resolve(a.scenario.as_deref())?;
     if let Some(d) = &a.duration {
@@ -141,6 +148,24 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         captures,
     };
 
+    if a.backend == "netns" {
+        let opts = NetnsOptions {
+            ignore_delay: a.ignore_delay,
+            stop: crate::stop_flag(),
+            track_queues: a.track_queues.map(Duration::from_millis),
+        };
+        let results = run_netns(&sc, &plan, &opts)?;
+        finish(&sc, &out, multi, &results, !a.no_plot, "netns")?;
+        for (_, variant, text) in take_tracking() {
+            let dir = match (&variant, multi) {
+                (Some(v), true) => out.join(v),
+                _ => out.clone(),
+            };
+            std::fs::write(dir.join("queue_tracking.csv"), text)?;
+        }
+        println!("\nResults in {}", out.display());
+        return Ok(());
+    }
     let total = planned_ps(&sc, &plan);
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
     bar.set_style(
@@ -169,27 +194,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
     };
     let wall = started.elapsed();
 
-    for r in &results {
-        let dir = if multi {
-            out.join(r.variant.as_deref().unwrap_or("run"))
-        } else {
-            out.clone()
-        };
-        std::fs::create_dir_all(&dir)?;
-        write_outputs(&dir, r, !a.no_plot)?;
-    }
-    if multi {
-        let ms = MultiSummary {
-            scenario: sc.name.clone(),
-            reproduces: sc.reproduces.clone(),
-            backend: "sim".into(),
-            seed: results[0].summary.seed,
-            duration_s: results[0].summary.duration_s,
-            variants: results.iter().map(|r| r.summary.clone()).collect(),
-        };
-        write_json(&out.join("summary.json"), &ms)?;
-    }
-    print_table(&sc, &results);
+    finish(&sc, &out, multi, &results, !a.no_plot, "sim")?;
     let events: u64 = results.iter().map(|r| r.events).sum();
     println!(
         "\n{} events in {:.2} s wall ({:.1} M events/s). Results in {}",
@@ -199,6 +204,146 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         out.display()
     );
     Ok(())
+}
+
+/// Write each variant's outputs and the multi-variant summary, and print the table.
+pub fn finish(
+    sc: &Scenario,
+    out: &Path,
+    multi: bool,
+    results: &[VariantResult],
+    plot: bool,
+    backend: &str,
+) -> anyhow::Result<()> {
+    for r in results {
+        let dir = if multi {
+            out.join(r.variant.as_deref().unwrap_or("run"))
+        } else {
+            out.to_path_buf()
+        };
+        std::fs::create_dir_all(&dir)?;
+        write_outputs(&dir, r, plot)?;
+    }
+    if multi {
+        let ms = MultiSummary {
+            scenario: sc.name.clone(),
+            reproduces: sc.reproduces.clone(),
+            backend: backend.into(),
+            seed: results[0].summary.seed,
+            duration_s: results[0].summary.duration_s,
+            variants: results.iter().map(|r| r.summary.clone()).collect(),
+        };
+        write_json(&out.join("summary.json"), &ms)?;
+    }
+    print_table(sc, results);
+    Ok(())
+}
+
+/// Run a plan on the netns backend, variant by variant, repetition by repetition.
+pub fn run_netns(sc: &Scenario, plan: &Plan, opts: &NetnsOptions) -> anyhow::Result<Vec<VariantResult>> {
+    let names: Vec<Option<String>> = if !plan.variants.is_empty() {
+        plan.variants.iter().cloned().map(Some).collect()
+    } else if sc.variants.is_empty() {
+        vec![None]
+    } else {
+        sc.variant_names().into_iter().map(Some).collect()
+    };
+    // Kernel runs take real time: one repetition unless asked for more.
+    let reps = plan.repetitions.unwrap_or(1).max(1);
+    if plan.repetitions.is_none() && sc.repetitions > 1 {
+        eprintln!(
+            "netns: running 1 repetition (the scenario asks for {}; pass --repetitions {} for all of them)",
+            sc.repetitions, sc.repetitions
+        );
+    }
+    let seed = plan.seed.unwrap_or(sc.seed);
+    let secs_each = (sc.duration_ps as f64 / 1e12) + 4.0;
+    let total = secs_each * names.len() as f64 * f64::from(reps);
+    let bar = ProgressBar::new(total.ceil() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg} [{bar:40}] {pos}/{len} s on the kernel, eta {eta}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    let started = Instant::now();
+    let ticker_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ticker = {
+        let (bar, stop) = (bar.clone(), ticker_stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                bar.set_position(started.elapsed().as_secs().min(total as u64));
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    let mut out = Vec::new();
+    let result = (|| -> anyhow::Result<()> {
+        for name in &names {
+            let scv = match name {
+                Some(v) => sc.with_variant(v)?,
+                None => sc.clone(),
+            };
+            let mut runs = Vec::new();
+            let mut first = None;
+            for r in 0..reps {
+                let mut one = scv.clone();
+                one.seed = seed + u64::from(r);
+                bar.set_message(format!("{} {}", sc.name, name.as_deref().unwrap_or("")));
+                let run_id = backend::new_run_id();
+                let res = backend::run(&one, &run_id, opts).map_err(|e| match e {
+                    NetnsError::Missing(_) | NetnsError::Unsupported(_) => anyhow::Error::new(UsageError(e.to_string())),
+                    other => anyhow::Error::new(other),
+                })?;
+                runs.push(res.figures);
+                if first.is_none() {
+                    first = Some((res.series, res.queue_tracking));
+                }
+            }
+            let (series, tracking) = first.expect("at least one repetition");
+            let summary = Summary::aggregate(
+                &scv.name,
+                name.as_deref(),
+                &scv.reproduces,
+                "netns",
+                seed,
+                scv.duration_ps as f64 / 1e12,
+                runs,
+            );
+            if !tracking.is_empty() {
+                let mut text = String::from("time_s,node,port,virtual_queue_bytes,qdisc_backlog_bytes\n");
+                for (t, node, port, vq, q) in &tracking {
+                    text.push_str(&format!("{t:.3},{node},{port},{vq},{q}\n"));
+                }
+                out_tracking(&scv.name, name.as_deref(), text);
+            }
+            out.push(VariantResult {
+                variant: name.clone(),
+                summary,
+                series,
+                events: 0,
+                scenario: scv,
+            });
+        }
+        Ok(())
+    })();
+    ticker_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = ticker.join();
+    bar.finish_and_clear();
+    result?;
+    Ok(out)
+}
+
+thread_local! {
+    static TRACKING: std::cell::RefCell<Vec<(String, Option<String>, String)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn out_tracking(scenario: &str, variant: Option<&str>, text: String) {
+    TRACKING.with(|t| t.borrow_mut().push((scenario.to_string(), variant.map(str::to_string), text)));
+}
+
+/// Queue-tracking samples gathered by the last netns run, per variant.
+pub fn take_tracking() -> Vec<(String, Option<String>, String)> {
+    TRACKING.with(|t| std::mem::take(&mut *t.borrow_mut()))
 }
 
 fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {

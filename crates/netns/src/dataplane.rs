@@ -336,7 +336,10 @@ impl Dataplane {
     }
 
     /// Attach the ingress program to `ifindex` (and the egress marker too when `egress`), in
-    /// the calling thread's network namespace. Detached by [`Dataplane::detach_all`] or drop.
+    /// the calling thread's network namespace. Detached by [`Dataplane::detach_all`], called in
+    /// the same namespace, or with the interface; dropping the data plane does not detach
+    /// (its thread may be in another namespace by then, where the same ifindex is another
+    /// interface).
     pub fn attach(&mut self, ifindex: u32, egress: bool) -> Result<(), DataplaneError> {
         let points = if egress {
             vec![(TC_INGRESS, "mps_ingress"), (TC_EGRESS, "mps_egress")]
@@ -420,8 +423,3 @@ fn split_registers(s: &mpsched_core::switch::SplitGroupConfig) -> Result<layout:
     Ok(v)
 }
 
-impl Drop for Dataplane {
-    fn drop(&mut self) {
-        self.detach_all();
-    }
-}

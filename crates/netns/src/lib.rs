@@ -12,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+pub mod backend;
 pub mod dataplane;
 pub mod layout;
 pub mod ns;

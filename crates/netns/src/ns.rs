@@ -139,28 +139,29 @@ impl Netns {
             })
     }
 
-    /// Run `f` on a thread inside this namespace and return its result.
-    pub fn enter<T: Send>(&self, f: impl FnOnce() -> T + Send) -> Result<T, NsError> {
-        let path = format!("/var/run/netns/{}", self.name);
-        let file = File::open(&path).map_err(|source| NsError::Enter {
+    /// Run `f` with the calling thread inside this namespace, then switch it back (also if `f`
+    /// panics). Netlink sockets, `/proc/thread-self/net` and interface indexes that `f` uses
+    /// are this namespace's.
+    pub fn enter<T>(&self, f: impl FnOnce() -> T) -> Result<T, NsError> {
+        let err = |source| NsError::Enter {
             name: self.name.clone(),
             source,
-        })?;
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                // SAFETY: setns on a valid namespace fd affects only this thread.
-                let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-                if rc != 0 {
-                    return Err(NsError::Enter {
-                        name: self.name.clone(),
-                        source: std::io::Error::last_os_error(),
-                    });
-                }
-                Ok(f())
-            })
-            .join()
-            .expect("namespace thread panicked")
-        })
+        };
+        let home = File::open("/proc/thread-self/ns/net").map_err(err)?;
+        let target = File::open(format!("/var/run/netns/{}", self.name)).map_err(err)?;
+        // SAFETY: setns on a valid namespace fd affects only the calling thread.
+        if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(err(std::io::Error::last_os_error()));
+        }
+        struct Back(File);
+        impl Drop for Back {
+            fn drop(&mut self) {
+                // SAFETY: as above; the thread's original namespace.
+                unsafe { libc::setns(self.0.as_raw_fd(), libc::CLONE_NEWNET) };
+            }
+        }
+        let _back = Back(home);
+        Ok(f())
     }
 
     /// Remove the namespace now.

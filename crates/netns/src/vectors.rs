@@ -59,7 +59,7 @@ impl TestNode {
     }
 
     /// Run `f` inside the namespace.
-    pub fn enter<T: Send>(&self, f: impl FnOnce() -> T + Send) -> Result<T, String> {
+    pub fn enter<T>(&self, f: impl FnOnce() -> T) -> Result<T, String> {
         self.ns.enter(f).map_err(|e| e.to_string())
     }
 }

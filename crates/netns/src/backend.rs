@@ -1,0 +1,637 @@
+//! The netns backend: a scenario on the Linux kernel.
+//!
+//! One network namespace per node (`mps-<run id>-<node>`), one veth pair per link created
+//! directly inside the two namespaces (interface `e<port>` is the node's port `port`), htb at
+//! the link's rate on every interface with a pfifo of the scenario's queue capacity (netem
+//! instead when the scenario has propagation delay and the kernel has it), the eBPF switch
+//! program on every switch interface (the kernel's own forwarding stays off there, so every
+//! forwarding decision is the program's), the egress marker on the path interfaces that mark,
+//! static neighbour entries instead of ARP, iperf3 servers and UDP clients for the flows, and a
+//! sampler reading interface counters each second as bwm-ng does.
+//!
+//! Everything made is removed when the run ends, fails or is interrupted: the namespaces are
+//! deleted (which takes their interfaces, qdiscs and attached programs with them), the traffic
+//! processes are killed, and nothing is pinned in bpffs.
+
+use crate::dataplane::{Dataplane, NodeTables, PortBinding};
+use crate::ns::{self, is_root, Netns, NsError};
+use mpsched_core::frame::MarkerConfig;
+use mpsched_core::packet::{ipv4_to_string, Ecn, PortId, UDP_OVERHEAD_BYTES};
+use mpsched_core::wire::mac_for;
+use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures};
+use mpsched_scenario::{NodeKind, Scenario};
+use mpsched_sim::wiring::Wiring;
+use mpsched_sim::TimeSeries;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::process::Child;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const PS_PER_S: u64 = 1_000_000_000_000;
+/// Time after the scenario's end for packets in flight and iperf3's final reports.
+const DRAIN: Duration = Duration::from_secs(2);
+/// Prefix of every namespace this backend makes.
+pub const NS_PREFIX: &str = "mps-";
+
+/// Errors of a netns run.
+#[derive(Debug, thiserror::Error)]
+pub enum NetnsError {
+    /// Not root, a tool or a kernel feature missing.
+    #[error("{0}")]
+    Missing(String),
+    /// The scenario cannot run on this backend as it is.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A command or namespace operation failed.
+    #[error(transparent)]
+    Ns(#[from] NsError),
+    /// The eBPF data plane failed.
+    #[error(transparent)]
+    Dataplane(#[from] crate::dataplane::DataplaneError),
+    /// iperf3 misbehaved.
+    #[error("iperf3: {0}")]
+    Traffic(String),
+    /// SIGINT or SIGTERM arrived; everything made has been removed.
+    #[error("interrupted; removed every namespace of run {0}")]
+    Interrupted(String),
+}
+
+/// Options of a netns run.
+#[derive(Clone, Debug, Default)]
+pub struct NetnsOptions {
+    /// Run links with propagation delay without it, where the kernel has no netem.
+    pub ignore_delay: bool,
+    /// Set when the run must stop (SIGINT / SIGTERM).
+    pub stop: Arc<AtomicBool>,
+    /// Sample the virtual queues and the qdisc backlogs of the marking interfaces this often
+    /// (None: do not), for `queue_tracking.csv`.
+    pub track_queues: Option<Duration>,
+}
+
+/// The outcome of one run.
+pub struct NetnsRun {
+    /// Figures in the shared results schema.
+    pub figures: RunFigures,
+    /// Per-second samples, with the simulator's column names.
+    pub series: TimeSeries,
+    /// Virtual queue vs qdisc backlog samples: (time s, node, port, vq bytes, qdisc bytes).
+    pub queue_tracking: Vec<(f64, String, PortId, u64, u64)>,
+}
+
+/// A short random id for namespace names.
+pub fn new_run_id() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{:06x}", (t as u64 ^ (u64::from(std::process::id()) << 20)) & 0xff_ffff)
+}
+
+/// Check what a scenario needs: root, iperf3, tc, and netem for propagation delay.
+pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError> {
+    if !is_root() {
+        return Err(NetnsError::Missing(
+            "the netns backend needs root (network namespaces, tc and eBPF); run as root or use --backend sim".into(),
+        ));
+    }
+    for tool in ["ip", "tc", "iperf3"] {
+        if ns::run("sh", &["-c", &format!("command -v {tool}")]).is_err() {
+            return Err(NetnsError::Missing(format!(
+                "`{tool}` not found; install it (scripts/install-deps.sh installs iproute2 and iperf3)"
+            )));
+        }
+    }
+    for f in &sc.flows {
+        if f.ecn == Ecn::Ce {
+            return Err(NetnsError::Unsupported(format!(
+                "flow `{}` sends CE; iperf3 cannot",
+                f.name
+            )));
+        }
+    }
+    let delayed: Vec<usize> = (0..sc.links.len()).filter(|&i| sc.links[i].delay_ps > 0).collect();
+    if delayed.is_empty() {
+        return Ok(false);
+    }
+    let have_netem = kernel_has_qdisc("netem");
+    if have_netem {
+        return Ok(true);
+    }
+    if opts.ignore_delay {
+        return Ok(false);
+    }
+    let i = delayed[0];
+    Err(NetnsError::Missing(format!(
+        "link[{i}] has a propagation delay of {} ns, which needs the netem qdisc, and this kernel has no sch_netem; \
+         pass --ignore-delay to run without the delay, or use --backend sim",
+        sc.links[i].delay_ps / 1000
+    )))
+}
+
+/// Whether the kernel offers qdisc `kind` (tried on a scratch namespace's loopback).
+pub fn kernel_has_qdisc(kind: &str) -> bool {
+    let name = format!("{NS_PREFIX}probe-{}", new_run_id());
+    let Ok(n) = Netns::create(&name) else {
+        return false;
+    };
+    n.exec("tc", &["qdisc", "add", "dev", "lo", "root", kind]).is_ok()
+}
+
+/// The live pieces of a run; dropping it removes everything.
+struct Live {
+    nss: Vec<Netns>,
+    children: Vec<Child>,
+    dataplanes: Vec<(usize, Dataplane)>,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        // Deleting a namespace removes its interfaces, their qdiscs and the attached programs;
+        // the programs and maps are freed when the data planes below close their descriptors.
+        self.nss.clear();
+        self.dataplanes.clear();
+    }
+}
+
+/// One frame's bytes on the wire for a UDP payload.
+fn frame_bytes(payload: u32) -> u64 {
+    u64::from(payload + UDP_OVERHEAD_BYTES)
+}
+
+/// Run `sc` (one variant, one repetition) on the kernel.
+pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun, NetnsError> {
+    let use_netem = preflight(sc, opts)?;
+    let w = Wiring::of(sc);
+    let ns_name = |i: usize| format!("{NS_PREFIX}{run_id}-{}", sc.nodes[i].name);
+    let mut live = Live {
+        nss: Vec::new(),
+        children: Vec::new(),
+        dataplanes: Vec::new(),
+    };
+    let check_stop = |_: &Live| -> Result<(), NetnsError> {
+        if opts.stop.load(Ordering::Relaxed) {
+            Err(NetnsError::Interrupted(run_id.to_string()))
+        } else {
+            Ok(())
+        }
+    };
+
+    // Namespaces.
+    for i in 0..sc.nodes.len() {
+        let n = Netns::create(&ns_name(i))?;
+        n.sysctl("net.ipv6.conf.all.disable_ipv6", "1")?;
+        n.sysctl("net.ipv6.conf.default.disable_ipv6", "1")?;
+        // Switches forward only through their program.
+        n.sysctl("net.ipv4.ip_forward", "0")?;
+        live.nss.push(n);
+        check_stop(&live)?;
+    }
+    let mac = |node: usize, port: PortId| mac_for(node as u32 + 1, port);
+    let ref_frame = sc.flows.iter().map(|f| frame_bytes(f.payload_bytes)).max().unwrap_or(1514);
+
+    // Links: veth pairs made inside both namespaces, shaped in each direction.
+    for (li, l) in sc.links.iter().enumerate() {
+        let pa = w.ports[l.a].iter().position(|e| e.link == li).unwrap() as PortId;
+        let pb = w.ports[l.b].iter().position(|e| e.link == li).unwrap() as PortId;
+        let (ea, eb) = (format!("e{pa}"), format!("e{pb}"));
+        ns::ip(&[
+            "link",
+            "add",
+            &ea,
+            "netns",
+            &ns_name(l.a),
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &eb,
+            "netns",
+            &ns_name(l.b),
+        ])?;
+        for (node, port, ifname) in [(l.a, pa, &ea), (l.b, pb, &eb)] {
+            let n = &live.nss[node];
+            n.ip(&["link", "set", ifname, "address", &mac_string(mac(node, port))])?;
+            n.ip(&["link", "set", ifname, "up"])?;
+            // Offloads would let TCP hand htb 64 KB super-packets.
+            let _ = n.exec("ethtool", &["-K", ifname, "tso", "off", "gso", "off", "gro", "off"]);
+            shape(n, ifname, l.rate_bps, l.queue_pkts, if use_netem { l.delay_ps } else { 0 })?;
+        }
+        check_stop(&live)?;
+    }
+
+    // Hosts: an address, a default route via the neighbour, a static neighbour entry.
+    for (i, node) in sc.nodes.iter().enumerate() {
+        if node.kind != NodeKind::Host {
+            continue;
+        }
+        let n = &live.nss[i];
+        let ip = ipv4_to_string(node.ip);
+        let Some(first) = w.ports[i].first() else {
+            continue;
+        };
+        n.ip(&["addr", "add", &format!("{ip}/32"), "dev", "e0"])?;
+        let gw = ipv4_to_string(sc.nodes[first.peer].ip);
+        n.ip(&["route", "add", &format!("{gw}/32"), "dev", "e0"])?;
+        n.ip(&["route", "add", "default", "via", &gw, "dev", "e0"])?;
+        n.ip(&[
+            "neigh",
+            "replace",
+            &gw,
+            "lladdr",
+            &mac_string(mac(first.peer, first.peer_port)),
+            "dev",
+            "e0",
+            "nud",
+            "permanent",
+        ])?;
+    }
+
+    // Switches: the eBPF program on every interface, the marker on marking ones.
+    for (i, cfg) in w.switches.iter().enumerate() {
+        let Some(cfg) = cfg else {
+            continue;
+        };
+        let n = &live.nss[i];
+        let mut ports = Vec::new();
+        for (p, e) in w.ports[i].iter().enumerate() {
+            ports.push(PortBinding {
+                ifindex: n.ifindex(&format!("e{p}"))?,
+                own_mac: mac(i, p as PortId),
+                peer_mac: mac(e.peer, e.peer_port),
+            });
+        }
+        let markers: Vec<MarkerConfig> = cfg
+            .ecn_markers
+            .iter()
+            .map(|&(port, th)| {
+                let link = &sc.links[w.ports[i][usize::from(port)].link];
+                MarkerConfig {
+                    port,
+                    rate_bps: link.rate_bps,
+                    threshold_bytes: u64::from(th) * ref_frame,
+                    limit_bytes: (u64::from(link.queue_pkts) + 1) * ref_frame,
+                }
+            })
+            .collect();
+        let tables = NodeTables {
+            switch: cfg.clone(),
+            ports: ports.clone(),
+            markers: markers.clone(),
+            test_draws: Vec::new(),
+            test_clock: false,
+        };
+        let dp = n.enter(|| -> Result<Dataplane, NetnsError> {
+            let mut dp = Dataplane::load(&tables)?;
+            for (p, b) in ports.iter().enumerate() {
+                dp.attach(b.ifindex, markers.iter().any(|m| usize::from(m.port) == p))?;
+            }
+            Ok(dp)
+        })??;
+        live.dataplanes.push((i, dp));
+        check_stop(&live)?;
+    }
+
+    // Traffic: a one-off iperf3 server per flow, then each client at its start time.
+    let t0 = Instant::now();
+    for f in &sc.flows {
+        let server = live.nss[f.dst].spawn(
+            "iperf3",
+            &["-s", "-1", "-J", "-B", &ipv4_to_string(sc.nodes[f.dst].ip), "-p", &f.dst_port.to_string()],
+        )?;
+        live.children.push(server);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let n_servers = sc.flows.len();
+
+    // Sampling: path monitors are the confluence point's interfaces on each path's last hop.
+    let monitors: Vec<(usize, String)> = sc
+        .paths
+        .iter()
+        .map(|p| {
+            let k = p.nodes.len();
+            let (a, b) = (p.nodes[k - 2], p.nodes[k - 1]);
+            (b, format!("e{}", w.port_to(b, a).unwrap()))
+        })
+        .collect();
+    let intervals = sc.duration_ps.div_ceil(sc.sample_interval_ps) as usize;
+    let sample_every = Duration::from_nanos(sc.sample_interval_ps / 1000);
+    let mut path_samples: Vec<Vec<f64>> = vec![Vec::new(); sc.paths.len()];
+    let mut reg_samples: Vec<Vec<(String, u64)>> = Vec::new();
+    let mut last_rx: Vec<u64> = monitors
+        .iter()
+        .map(|(node, ifname)| rx_bytes(&live.nss[*node], ifname).unwrap_or(0))
+        .collect();
+    let mut started = vec![false; sc.flows.len()];
+    let mut queue_tracking = Vec::new();
+    let tracked: Vec<(usize, PortId)> = live
+        .dataplanes
+        .iter()
+        .flat_map(|(i, _)| {
+            w.switches[*i]
+                .as_ref()
+                .map(|c| c.ecn_markers.iter().map(|&(p, _)| (*i, p)).collect::<Vec<_>>())
+                .unwrap_or_default()
+        })
+        .collect();
+    let end = Duration::from_nanos(sc.duration_ps / 1000);
+    let mut next_sample = sample_every;
+    let mut next_track = opts.track_queues.unwrap_or(Duration::MAX);
+    loop {
+        check_stop(&live)?;
+        let now = t0.elapsed();
+        for (fi, f) in sc.flows.iter().enumerate() {
+            if !started[fi] && now >= Duration::from_nanos(f.start_ps / 1000) {
+                started[fi] = true;
+                let dur_s = (f.stop_ps - f.start_ps) as f64 / PS_PER_S as f64;
+                let mut args: Vec<String> = vec![
+                    "-c".into(),
+                    ipv4_to_string(sc.nodes[f.dst].ip),
+                    "-p".into(),
+                    f.dst_port.to_string(),
+                    "--cport".into(),
+                    f.src_port.to_string(),
+                    "-u".into(),
+                    "-b".into(),
+                    f.rate_bps.to_string(),
+                    "-l".into(),
+                    f.payload_bytes.to_string(),
+                    "-t".into(),
+                    format!("{dur_s:.3}"),
+                    "-J".into(),
+                ];
+                if f.ecn != Ecn::NotEct {
+                    args.push("--tos".into());
+                    args.push(f.ecn.bits().to_string());
+                }
+                let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+                let c = live.nss[f.src].spawn("iperf3", &refs)?;
+                live.children.push(c);
+            }
+        }
+        if now >= next_track {
+            let t = now.as_secs_f64();
+            for &(node, port) in &tracked {
+                let dp = &live.dataplanes.iter().find(|(i, _)| *i == node).unwrap().1;
+                let vq = dp.marker(port).map(|m| m.backlog_scaled / mpsched_core::marker::VQ_SCALE_PER_BYTE);
+                let q = qdisc_backlog_bytes(&live.nss[node], &format!("e{port}"));
+                if let (Ok(vq), Some(q)) = (vq, q) {
+                    queue_tracking.push((t, sc.nodes[node].name.clone(), port, vq, q));
+                }
+            }
+            next_track += opts.track_queues.unwrap_or(Duration::MAX);
+        }
+        if now >= next_sample {
+            for (pi, (node, ifname)) in monitors.iter().enumerate() {
+                let rx = rx_bytes(&live.nss[*node], ifname).unwrap_or(last_rx[pi]);
+                let mbps = (rx - last_rx[pi]) as f64 * 8.0 / sample_every.as_secs_f64() / 1e6;
+                path_samples[pi].push(mbps);
+                last_rx[pi] = rx;
+            }
+            let mut regs = Vec::new();
+            for (i, dp) in &live.dataplanes {
+                for (g, ws) in dp.weights().unwrap_or_default() {
+                    let is_dwrr = w.switches[*i]
+                        .as_ref()
+                        .and_then(|c| c.splits.iter().find(|s| s.group == g))
+                        .is_some_and(|s| matches!(s.scheduler, mpsched_core::sched::SchedulerConfig::Dwrr { .. }));
+                    if is_dwrr {
+                        for (k, v) in ws.iter().enumerate() {
+                            regs.push((format!("{}_group{g}_weight{}", sc.nodes[*i].name, k + 1), u64::from(*v)));
+                        }
+                    }
+                }
+            }
+            reg_samples.push(regs);
+            next_sample += sample_every;
+            if path_samples[0].len() >= intervals {
+                break;
+            }
+        }
+        if now >= end + DRAIN * 10 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+
+    // Wait for the clients and servers (servers exit after their one test), then read them.
+    let deadline = Instant::now() + DRAIN + Duration::from_secs(5);
+    let mut outputs = vec![String::new(); live.children.len()];
+    for (ci, c) in live.children.iter_mut().enumerate() {
+        loop {
+            check_stop_plain(&opts.stop, run_id)?;
+            if c.try_wait().ok().flatten().is_some() {
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = c.kill();
+                let _ = c.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Some(mut out) = c.stdout.take() {
+            let _ = out.read_to_string(&mut outputs[ci]);
+        }
+    }
+
+    // Figures.
+    let mut flows = Vec::new();
+    let mut series_cols = vec!["time_s".to_string()];
+    for p in &sc.paths {
+        series_cols.push(format!("{}_mbps", p.name));
+    }
+    for f in &sc.flows {
+        series_cols.push(format!("{}_mbps", f.name));
+    }
+    let mut flow_series: Vec<Vec<f64>> = Vec::new();
+    for (fi, f) in sc.flows.iter().enumerate() {
+        let server: serde_json::Value = serde_json::from_str(&outputs[fi]).map_err(|e| {
+            NetnsError::Traffic(format!(
+                "flow `{}`: server report unreadable ({e}): {}",
+                f.name,
+                outputs[fi].chars().take(300).collect::<String>()
+            ))
+        })?;
+        if let Some(err) = server.get("error").and_then(|e| e.as_str()) {
+            return Err(NetnsError::Traffic(format!("flow `{}`: {err}", f.name)));
+        }
+        // iperf3 3.12's server leaves end.sum.bytes at 0 for UDP; sum_received has them.
+        let sum = &server["end"]["sum_received"];
+        let bytes = sum["bytes"].as_f64().unwrap_or(0.0);
+        let packets = sum["packets"].as_u64().unwrap_or(0);
+        let lost = sum["lost_packets"].as_u64().unwrap_or(0);
+        let ooo: u64 = server["end"]["streams"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|st| st["udp"]["out_of_order"].as_u64())
+            .sum();
+        let active_s = (f.stop_ps - f.start_ps) as f64 / PS_PER_S as f64;
+        let delivered_pkts = packets.saturating_sub(lost);
+        flows.push(FlowFigures {
+            id: f.name.clone(),
+            offered_mbps: f.rate_bps as f64 / 1e6,
+            delivered_mbps: round(bytes * 8.0 / active_s / 1e6, 4),
+            loss_pct: round(if packets > 0 { lost as f64 * 100.0 / packets as f64 } else { 0.0 }, 4),
+            mean_owd_ms: 0.0,
+            reordered_pct: round(if packets > 0 { ooo as f64 * 100.0 / packets as f64 } else { 0.0 }, 4),
+            sent_pkts: packets,
+            delivered_pkts,
+            per_path_mbps: BTreeMap::new(),
+        });
+        // Per-second goodput at the receiver, placed on the scenario's clock.
+        let mut col = vec![0.0; intervals];
+        let start_s = f.start_ps as f64 / PS_PER_S as f64;
+        for iv in server["intervals"].as_array().into_iter().flatten() {
+            let s = &iv["sum"];
+            let t_end = start_s + s["end"].as_f64().unwrap_or(0.0);
+            let idx = (t_end.ceil() as usize).saturating_sub(1);
+            if idx < intervals {
+                col[idx] += s["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
+            }
+        }
+        flow_series.push(col);
+    }
+    let _ = n_servers;
+    let mut reg_names: Vec<String> = Vec::new();
+    for r in &reg_samples {
+        for (k, _) in r {
+            if !reg_names.contains(k) {
+                reg_names.push(k.clone());
+            }
+        }
+    }
+    series_cols.extend(reg_names.iter().cloned());
+    let mut rows = Vec::new();
+    for t in 0..intervals {
+        let mut row = vec![(t + 1) as f64 * sample_every.as_secs_f64()];
+        for p in &path_samples {
+            row.push(round(p.get(t).copied().unwrap_or(0.0), 4));
+        }
+        for f in &flow_series {
+            row.push(round(f[t], 4));
+        }
+        for k in &reg_names {
+            let v = reg_samples
+                .get(t)
+                .and_then(|r| r.iter().find(|(n, _)| n == k))
+                .map_or(0.0, |(_, v)| *v as f64);
+            row.push(v);
+        }
+        rows.push(row);
+    }
+    let paths = sc
+        .paths
+        .iter()
+        .enumerate()
+        .map(|(pi, p)| {
+            let xs = &path_samples[pi];
+            let cap = p
+                .nodes
+                .windows(2)
+                .map(|h| sc.links[w.ports[h[0]][usize::from(w.port_to(h[0], h[1]).unwrap())].link].rate_bps)
+                .min()
+                .unwrap_or(0);
+            PathFigures {
+                id: p.name.clone(),
+                mean_mbps: round(xs.iter().sum::<f64>() / xs.len().max(1) as f64, 4),
+                capacity_mbps: cap as f64 / 1e6,
+            }
+        })
+        .collect();
+    let mut counters = BTreeMap::new();
+    for (i, dp) in &live.dataplanes {
+        if let Ok(s) = dp.snapshot() {
+            counters.insert(sc.nodes[*i].name.clone(), s.into_iter().filter(|(_, v)| *v > 0).collect());
+        }
+    }
+    drop(live);
+    Ok(NetnsRun {
+        figures: RunFigures {
+            seed: sc.seed,
+            flows,
+            paths,
+            counters,
+        },
+        series: TimeSeries {
+            columns: series_cols,
+            rows,
+        },
+        queue_tracking,
+    })
+}
+
+fn check_stop_plain(stop: &AtomicBool, run_id: &str) -> Result<(), NetnsError> {
+    if stop.load(Ordering::Relaxed) {
+        Err(NetnsError::Interrupted(run_id.to_string()))
+    } else {
+        Ok(())
+    }
+}
+
+fn mac_string(m: [u8; 6]) -> String {
+    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+/// htb at `rate_bps` with a FIFO of `queue_pkts` packets (netem with the delay when asked).
+fn shape(n: &Netns, ifname: &str, rate_bps: u64, queue_pkts: u32, delay_ps: u64) -> Result<(), NetnsError> {
+    let rate = format!("{rate_bps}bit");
+    n.exec("tc", &["qdisc", "add", "dev", ifname, "root", "handle", "1:", "htb", "default", "1"])
+        .map_err(|e| NetnsError::Missing(format!("the htb qdisc is needed to shape links: {e}")))?;
+    n.exec(
+        "tc",
+        &[
+            "class", "add", "dev", ifname, "parent", "1:", "classid", "1:1", "htb", "rate", &rate, "ceil", &rate,
+            "quantum", "1514",
+        ],
+    )?;
+    let limit = queue_pkts.max(1).to_string();
+    if delay_ps > 0 {
+        let delay = format!("{}us", (delay_ps / 1_000_000).max(1));
+        n.exec(
+            "tc",
+            &["qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:", "netem", "delay", &delay, "limit", &limit],
+        )?;
+    } else {
+        n.exec(
+            "tc",
+            &["qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:", "pfifo", "limit", &limit],
+        )?;
+    }
+    Ok(())
+}
+
+/// Received bytes of an interface, read from the namespace's /proc/net/dev.
+fn rx_bytes(n: &Netns, ifname: &str) -> Option<u64> {
+    let name = ifname.to_string();
+    n.enter(move || {
+        let text = std::fs::read_to_string("/proc/thread-self/net/dev").ok()?;
+        text.lines().find_map(|l| {
+            let (dev, rest) = l.split_once(':')?;
+            (dev.trim() == name).then(|| rest.split_whitespace().next()?.parse().ok())?
+        })
+    })
+    .ok()
+    .flatten()
+}
+
+/// The backlog in bytes of the htb class of an interface (`tc -s -j class show`).
+fn qdisc_backlog_bytes(n: &Netns, ifname: &str) -> Option<u64> {
+    let out = n.exec("tc", &["-s", "-j", "qdisc", "show", "dev", ifname]).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    v.as_array()?
+        .iter()
+        .find(|q| q["kind"] == "pfifo" || q["kind"] == "netem")
+        .and_then(|q| q["backlog"].as_u64())
+}
+
+/// Namespaces left by earlier runs (all whose names start with [`NS_PREFIX`]).
+pub fn leftovers() -> Vec<String> {
+    ns::list().into_iter().filter(|n| n.starts_with(NS_PREFIX)).collect()
+}
