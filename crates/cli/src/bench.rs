@@ -25,6 +25,61 @@ pub struct BenchArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Benchmark the kernel data plane instead (root): each eBPF program's ns per packet under
+    /// BPF_PROG_TEST_RUN, the Rust programs' decisions per second, and UDP / TCP throughput
+    /// through namespaces with and without the splitter.
+    #[arg(long)]
+    dataplane: bool,
+    /// BPF_PROG_TEST_RUN repeats per program.
+    #[arg(long, default_value_t = 1_000_000)]
+    bpf_repeat: u32,
+    /// Seconds of each iperf3 test.
+    #[arg(long, default_value_t = 5)]
+    iperf_seconds: u32,
+}
+
+fn dataplane(a: &BenchArgs) -> anyhow::Result<()> {
+    if !mpsched_netns::ns::is_root() {
+        return Err(crate::UsageError("bench --dataplane needs root (BPF_PROG_TEST_RUN, namespaces)".into()).into());
+    }
+    let costs = mpsched_netns::bench::program_costs(a.bpf_repeat).map_err(anyhow::Error::msg)?;
+    let decisions: Vec<(String, f64)> = benchmark_configs()
+        .iter()
+        .map(|(n, c, p)| (n.to_string(), decisions_per_s(c, *p, a.decisions.min(20_000_000))))
+        .collect();
+    let paths = mpsched_netns::bench::path_throughput(a.iperf_seconds).map_err(anyhow::Error::msg)?;
+    if a.json {
+        let v = serde_json::json!({ "ebpf": costs, "rust_decisions_per_s": decisions, "throughput": paths });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!(
+        "eBPF programs under BPF_PROG_TEST_RUN ({} repeats each, 64-byte frames):",
+        a.bpf_repeat
+    );
+    for c in &costs {
+        println!("  {:<16} {:>7.1} ns/packet  {:>6.2} Mpps", c.name, c.ns_per_pkt, c.mpps);
+    }
+    println!("Rust programs (the reference), decisions per second:");
+    for (n, d) in &decisions {
+        println!("  {n:<16} {:>7.1} M decisions/s  {:>6.2} ns/decision", d / 1e6, 1e9 / d);
+    }
+    println!(
+        "Throughput src -> sw -> dst through namespaces ({} s iperf3 each):",
+        a.iperf_seconds
+    );
+    let base = paths.first().map(|p| (p.udp_mbps, p.tcp_mbps)).unwrap_or((1.0, 1.0));
+    for p in &paths {
+        println!(
+            "  {:<30} UDP {:>8.0} Mbit/s ({:.2}x)   TCP {:>8.0} Mbit/s ({:.2}x)",
+            p.mode,
+            p.udp_mbps,
+            p.udp_mbps / base.0.max(1e-9),
+            p.tcp_mbps,
+            p.tcp_mbps / base.1.max(1e-9)
+        );
+    }
+    Ok(())
 }
 
 fn decisions_per_s(config: &SchedulerConfig, n_paths: usize, count: u64) -> f64 {
@@ -38,6 +93,9 @@ fn decisions_per_s(config: &SchedulerConfig, n_paths: usize, count: u64) -> f64 
 }
 
 pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
+    if a.dataplane {
+        return dataplane(&a);
+    }
     let rate_bps =
         mpsched_scenario::units::parse_rate_bps(&a.rate).map_err(|e| crate::UsageError(format!("--rate: {e}")))?;
     let sc = high_rate_scenario(rate_bps, a.seconds)?;

@@ -1,6 +1,7 @@
 //! `mpsched`: run multipath scheduling scenarios, trace schedulers, benchmark.
 
 mod bench;
+mod compare;
 mod plot;
 mod run;
 mod trace;
@@ -23,6 +24,8 @@ enum Command {
     /// Run a scenario (a file, or a built-in name); with none, the built-in default
     /// (Motohashi et al. scenario 3b with DWRR).
     Run(run::RunArgs),
+    /// Run a scenario on both backends (sim and netns) and print their results side by side.
+    Compare(compare::CompareArgs),
     /// Print the path a scheduler chooses for each of a number of packets.
     Trace(trace::TraceArgs),
     /// List the built-in scenarios and the schedulers.
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(a) => run::run(a),
         Command::Trace(a) => trace::trace(a),
+        Command::Compare(a) => compare::compare(a),
         Command::List => {
             run::list();
             Ok(())

@@ -4,6 +4,7 @@ use crate::plot::throughput_png;
 use crate::UsageError;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mpsched_netns::backend::{self, NetnsError, NetnsOptions};
 use mpsched_scenario::builtin::{self, BUILTIN};
 use mpsched_scenario::results::{MultiSummary, Summary};
 use mpsched_scenario::units::parse_time_ps;
@@ -11,7 +12,6 @@ use mpsched_scenario::{Scenario, SCHEDULERS};
 use mpsched_sim::experiment::{planned_ps, run_plan, ExperimentError, Plan, VariantResult};
 use mpsched_sim::pcap::DEFAULT_SNAPLEN;
 use mpsched_sim::CaptureRequest;
-use mpsched_netns::backend::{self, NetnsError, NetnsOptions};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -79,15 +79,15 @@ fn resolve(arg: Option<&str>) -> anyhow::Result<(Scenario, bool)> {
     }
 }
 
-pub fn run(a: RunArgs) -> anyhow::Result<()> {
-    if a.backend != "sim" && a.backend != "netns" {
-        return Err(UsageError(format!("unknown backend `{}`: use sim or netns", a.backend)).into());
-    }
-    if a.backend == "netns" && !a.pcaps.is_empty() {
-        return Err(UsageError("--pcap is a sim option; on netns capture with tcpdump inside the namespaces".into()).into());
-    }
-    let (mut sc, is_default) = resolve(a.scenario.as_deref())?;
-    if let Some(d) = &a.duration {
+/// The scenario (file or built-in, default the built-in DWRR), scaled to `duration`, and the
+/// variants to run (checked to exist).
+pub fn resolve_scenario(
+    scenario: Option<&str>,
+    duration: Option<&str>,
+    variants: &[String],
+) -> anyhow::Result<(Scenario, Vec<String>)> {
+    let (mut sc, is_default) = resolve(scenario)?;
+    if let Some(d) = duration {
         let ps = if d.chars().all(|c| c.is_ascii_digit() || c == '.') {
             parse_time_ps(&format!("{d}s"))
         } else {
@@ -103,7 +103,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         }
         sc = sc.scaled_to(ps);
     }
-    let mut variants = a.variants.clone();
+    let mut variants = variants.to_vec();
     if is_default && variants.is_empty() {
         variants.push("DWRR".into());
     }
@@ -117,6 +117,19 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             .into());
         }
     }
+    Ok((sc, variants))
+}
+
+pub fn run(a: RunArgs) -> anyhow::Result<()> {
+    if a.backend != "sim" && a.backend != "netns" {
+        return Err(UsageError(format!("unknown backend `{}`: use sim or netns", a.backend)).into());
+    }
+    if a.backend == "netns" && !a.pcaps.is_empty() {
+        return Err(
+            UsageError("--pcap is a sim option; on netns capture with tcpdump inside the namespaces".into()).into(),
+        );
+    }
+    let (sc, variants) = resolve_scenario(a.scenario.as_deref(), a.duration.as_deref(), &a.variants)?;
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("out").join(&sc.name));
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let multi = if variants.is_empty() {
@@ -291,7 +304,9 @@ pub fn run_netns(sc: &Scenario, plan: &Plan, opts: &NetnsOptions) -> anyhow::Res
                 bar.set_message(format!("{} {}", sc.name, name.as_deref().unwrap_or("")));
                 let run_id = backend::new_run_id();
                 let res = backend::run(&one, &run_id, opts).map_err(|e| match e {
-                    NetnsError::Missing(_) | NetnsError::Unsupported(_) => anyhow::Error::new(UsageError(e.to_string())),
+                    NetnsError::Missing(_) | NetnsError::Unsupported(_) => {
+                        anyhow::Error::new(UsageError(e.to_string()))
+                    }
                     other => anyhow::Error::new(other),
                 })?;
                 runs.push(res.figures);
@@ -338,7 +353,10 @@ thread_local! {
 }
 
 fn out_tracking(scenario: &str, variant: Option<&str>, text: String) {
-    TRACKING.with(|t| t.borrow_mut().push((scenario.to_string(), variant.map(str::to_string), text)));
+    TRACKING.with(|t| {
+        t.borrow_mut()
+            .push((scenario.to_string(), variant.map(str::to_string), text))
+    });
 }
 
 /// Queue-tracking samples gathered by the last netns run, per variant.

@@ -143,6 +143,9 @@ pub fn kernel_has_qdisc(kind: &str) -> bool {
 struct Live {
     nss: Vec<Netns>,
     children: Vec<Child>,
+    /// Readers of the children's stdout, drained as they write (a full pipe would stall
+    /// iperf3 before its final report).
+    readers: Vec<Option<std::thread::JoinHandle<String>>>,
     dataplanes: Vec<(usize, Dataplane)>,
 }
 
@@ -172,6 +175,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
     let mut live = Live {
         nss: Vec::new(),
         children: Vec::new(),
+        readers: Vec::new(),
         dataplanes: Vec::new(),
     };
     let check_stop = |_: &Live| -> Result<(), NetnsError> {
@@ -193,7 +197,12 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         check_stop(&live)?;
     }
     let mac = |node: usize, port: PortId| mac_for(node as u32 + 1, port);
-    let ref_frame = sc.flows.iter().map(|f| frame_bytes(f.payload_bytes)).max().unwrap_or(1514);
+    let ref_frame = sc
+        .flows
+        .iter()
+        .map(|f| frame_bytes(f.payload_bytes))
+        .max()
+        .unwrap_or(1514);
 
     // Links: veth pairs made inside both namespaces, shaped in each direction.
     for (li, l) in sc.links.iter().enumerate() {
@@ -220,7 +229,13 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
             n.ip(&["link", "set", ifname, "up"])?;
             // Offloads would let TCP hand htb 64 KB super-packets.
             let _ = n.exec("ethtool", &["-K", ifname, "tso", "off", "gso", "off", "gro", "off"]);
-            shape(n, ifname, l.rate_bps, l.queue_pkts, if use_netem { l.delay_ps } else { 0 })?;
+            shape(
+                n,
+                ifname,
+                l.rate_bps,
+                l.queue_pkts,
+                if use_netem { l.delay_ps } else { 0 },
+            )?;
         }
         check_stop(&live)?;
     }
@@ -302,9 +317,17 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
     for f in &sc.flows {
         let server = live.nss[f.dst].spawn(
             "iperf3",
-            &["-s", "-1", "-J", "-B", &ipv4_to_string(sc.nodes[f.dst].ip), "-p", &f.dst_port.to_string()],
+            &[
+                "-s",
+                "-1",
+                "-J",
+                "-B",
+                &ipv4_to_string(sc.nodes[f.dst].ip),
+                "-p",
+                &f.dst_port.to_string(),
+            ],
         )?;
-        live.children.push(server);
+        push_child(&mut live, server);
     }
     std::thread::sleep(Duration::from_millis(300));
     let n_servers = sc.flows.len();
@@ -371,14 +394,16 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
                 }
                 let refs: Vec<&str> = args.iter().map(String::as_str).collect();
                 let c = live.nss[f.src].spawn("iperf3", &refs)?;
-                live.children.push(c);
+                push_child(&mut live, c);
             }
         }
         if now >= next_track {
             let t = now.as_secs_f64();
             for &(node, port) in &tracked {
                 let dp = &live.dataplanes.iter().find(|(i, _)| *i == node).unwrap().1;
-                let vq = dp.marker(port).map(|m| m.backlog_scaled / mpsched_core::marker::VQ_SCALE_PER_BYTE);
+                let vq = dp
+                    .marker(port)
+                    .map(|m| m.backlog_scaled / mpsched_core::marker::VQ_SCALE_PER_BYTE);
                 let q = qdisc_backlog_bytes(&live.nss[node], &format!("e{port}"));
                 if let (Ok(vq), Some(q)) = (vq, q) {
                     queue_tracking.push((t, sc.nodes[node].name.clone(), port, vq, q));
@@ -435,8 +460,8 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        if let Some(mut out) = c.stdout.take() {
-            let _ = out.read_to_string(&mut outputs[ci]);
+        if let Some(r) = live.readers[ci].take() {
+            outputs[ci] = r.join().unwrap_or_default();
         }
     }
 
@@ -478,9 +503,23 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
             id: f.name.clone(),
             offered_mbps: f.rate_bps as f64 / 1e6,
             delivered_mbps: round(bytes * 8.0 / active_s / 1e6, 4),
-            loss_pct: round(if packets > 0 { lost as f64 * 100.0 / packets as f64 } else { 0.0 }, 4),
+            loss_pct: round(
+                if packets > 0 {
+                    lost as f64 * 100.0 / packets as f64
+                } else {
+                    0.0
+                },
+                4,
+            ),
             mean_owd_ms: 0.0,
-            reordered_pct: round(if packets > 0 { ooo as f64 * 100.0 / packets as f64 } else { 0.0 }, 4),
+            reordered_pct: round(
+                if packets > 0 {
+                    ooo as f64 * 100.0 / packets as f64
+                } else {
+                    0.0
+                },
+                4,
+            ),
             sent_pkts: packets,
             delivered_pkts,
             per_path_mbps: BTreeMap::new(),
@@ -548,7 +587,10 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
     let mut counters = BTreeMap::new();
     for (i, dp) in &live.dataplanes {
         if let Ok(s) = dp.snapshot() {
-            counters.insert(sc.nodes[*i].name.clone(), s.into_iter().filter(|(_, v)| *v > 0).collect());
+            counters.insert(
+                sc.nodes[*i].name.clone(),
+                s.into_iter().filter(|(_, v)| *v > 0).collect(),
+            );
         }
     }
     drop(live);
@@ -567,6 +609,18 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
     })
 }
 
+fn push_child(live: &mut Live, mut c: Child) {
+    let reader = c.stdout.take().map(|mut out| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        })
+    });
+    live.children.push(c);
+    live.readers.push(reader);
+}
+
 fn check_stop_plain(stop: &AtomicBool, run_id: &str) -> Result<(), NetnsError> {
     if stop.load(Ordering::Relaxed) {
         Err(NetnsError::Interrupted(run_id.to_string()))
@@ -582,8 +636,13 @@ fn mac_string(m: [u8; 6]) -> String {
 /// htb at `rate_bps` with a FIFO of `queue_pkts` packets (netem with the delay when asked).
 fn shape(n: &Netns, ifname: &str, rate_bps: u64, queue_pkts: u32, delay_ps: u64) -> Result<(), NetnsError> {
     let rate = format!("{rate_bps}bit");
-    n.exec("tc", &["qdisc", "add", "dev", ifname, "root", "handle", "1:", "htb", "default", "1"])
-        .map_err(|e| NetnsError::Missing(format!("the htb qdisc is needed to shape links: {e}")))?;
+    n.exec(
+        "tc",
+        &[
+            "qdisc", "add", "dev", ifname, "root", "handle", "1:", "htb", "default", "1",
+        ],
+    )
+    .map_err(|e| NetnsError::Missing(format!("the htb qdisc is needed to shape links: {e}")))?;
     n.exec(
         "tc",
         &[
@@ -596,12 +655,17 @@ fn shape(n: &Netns, ifname: &str, rate_bps: u64, queue_pkts: u32, delay_ps: u64)
         let delay = format!("{}us", (delay_ps / 1_000_000).max(1));
         n.exec(
             "tc",
-            &["qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:", "netem", "delay", &delay, "limit", &limit],
+            &[
+                "qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:", "netem", "delay", &delay, "limit",
+                &limit,
+            ],
         )?;
     } else {
         n.exec(
             "tc",
-            &["qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:", "pfifo", "limit", &limit],
+            &[
+                "qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:", "pfifo", "limit", &limit,
+            ],
         )?;
     }
     Ok(())

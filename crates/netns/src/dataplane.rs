@@ -346,12 +346,18 @@ impl Dataplane {
         } else {
             vec![(TC_INGRESS, "mps_ingress")]
         };
-        for (point, prog) in points {
+        for (k, (point, prog)) in points.into_iter().enumerate() {
             let p = self.program(prog)?;
             let mut hook = TcHook::new(p.as_fd());
             hook.ifindex(ifindex as i32).replace(true).handle(1).priority(1);
             hook.attach_point(point);
-            bpf(|| format!("create clsact on ifindex {ifindex}"), hook.create())?;
+            if k == 0 {
+                // One clsact qdisc serves both hooks; creating it twice makes the kernel log
+                // an exclusivity error.
+                let mut q = TcHook::new(p.as_fd());
+                q.ifindex(ifindex as i32).attach_point(TC_INGRESS | TC_EGRESS);
+                bpf(|| format!("create clsact on ifindex {ifindex}"), q.create())?;
+            }
             let attached = bpf(|| format!("attach {prog} to ifindex {ifindex}"), hook.attach())?;
             self.hooks.push(attached);
         }
@@ -422,4 +428,3 @@ fn split_registers(s: &mpsched_core::switch::SplitGroupConfig) -> Result<layout:
     }
     Ok(v)
 }
-

@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod bench;
 pub mod dataplane;
 pub mod layout;
 pub mod ns;

@@ -40,7 +40,11 @@ impl TestNode {
         if !is_root() {
             return Err("BPF_PROG_TEST_RUN needs root".into());
         }
-        let name = format!("mpsv-{}-{}", std::process::id(), NEXT_NS.fetch_add(1, Ordering::Relaxed));
+        let name = format!(
+            "mpsv-{}-{}",
+            std::process::id(),
+            NEXT_NS.fetch_add(1, Ordering::Relaxed)
+        );
         let ns = Netns::create(&name).map_err(|e| e.to_string())?;
         let mut ports = Vec::new();
         for p in 0..n_ports {

@@ -1,0 +1,246 @@
+//! The netns backend end to end, through the binary: shortened scenarios 1, 2 and 3b agree with
+//! the simulator within 10 %, DWRR moves flow1 off path2 on the kernel, and nothing is left
+//! behind after a normal run, an interrupted run or a failed one. Needs root; skips without it,
+//! except under CI=true, where skipping is a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Kernel runs share the machine's CPU: one at a time, so their timing stays honest.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn mpsched() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mpsched"))
+}
+
+fn root_or_skip() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc_geteuid() } == 0 {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true: the netns tests must run as root, not skip"
+    );
+    eprintln!("skipping: the netns backend needs root");
+    false
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+fn our_namespaces() -> Vec<String> {
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with("mps-"))
+        .map(str::to_string)
+        .collect()
+}
+
+fn assert_clean(when: &str) {
+    let left = our_namespaces();
+    assert!(left.is_empty(), "{when}: namespaces left behind: {left:?}");
+    let pinned: Vec<_> = std::fs::read_dir("/sys/fs/bpf")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("mps"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(pinned.is_empty(), "{when}: pinned objects left behind: {pinned:?}");
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("mpsched-netns-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "mpsched failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn summary(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("compare.json")).unwrap()).unwrap()
+}
+
+/// `mpsched compare` on a shortened scenario: every flow within 10 % of the simulator.
+fn compare_within_10pct(scenario: &str, duration: &str, variants: &[&str]) -> serde_json::Value {
+    let dir = tmp(scenario);
+    let mut cmd = mpsched();
+    cmd.args(["compare", scenario, "--duration", duration, "--out"])
+        .arg(&dir);
+    for v in variants {
+        cmd.args(["--variant", v]);
+    }
+    let out = cmd.output().unwrap();
+    ok(&out);
+    let v = summary(&dir);
+    for row in v["rows"].as_array().unwrap() {
+        if row.get("flow").is_some() {
+            let r = row["ratio"].as_f64().unwrap();
+            assert!(
+                (0.9..=1.1).contains(&r),
+                "{scenario}: {row} is not within 10 % of the simulator"
+            );
+        }
+    }
+    assert_clean(scenario);
+    v
+}
+
+#[test]
+fn scenarios_1_and_2_agree_with_the_simulator_within_10_percent() {
+    if !root_or_skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    compare_within_10pct("s1-homogeneous", "10", &["RS", "WRR", "SP1"]);
+    compare_within_10pct("s2-heterogeneous", "10", &["RS", "WRR"]);
+}
+
+#[test]
+fn scenario_3b_dwrr_moves_flow1_off_path2_on_the_kernel() {
+    if !root_or_skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let v = compare_within_10pct("s3b-dwrr-two-flows", "30", &["DWRR"]);
+    let netns = &v["netns"][0];
+    let counters = &netns["repetitions"][0]["counters"]["ap1"];
+    assert!(
+        counters["split0.feedback_rx"].as_u64().unwrap_or(0) > 0,
+        "no feedback reached the splitter: {counters}"
+    );
+    let w1 = counters["split0.weight0"].as_u64().unwrap();
+    let w2 = counters["split0.weight1"].as_u64().unwrap();
+    assert!(
+        w1 > 3 * w2,
+        "weights stayed near 32:16 ({w1}:{w2}): DWRR did not move flow1 off path2"
+    );
+}
+
+#[test]
+fn nothing_is_left_after_a_failed_or_interrupted_run_and_runs_do_not_collide() {
+    if !root_or_skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    assert_clean("before");
+
+    // A scenario that fails validation: exit 2, nothing made.
+    let dir = tmp("bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[scenario]\nname = \"x\"\nduration = \"ten seconds\"\n").unwrap();
+    let out = mpsched()
+        .args(["run", "--backend", "netns"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_clean("after a scenario that failed validation");
+
+    // SIGINT part-way: exit 130, everything removed.
+    let mut child = mpsched()
+        .args([
+            "run",
+            "s3b-dwrr-two-flows",
+            "--backend",
+            "netns",
+            "--duration",
+            "60",
+            "--no-plot",
+            "--out",
+        ])
+        .arg(tmp("interrupted"))
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while our_namespaces().len() < 8 && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(!our_namespaces().is_empty(), "the run never built its namespaces");
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "an interrupted run exits with 130");
+    assert_clean("after SIGINT");
+
+    // Two runs at once (names carry a run id), then a third straight after.
+    let a = mpsched()
+        .args([
+            "run",
+            "s1-homogeneous",
+            "--backend",
+            "netns",
+            "--duration",
+            "4",
+            "--variant",
+            "WRR",
+            "--no-plot",
+            "--out",
+        ])
+        .arg(tmp("a"))
+        .spawn()
+        .unwrap();
+    let b = mpsched()
+        .args([
+            "run",
+            "s1-homogeneous",
+            "--backend",
+            "netns",
+            "--duration",
+            "4",
+            "--variant",
+            "RS",
+            "--no-plot",
+            "--out",
+        ])
+        .arg(tmp("b"))
+        .spawn()
+        .unwrap();
+    ok(&a.wait_with_output().unwrap());
+    ok(&b.wait_with_output().unwrap());
+    assert_clean("after two concurrent runs");
+    let out = mpsched()
+        .args([
+            "run",
+            "s1-homogeneous",
+            "--backend",
+            "netns",
+            "--duration",
+            "4",
+            "--variant",
+            "SP1",
+            "--no-plot",
+            "--out",
+        ])
+        .arg(tmp("c"))
+        .output()
+        .unwrap();
+    ok(&out);
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp_existing("c").join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["backend"], "netns");
+    assert_clean("after a normal run");
+}
+
+fn tmp_existing(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("mpsched-netns-{}-{name}", std::process::id()))
+}

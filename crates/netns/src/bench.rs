@@ -1,0 +1,372 @@
+//! Data-plane benchmarks: each eBPF program's nanoseconds per packet under
+//! `BPF_PROG_TEST_RUN`, and real UDP and TCP throughput through namespaces with and without the
+//! splitter.
+
+use crate::dataplane::{Dataplane, NodeTables};
+use crate::ns::{self, Netns};
+use crate::vectors::{test_run, TestNode};
+use mpsched_core::frame::MarkerConfig;
+use mpsched_core::packet::{Ecn, PacketMeta};
+use mpsched_core::sched::{DwrrParams, SchedulerConfig};
+use mpsched_core::switch::{ConfluenceConfig, SplitGroupConfig, SwitchConfig};
+use mpsched_core::table::Route;
+use mpsched_core::wire::{emit_udp_frame, mac_for};
+use std::time::Duration;
+
+/// One program's cost.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ProgramCost {
+    /// What ran.
+    pub name: String,
+    /// Mean nanoseconds per packet over the repeats (the kernel's own timing).
+    pub ns_per_pkt: f64,
+    /// Millions of packets per second on one core at that cost.
+    pub mpps: f64,
+    /// Repeats.
+    pub repeat: u32,
+}
+
+const SRC: u32 = 0x0a00_0001;
+const DST: u32 = 0x0a00_0003;
+const OWN: u32 = 0x0aff_0001;
+
+fn frame(ecn: Ecn, payload: usize) -> Vec<u8> {
+    let mut m = PacketMeta::udp(SRC, DST, 5001, 5201, 0);
+    m.ecn = ecn;
+    let mut out = Vec::new();
+    emit_udp_frame(&m, mac_for(2, 0), mac_for(1, 0), 1, &vec![0u8; payload], &mut out);
+    out
+}
+
+fn splitter(sched: SchedulerConfig, n: usize) -> SwitchConfig {
+    let mut c = SwitchConfig::forwarding(
+        OWN,
+        vec![Route {
+            prefix: SRC,
+            len: 32,
+            port: 0,
+        }],
+    );
+    c.splits.push(SplitGroupConfig {
+        group: 0,
+        src_ip: SRC,
+        dst_ip: DST,
+        ports: (1..=n as u16).collect(),
+        scheduler: sched,
+    });
+    c
+}
+
+/// Each program's cost with `repeat` runs (at least a million for the figures we publish).
+pub fn program_costs(repeat: u32) -> Result<Vec<ProgramCost>, String> {
+    let node = TestNode::create(9)?;
+    let data = frame(Ecn::Ect0, 18); // a 64-byte frame
+    let mut cases: Vec<(String, SwitchConfig, Vec<MarkerConfig>, &str)> = vec![
+        (
+            "wrr (2,1)".into(),
+            splitter(SchedulerConfig::Wrr { weights: vec![2, 1] }, 2),
+            vec![],
+            "mps_ingress",
+        ),
+        (
+            "wrr 8 paths".into(),
+            splitter(
+                SchedulerConfig::Wrr {
+                    weights: vec![8, 7, 6, 5, 4, 3, 2, 1],
+                },
+                8,
+            ),
+            vec![],
+            "mps_ingress",
+        ),
+        (
+            "dwrr (2,1)".into(),
+            splitter(
+                SchedulerConfig::Dwrr {
+                    weights: vec![2, 1],
+                    params: DwrrParams::default(),
+                },
+                2,
+            ),
+            vec![],
+            "mps_ingress",
+        ),
+        (
+            "rs (67,33)".into(),
+            splitter(
+                SchedulerConfig::Rs {
+                    shares_pct: vec![67, 33],
+                },
+                2,
+            ),
+            vec![],
+            "mps_ingress",
+        ),
+    ];
+    let mut routed = SwitchConfig::forwarding(
+        OWN,
+        vec![Route {
+            prefix: DST,
+            len: 32,
+            port: 1,
+        }],
+    );
+    cases.push(("routed (LPM)".into(), routed.clone(), vec![], "mps_ingress"));
+    routed.confluences.push(ConfluenceConfig {
+        group: 0,
+        src_ip: SRC,
+        dst_ip: DST,
+        path_ingress_ports: vec![0, 2],
+        return_ports: vec![0, 2],
+        splitter_ip: OWN + 1,
+        feedback_every: 16,
+    });
+    cases.push(("confluence, CE".into(), routed, vec![], "mps_ingress"));
+    cases.push((
+        "egress marker".into(),
+        splitter(SchedulerConfig::Wrr { weights: vec![1, 1] }, 2),
+        vec![MarkerConfig {
+            port: 0,
+            rate_bps: 10_000_000_000,
+            threshold_bytes: 60 * 1514,
+            limit_bytes: 65 * 1514,
+        }],
+        "mps_egress",
+    ));
+    let mut out = Vec::new();
+    for (name, cfg, markers, prog) in cases {
+        let tables = NodeTables {
+            switch: cfg,
+            ports: node.ports.clone(),
+            markers,
+            test_draws: Vec::new(),
+            test_clock: false,
+        };
+        let input = if name.starts_with("confluence") {
+            frame(Ecn::Ce, 18)
+        } else {
+            data.clone()
+        };
+        let ifindex = node.ports[0].ifindex;
+        let ns = node.enter(|| -> Result<f64, String> {
+            let dp = Dataplane::load(&tables).map_err(|e| e.to_string())?;
+            // Warm up, then measure.
+            test_run(&dp, prog, ifindex, &input, 10_000)?;
+            let (_, _, d) = test_run(&dp, prog, ifindex, &input, repeat)?;
+            Ok(d.as_nanos() as f64)
+        })??;
+        out.push(ProgramCost {
+            name,
+            ns_per_pkt: ns,
+            mpps: if ns > 0.0 { 1e3 / ns } else { f64::INFINITY },
+            repeat,
+        });
+    }
+    Ok(out)
+}
+
+/// Throughput through `src -- sw -- dst`, where sw forwards with the kernel, with the eBPF
+/// program's routes, or splits over two veth paths with WRR 1:1.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PathThroughput {
+    /// How sw forwards.
+    pub mode: String,
+    /// UDP goodput at the receiver, Mbit/s.
+    pub udp_mbps: f64,
+    /// TCP goodput, Mbit/s.
+    pub tcp_mbps: f64,
+}
+
+/// Measure [`PathThroughput`] for each forwarding mode, `seconds` per test.
+pub fn path_throughput(seconds: u32) -> Result<Vec<PathThroughput>, String> {
+    let mut out = Vec::new();
+    for mode in ["kernel forwarding", "eBPF routes", "eBPF WRR split over 2 paths"] {
+        let id = crate::backend::new_run_id();
+        let e = |x: ns::NsError| x.to_string();
+        let src = Netns::create(&format!("mps-{id}-bsrc")).map_err(e)?;
+        let sw = Netns::create(&format!("mps-{id}-bsw")).map_err(e)?;
+        let dst = Netns::create(&format!("mps-{id}-bdst")).map_err(e)?;
+        let link = |a: &Netns, an: &str, b: &Netns, bn: &str| -> Result<(), String> {
+            ns::ip(&[
+                "link",
+                "add",
+                an,
+                "netns",
+                a.name(),
+                "type",
+                "veth",
+                "peer",
+                "name",
+                bn,
+                "netns",
+                b.name(),
+            ])
+            .map_err(e)?;
+            a.ip(&["link", "set", an, "up"]).map_err(e)?;
+            b.ip(&["link", "set", bn, "up"]).map_err(e)?;
+            Ok(())
+        };
+        link(&src, "e0", &sw, "e0")?;
+        link(&sw, "e1", &dst, "e0")?;
+        link(&sw, "e2", &dst, "e1")?;
+        // MACs: src 10, sw 11, dst 12 (node numbers of mac_for), port by port.
+        for (n, node, ifs) in [(&src, 10, 1u16), (&sw, 11, 3), (&dst, 12, 2)] {
+            for k in 0..ifs {
+                let mac = mac_string(mac_for(node, k));
+                n.ip(&["link", "set", &format!("e{k}"), "address", &mac]).map_err(e)?;
+            }
+        }
+        src.ip(&["addr", "add", "10.0.0.1/24", "dev", "e0"]).map_err(e)?;
+        dst.ip(&["addr", "add", "10.0.0.3/32", "dev", "e0"]).map_err(e)?;
+        dst.ip(&["addr", "add", "10.0.0.3/32", "dev", "e1"]).map_err(e)?;
+        dst.ip(&["route", "add", "10.0.0.0/24", "dev", "e0"]).map_err(e)?;
+        dst.exec("sysctl", &["-q", "-w", "net.ipv4.conf.all.rp_filter=0"])
+            .map_err(e)?;
+        for i in ["e0", "e1", "all", "default"] {
+            let _ = dst.exec("sysctl", &["-q", "-w", &format!("net.ipv4.conf.{i}.rp_filter=0")]);
+        }
+        let sw_mac = |p: u16| mac_string(mac_for(11, p));
+        let src_mac = mac_string(mac_for(10, 0));
+        let dst_mac = |p: u16| mac_string(mac_for(12, p));
+        src.ip(&[
+            "neigh",
+            "replace",
+            "10.0.0.3",
+            "lladdr",
+            &sw_mac(0),
+            "dev",
+            "e0",
+            "nud",
+            "permanent",
+        ])
+        .map_err(e)?;
+        dst.ip(&[
+            "neigh",
+            "replace",
+            "10.0.0.1",
+            "lladdr",
+            &sw_mac(1),
+            "dev",
+            "e0",
+            "nud",
+            "permanent",
+        ])
+        .map_err(e)?;
+        let _dp;
+        if mode == "kernel forwarding" {
+            sw.exec("sysctl", &["-q", "-w", "net.ipv4.ip_forward=1"]).map_err(e)?;
+            sw.ip(&["route", "add", "10.0.0.1/32", "dev", "e0"]).map_err(e)?;
+            sw.ip(&["route", "add", "10.0.0.3/32", "dev", "e1"]).map_err(e)?;
+            sw.ip(&[
+                "neigh",
+                "replace",
+                "10.0.0.1",
+                "lladdr",
+                &src_mac,
+                "dev",
+                "e0",
+                "nud",
+                "permanent",
+            ])
+            .map_err(e)?;
+            sw.ip(&[
+                "neigh",
+                "replace",
+                "10.0.0.3",
+                "lladdr",
+                &dst_mac(0),
+                "dev",
+                "e1",
+                "nud",
+                "permanent",
+            ])
+            .map_err(e)?;
+        } else {
+            let mut cfg = SwitchConfig::forwarding(
+                OWN,
+                vec![
+                    Route {
+                        prefix: SRC,
+                        len: 32,
+                        port: 0,
+                    },
+                    Route {
+                        prefix: DST,
+                        len: 32,
+                        port: 1,
+                    },
+                ],
+            );
+            if mode.contains("split") {
+                cfg.splits.push(SplitGroupConfig {
+                    group: 0,
+                    src_ip: SRC,
+                    dst_ip: DST,
+                    ports: vec![1, 2],
+                    scheduler: SchedulerConfig::Wrr { weights: vec![1, 1] },
+                });
+            }
+            let mut ports = Vec::new();
+            for (p, peer) in [(0u16, src_mac.clone()), (1, dst_mac(0)), (2, dst_mac(1))] {
+                ports.push(crate::dataplane::PortBinding {
+                    ifindex: sw.ifindex(&format!("e{p}")).map_err(e)?,
+                    own_mac: mac_for(11, p),
+                    peer_mac: parse_mac(&peer),
+                });
+            }
+            let tables = NodeTables {
+                switch: cfg,
+                ports: ports.clone(),
+                markers: Vec::new(),
+                test_draws: Vec::new(),
+                test_clock: false,
+            };
+            let dp = sw
+                .enter(|| -> Result<Dataplane, String> {
+                    let mut dp = Dataplane::load(&tables).map_err(|e| e.to_string())?;
+                    for b in &ports {
+                        dp.attach(b.ifindex, false).map_err(|e| e.to_string())?;
+                    }
+                    Ok(dp)
+                })
+                .map_err(e)??;
+            _dp = Some(dp);
+        }
+        let mut server = dst.spawn("iperf3", &["-s", "-p", "5201"]).map_err(e)?;
+        std::thread::sleep(Duration::from_millis(300));
+        let secs = seconds.to_string();
+        let run = |args: &[&str]| -> Result<f64, String> {
+            let mut a = vec!["-c", "10.0.0.3", "-p", "5201", "-t", &secs, "-J"];
+            a.extend_from_slice(args);
+            let o = src.exec("iperf3", &a).map_err(e)?;
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).map_err(|x| x.to_string())?;
+            let bps = v["end"]["sum_received"]["bits_per_second"]
+                .as_f64()
+                .or_else(|| v["end"]["sum"]["bits_per_second"].as_f64())
+                .unwrap_or(0.0);
+            Ok(bps / 1e6)
+        };
+        let udp = run(&["-u", "-b", "0", "-l", "1470"]);
+        let tcp = run(&[]);
+        let _ = server.kill();
+        let _ = server.wait();
+        out.push(PathThroughput {
+            mode: mode.into(),
+            udp_mbps: udp?,
+            tcp_mbps: tcp?,
+        });
+    }
+    Ok(out)
+}
+
+fn mac_string(m: [u8; 6]) -> String {
+    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+fn parse_mac(s: &str) -> [u8; 6] {
+    let mut m = [0u8; 6];
+    for (i, p) in s.split(':').enumerate().take(6) {
+        m[i] = u8::from_str_radix(p, 16).unwrap_or(0);
+    }
+    m
+}
