@@ -244,3 +244,54 @@ fn nothing_is_left_after_a_failed_or_interrupted_run_and_runs_do_not_collide() {
 fn tmp_existing(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("mpsched-netns-{}-{name}", std::process::id()))
 }
+
+#[test]
+fn propagation_delay_needs_netem_or_ignore_delay() {
+    if !root_or_skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/motohashi2022/s1-homogeneous.toml"
+    ))
+    .unwrap()
+    .replacen("rate = \"54Mbps\"", "rate = \"54Mbps\"\ndelay = \"2ms\"", 1);
+    let dir = tmp("delay");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("delayed.toml");
+    std::fs::write(&file, text).unwrap();
+    let netem = mpsched_has_netem();
+    let run = |extra: &[&str]| {
+        let mut c = mpsched();
+        c.args(["run", "--backend", "netns", "--duration", "3", "--variant", "WRR", "--no-plot", "--out"])
+            .arg(dir.join("out"))
+            .arg(&file)
+            .args(extra);
+        c.output().unwrap()
+    };
+    if netem {
+        ok(&run(&[]));
+    } else {
+        let out = run(&[]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("netem") && err.contains("--ignore-delay") && err.contains("link[0]"), "{err}");
+        ok(&run(&["--ignore-delay"]));
+    }
+    assert_clean("after the delay runs");
+}
+
+/// Whether the kernel offers netem (a scratch namespace's loopback takes it).
+fn mpsched_has_netem() -> bool {
+    let name = format!("mpst-netem-{}", std::process::id());
+    Command::new("ip").args(["netns", "add", &name]).status().unwrap();
+    let ok = Command::new("ip")
+        .args(["netns", "exec", &name, "tc", "qdisc", "add", "dev", "lo", "root", "netem"])
+        .output()
+        .unwrap()
+        .status
+        .success();
+    Command::new("ip").args(["netns", "del", &name]).status().unwrap();
+    ok
+}

@@ -388,6 +388,13 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
                     format!("{dur_s:.3}"),
                     "-J".into(),
                 ];
+                // Namespaces share one kernel, and since Linux 4.19 a packet keeps its socket
+                // reference across veth: packets queued at a remote bottleneck count against
+                // the sender's send buffer, which then blocks the sender instead of letting
+                // the bottleneck drop, as a separate machine would. A send buffer as large as
+                // the system allows (net.core.wmem_max) keeps the sender at its rate.
+                args.push("-w".into());
+                args.push(send_buffer_bytes().to_string());
                 if f.ecn != Ecn::NotEct {
                     args.push("--tos".into());
                     args.push(f.ecn.bits().to_string());
@@ -607,6 +614,15 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         },
         queue_tracking,
     })
+}
+
+/// The largest send buffer a socket may ask for (net.core.wmem_max), at most 16 MB.
+fn send_buffer_bytes() -> u64 {
+    std::fs::read_to_string("/proc/sys/net/core/wmem_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(212_992u64)
+        .min(16 << 20)
 }
 
 fn push_child(live: &mut Live, mut c: Child) {
