@@ -264,10 +264,20 @@ fn propagation_delay_needs_netem_or_ignore_delay() {
     let netem = mpsched_has_netem();
     let run = |extra: &[&str]| {
         let mut c = mpsched();
-        c.args(["run", "--backend", "netns", "--duration", "3", "--variant", "WRR", "--no-plot", "--out"])
-            .arg(dir.join("out"))
-            .arg(&file)
-            .args(extra);
+        c.args([
+            "run",
+            "--backend",
+            "netns",
+            "--duration",
+            "3",
+            "--variant",
+            "WRR",
+            "--no-plot",
+            "--out",
+        ])
+        .arg(dir.join("out"))
+        .arg(&file)
+        .args(extra);
         c.output().unwrap()
     };
     if netem {
@@ -276,7 +286,10 @@ fn propagation_delay_needs_netem_or_ignore_delay() {
         let out = run(&[]);
         assert_eq!(out.status.code(), Some(2));
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("netem") && err.contains("--ignore-delay") && err.contains("link[0]"), "{err}");
+        assert!(
+            err.contains("netem") && err.contains("--ignore-delay") && err.contains("link[0]"),
+            "{err}"
+        );
         ok(&run(&["--ignore-delay"]));
     }
     assert_clean("after the delay runs");
@@ -287,7 +300,9 @@ fn mpsched_has_netem() -> bool {
     let name = format!("mpst-netem-{}", std::process::id());
     Command::new("ip").args(["netns", "add", &name]).status().unwrap();
     let ok = Command::new("ip")
-        .args(["netns", "exec", &name, "tc", "qdisc", "add", "dev", "lo", "root", "netem"])
+        .args([
+            "netns", "exec", &name, "tc", "qdisc", "add", "dev", "lo", "root", "netem",
+        ])
         .output()
         .unwrap()
         .status
