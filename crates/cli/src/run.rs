@@ -167,14 +167,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             stop: crate::stop_flag(),
             track_queues: a.track_queues.map(Duration::from_millis),
         };
-        let results = run_netns(&sc, &plan, &opts)?;
+        let runs = run_netns(&sc, &plan, &opts)?;
+        let (results, tracking): (Vec<VariantResult>, Vec<Option<String>>) =
+            runs.into_iter().map(|r| (r.result, r.tracking_csv)).unzip();
         finish(&sc, &out, multi, &results, !a.no_plot, "netns")?;
-        for (_, variant, text) in take_tracking() {
-            let dir = match (&variant, multi) {
-                (Some(v), true) => out.join(v),
-                _ => out.clone(),
-            };
-            std::fs::write(dir.join("queue_tracking.csv"), text)?;
+        for (r, csv) in results.iter().zip(&tracking) {
+            if let Some(text) = csv {
+                let dir = match (&r.variant, multi) {
+                    (Some(v), true) => out.join(v),
+                    _ => out.clone(),
+                };
+                std::fs::write(dir.join("queue_tracking.csv"), text)?;
+            }
         }
         println!("\nResults in {}", out.display());
         return Ok(());
@@ -252,8 +256,17 @@ pub fn finish(
     Ok(())
 }
 
+/// One variant's results on the kernel, with its queue-tracking CSV (empty without
+/// `--track-queues`).
+pub struct NetnsVariant {
+    /// The results, as the simulator's.
+    pub result: VariantResult,
+    /// `queue_tracking.csv` of the first repetition.
+    pub tracking_csv: Option<String>,
+}
+
 /// Run a plan on the netns backend, variant by variant, repetition by repetition.
-pub fn run_netns(sc: &Scenario, plan: &Plan, opts: &NetnsOptions) -> anyhow::Result<Vec<VariantResult>> {
+pub fn run_netns(sc: &Scenario, plan: &Plan, opts: &NetnsOptions) -> anyhow::Result<Vec<NetnsVariant>> {
     let names: Vec<Option<String>> = if !plan.variants.is_empty() {
         plan.variants.iter().cloned().map(Some).collect()
     } else if sc.variants.is_empty() {
@@ -324,19 +337,22 @@ pub fn run_netns(sc: &Scenario, plan: &Plan, opts: &NetnsOptions) -> anyhow::Res
                 scv.duration_ps as f64 / 1e12,
                 runs,
             );
-            if !tracking.is_empty() {
+            let tracking_csv = (!tracking.is_empty()).then(|| {
                 let mut text = String::from("time_s,node,port,virtual_queue_bytes,qdisc_backlog_bytes\n");
                 for (t, node, port, vq, q) in &tracking {
                     text.push_str(&format!("{t:.3},{node},{port},{vq},{q}\n"));
                 }
-                out_tracking(&scv.name, name.as_deref(), text);
-            }
-            out.push(VariantResult {
-                variant: name.clone(),
-                summary,
-                series,
-                events: 0,
-                scenario: scv,
+                text
+            });
+            out.push(NetnsVariant {
+                result: VariantResult {
+                    variant: name.clone(),
+                    summary,
+                    series,
+                    events: 0,
+                    scenario: scv,
+                },
+                tracking_csv,
             });
         }
         Ok(())
@@ -346,22 +362,6 @@ pub fn run_netns(sc: &Scenario, plan: &Plan, opts: &NetnsOptions) -> anyhow::Res
     bar.finish_and_clear();
     result?;
     Ok(out)
-}
-
-thread_local! {
-    static TRACKING: std::cell::RefCell<Vec<(String, Option<String>, String)>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-fn out_tracking(scenario: &str, variant: Option<&str>, text: String) {
-    TRACKING.with(|t| {
-        t.borrow_mut()
-            .push((scenario.to_string(), variant.map(str::to_string), text))
-    });
-}
-
-/// Queue-tracking samples gathered by the last netns run, per variant.
-pub fn take_tracking() -> Vec<(String, Option<String>, String)> {
-    TRACKING.with(|t| std::mem::take(&mut *t.borrow_mut()))
 }
 
 fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {

@@ -16,8 +16,7 @@ fn mpsched() -> Command {
 }
 
 fn root_or_skip() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc_geteuid() } == 0 {
+    if mpsched_netns::ns::is_root() {
         return true;
     }
     assert!(
@@ -26,11 +25,6 @@ fn root_or_skip() -> bool {
     );
     eprintln!("skipping: the netns backend needs root");
     false
-}
-
-extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
 }
 
 fn our_namespaces() -> Vec<String> {

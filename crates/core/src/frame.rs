@@ -192,13 +192,7 @@ impl FrameSwitch {
         }
         for (p, m) in self.markers.iter().enumerate() {
             if let Some(m) = m {
-                for (k, v) in [
-                    ("backlog_scaled", m.backlog_scaled),
-                    ("last_ns", m.last_ns),
-                    ("marked", m.marked),
-                    ("not_ect_over_threshold", m.not_ect_over_threshold),
-                    ("overflow", m.overflow),
-                ] {
+                for (k, v) in m.registers() {
                     out.insert(format!("marker{p}.{k}"), v);
                 }
             }

@@ -124,6 +124,17 @@ impl VirtualQueueMarker {
         }
     }
 
+    /// The registers by name, as snapshots and conformance vectors report them.
+    pub fn registers(&self) -> [(&'static str, u64); 5] {
+        [
+            ("backlog_scaled", self.backlog_scaled),
+            ("last_ns", self.last_ns),
+            ("marked", self.marked),
+            ("not_ect_over_threshold", self.not_ect_over_threshold),
+            ("overflow", self.overflow),
+        ]
+    }
+
     /// The backlog in bytes (rounded down).
     pub fn backlog_bytes(&self) -> u64 {
         self.backlog_scaled / VQ_SCALE_PER_BYTE

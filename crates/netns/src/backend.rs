@@ -178,13 +178,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         readers: Vec::new(),
         dataplanes: Vec::new(),
     };
-    let check_stop = |_: &Live| -> Result<(), NetnsError> {
-        if opts.stop.load(Ordering::Relaxed) {
-            Err(NetnsError::Interrupted(run_id.to_string()))
-        } else {
-            Ok(())
-        }
-    };
+    let check_stop = || check_stop_plain(&opts.stop, run_id);
 
     // Namespaces.
     for i in 0..sc.nodes.len() {
@@ -194,7 +188,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         // Switches forward only through their program.
         n.sysctl("net.ipv4.ip_forward", "0")?;
         live.nss.push(n);
-        check_stop(&live)?;
+        check_stop()?;
     }
     let mac = |node: usize, port: PortId| mac_for(node as u32 + 1, port);
     let ref_frame = sc
@@ -237,7 +231,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
                 if use_netem { l.delay_ps } else { 0 },
             )?;
         }
-        check_stop(&live)?;
+        check_stop()?;
     }
 
     // Hosts: an address, a default route via the neighbour, a static neighbour entry.
@@ -309,7 +303,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
             Ok(dp)
         })??;
         live.dataplanes.push((i, dp));
-        check_stop(&live)?;
+        check_stop()?;
     }
 
     // Traffic: a one-off iperf3 server per flow, then each client at its start time.
@@ -330,7 +324,6 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         push_child(&mut live, server);
     }
     std::thread::sleep(Duration::from_millis(300));
-    let n_servers = sc.flows.len();
 
     // Sampling: path monitors are the confluence point's interfaces on each path's last hop.
     let monitors: Vec<(usize, String)> = sc
@@ -366,7 +359,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
     let mut next_sample = sample_every;
     let mut next_track = opts.track_queues.unwrap_or(Duration::MAX);
     loop {
-        check_stop(&live)?;
+        check_stop()?;
         let now = t0.elapsed();
         for (fi, f) in sc.flows.iter().enumerate() {
             if !started[fi] && now >= Duration::from_nanos(f.start_ps / 1000) {
@@ -544,7 +537,6 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         }
         flow_series.push(col);
     }
-    let _ = n_servers;
     let mut reg_names: Vec<String> = Vec::new();
     for r in &reg_samples {
         for (k, _) in r {

@@ -173,7 +173,6 @@ impl Dataplane {
                 own_mac: b.own_mac,
                 peer_mac: b.peer_mac,
             };
-            self.update("ports", &(p as u32), &port)?;
             if b.ifindex as u64 >= layout::h::MAX_IFINDEX {
                 return Err(DataplaneError::Config(format!(
                     "ifindex {} of port {p} is not below {}: create interfaces inside the node's namespace",
@@ -181,6 +180,7 @@ impl Dataplane {
                     layout::h::MAX_IFINDEX
                 )));
             }
+            self.update("ports", &(p as u32), &port)?;
             self.update("ifindex_port", &b.ifindex, &(p as u32 + 1))?;
         }
         for r in &cfg.routes {
@@ -322,13 +322,18 @@ impl Dataplane {
             if m.threshold_scaled == 0 {
                 continue;
             }
-            for (k, v) in [
-                ("backlog_scaled", m.backlog_scaled),
-                ("last_ns", m.last_ns),
-                ("marked", m.marked),
-                ("not_ect_over_threshold", m.not_ect_over_threshold),
-                ("overflow", m.overflow),
-            ] {
+            let vq = VirtualQueueMarker {
+                rate_bps: m.rate_bps,
+                max_elapsed_ns: m.max_elapsed_ns,
+                threshold_scaled: m.threshold_scaled,
+                limit_scaled: m.limit_scaled,
+                backlog_scaled: m.backlog_scaled,
+                last_ns: m.last_ns,
+                marked: m.marked,
+                not_ect_over_threshold: m.not_ect_over_threshold,
+                overflow: m.overflow,
+            };
+            for (k, v) in vq.registers() {
                 out.insert(format!("marker{p}.{k}"), v);
             }
         }

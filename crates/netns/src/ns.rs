@@ -108,7 +108,8 @@ impl Netns {
         ip(&a)
     }
 
-    /// A command inside the namespace, not waited for.
+    /// A command inside the namespace, not waited for; its stdout is piped (read it as it
+    /// comes, or a full pipe stalls the command), its stderr discarded.
     pub fn spawn(&self, cmd: &str, args: &[&str]) -> Result<std::process::Child, NsError> {
         let shown = format!("ip netns exec {} {cmd} {}", self.name, args.join(" "));
         Command::new("ip")
@@ -116,7 +117,7 @@ impl Netns {
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::null())
             .spawn()
             .map_err(|source| NsError::Spawn { cmd: shown, source })
     }

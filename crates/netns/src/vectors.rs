@@ -157,12 +157,11 @@ fn replay(
                 let out_port =
                     port_of_mac(&out_frame).ok_or_else(|| format!("{at}: output frame to an unknown MAC"))?;
                 let meta = parse_frame(&out_frame, fb_port).map_err(|e| format!("{at}: output frame: {e:?}"))?;
-                let is_feedback = meta.feedback.is_some() && st.frame != mpsched_core::vectors::to_hex(&out_frame);
                 let sent: Vec<PortId> = (0..set.n_ports as PortId)
                     .flat_map(|p| (0..delta(&format!("port{p}.tx_pkts"))).map(move |_| p))
                     .collect();
-                if is_feedback && meta.src_ip == set.config.own_ip {
-                    let fb = meta.feedback.unwrap();
+                // The frame left is a feedback packet this node made, not the data packet.
+                if let Some(fb) = meta.feedback.filter(|_| meta.src_ip == set.config.own_ip) {
                     obs.emit = Some(EmitObserved {
                         port: out_port,
                         dst_ip: meta.dst_ip,
