@@ -1,0 +1,132 @@
+//! DCTCP (RFC 8257): NewReno growth; on ECN-Echo the window shrinks by alpha / 2, where alpha is
+//! a moving average (gain 1/16) of the fraction of bytes marked per window.
+
+use super::{additive_increase, slow_start, AckEvent, CongestionControl, CongestionSignal};
+use crate::TimeNs;
+
+/// Fixed-point scale of alpha (Linux uses 1024).
+pub const ALPHA_SCALE: u64 = 1024;
+/// The estimation gain g = 1 / 2^4.
+const G_SHIFT: u32 = 4;
+
+/// DCTCP.
+#[derive(Clone, Debug)]
+pub struct Dctcp {
+    mss: u64,
+    cwnd: u64,
+    ssthresh: u64,
+    acc: u64,
+    /// alpha in units of 1 / ALPHA_SCALE; starts at 1 as Linux's `dctcp_alpha_on_init`.
+    alpha: u64,
+    window_acked: u64,
+    window_marked: u64,
+}
+
+impl Dctcp {
+    /// Initial window of `iw` segments, no threshold, alpha = 1.
+    pub fn new(mss: u32, iw: u32) -> Self {
+        Dctcp {
+            mss: u64::from(mss),
+            cwnd: u64::from(mss) * u64::from(iw.max(1)),
+            ssthresh: u64::MAX,
+            acc: 0,
+            alpha: ALPHA_SCALE,
+            window_acked: 0,
+            window_marked: 0,
+        }
+    }
+
+    /// alpha, scaled by [`ALPHA_SCALE`].
+    pub fn alpha_scaled(&self) -> u64 {
+        self.alpha
+    }
+}
+
+impl CongestionControl for Dctcp {
+    fn name(&self) -> &'static str {
+        "dctcp"
+    }
+    fn window_bytes(&self) -> u64 {
+        self.cwnd
+    }
+    fn ssthresh_bytes(&self) -> u64 {
+        self.ssthresh
+    }
+    fn on_ack(&mut self, ack: &AckEvent) {
+        if !ack.cwnd_limited {
+            return;
+        }
+        let left = slow_start(&mut self.cwnd, self.ssthresh, ack.acked_bytes);
+        if left > 0 {
+            additive_increase(&mut self.cwnd, &mut self.acc, self.mss, left);
+        }
+    }
+    fn on_congestion(&mut self, _now: TimeNs, signal: CongestionSignal, _in_flight: u64) {
+        self.ssthresh = match signal {
+            CongestionSignal::Ecn => {
+                let cut = self.cwnd * self.alpha / (2 * ALPHA_SCALE);
+                (self.cwnd - cut).max(2 * self.mss)
+            }
+            CongestionSignal::Loss => (self.cwnd / 2).max(2 * self.mss),
+        };
+        self.cwnd = self.ssthresh;
+        self.acc = 0;
+    }
+    fn on_rto(&mut self, _now: TimeNs, _in_flight: u64) {
+        self.ssthresh = (self.cwnd / 2).max(2 * self.mss);
+        self.cwnd = self.mss;
+        self.acc = 0;
+    }
+    fn set_window(&mut self, cwnd: u64) {
+        self.cwnd = cwnd.max(self.mss);
+    }
+    fn on_ecn_ack(&mut self, acked: u64, ece: bool, window_end: bool) {
+        self.window_acked += acked;
+        if ece {
+            self.window_marked += acked;
+        }
+        if window_end && self.window_acked > 0 {
+            let f = (self.window_marked * ALPHA_SCALE / self.window_acked).min(ALPHA_SCALE);
+            // alpha = (1 - g) alpha + g F
+            self.alpha = self.alpha - (self.alpha >> G_SHIFT) + (f >> G_SHIFT);
+            self.window_acked = 0;
+            self.window_marked = 0;
+        }
+    }
+    fn state(&self) -> Vec<(&'static str, u64)> {
+        vec![("dctcp_alpha_x1024", self.alpha)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alpha_decays_without_marks_and_sets_the_cut() {
+        let mut d = Dctcp::new(1000, 10);
+        for _ in 0..100 {
+            d.on_ecn_ack(10_000, false, true);
+        }
+        assert!(d.alpha_scaled() < 20, "alpha {}", d.alpha_scaled());
+        // Every byte marked for many windows: alpha goes to 1 and the cut to one half.
+        for _ in 0..200 {
+            d.on_ecn_ack(10_000, true, true);
+        }
+        assert!(d.alpha_scaled() > 1000);
+        d.set_window(100_000);
+        d.on_congestion(0, CongestionSignal::Ecn, 100_000);
+        assert!((50_000..52_000).contains(&d.window_bytes()), "{}", d.window_bytes());
+    }
+
+    #[test]
+    fn a_small_alpha_cuts_little() {
+        let mut d = Dctcp::new(1000, 10);
+        for _ in 0..100 {
+            d.on_ecn_ack(10_000, false, true);
+        }
+        d.set_window(100_000);
+        d.on_congestion(0, CongestionSignal::Ecn, 100_000);
+        assert!(d.window_bytes() > 99_000, "{}", d.window_bytes());
+    }
+}

@@ -1,0 +1,367 @@
+//! The sending side: windows, loss recovery and the retransmission timer.
+
+use super::{Segment, TcpConfig};
+use crate::cc::{AckEvent, CongestionControl, CongestionSignal};
+use crate::rtt::RttEstimator;
+use crate::TimeNs;
+use std::collections::VecDeque;
+
+/// Largest RTO backoff exponent.
+const MAX_BACKOFF: u32 = 10;
+
+/// Counters of a sender.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    /// Segments sent, retransmissions included.
+    pub segments_sent: u64,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    /// Segments that repeated bytes sent before.
+    pub retransmitted_segments: u64,
+    /// Fast retransmits (entries into loss recovery).
+    pub fast_retransmits: u64,
+    /// Retransmission timeouts.
+    pub rtos: u64,
+    /// Window reductions on ECN-Echo.
+    pub ecn_reductions: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SentRecord {
+    end: u64,
+    sent_ns: TimeNs,
+    retransmitted: bool,
+}
+
+/// A TCP sender: the application writes bytes, [`TcpSender::poll_transmit`] hands out segments,
+/// ACKs and timer expiries come back in.
+#[derive(Debug)]
+pub struct TcpSender {
+    cfg: TcpConfig,
+    cc: Box<dyn CongestionControl>,
+    rtt: RttEstimator,
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_max: u64,
+    written: u64,
+    peer_window: u64,
+    dupacks: u32,
+    in_recovery: bool,
+    /// NewReno's recovery point: snd_max when recovery (or the RTO) began.
+    recover: Option<u64>,
+    retransmit_next: bool,
+    rto_deadline: Option<TimeNs>,
+    backoff: u32,
+    sent: VecDeque<SentRecord>,
+    cwr_pending: bool,
+    /// No ECN reduction until snd_una passes this (one per round trip).
+    ecn_hold_until: Option<u64>,
+    /// End of the current observation window (DCTCP, cwnd-limited tracking).
+    window_end: u64,
+    cwnd_limited_now: bool,
+    cwnd_limited_prev: bool,
+    max_flight: u64,
+    stats: SenderStats,
+}
+
+impl TcpSender {
+    /// A sender with nothing written yet.
+    pub fn new(cfg: TcpConfig) -> Self {
+        let cc = cfg.cc.build(cfg.mss_bytes, cfg.initial_window_segments);
+        Self::with_controller(cfg, cc)
+    }
+
+    /// A sender with a controller of the caller's choosing (a coupled one, say).
+    pub fn with_controller(cfg: TcpConfig, cc: Box<dyn CongestionControl>) -> Self {
+        TcpSender {
+            rtt: RttEstimator::new(cfg.min_rto_ns),
+            peer_window: cfg.receive_window_bytes,
+            cfg,
+            cc,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            written: 0,
+            dupacks: 0,
+            in_recovery: false,
+            recover: None,
+            retransmit_next: false,
+            rto_deadline: None,
+            backoff: 0,
+            sent: VecDeque::new(),
+            cwr_pending: false,
+            ecn_hold_until: None,
+            window_end: 0,
+            cwnd_limited_now: false,
+            cwnd_limited_prev: false,
+            max_flight: 0,
+            stats: SenderStats::default(),
+        }
+    }
+
+    /// The application hands over `bytes` more bytes to send.
+    pub fn write(&mut self, bytes: u64) {
+        self.written = self.written.saturating_add(bytes);
+    }
+
+    /// Bytes written and not yet acknowledged: what `SIOCOUTQ` reports on Linux.
+    pub fn unacked_bytes(&self) -> u64 {
+        self.written - self.snd_una
+    }
+
+    /// Bytes written and not yet sent.
+    pub fn unsent_bytes(&self) -> u64 {
+        self.written - self.snd_nxt.max(self.snd_una)
+    }
+
+    /// Bytes sent and not acknowledged.
+    pub fn in_flight_bytes(&self) -> u64 {
+        self.snd_nxt - self.snd_una
+    }
+
+    /// Bytes acknowledged so far.
+    pub fn acked_bytes(&self) -> u64 {
+        self.snd_una
+    }
+
+    /// Congestion window in bytes.
+    pub fn cwnd_bytes(&self) -> u64 {
+        self.cc.window_bytes()
+    }
+
+    /// Slow-start threshold in bytes.
+    pub fn ssthresh_bytes(&self) -> u64 {
+        self.cc.ssthresh_bytes()
+    }
+
+    /// The RTT estimator.
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+
+    /// The controller.
+    pub fn controller(&self) -> &dyn CongestionControl {
+        self.cc.as_ref()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &SenderStats {
+        &self.stats
+    }
+
+    /// Whether loss recovery is under way.
+    pub fn in_recovery(&self) -> bool {
+        self.in_recovery
+    }
+
+    /// When [`TcpSender::on_timer`] must next be called.
+    pub fn next_timer(&self) -> Option<TimeNs> {
+        self.rto_deadline
+    }
+
+    fn arm_rto(&mut self, now: TimeNs) {
+        let rto = self.rtt.rto_ns().saturating_mul(1 << self.backoff.min(MAX_BACKOFF));
+        self.rto_deadline = Some(now + rto.min(crate::rtt::MAX_RTO_NS));
+    }
+
+    /// The next segment the windows, Nagle and the data written allow, if any.
+    pub fn poll_transmit(&mut self, now: TimeNs) -> Option<Segment> {
+        let mss = u64::from(self.cfg.mss_bytes);
+        if self.retransmit_next {
+            self.retransmit_next = false;
+            let len = mss.min(self.snd_max - self.snd_una);
+            if len > 0 {
+                for r in self.sent.iter_mut().filter(|r| r.end > self.snd_una) {
+                    r.retransmitted = true;
+                    if r.end >= self.snd_una + len {
+                        break;
+                    }
+                }
+                return Some(self.emit(now, self.snd_una, len as u32, true));
+            }
+        }
+        let window = self.cc.window_bytes().min(self.peer_window);
+        let avail = self.written.saturating_sub(self.snd_nxt);
+        if avail == 0 {
+            return None;
+        }
+        let len = mss.min(avail);
+        let in_flight = self.snd_nxt - self.snd_una;
+        if in_flight + len > window {
+            self.cwnd_limited_now = true;
+            return None;
+        }
+        if len < mss && !self.cfg.nodelay && in_flight > 0 {
+            return None;
+        }
+        let seq = self.snd_nxt;
+        let retx = seq < self.snd_max;
+        self.snd_nxt += len;
+        self.snd_max = self.snd_max.max(self.snd_nxt);
+        self.max_flight = self.max_flight.max(self.snd_nxt - self.snd_una);
+        if !retx {
+            self.sent.push_back(SentRecord {
+                end: self.snd_nxt,
+                sent_ns: now,
+                retransmitted: false,
+            });
+        }
+        Some(self.emit(now, seq, len as u32, retx))
+    }
+
+    fn emit(&mut self, now: TimeNs, seq: u64, len: u32, retx: bool) -> Segment {
+        if self.rto_deadline.is_none() {
+            self.arm_rto(now);
+        }
+        self.stats.segments_sent += 1;
+        self.stats.bytes_sent += u64::from(len);
+        if retx {
+            self.stats.retransmitted_segments += 1;
+        }
+        // RFC 3168 6.1.5: no ECT on retransmissions; CWR rides on the next new data.
+        let ect = self.cfg.ecn && !retx;
+        let cwr = ect && std::mem::take(&mut self.cwr_pending);
+        Segment {
+            seq,
+            len,
+            ack: 0,
+            window_bytes: 0,
+            ece: false,
+            cwr,
+            ect,
+            retransmission: retx,
+        }
+    }
+
+    /// An ACK arrived.
+    pub fn on_ack(&mut self, now: TimeNs, seg: &Segment) {
+        let mss = u64::from(self.cfg.mss_bytes);
+        let ack = seg.ack;
+        if ack > self.snd_max {
+            return;
+        }
+        self.peer_window = seg.window_bytes;
+        if ack > self.snd_una {
+            let acked = ack - self.snd_una;
+            // RTT from the newest segment this ACK covers, unless it was retransmitted (Karn).
+            let mut newest = None;
+            while let Some(r) = self.sent.front() {
+                if r.end > ack {
+                    break;
+                }
+                newest = self.sent.pop_front();
+            }
+            if let Some(r) = newest.filter(|r| !r.retransmitted) {
+                self.rtt.on_sample(now - r.sent_ns);
+            }
+            let window_end = ack >= self.window_end;
+            if window_end {
+                self.cwnd_limited_prev = self.cwnd_limited_now;
+                self.cwnd_limited_now = false;
+            }
+            self.cc.on_ecn_ack(acked, seg.ece && self.cfg.ecn, window_end);
+            let flight_before = self.snd_nxt.max(ack) - self.snd_una;
+            self.snd_una = ack;
+            if self.snd_nxt < ack {
+                self.snd_nxt = ack;
+            }
+            if self.in_recovery {
+                if self.recover.is_some_and(|r| ack >= r) {
+                    // Full acknowledgement (RFC 6582 3.2, step 3, option 1).
+                    let flight = self.snd_max - ack;
+                    let w = self.cc.ssthresh_bytes().min(flight.max(mss) + mss);
+                    self.cc.set_window(w);
+                    self.in_recovery = false;
+                    self.dupacks = 0;
+                } else {
+                    // Partial acknowledgement: retransmit the next hole, deflate.
+                    self.retransmit_next = true;
+                    let w = self.cc.window_bytes().saturating_sub(acked) + if acked >= mss { mss } else { 0 };
+                    self.cc.set_window(w);
+                }
+            } else {
+                self.dupacks = 0;
+                let ss = self.cc.window_bytes() < self.cc.ssthresh_bytes();
+                let limited = self.cwnd_limited_now
+                    || self.cwnd_limited_prev
+                    || (ss && self.cc.window_bytes() < 2 * self.max_flight)
+                    || flight_before + mss >= self.cc.window_bytes();
+                self.cc.on_ack(&AckEvent {
+                    now_ns: now,
+                    acked_bytes: acked,
+                    cwnd_limited: limited,
+                    srtt_ns: self.rtt.srtt_ns().unwrap_or(0),
+                    min_rtt_ns: if self.rtt.min_rtt_ns() == u64::MAX {
+                        0
+                    } else {
+                        self.rtt.min_rtt_ns()
+                    },
+                });
+            }
+            if window_end {
+                self.window_end = self.snd_nxt;
+                self.max_flight = self.snd_nxt - self.snd_una;
+            }
+            self.backoff = 0;
+            if self.snd_una == self.snd_max {
+                self.rto_deadline = None;
+            } else {
+                self.arm_rto(now);
+            }
+        } else if ack == self.snd_una && seg.len == 0 && self.snd_max > self.snd_una {
+            self.dupacks += 1;
+            if self.in_recovery {
+                let w = self.cc.window_bytes() + mss;
+                self.cc.set_window(w);
+            } else if self.dupacks == self.cfg.dupack_threshold && self.recover.map_or(true, |r| ack >= r) {
+                self.recover = Some(self.snd_max);
+                let flight = self.snd_nxt - self.snd_una;
+                self.cc.on_congestion(now, CongestionSignal::Loss, flight);
+                let w = self.cc.ssthresh_bytes() + u64::from(self.cfg.dupack_threshold) * mss;
+                self.cc.set_window(w);
+                self.in_recovery = true;
+                self.retransmit_next = true;
+                self.stats.fast_retransmits += 1;
+                // The loss response counts as this round trip's reduction.
+                self.ecn_hold_until = Some(self.snd_max);
+            }
+        }
+        if self.cfg.ecn
+            && seg.ece
+            && !self.in_recovery
+            && self.ecn_hold_until.map_or(true, |h| self.snd_una > h)
+            && self.snd_max > 0
+        {
+            let flight = self.snd_nxt - self.snd_una;
+            self.cc.on_congestion(now, CongestionSignal::Ecn, flight);
+            self.ecn_hold_until = Some(self.snd_max);
+            self.cwr_pending = true;
+            self.stats.ecn_reductions += 1;
+        }
+    }
+
+    /// Call at [`TcpSender::next_timer`]: on expiry, the RTO fires (go back to the first
+    /// unacknowledged byte with a window of one segment, back off the timer).
+    pub fn on_timer(&mut self, now: TimeNs) {
+        match self.rto_deadline {
+            Some(d) if d <= now => {}
+            _ => return,
+        }
+        self.rto_deadline = None;
+        if self.snd_una == self.snd_max {
+            return;
+        }
+        let flight = self.snd_nxt - self.snd_una;
+        self.cc.on_rto(now, flight);
+        self.stats.rtos += 1;
+        self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
+        self.snd_nxt = self.snd_una;
+        self.recover = Some(self.snd_max);
+        self.in_recovery = false;
+        self.retransmit_next = false;
+        self.dupacks = 0;
+        self.sent.clear();
+        self.window_end = self.snd_max;
+        self.arm_rto(now);
+    }
+}
