@@ -21,6 +21,7 @@
 //! - [`vectors`]: conformance vectors shared with the eBPF programs.
 //! - [`rng`]: injectable random sources.
 //! - [`table`]: IPv4 longest-prefix-match table.
+//! - [`tunnel`]: tunnel schedulers (round robin, AFMT) and AFMT's bounded flow table.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -34,6 +35,7 @@ pub mod rng;
 pub mod sched;
 pub mod switch;
 pub mod table;
+pub mod tunnel;
 pub mod vectors;
 pub mod wire;
 
