@@ -182,6 +182,84 @@ pub fn emit_udp_frame(
     out[udp_start + 6..udp_start + 8].copy_from_slice(&ucsum.to_be_bytes());
 }
 
+/// TCP header fields for [`emit_tcp_frame`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct TcpFields {
+    /// Sequence number (the low 32 bits of the byte offset).
+    pub seq: u32,
+    /// Acknowledgement number.
+    pub ack: u32,
+    /// Flags byte: FIN 0x01, SYN 0x02, RST 0x04, PSH 0x08, ACK 0x10, URG 0x20, ECE 0x40, CWR 0x80.
+    pub flags: u8,
+    /// Window field (already scaled down by the window-scale shift).
+    pub window: u16,
+    /// Timestamp value (option 8).
+    pub tsval: u32,
+    /// Timestamp echo reply.
+    pub tsecr: u32,
+}
+
+/// TCP flag bits.
+pub mod tcp_flags {
+    /// PSH.
+    pub const PSH: u8 = 0x08;
+    /// ACK.
+    pub const ACK: u8 = 0x10;
+    /// ECN-Echo.
+    pub const ECE: u8 = 0x40;
+    /// Congestion Window Reduced.
+    pub const CWR: u8 = 0x80;
+}
+
+/// Write an Ethernet + IPv4 + TCP frame (32-byte TCP header: NOP, NOP, timestamps, as Linux
+/// sends them) with `payload_len` zero payload bytes into `out`, with real IPv4 and TCP
+/// checksums.
+pub fn emit_tcp_frame(
+    meta: &PacketMeta,
+    src_mac: [u8; 6],
+    dst_mac: [u8; 6],
+    ip_id: u16,
+    tcp: &TcpFields,
+    payload_len: usize,
+    out: &mut Vec<u8>,
+) {
+    const TCP_HDR_BYTES: usize = 32;
+    out.clear();
+    out.extend_from_slice(&dst_mac);
+    out.extend_from_slice(&src_mac);
+    out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    let l4_len = (TCP_HDR_BYTES + payload_len) as u16;
+    let ip_start = out.len();
+    out.push(0x45);
+    out.push((meta.dscp << 2) | meta.ecn.bits());
+    out.extend_from_slice(&(IPV4_MIN_HDR_BYTES as u16 + l4_len).to_be_bytes());
+    out.extend_from_slice(&ip_id.to_be_bytes());
+    out.extend_from_slice(&0x4000u16.to_be_bytes());
+    out.push(meta.ttl);
+    out.push(crate::packet::proto::TCP);
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(&meta.src_ip.to_be_bytes());
+    out.extend_from_slice(&meta.dst_ip.to_be_bytes());
+    let csum = internet_checksum(&out[ip_start..ip_start + IPV4_MIN_HDR_BYTES], 0);
+    out[ip_start + 10..ip_start + 12].copy_from_slice(&csum.to_be_bytes());
+    let t = out.len();
+    out.extend_from_slice(&meta.src_port.to_be_bytes());
+    out.extend_from_slice(&meta.dst_port.to_be_bytes());
+    out.extend_from_slice(&tcp.seq.to_be_bytes());
+    out.extend_from_slice(&tcp.ack.to_be_bytes());
+    out.push(((TCP_HDR_BYTES / 4) as u8) << 4);
+    out.push(tcp.flags);
+    out.extend_from_slice(&tcp.window.to_be_bytes());
+    out.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent pointer
+    out.extend_from_slice(&[1, 1, 8, 10]);
+    out.extend_from_slice(&tcp.tsval.to_be_bytes());
+    out.extend_from_slice(&tcp.tsecr.to_be_bytes());
+    out.resize(out.len() + payload_len, 0);
+    let pseudo = pseudo_header_sum(meta.src_ip, meta.dst_ip, crate::packet::proto::TCP, l4_len);
+    let c = internet_checksum(&out[t..], pseudo);
+    out[t + 16..t + 18].copy_from_slice(&c.to_be_bytes());
+}
+
 fn pseudo_header_sum(src: Ipv4, dst: Ipv4, protocol: u8, l4_len: u16) -> u32 {
     (src >> 16) + (src & 0xffff) + (dst >> 16) + (dst & 0xffff) + u32::from(protocol) + u32::from(l4_len)
 }
@@ -190,6 +268,31 @@ fn pseudo_header_sum(src: Ipv4, dst: Ipv4, protocol: u8, l4_len: u16) -> u32 {
 mod tests {
     use super::*;
     use crate::feedback::feedback_payload;
+
+    #[test]
+    fn a_tcp_frame_has_valid_checksums_and_parses() {
+        let mut m = PacketMeta::udp(0x0a00_0001, 0x0a00_0002, 40000, 5201, 0);
+        m.proto = crate::packet::proto::TCP;
+        let mut out = Vec::new();
+        let f = TcpFields {
+            seq: 1000,
+            ack: 1,
+            flags: tcp_flags::ACK | tcp_flags::PSH,
+            window: 500,
+            tsval: 7,
+            tsecr: 3,
+        };
+        emit_tcp_frame(&m, mac_for(1, 0), mac_for(2, 0), 9, &f, 100, &mut out);
+        assert_eq!(out.len(), 14 + 20 + 32 + 100);
+        assert_eq!(internet_checksum(&out[14..34], 0), 0, "IPv4 header checksum");
+        let pseudo = pseudo_header_sum(m.src_ip, m.dst_ip, 6, 132);
+        assert_eq!(internet_checksum(&out[34..], pseudo), 0, "TCP checksum");
+        let p = parse_frame(&out, 0).unwrap();
+        assert_eq!(
+            (p.proto, p.src_port, p.dst_port, p.wire_len_bytes),
+            (6, 40000, 5201, 166)
+        );
+    }
 
     fn frame(meta: &PacketMeta, payload: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();

@@ -523,6 +523,8 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
             sent_pkts: packets,
             delivered_pkts,
             per_path_mbps: BTreeMap::new(),
+            delivered_mib: round(bytes / f64::from(1u32 << 20), 4),
+            tcp: None,
         });
         // Per-second goodput at the receiver, placed on the scenario's clock.
         let mut col = vec![0.0; intervals];
@@ -595,6 +597,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
     drop(live);
     Ok(NetnsRun {
         figures: RunFigures {
+            tunnels: Vec::new(),
             seed: sc.seed,
             flows,
             paths,

@@ -22,6 +22,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "scenarios/motohashi2022/s3b-dwrr-two-flows.toml",
         include_str!("../../../scenarios/motohashi2022/s3b-dwrr-two-flows.toml"),
     ),
+    (
+        "tcp/single-flow",
+        "scenarios/tcp/single-flow.toml",
+        include_str!("../../../scenarios/tcp/single-flow.toml"),
+    ),
 ];
 
 /// The scenario `mpsched run` uses when given none: scenario 3b with DWRR.

@@ -4,7 +4,10 @@ use crate::schema::*;
 use crate::units::{parse_rate_bps, parse_size_bytes, parse_time_ps};
 use mpsched_core::packet::{parse_ipv4, Ecn, Ipv4};
 use mpsched_core::sched::{DwrrParams, SchedulerConfig};
+use mpsched_core::tunnel::{TunnelSchedulerConfig, DEFAULT_FLOW_TABLE_ENTRIES};
 use mpsched_core::MAX_PATHS;
+use mpsched_transport::cc::CcKind;
+use mpsched_transport::tcp::TcpConfig;
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
@@ -64,7 +67,95 @@ pub struct Link {
     pub delay_ps: u64,
     /// Queue capacity per direction, in packets waiting (excluding the one being sent).
     pub queue_pkts: u32,
+    /// Name, for variants to refer to.
+    pub name: Option<String>,
+    /// ECN marking threshold at the switch ends of this link, in packets waiting.
+    pub ecn_threshold_pkts: Option<u32>,
 }
+
+/// Transport of a flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// UDP constant bit rate, as iperf `-u -b`.
+    Udp,
+    /// A TCP connection.
+    Tcp,
+}
+
+/// What a TCP flow's application does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpApp {
+    /// Send as fast as TCP allows from start to stop (iperf3 `-t`).
+    Bulk,
+    /// Send this many bytes and record the completion time (iperf3 `-n`).
+    Transfer {
+        /// Bytes to transfer.
+        size_bytes: u64,
+    },
+    /// The source sends a request, the destination answers; repeat.
+    RequestResponse {
+        /// Request size.
+        request_bytes: u64,
+        /// Response size.
+        response_bytes: u64,
+        /// Exchanges; 0 means until the flow stops.
+        count: u64,
+    },
+}
+
+/// A TCP flow's transport and application.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpFlow {
+    /// Connection settings.
+    pub config: TcpConfig,
+    /// Application.
+    pub app: TcpApp,
+}
+
+/// Transport of a tunnel's subtunnels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubtunnelTransport {
+    /// A TCP connection per subtunnel and direction; payload packets framed by an 8-byte
+    /// length header.
+    Tcp,
+    /// Each payload packet in a UDP datagram.
+    Udp,
+}
+
+impl SubtunnelTransport {
+    /// `tcp` or `udp`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SubtunnelTransport::Tcp => "tcp",
+            SubtunnelTransport::Udp => "udp",
+        }
+    }
+}
+
+/// A multipath tunnel between two switches. Traffic between the hosts behind `entry` and those
+/// behind `exit` is encapsulated at whichever end it reaches first and sent over a subtunnel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tunnel {
+    /// Name.
+    pub name: String,
+    /// The switch where the subtunnel paths start.
+    pub entry: usize,
+    /// The switch where they end.
+    pub exit: usize,
+    /// Path indices, entry to exit (the opposite direction uses them reversed).
+    pub subtunnels: Vec<usize>,
+    /// Scheduler at both ends.
+    pub scheduler: TunnelSchedulerConfig,
+    /// Subtunnel transport.
+    pub transport: SubtunnelTransport,
+    /// Send buffer of each TCP subtunnel, in bytes.
+    pub send_buffer_bytes: u64,
+    /// TCP settings of the subtunnels.
+    pub tcp: TcpConfig,
+}
+
+/// ns-3's default TCP send buffer (`TcpSocket::SndBufSize`), the AFMT prototype's.
+pub const DEFAULT_TUNNEL_SEND_BUFFER_BYTES: u64 = 131_072;
 
 /// A named path: node indices from splitting point to confluence point.
 #[derive(Clone, Debug, PartialEq)]
@@ -94,7 +185,7 @@ pub struct Split {
     pub feedback_every: u32,
 }
 
-/// A UDP constant-bit-rate flow.
+/// A flow: UDP constant bit rate, or a TCP connection.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Flow {
     /// Name.
@@ -103,7 +194,11 @@ pub struct Flow {
     pub src: usize,
     /// Destination host.
     pub dst: usize,
-    /// Offered rate, counted on UDP payload (as iperf's `-b`).
+    /// UDP or TCP.
+    pub protocol: Protocol,
+    /// TCP settings and application (TCP flows).
+    pub tcp: Option<TcpFlow>,
+    /// Offered rate, counted on UDP payload (as iperf's `-b`); 0 for TCP.
     pub rate_bps: u64,
     /// UDP payload per packet.
     pub payload_bytes: u32,
@@ -162,9 +257,12 @@ pub struct Scenario {
     pub splits: Vec<Split>,
     /// Flows.
     pub flows: Vec<Flow>,
+    /// Multipath tunnels.
+    pub tunnels: Vec<Tunnel>,
     /// Variants; empty means the scenario runs as written.
     pub variants: Vec<Variant>,
     raw_splits: Vec<RawSplitKeep>,
+    raw_tunnels: Vec<RawTunnel>,
 }
 
 /// What a variant needs to re-validate a split.
@@ -316,7 +414,53 @@ impl Scenario {
                 .iter()
                 .position(|x| &x.name == flow)
                 .ok_or_else(|| ctx.err(format!("variant[{vi}].rates.{flow}"), format!("no flow named `{flow}`")))?;
+            if out.flows[fi].protocol != Protocol::Udp {
+                return Err(ctx.err(format!("variant[{vi}].rates.{flow}"), "rates apply to UDP flows"));
+            }
             out.flows[fi].rate_bps = ctx.rate(&format!("variant[{vi}].rates.{flow}"), rate)?;
+        }
+        for (link, rate) in &raw.link_rates {
+            let li = out
+                .links
+                .iter()
+                .position(|x| x.name.as_deref() == Some(link))
+                .ok_or_else(|| {
+                    ctx.err(
+                        format!("variant[{vi}].link_rates.{link}"),
+                        format!("no link named `{link}`"),
+                    )
+                })?;
+            out.links[li].rate_bps = ctx.rate(&format!("variant[{vi}].link_rates.{link}"), rate)?;
+        }
+        if let Some(cc) = &raw.cc {
+            let kind = CcKind::parse(cc)
+                .ok_or_else(|| ctx.err(f("cc"), format!("expected `reno`, `cubic` or `dctcp`, got `{cc}`")))?;
+            for fl in out.flows.iter_mut() {
+                if let Some(t) = &mut fl.tcp {
+                    t.config.cc = kind;
+                    if kind == CcKind::Dctcp && !t.config.ecn {
+                        return Err(ctx.err(f("cc"), format!("DCTCP needs ECN, and flow `{}` has it off", fl.name)));
+                    }
+                }
+            }
+        }
+        if raw.tunnel_scheduler.is_some() || raw.tunnel_transport.is_some() {
+            if self.tunnels.is_empty() {
+                return Err(ctx.err(f("tunnel_scheduler"), "the scenario has no [[tunnel]]"));
+            }
+            for (ti, rt) in self.raw_tunnels.iter().enumerate() {
+                let mut rt = rt.clone();
+                if let Some(x) = &raw.tunnel_scheduler {
+                    rt.scheduler = x.clone();
+                }
+                if let Some(x) = &raw.tunnel_transport {
+                    rt.transport = x.clone();
+                }
+                out.tunnels[ti] = build_tunnel(&ctx, ti, &rt, &self.nodes, &self.paths).map_err(|mut e| {
+                    e.field = format!("variant[{vi}] -> {}", e.field);
+                    e
+                })?;
+            }
         }
         Ok(out)
     }
@@ -490,6 +634,168 @@ fn scheduler_config(
     })
 }
 
+fn tcp_config(ctx: &Ctx<'_>, at: &str, base: TcpConfig, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
+    let mut c = base;
+    if let Some(cc) = &raw.cc {
+        c.cc = CcKind::parse(cc).ok_or_else(|| {
+            ctx.err(
+                format!("{at}.cc"),
+                format!("expected `reno`, `cubic` or `dctcp`, got `{cc}`"),
+            )
+        })?;
+    }
+    if let Some(m) = &raw.mss {
+        let v = ctx.size(&format!("{at}.mss"), m)?;
+        if !(64..=65_000).contains(&v) {
+            return Err(ctx.err(format!("{at}.mss"), format!("expected 64B to 65000B, got {v}B")));
+        }
+        c.mss_bytes = v as u32;
+    }
+    if let Some(w) = raw.initial_window {
+        if w == 0 {
+            return Err(ctx.err(format!("{at}.initial_window"), "expected at least 1 segment"));
+        }
+        c.initial_window_segments = w;
+    }
+    if let Some(t) = &raw.min_rto {
+        c.min_rto_ns = ctx.time(&format!("{at}.min_rto"), t)? / 1000;
+    }
+    if let Some(t) = &raw.delayed_ack {
+        c.delayed_ack_ns = ctx.time(&format!("{at}.delayed_ack"), t)? / 1000;
+    }
+    if let Some(n) = raw.delayed_ack_segments {
+        if n == 0 {
+            return Err(ctx.err(format!("{at}.delayed_ack_segments"), "expected at least 1"));
+        }
+        c.delayed_ack_segments = n;
+    }
+    if let Some(b) = raw.nodelay {
+        c.nodelay = b;
+    }
+    if let Some(w) = &raw.receive_window {
+        let v = ctx.size(&format!("{at}.receive_window"), w)?;
+        if v < u64::from(c.mss_bytes) {
+            return Err(ctx.err(format!("{at}.receive_window"), "expected at least one segment"));
+        }
+        c.receive_window_bytes = v;
+    }
+    if let Some(e) = raw.ecn {
+        c.ecn = e;
+    }
+    if c.cc == CcKind::Dctcp && !c.ecn {
+        return Err(ctx.err(format!("{at}.ecn"), "DCTCP needs ECN: set `ecn = true`"));
+    }
+    Ok(c)
+}
+
+/// The subtunnels' TCP defaults from the AFMT paper: delayed-ACK timeout 40 ms, no Nagle.
+pub fn tunnel_tcp_defaults() -> TcpConfig {
+    TcpConfig {
+        nodelay: true,
+        delayed_ack_ns: 40_000_000,
+        ..TcpConfig::default()
+    }
+}
+
+fn build_tunnel(
+    ctx: &Ctx<'_>,
+    i: usize,
+    t: &RawTunnel,
+    nodes: &[Node],
+    paths: &[Path],
+) -> Result<Tunnel, ScenarioError> {
+    let at = format!("tunnel[{i}]");
+    let node = |k: &str, name: &str| {
+        let n = nodes
+            .iter()
+            .position(|n| n.name == name)
+            .ok_or_else(|| ctx.err(format!("{at}.{k}"), format!("no node named `{name}`")))?;
+        if nodes[n].kind != NodeKind::Switch {
+            return Err(ctx.err(format!("{at}.{k}"), format!("expected a switch, `{name}` is a host")));
+        }
+        Ok(n)
+    };
+    let entry = node("entry", &t.entry)?;
+    let exit = node("exit", &t.exit)?;
+    if entry == exit {
+        return Err(ctx.err(format!("{at}.exit"), "entry and exit are the same switch"));
+    }
+    if t.subtunnels.is_empty() || t.subtunnels.len() > MAX_PATHS {
+        return Err(ctx.err(
+            format!("{at}.subtunnels"),
+            format!("expected 1 to {MAX_PATHS} paths, got {}", t.subtunnels.len()),
+        ));
+    }
+    let mut subtunnels = Vec::new();
+    for (j, name) in t.subtunnels.iter().enumerate() {
+        let p = paths
+            .iter()
+            .position(|p| &p.name == name)
+            .ok_or_else(|| ctx.err(format!("{at}.subtunnels[{j}]"), format!("no path named `{name}`")))?;
+        let pn = &paths[p].nodes;
+        if pn[0] != entry || *pn.last().unwrap() != exit {
+            return Err(ctx.err(
+                format!("{at}.subtunnels[{j}]"),
+                format!("path `{name}` must run from `{}` to `{}`", t.entry, t.exit),
+            ));
+        }
+        if subtunnels.iter().any(|&q: &usize| paths[q].nodes[1] == pn[1]) {
+            return Err(ctx.err(
+                format!("{at}.subtunnels[{j}]"),
+                "each subtunnel must leave the entry by a different link",
+            ));
+        }
+        subtunnels.push(p);
+    }
+    let transport = match t.transport.as_str() {
+        "tcp" => SubtunnelTransport::Tcp,
+        "udp" => SubtunnelTransport::Udp,
+        x => return Err(ctx.err(format!("{at}.transport"), format!("expected `tcp` or `udp`, got `{x}`"))),
+    };
+    let entries = t.flow_table_entries.unwrap_or(DEFAULT_FLOW_TABLE_ENTRIES);
+    let scheduler = match t.scheduler.as_str() {
+        "rr" => TunnelSchedulerConfig::Rr,
+        "afmt" => {
+            if transport != SubtunnelTransport::Tcp {
+                return Err(ctx.err(
+                    format!("{at}.transport"),
+                    "AFMT reads each subtunnel's cwnd and SRTT, so it needs `transport = \"tcp\"`",
+                ));
+            }
+            if entries == 0 {
+                return Err(ctx.err(format!("{at}.flow_table_entries"), "expected at least 1"));
+            }
+            TunnelSchedulerConfig::Afmt {
+                flow_table_entries: entries,
+            }
+        }
+        x => return Err(ctx.err(format!("{at}.scheduler"), format!("expected `afmt` or `rr`, got `{x}`"))),
+    };
+    let send_buffer_bytes = match &t.send_buffer {
+        Some(b) => ctx.size(&format!("{at}.send_buffer"), b)?,
+        None => DEFAULT_TUNNEL_SEND_BUFFER_BYTES,
+    };
+    if send_buffer_bytes < 2048 {
+        return Err(ctx.err(format!("{at}.send_buffer"), "expected at least 2KiB"));
+    }
+    let tcp = tcp_config(
+        ctx,
+        &format!("{at}.tcp"),
+        tunnel_tcp_defaults(),
+        &t.tcp.clone().unwrap_or_default(),
+    )?;
+    Ok(Tunnel {
+        name: t.name.clone(),
+        entry,
+        exit,
+        subtunnels,
+        scheduler,
+        transport,
+        send_buffer_bytes,
+        tcp,
+    })
+}
+
 fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
     let ctx = Ctx { file: origin };
     let m = &raw.scenario;
@@ -599,12 +905,22 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         if queue_pkts == 0 {
             return Err(ctx.err(format!("link[{i}].queue_pkts"), "expected at least 1"));
         }
+        if let Some(n) = &l.name {
+            if links.iter().any(|x: &Link| x.name.as_deref() == Some(n)) {
+                return Err(ctx.err(format!("link[{i}].name"), format!("duplicate link name `{n}`")));
+            }
+        }
+        if l.ecn_threshold_pkts == Some(0) {
+            return Err(ctx.err(format!("link[{i}].ecn_threshold_pkts"), "expected at least 1"));
+        }
         links.push(Link {
             a,
             b,
             rate_bps,
             delay_ps,
             queue_pkts,
+            name: l.name.clone(),
+            ecn_threshold_pkts: l.ecn_threshold_pkts,
         });
     }
     for (i, n) in nodes.iter().enumerate() {
@@ -749,16 +1065,83 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         if src == dst {
             return Err(ctx.err(format!("{at}.dst"), "source and destination are the same host"));
         }
-        match f.protocol.as_deref().unwrap_or("udp") {
-            "udp" => {}
-            p => {
-                return Err(ctx.err(
-                    format!("{at}.protocol"),
-                    format!("expected `udp` (TCP arrives with the transport models), got `{p}`"),
-                ))
+        let tcp_defaults = tcp_config(&ctx, "tcp", TcpConfig::default(), &raw.tcp.clone().unwrap_or_default())?;
+        let protocol = match f.protocol.as_deref().unwrap_or("udp") {
+            "udp" => Protocol::Udp,
+            "tcp" => Protocol::Tcp,
+            p => return Err(ctx.err(format!("{at}.protocol"), format!("expected `udp` or `tcp`, got `{p}`"))),
+        };
+        let (rate_bps, tcp) = match protocol {
+            Protocol::Udp => {
+                for (k, v) in [
+                    ("size", f.size.is_some()),
+                    ("request", f.request.is_some()),
+                    ("response", f.response.is_some()),
+                    ("requests", f.requests.is_some()),
+                    ("tcp", f.tcp.is_some()),
+                ] {
+                    if v {
+                        return Err(ctx.err(format!("{at}.{k}"), "applies to TCP flows only (`protocol = \"tcp\"`)"));
+                    }
+                }
+                let r = f
+                    .rate
+                    .as_deref()
+                    .ok_or_else(|| ctx.err(format!("{at}.rate"), "a UDP flow needs `rate`, e.g. \"4Mbps\""))?;
+                (ctx.rate(&format!("{at}.rate"), r)?, None)
             }
-        }
-        let rate_bps = ctx.rate(&format!("{at}.rate"), &f.rate)?;
+            Protocol::Tcp => {
+                if f.rate.is_some() {
+                    return Err(ctx.err(
+                        format!("{at}.rate"),
+                        "a TCP flow's rate is what its congestion control finds; remove `rate`",
+                    ));
+                }
+                if f.ecn.is_some() {
+                    return Err(ctx.err(format!("{at}.ecn"), "for TCP, negotiate ECN with `tcp.ecn = true`"));
+                }
+                let config = tcp_config(
+                    &ctx,
+                    &format!("{at}.tcp"),
+                    tcp_defaults.clone(),
+                    &f.tcp.clone().unwrap_or_default(),
+                )?;
+                let app = match (&f.size, &f.request, &f.response) {
+                    (None, None, None) => {
+                        if f.requests.is_some() {
+                            return Err(ctx.err(format!("{at}.requests"), "needs `request` and `response`"));
+                        }
+                        TcpApp::Bulk
+                    }
+                    (Some(sz), None, None) => {
+                        let size_bytes = ctx.size(&format!("{at}.size"), sz)?;
+                        if size_bytes == 0 {
+                            return Err(ctx.err(format!("{at}.size"), "expected at least 1B"));
+                        }
+                        TcpApp::Transfer { size_bytes }
+                    }
+                    (None, Some(q), Some(r)) => {
+                        let request_bytes = ctx.size(&format!("{at}.request"), q)?;
+                        let response_bytes = ctx.size(&format!("{at}.response"), r)?;
+                        if request_bytes == 0 || response_bytes == 0 {
+                            return Err(ctx.err(format!("{at}.request"), "requests and responses need at least 1B"));
+                        }
+                        TcpApp::RequestResponse {
+                            request_bytes,
+                            response_bytes,
+                            count: f.requests.unwrap_or(0),
+                        }
+                    }
+                    _ => {
+                        return Err(ctx.err(
+                            format!("{at}"),
+                            "a TCP flow is bulk (no `size`), a transfer (`size`) or request / response (`request` and `response`)",
+                        ))
+                    }
+                };
+                (0, Some(TcpFlow { config, app }))
+            }
+        };
         let payload = match &f.payload {
             Some(p) => ctx.size(&format!("{at}.payload"), p)?,
             None => u64::from(DEFAULT_PAYLOAD_BYTES),
@@ -805,6 +1188,8 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             name: f.name.clone(),
             src,
             dst,
+            protocol,
+            tcp,
             rate_bps,
             payload_bytes: payload as u32,
             start_ps,
@@ -817,6 +1202,34 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
     }
     if flows.is_empty() {
         return Err(ctx.err("flow", "expected at least one [[flow]]"));
+    }
+
+    // Tunnels.
+    let mut tunnels = Vec::new();
+    for (i, t) in raw.tunnel.iter().enumerate() {
+        if tunnels.iter().any(|x: &Tunnel| x.name == t.name) {
+            return Err(ctx.err(
+                format!("tunnel[{i}].name"),
+                format!("duplicate tunnel name `{}`", t.name),
+            ));
+        }
+        let tun = build_tunnel(&ctx, i, t, &nodes, &paths)?;
+        if tunnels
+            .iter()
+            .any(|x: &Tunnel| [x.entry, x.exit].contains(&tun.entry) || [x.entry, x.exit].contains(&tun.exit))
+        {
+            return Err(ctx.err(format!("tunnel[{i}]"), "a switch can be the end of one tunnel only"));
+        }
+        if splits.iter().any(|sp| {
+            let p = &paths[sp.paths[0]].nodes;
+            [tun.entry, tun.exit].contains(&p[0]) || [tun.entry, tun.exit].contains(p.last().unwrap())
+        }) {
+            return Err(ctx.err(
+                format!("tunnel[{i}]"),
+                "a tunnel end cannot also be a split's splitting or confluence point",
+            ));
+        }
+        tunnels.push(tun);
     }
 
     // Variants.
@@ -851,8 +1264,10 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         paths,
         splits,
         flows,
+        tunnels,
         variants,
         raw_splits,
+        raw_tunnels: raw.tunnel,
     })
 }
 

@@ -35,6 +35,66 @@ pub struct FlowFigures {
     /// split flows).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub per_path_mbps: BTreeMap<String, f64>,
+    /// Payload delivered to the receiving application over the whole run, MiB (2^20 bytes).
+    #[serde(default)]
+    pub delivered_mib: f64,
+    /// TCP figures (TCP flows only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpFigures>,
+}
+
+/// A TCP flow's transport figures.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+pub struct TcpFigures {
+    /// Congestion control.
+    pub cc: String,
+    /// Segments retransmitted.
+    pub retransmitted_segments: u64,
+    /// Fast retransmits (entries into loss recovery).
+    pub fast_retransmits: u64,
+    /// Retransmission timeouts.
+    pub rtos: u64,
+    /// Window reductions on ECN-Echo.
+    pub ecn_reductions: u64,
+    /// Segments that arrived with CE.
+    pub ce_segments: u64,
+    /// Smoothed RTT at the end, ms.
+    pub srtt_ms: f64,
+    /// Mean of the per-interval congestion window samples, KiB.
+    pub mean_cwnd_kib: f64,
+    /// Time from start to the last byte delivered (fixed-size transfers), s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_s: Option<f64>,
+    /// Request / response: exchanges completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub responses: Option<u64>,
+    /// Request / response: mean time from request sent to response received, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_response_ms: Option<f64>,
+}
+
+/// A multipath tunnel's figures, per direction (measured at that direction's exit).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TunnelFigures {
+    /// Tunnel name and direction, as `mt.down` (entry to exit as declared) or `mt.up`.
+    pub id: String,
+    /// Scheduler.
+    pub scheduler: String,
+    /// Subtunnel transport (`tcp` or `udp`).
+    pub transport: String,
+    /// Payload packets the entry scheduled.
+    pub scheduled_pkts: u64,
+    /// Payload packets the exit decapsulated and forwarded.
+    pub forwarded_pkts: u64,
+    /// Forwarded packets that left the exit after a packet of the same flow that had entered
+    /// the tunnel later (RFC 4737 reordered packets, on the order of entry).
+    pub reordered_pkts: u64,
+    /// `reordered_pkts` in percent of `forwarded_pkts`.
+    pub reordered_pct: f64,
+    /// Payload packets dropped at the entry because the subtunnel's send buffer was full.
+    pub send_buffer_drops: u64,
+    /// Packets scheduled per subtunnel (path name).
+    pub per_subtunnel_pkts: BTreeMap<String, u64>,
 }
 
 /// One path's figures in one run: wire throughput into the confluence point, as bwm-ng on its
@@ -60,6 +120,9 @@ pub struct RunFigures {
     pub paths: Vec<PathFigures>,
     /// Program counters per node (marks, feedback, avoidance drops, ...) and queue drops.
     pub counters: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Multipath tunnels, per direction.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tunnels: Vec<TunnelFigures>,
 }
 
 /// Mean, min and max of a figure over repetitions.
@@ -116,6 +179,9 @@ pub struct FlowSummary {
     pub reordered_pct: f64,
     /// Delivered rate over repetitions.
     pub delivered_spread_mbps: Spread,
+    /// Mean payload delivered over the run, MiB.
+    #[serde(default)]
+    pub delivered_mib: f64,
 }
 
 /// A path's figures over all repetitions.
@@ -184,6 +250,7 @@ impl Summary {
                         mean_owd_ms: mean(col(|f| f.mean_owd_ms)),
                         reordered_pct: mean(col(|f| f.reordered_pct)),
                         delivered_spread_mbps: Spread::of(&delivered),
+                        delivered_mib: mean(col(|f| f.delivered_mib)),
                     }
                 })
                 .collect(),

@@ -29,6 +29,55 @@ pub struct RawScenario {
     /// `[[variant]]` entries.
     #[serde(default)]
     pub variant: Vec<RawVariant>,
+    /// `[tcp]`: defaults for every TCP flow.
+    #[serde(default)]
+    pub tcp: Option<RawTcp>,
+    /// `[[tunnel]]` entries.
+    #[serde(default)]
+    pub tunnel: Vec<RawTunnel>,
+}
+
+/// TCP settings (`[tcp]`, `[tunnel.tcp]`); every key optional, Linux's defaults otherwise.
+#[derive(Debug, Deserialize, Default, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawTcp {
+    /// `reno`, `cubic` or `dctcp`.
+    pub cc: Option<String>,
+    pub mss: Option<String>,
+    pub initial_window: Option<u32>,
+    pub min_rto: Option<String>,
+    /// Delayed-ACK timeout (`0ms` acknowledges every segment).
+    pub delayed_ack: Option<String>,
+    pub delayed_ack_segments: Option<u32>,
+    pub nodelay: Option<bool>,
+    pub receive_window: Option<String>,
+    pub ecn: Option<bool>,
+}
+
+/// `[[tunnel]]`: a multipath tunnel between two switches.
+#[derive(Debug, Deserialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawTunnel {
+    pub name: String,
+    /// Where the subtunnel paths start.
+    pub entry: String,
+    /// Where they end.
+    pub exit: String,
+    /// Paths, each from `entry` to `exit`.
+    pub subtunnels: Vec<String>,
+    /// `afmt` or `rr`.
+    pub scheduler: String,
+    /// `tcp` or `udp`.
+    pub transport: String,
+    /// Send buffer per TCP subtunnel (default 128KiB, ns-3's `TcpSocket::SndBufSize`).
+    #[serde(default)]
+    pub send_buffer: Option<String>,
+    /// AFMT's flow-table capacity (default 65536).
+    #[serde(default)]
+    pub flow_table_entries: Option<u32>,
+    /// TCP settings of the subtunnels (default: delayed ACK 40 ms, no Nagle).
+    #[serde(default)]
+    pub tcp: Option<RawTcp>,
 }
 
 /// `[scenario]`.
@@ -83,6 +132,12 @@ pub struct RawLink {
     pub delay: Option<String>,
     #[serde(default)]
     pub queue_pkts: Option<u32>,
+    /// A name for variants to refer to.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Mark ECN-capable packets CE when this many packets wait (both directions, at switches).
+    #[serde(default)]
+    pub ecn_threshold_pkts: Option<u32>,
 }
 
 /// `[[path]]`: a named sequence of nodes from a splitting point to a confluence point.
@@ -129,7 +184,7 @@ pub struct RawSplit {
     pub dwrr: Option<RawDwrr>,
 }
 
-/// `[[flow]]`: a UDP constant-bit-rate flow, as iperf sends it.
+/// `[[flow]]`: a UDP constant-bit-rate flow as iperf sends it, or a TCP connection.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFlow {
@@ -138,7 +193,24 @@ pub struct RawFlow {
     pub dst: String,
     #[serde(default)]
     pub protocol: Option<String>,
-    pub rate: String,
+    /// UDP only.
+    #[serde(default)]
+    pub rate: Option<String>,
+    /// TCP: transfer this many bytes, then stop (default: bulk until `stop`).
+    #[serde(default)]
+    pub size: Option<String>,
+    /// TCP request / response: request size (with `response`).
+    #[serde(default)]
+    pub request: Option<String>,
+    /// TCP request / response: response size.
+    #[serde(default)]
+    pub response: Option<String>,
+    /// TCP request / response: exchanges (default: until `stop`).
+    #[serde(default)]
+    pub requests: Option<u64>,
+    /// TCP: overrides of `[tcp]`.
+    #[serde(default)]
+    pub tcp: Option<RawTcp>,
     #[serde(default)]
     pub payload: Option<String>,
     #[serde(default)]
@@ -177,4 +249,16 @@ pub struct RawVariant {
     /// Flow name -> rate.
     #[serde(default)]
     pub rates: BTreeMap<String, String>,
+    /// Link name -> rate.
+    #[serde(default)]
+    pub link_rates: BTreeMap<String, String>,
+    /// Congestion control of every TCP flow.
+    #[serde(default)]
+    pub cc: Option<String>,
+    /// Scheduler of every tunnel.
+    #[serde(default)]
+    pub tunnel_scheduler: Option<String>,
+    /// Subtunnel transport of every tunnel.
+    #[serde(default)]
+    pub tunnel_transport: Option<String>,
 }

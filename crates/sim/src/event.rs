@@ -24,6 +24,12 @@ pub enum EventKind {
     Send(u32),
     /// Take a time-series sample.
     Sample,
+    /// A TCP flow's application starts.
+    AppStart(u32),
+    /// A TCP flow's application stops.
+    AppStop(u32),
+    /// A TCP connection's timers (retransmission, delayed ACK) may be due.
+    TcpTimer(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

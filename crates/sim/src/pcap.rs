@@ -8,7 +8,7 @@
 use crate::event::TimePs;
 use crate::packet::Packet;
 use mpsched_core::feedback::feedback_payload;
-use mpsched_core::wire::{emit_udp_frame, mac_for};
+use mpsched_core::wire::{emit_tcp_frame, emit_udp_frame, mac_for, tcp_flags, TcpFields};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, TsResolution};
 use std::fs::File;
@@ -76,6 +76,56 @@ impl Capture {
         } else {
             (mac_for(self.peer, self.peer_port), mac_for(self.node, self.port))
         };
+        if let Some(t) = &pkt.tcp {
+            let mut flags = tcp_flags::ACK;
+            if t.seg.ece {
+                flags |= tcp_flags::ECE;
+            }
+            if t.seg.cwr {
+                flags |= tcp_flags::CWR;
+            }
+            if t.seg.len > 0 {
+                flags |= tcp_flags::PSH;
+            }
+            // Data segments carry seq (ack 1, the peer sends nothing); ACKs the reverse.
+            let (seq, ack) = if t.is_ack {
+                (1, t.seg.ack as u32)
+            } else {
+                (t.seg.seq as u32, 1)
+            };
+            let fields = TcpFields {
+                seq,
+                ack,
+                flags,
+                // Window scale 7, as Linux negotiates for a 3 MiB buffer.
+                window: (t.seg.window_bytes >> 7).min(0xffff) as u16,
+                tsval: (now / 1_000_000_000) as u32,
+                tsecr: 0,
+            };
+            self.ip_id = self.ip_id.wrapping_add(1);
+            emit_tcp_frame(
+                &pkt.meta,
+                src,
+                dst,
+                self.ip_id,
+                &fields,
+                t.seg.len as usize,
+                &mut self.frame,
+            );
+        } else {
+            self.udp_frame(pkt, src, dst);
+        }
+        let orig_len = self.frame.len() as u32;
+        let keep = (self.snaplen as usize).min(self.frame.len());
+        let ts = Duration::from_nanos(now / 1_000);
+        self.writer
+            .write_packet(&PcapPacket::new(ts, orig_len, &self.frame[..keep]))
+            .map_err(std::io::Error::other)?;
+        self.frames += 1;
+        Ok(())
+    }
+
+    fn udp_frame(&mut self, pkt: &Packet, src: [u8; 6], dst: [u8; 6]) {
         self.payload.clear();
         if let Some(fb) = pkt.meta.feedback {
             self.payload.extend_from_slice(&feedback_payload(fb.group, fb.path));
@@ -90,13 +140,5 @@ impl Capture {
         }
         self.ip_id = self.ip_id.wrapping_add(1);
         emit_udp_frame(&pkt.meta, src, dst, self.ip_id, &self.payload, &mut self.frame);
-        let orig_len = self.frame.len() as u32;
-        let keep = (self.snaplen as usize).min(self.frame.len());
-        let ts = Duration::from_nanos(now / 1_000);
-        self.writer
-            .write_packet(&PcapPacket::new(ts, orig_len, &self.frame[..keep]))
-            .map_err(std::io::Error::other)?;
-        self.frames += 1;
-        Ok(())
     }
 }

@@ -2,11 +2,11 @@
 //! the tables each switch's program is filled with. Both backends wire a scenario from this, so
 //! the simulator and the kernel data plane run the same tables.
 
-use mpsched_core::packet::PortId;
+use mpsched_core::packet::{Ipv4, PortId};
 use mpsched_core::sched::SchedulerConfig;
 use mpsched_core::switch::{ConfluenceConfig, SplitGroupConfig, SwitchConfig};
 use mpsched_core::table::Route;
-use mpsched_scenario::{NodeKind, Scenario};
+use mpsched_scenario::{NodeKind, Protocol, Scenario};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Ports, routes and switch tables of a scenario.
@@ -21,6 +21,22 @@ pub struct Wiring {
     pub routes: Vec<BTreeMap<usize, PortId>>,
     /// Per node: its switch program's tables (None for hosts).
     pub switches: Vec<Option<SwitchConfig>>,
+}
+
+/// Direction of a subtunnel: entry to exit as the tunnel declares it, or back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TunnelDir {
+    /// Entry to exit, along the path.
+    Down = 0,
+    /// Exit to entry, along the path reversed.
+    Up = 1,
+}
+
+/// The outer destination address of subtunnel `j` of tunnel `t` in direction `dir`:
+/// `10.250.t.(2 j + dir)`. The switches along the subtunnel's path route it by this address,
+/// so each subtunnel keeps to its path.
+pub fn subtunnel_addr(t: usize, j: usize, dir: TunnelDir) -> Ipv4 {
+    0x0afa_0000 | ((t as u32 & 0xff) << 8) | ((2 * j as u32 + dir as u32) & 0xff)
 }
 
 /// The far end of a port.
@@ -95,6 +111,29 @@ impl Wiring {
                 for hop in sc.paths[p].nodes.windows(2) {
                     let port = w.port_to(hop[0], hop[1]).expect("validated: linked");
                     w.routes[hop[0]].insert(f.dst, port);
+                    // A TCP flow's ACKs come back along the same path.
+                    if f.protocol == Protocol::Tcp {
+                        let back = w.port_to(hop[1], hop[0]).expect("validated: linked");
+                        w.routes[hop[1]].insert(f.src, back);
+                    }
+                }
+            }
+        }
+        let mut tunnel_routes: Vec<Vec<Route>> = vec![Vec::new(); n];
+        for (t, tun) in sc.tunnels.iter().enumerate() {
+            for (j, &p) in tun.subtunnels.iter().enumerate() {
+                for hop in sc.paths[p].nodes.windows(2) {
+                    let (a, b) = (hop[0], hop[1]);
+                    tunnel_routes[a].push(Route {
+                        prefix: subtunnel_addr(t, j, TunnelDir::Down),
+                        len: 32,
+                        port: w.port_to(a, b).expect("validated: linked"),
+                    });
+                    tunnel_routes[b].push(Route {
+                        prefix: subtunnel_addr(t, j, TunnelDir::Up),
+                        len: 32,
+                        port: w.port_to(b, a).expect("validated: linked"),
+                    });
                 }
             }
         }
@@ -150,6 +189,16 @@ impl Wiring {
                     }
                 }
             }
+            for l in &sc.links {
+                if let Some(th) = l.ecn_threshold_pkts {
+                    for (x, y) in [(l.a, l.b), (l.b, l.a)] {
+                        if x == i {
+                            markers.insert(w.port_to(x, y).expect("linked"), th);
+                        }
+                    }
+                }
+            }
+            cfg.routes.extend(tunnel_routes[i].iter().cloned());
             cfg.ecn_markers = markers.into_iter().collect();
             w.switches[i] = Some(cfg);
         }

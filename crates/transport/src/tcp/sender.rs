@@ -104,6 +104,17 @@ impl TcpSender {
         self.written = self.written.saturating_add(bytes);
     }
 
+    /// The application stops: bytes written but never sent are discarded (iperf3 at the end of
+    /// `-t`); what was sent is still delivered.
+    pub fn discard_unsent(&mut self) {
+        self.written = self.written.min(self.snd_max.max(self.snd_una));
+    }
+
+    /// Bytes the application has written.
+    pub fn written_bytes(&self) -> u64 {
+        self.written
+    }
+
     /// Bytes written and not yet acknowledged: what `SIOCOUTQ` reports on Linux.
     pub fn unacked_bytes(&self) -> u64 {
         self.written - self.snd_una

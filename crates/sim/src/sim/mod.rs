@@ -1,19 +1,30 @@
 //! The simulation: nodes running programs, links, traffic, monitors, wired from a scenario.
 
+mod tcp;
+mod tunnel;
+
 use crate::event::{EventKind, EventQueue, TimePs, PS_PER_S};
 use crate::link::Link;
-use crate::packet::{Packet, CONTROL_FLOW, NO_PATH};
+use crate::packet::{Packet, CONTROL_FLOW, NO_INNER, NO_PATH};
 use crate::pcap::Capture;
 use crate::series::TimeSeries;
 use crate::wiring::Wiring;
+use crate::wiring::{subtunnel_addr, TunnelDir};
 use mpsched_core::packet::{Ipv4, PacketMeta, PortId, UDP_OVERHEAD_BYTES};
 use mpsched_core::program::{EgressVerdict, Program, QueueMeta, Verdict};
 use mpsched_core::rng::SeededRandom;
 use mpsched_core::switch::MultipathSwitch;
+use mpsched_core::tunnel::SubtunnelView;
+use mpsched_scenario::results::TcpFigures;
 use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures};
 use mpsched_scenario::{NodeKind, Scenario};
+use mpsched_scenario::{SubtunnelTransport, TcpApp};
 use std::collections::BTreeMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use tcp::{Conn, Owner, TcpFlowState};
+use tunnel::{TunnelRef, TunnelSide, TunnelState};
+pub use tunnel::{TCP_FRAMING_BYTES, TUNNEL_UDP_PORT, UDP_ENCAP_BYTES};
 
 /// How long the simulation runs past the scenario's end so that packets in flight are delivered
 /// rather than counted lost.
@@ -80,6 +91,8 @@ struct NodeState {
     program: Option<Box<dyn Program>>,
     /// Packets that reached a host not addressed to it, or were dropped by a program.
     dropped: u64,
+    /// For a tunnel end: (tunnel, direction it encapsulates in: 0 down, 1 up).
+    tunnel_side: Option<(u32, u8)>,
 }
 
 struct FlowState {
@@ -107,6 +120,21 @@ struct FlowState {
     per_path_interval_bytes: Vec<u64>,
     sent_by_interval: Vec<u64>,
     delivered_by_sent_interval: Vec<u64>,
+    /// TCP flows: connections and application state.
+    tcp: Option<TcpFlowState>,
+    /// Application bytes delivered over the whole run.
+    delivered_total_bytes: u64,
+}
+
+impl FlowState {
+    /// The receiving application got `bytes` more at `now` (TCP).
+    fn record_goodput(&mut self, now: TimePs, bytes: u64) {
+        self.delivered_total_bytes += bytes;
+        self.rx_interval_bytes += bytes;
+        if now >= self.start_ps && now <= self.stop_ps {
+            self.delivered_payload_bytes += bytes;
+        }
+    }
 }
 
 /// What a finished run produced.
@@ -147,6 +175,17 @@ pub struct Simulation {
     events: u64,
     seed: u64,
     io_error: Option<std::io::Error>,
+    /// TCP connections (flows and subtunnels).
+    conns: Vec<Conn>,
+    tunnels: Vec<TunnelState>,
+    /// Packets inside UDP subtunnels and TCP subtunnel streams.
+    inner: Vec<Option<tunnel::Inner>>,
+    inner_free: Vec<u32>,
+    view_buf: Vec<SubtunnelView>,
+    /// Subtunnel address -> the node that terminates it.
+    tunnel_addrs: HashMap<Ipv4, u32>,
+    /// Number of sample intervals.
+    intervals: usize,
 }
 
 impl Simulation {
@@ -163,6 +202,7 @@ impl Simulation {
                 peers: Vec::new(),
                 program: None,
                 dropped: 0,
+                tunnel_side: None,
             })
             .collect();
         let mut links = Vec::new();
@@ -278,6 +318,141 @@ impl Simulation {
                 per_path_interval_bytes: vec![0; sc.paths.len()],
                 sent_by_interval: vec![0; intervals + 1],
                 delivered_by_sent_interval: vec![0; intervals + 1],
+                tcp: None,
+                delivered_total_bytes: 0,
+            });
+        }
+
+        // TCP connections of flows.
+        let mut conns: Vec<Conn> = Vec::new();
+        for (fi, f) in sc.flows.iter().enumerate() {
+            let Some(t) = &f.tcp else { continue };
+            let meta = flows[fi].meta;
+            let c = conns.len() as u32;
+            conns.push(Conn::new(
+                &t.config,
+                f.src as u32,
+                f.dst as u32,
+                meta,
+                0,
+                0,
+                Owner::Flow(fi as u32),
+            ));
+            let response_conn = match t.app {
+                TcpApp::RequestResponse { .. } => {
+                    let mut back = meta;
+                    std::mem::swap(&mut back.src_ip, &mut back.dst_ip);
+                    std::mem::swap(&mut back.src_port, &mut back.dst_port);
+                    conns.push(Conn::new(
+                        &t.config,
+                        f.dst as u32,
+                        f.src as u32,
+                        back,
+                        0,
+                        0,
+                        Owner::Response(fi as u32),
+                    ));
+                    Some(c + 1)
+                }
+                _ => None,
+            };
+            flows[fi].tcp = Some(TcpFlowState::new(t.app, c, response_conn, intervals));
+        }
+
+        // Tunnels.
+        let mut tunnels = Vec::new();
+        let mut tunnel_addrs = HashMap::new();
+        for (ti, tun) in sc.tunnels.iter().enumerate() {
+            let ends = [tun.entry, tun.exit];
+            let mut sides = Vec::new();
+            for (d, &node) in ends.iter().enumerate() {
+                let far = ends[1 - d];
+                let dir = if d == 0 { TunnelDir::Down } else { TunnelDir::Up };
+                // The next hop of each subtunnel from this end.
+                let ports: Vec<PortId> = tun
+                    .subtunnels
+                    .iter()
+                    .map(|&p| {
+                        let pn = &sc.paths[p].nodes;
+                        let next = if d == 0 { pn[1] } else { pn[pn.len() - 2] };
+                        port_to(&nodes, node, next)
+                    })
+                    .collect();
+                // Hosts behind the far end: those it does not reach through a subtunnel.
+                let far_ports: Vec<PortId> = tun
+                    .subtunnels
+                    .iter()
+                    .map(|&p| {
+                        let pn = &sc.paths[p].nodes;
+                        let next = if d == 0 { pn[pn.len() - 2] } else { pn[1] };
+                        port_to(&nodes, far, next)
+                    })
+                    .collect();
+                let far_hosts: HashSet<Ipv4> = sc
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .filter(|(h, n)| {
+                        n.kind == NodeKind::Host
+                            && wiring.routes[far].get(h).is_some_and(|port| !far_ports.contains(port))
+                    })
+                    .map(|(_, n)| n.ip)
+                    .collect();
+                let mut sub_conns = Vec::new();
+                for (j, &port) in ports.iter().enumerate() {
+                    let addr = subtunnel_addr(ti, j, dir);
+                    tunnel_addrs.insert(addr, far as u32);
+                    if tun.transport == SubtunnelTransport::Tcp {
+                        let meta = PacketMeta::udp(sc.nodes[node].ip, addr, 50_000 + j as u16, 9000, 0);
+                        let c = conns.len() as u32;
+                        conns.push(Conn::new(
+                            &tun.tcp,
+                            node as u32,
+                            far as u32,
+                            meta,
+                            port,
+                            far_ports[j],
+                            Owner::Subtunnel(TunnelRef {
+                                tunnel: ti as u32,
+                                dir,
+                                sub: j as u8,
+                            }),
+                        ));
+                        sub_conns.push(c);
+                    }
+                }
+                // ACKs of a TCP subtunnel travel the other way, to the other direction's address.
+                for (j, _) in ports.iter().enumerate() {
+                    let back = if d == 0 { TunnelDir::Up } else { TunnelDir::Down };
+                    tunnel_addrs.insert(subtunnel_addr(ti, j, back), node as u32);
+                }
+                nodes[node].tunnel_side = Some((ti as u32, d as u8));
+                sides.push(TunnelSide {
+                    node: node as u32,
+                    far_hosts,
+                    scheduler: tun.scheduler.build(),
+                    conns: sub_conns,
+                    ports,
+                    next_entry_seq: HashMap::new(),
+                    exit_max_seq: HashMap::new(),
+                    scheduled: 0,
+                    forwarded: 0,
+                    reordered: 0,
+                    drops: 0,
+                    per_sub: vec![0; tun.subtunnels.len()],
+                });
+            }
+            let [down, up]: [TunnelSide; 2] = sides.try_into().map_err(|_| SimError::Config("tunnel sides".into()))?;
+            tunnels.push(TunnelState {
+                name: tun.name.clone(),
+                scheduler_name: match tun.scheduler {
+                    mpsched_core::tunnel::TunnelSchedulerConfig::Rr => "rr",
+                    mpsched_core::tunnel::TunnelSchedulerConfig::Afmt { .. } => "afmt",
+                },
+                transport: tun.transport,
+                send_buffer_bytes: tun.send_buffer_bytes,
+                subtunnel_names: tun.subtunnels.iter().map(|&p| sc.paths[p].name.clone()).collect(),
+                sides: [down, up],
             });
         }
 
@@ -346,6 +521,28 @@ impl Simulation {
         for f in &flows {
             columns.push(format!("{}_loss_pct", f.name));
         }
+        for f in &flows {
+            if f.tcp.is_some() {
+                columns.push(format!("{}_cwnd_kib", f.name));
+                columns.push(format!("{}_srtt_ms", f.name));
+                columns.push(format!("{}_retx", f.name));
+            }
+        }
+        for t in &tunnels {
+            for (d, dn) in ["down", "up"].iter().enumerate() {
+                if t.transport == SubtunnelTransport::Tcp {
+                    for name in &t.subtunnel_names {
+                        columns.push(format!("{}_{dn}_{name}_cwnd_kib", t.name));
+                        columns.push(format!("{}_{dn}_{name}_srtt_ms", t.name));
+                        columns.push(format!("{}_{dn}_{name}_fill_kib", t.name));
+                    }
+                }
+                for name in &t.subtunnel_names {
+                    columns.push(format!("{}_{dn}_{name}_pkts", t.name));
+                }
+                let _ = d;
+            }
+        }
         let mut register_columns = Vec::new();
         for (i, node) in nodes.iter().enumerate() {
             if let Some(p) = &node.program {
@@ -359,7 +556,12 @@ impl Simulation {
         let mut queue = EventQueue::new();
         for (i, f) in flows.iter().enumerate() {
             if f.start_ps < f.stop_ps {
-                queue.schedule(f.start_ps, EventKind::Send(i as u32));
+                if f.tcp.is_some() {
+                    queue.schedule(f.start_ps, EventKind::AppStart(i as u32));
+                    queue.schedule(f.stop_ps, EventKind::AppStop(i as u32));
+                } else {
+                    queue.schedule(f.start_ps, EventKind::Send(i as u32));
+                }
             }
         }
         queue.schedule(sc.sample_interval_ps.min(sc.duration_ps), EventKind::Sample);
@@ -390,6 +592,13 @@ impl Simulation {
             events: 0,
             seed: opts.seed,
             io_error: None,
+            conns,
+            tunnels,
+            inner: Vec::new(),
+            inner_free: Vec::new(),
+            view_buf: Vec::new(),
+            tunnel_addrs,
+            intervals,
         })
     }
 
@@ -423,6 +632,9 @@ impl Simulation {
                 EventKind::Arrive(l) => self.on_arrive(l),
                 EventKind::Send(f) => self.on_send(f),
                 EventKind::Sample => self.on_sample(),
+                EventKind::AppStart(f) => self.on_app_start(f),
+                EventKind::AppStop(f) => self.on_app_stop(f),
+                EventKind::TcpTimer(c) => self.on_tcp_timer(c),
             }
         }
         self.now = self.now.max(until);
@@ -452,6 +664,8 @@ impl Simulation {
             sent_ps: now,
             payload_bytes: f.payload_bytes,
             path: NO_PATH,
+            tcp: None,
+            inner: NO_INNER,
         };
         let k = ((now / interval) as usize).min(f.sent_by_interval.len() - 1);
         f.sent_by_interval[k] += 1;
@@ -554,16 +768,44 @@ impl Simulation {
         self.input(to, to_port, pkt);
     }
 
-    fn input(&mut self, node: u32, port: PortId, mut pkt: Packet) {
+    fn input(&mut self, node: u32, port: PortId, pkt: Packet) {
         let ni = node as usize;
         if self.nodes[ni].kind == NodeKind::Host {
-            if pkt.meta.dst_ip == self.nodes[ni].ip && pkt.flow != CONTROL_FLOW {
+            if pkt.meta.dst_ip != self.nodes[ni].ip {
+                self.nodes[ni].dropped += 1;
+            } else if pkt.tcp.is_some() {
+                self.on_tcp_packet(pkt);
+            } else if pkt.flow != CONTROL_FLOW {
                 self.deliver(pkt);
             } else {
                 self.nodes[ni].dropped += 1;
             }
             return;
         }
+        if self.nodes[ni].tunnel_side.is_some() {
+            if self.tunnel_addrs.get(&pkt.meta.dst_ip) == Some(&node) {
+                if pkt.tcp.is_some() {
+                    self.on_tcp_packet(pkt);
+                } else if pkt.inner != NO_INNER {
+                    self.udp_subtunnel_arrival(node, port, pkt);
+                } else {
+                    self.nodes[ni].dropped += 1;
+                }
+                return;
+            }
+            let pkt = match self.tunnel_ingress(node, pkt) {
+                Ok(()) => return,
+                Err(p) => p,
+            };
+            self.route(node, port, pkt);
+            return;
+        }
+        self.route(node, port, pkt);
+    }
+
+    /// Run the node's program on `pkt` and act on its verdict.
+    fn route(&mut self, node: u32, port: PortId, mut pkt: Packet) {
+        let ni = node as usize;
         pkt.meta.ingress_port = port;
         let now = self.now;
         let Some(prog) = self.nodes[ni].program.as_mut() else {
@@ -572,14 +814,7 @@ impl Simulation {
         };
         let out = prog.ingress(&mut pkt.meta, now);
         if let Some(e) = out.emit {
-            let fb = Packet {
-                meta: e.meta,
-                flow: CONTROL_FLOW,
-                seq: 0,
-                sent_ps: now,
-                payload_bytes: 0,
-                path: NO_PATH,
-            };
+            let fb = Packet::bare(e.meta, CONTROL_FLOW, now);
             self.output(node, e.port, fb);
         }
         match out.verdict {
@@ -630,6 +865,33 @@ impl Simulation {
         }
         // Loss columns, filled in at the end from send-time buckets.
         row.resize(row.len() + self.flows.len(), 0.0);
+        for f in &mut self.flows {
+            let Some(t) = f.tcp.as_mut() else { continue };
+            let c = &self.conns[t.conn as usize];
+            let cwnd = c.sender.cwnd_bytes();
+            t.cwnd_samples_sum += cwnd;
+            t.cwnd_samples += 1;
+            row.push(round(cwnd as f64 / 1024.0, 3));
+            row.push(round(c.sender.rtt().srtt_ns().unwrap_or(0) as f64 / 1e6, 3));
+            let retx = c.sender.stats().retransmitted_segments;
+            row.push((retx - t.retx_at_last_sample) as f64);
+            t.retx_at_last_sample = retx;
+        }
+        for t in &mut self.tunnels {
+            for side in &mut t.sides {
+                if t.transport == SubtunnelTransport::Tcp {
+                    for &c in &side.conns {
+                        let s = &self.conns[c as usize].sender;
+                        row.push(round(s.cwnd_bytes() as f64 / 1024.0, 3));
+                        row.push(round(s.rtt().srtt_ns().unwrap_or(0) as f64 / 1e6, 3));
+                        row.push(round(s.unacked_bytes() as f64 / 1024.0, 3));
+                    }
+                }
+                for n in side.per_sub.iter() {
+                    row.push(*n as f64);
+                }
+            }
+        }
         let mut cache: Option<(u32, Vec<(String, u64)>)> = None;
         for &(node, k) in &self.register_columns {
             if cache.as_ref().map(|c| c.0) != Some(node) {
@@ -647,6 +909,67 @@ impl Simulation {
         let next = self.now + self.sample_interval_ps;
         if next <= self.duration_ps {
             self.queue.schedule(next, EventKind::Sample);
+        }
+    }
+
+    fn tcp_flow_figures(&self, f: &FlowState, t: &TcpFlowState, active_s: f64) -> FlowFigures {
+        let mut conns = vec![&self.conns[t.conn as usize]];
+        if let Some(rc) = t.response_conn {
+            conns.push(&self.conns[rc as usize]);
+        }
+        let sum = |g: &dyn Fn(&Conn) -> u64| conns.iter().map(|c| g(c)).sum::<u64>();
+        let sent = sum(&|c| c.sender.stats().segments_sent);
+        let retx = sum(&|c| c.sender.stats().retransmitted_segments);
+        let received = sum(&|c| c.receiver.stats().segments);
+        let ooo = sum(&|c| c.receiver.stats().out_of_order_segments);
+        let owd: u128 = conns.iter().map(|c| c.owd_sum_ps).sum();
+        let main = &self.conns[t.conn as usize];
+        let pct = |a: u64, b: u64| {
+            if b == 0 {
+                0.0
+            } else {
+                round(100.0 * a as f64 / b as f64, 4)
+            }
+        };
+        FlowFigures {
+            id: f.name.clone(),
+            offered_mbps: 0.0,
+            delivered_mbps: round(f.delivered_payload_bytes as f64 * 8.0 / active_s / 1e6, 4),
+            loss_pct: pct(retx, sent),
+            mean_owd_ms: if received == 0 {
+                0.0
+            } else {
+                round(owd as f64 / received as f64 / 1e9, 4)
+            },
+            reordered_pct: pct(ooo, received),
+            sent_pkts: sent,
+            delivered_pkts: received,
+            per_path_mbps: BTreeMap::new(),
+            delivered_mib: round(f.delivered_total_bytes as f64 / f64::from(1u32 << 20), 4),
+            tcp: Some(TcpFigures {
+                cc: main.sender.controller().name().to_string(),
+                retransmitted_segments: retx,
+                fast_retransmits: sum(&|c| c.sender.stats().fast_retransmits),
+                rtos: sum(&|c| c.sender.stats().rtos),
+                ecn_reductions: sum(&|c| c.sender.stats().ecn_reductions),
+                ce_segments: sum(&|c| c.receiver.stats().ce_segments),
+                srtt_ms: round(main.sender.rtt().srtt_ns().unwrap_or(0) as f64 / 1e6, 3),
+                mean_cwnd_kib: if t.cwnd_samples == 0 {
+                    0.0
+                } else {
+                    round(t.cwnd_samples_sum as f64 / t.cwnd_samples as f64 / 1024.0, 3)
+                },
+                completion_s: t
+                    .completion_ps
+                    .map(|c| round((c - f.start_ps) as f64 / PS_PER_S as f64, 6)),
+                responses: matches!(t.app, TcpApp::RequestResponse { .. }).then_some(t.responses_done),
+                mean_response_ms: match t.app {
+                    TcpApp::RequestResponse { .. } if t.responses_done > 0 => {
+                        Some(round(t.response_time_sum_ps as f64 / t.responses_done as f64 / 1e9, 4))
+                    }
+                    _ => None,
+                },
+            }),
         }
     }
 
@@ -671,8 +994,17 @@ impl Simulation {
         let loss_col0 = 1 + n_paths + self.flows.len() + split_cols;
         for (k, row) in self.series.rows.iter_mut().enumerate() {
             for (fi, f) in self.flows.iter().enumerate() {
-                let sent = f.sent_by_interval.get(k).copied().unwrap_or(0);
-                let got = f.delivered_by_sent_interval.get(k).copied().unwrap_or(0);
+                // TCP: retransmitted segments in percent of segments sent in the interval.
+                let (sent, got) = match &f.tcp {
+                    Some(t) => {
+                        let sent = t.segs_by_interval.get(k).copied().unwrap_or(0);
+                        (sent, sent - t.retx_by_interval.get(k).copied().unwrap_or(0).min(sent))
+                    }
+                    None => (
+                        f.sent_by_interval.get(k).copied().unwrap_or(0),
+                        f.delivered_by_sent_interval.get(k).copied().unwrap_or(0),
+                    ),
+                };
                 row[loss_col0 + fi] = if sent == 0 {
                     0.0
                 } else {
@@ -696,6 +1028,9 @@ impl Simulation {
                         )
                     })
                     .collect();
+                if let Some(t) = &f.tcp {
+                    return self.tcp_flow_figures(f, t, active_s);
+                }
                 FlowFigures {
                     id: f.name.clone(),
                     offered_mbps: round(f.offered_mbps, 4),
@@ -718,6 +1053,11 @@ impl Simulation {
                     sent_pkts: sent,
                     delivered_pkts: f.delivered,
                     per_path_mbps,
+                    delivered_mib: round(
+                        f.delivered as f64 * f64::from(f.payload_bytes) / f64::from(1u32 << 20),
+                        4,
+                    ),
+                    tcp: None,
                 }
             })
             .collect();
@@ -749,6 +1089,7 @@ impl Simulation {
         }
         counters.insert("queues".into(), q);
         let captured_frames = self.captures.iter().map(|c| c.frames).sum();
+        let tunnels = self.tunnel_figures();
         drop(self.captures);
         Ok(RunOutput {
             figures: RunFigures {
@@ -756,6 +1097,7 @@ impl Simulation {
                 flows,
                 paths,
                 counters,
+                tunnels,
             },
             series: self.series,
             events: self.events,

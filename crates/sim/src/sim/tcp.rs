@@ -1,0 +1,349 @@
+//! TCP in the simulator: connections between hosts (and between tunnel ends), their timers,
+//! and the applications on top (bulk, fixed-size transfer, request / response).
+
+use super::{Simulation, TunnelRef};
+use crate::event::{EventKind, TimePs};
+use crate::packet::{Packet, TcpPart};
+use mpsched_core::packet::{Ecn, PacketMeta, PortId};
+use mpsched_scenario::TcpApp;
+use mpsched_transport::tcp::{Segment, TcpConfig, TcpReceiver, TcpSender, TCP_OVERHEAD_BYTES};
+use std::collections::VecDeque;
+
+/// Who uses a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// The data connection of a flow (bulk or transfer), or its request connection.
+    Flow(u32),
+    /// The response connection of a request / response flow.
+    Response(u32),
+    /// A subtunnel.
+    Subtunnel(TunnelRef),
+}
+
+/// One TCP connection: a sender at `src`, a receiver at `dst`.
+pub(crate) struct Conn {
+    pub sender: TcpSender,
+    pub receiver: TcpReceiver,
+    pub src_node: u32,
+    pub dst_node: u32,
+    /// Headers of data segments (src -> dst); ACKs swap addresses and ports.
+    pub data_meta: PacketMeta,
+    pub ack_meta: PacketMeta,
+    /// Egress port of data at `src`, of ACKs at `dst`.
+    pub data_port: PortId,
+    pub ack_port: PortId,
+    pub owner: Owner,
+    /// Earliest pending timer event.
+    pub timer_at: Option<TimePs>,
+    /// Subtunnel stream: (end offset, inner packet) in the order written.
+    pub records: VecDeque<(u64, u32)>,
+    /// Sum of one-way delays of data segments received, for the mean.
+    pub owd_sum_ps: u128,
+}
+
+impl Conn {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        cfg: &TcpConfig,
+        src_node: u32,
+        dst_node: u32,
+        data_meta: PacketMeta,
+        data_port: PortId,
+        ack_port: PortId,
+        owner: Owner,
+    ) -> Conn {
+        let mut data_meta = data_meta;
+        data_meta.proto = mpsched_core::packet::proto::TCP;
+        let mut ack_meta = data_meta;
+        std::mem::swap(&mut ack_meta.src_ip, &mut ack_meta.dst_ip);
+        std::mem::swap(&mut ack_meta.src_port, &mut ack_meta.dst_port);
+        ack_meta.wire_len_bytes = TCP_OVERHEAD_BYTES;
+        ack_meta.ecn = Ecn::NotEct;
+        Conn {
+            sender: TcpSender::new(cfg.clone()),
+            receiver: TcpReceiver::new(cfg),
+            src_node,
+            dst_node,
+            data_meta,
+            ack_meta,
+            data_port,
+            ack_port,
+            owner,
+            timer_at: None,
+            records: VecDeque::new(),
+            owd_sum_ps: 0,
+        }
+    }
+}
+
+/// A TCP flow's application state.
+pub(crate) struct TcpFlowState {
+    pub app: TcpApp,
+    /// Data (or request) connection.
+    pub conn: u32,
+    /// Response connection (request / response).
+    pub response_conn: Option<u32>,
+    pub stopped: bool,
+    pub completion_ps: Option<TimePs>,
+    /// Request / response: when each outstanding request was written.
+    pub requests_sent_ps: VecDeque<TimePs>,
+    pub requests_written: u64,
+    pub responses_written: u64,
+    pub responses_done: u64,
+    pub response_time_sum_ps: u128,
+    /// Per-sample sums for the mean window.
+    pub cwnd_samples_sum: u64,
+    pub cwnd_samples: u64,
+    pub retx_at_last_sample: u64,
+    /// Segments sent and retransmitted, per sample interval.
+    pub segs_by_interval: Vec<u64>,
+    pub retx_by_interval: Vec<u64>,
+}
+
+impl TcpFlowState {
+    pub fn new(app: TcpApp, conn: u32, response_conn: Option<u32>, intervals: usize) -> Self {
+        TcpFlowState {
+            app,
+            conn,
+            response_conn,
+            stopped: false,
+            completion_ps: None,
+            requests_sent_ps: VecDeque::new(),
+            requests_written: 0,
+            responses_written: 0,
+            responses_done: 0,
+            response_time_sum_ps: 0,
+            cwnd_samples_sum: 0,
+            cwnd_samples: 0,
+            retx_at_last_sample: 0,
+            segs_by_interval: vec![0; intervals + 1],
+            retx_by_interval: vec![0; intervals + 1],
+        }
+    }
+}
+
+#[inline]
+pub(crate) fn ps_to_ns(t: TimePs) -> u64 {
+    t / 1000
+}
+
+impl Simulation {
+    /// Send what connection `c` may send now, and keep its timer armed.
+    pub(crate) fn pump(&mut self, c: u32) {
+        let now_ns = ps_to_ns(self.now);
+        loop {
+            let conn = &mut self.conns[c as usize];
+            let Some(seg) = conn.sender.poll_transmit(now_ns) else {
+                break;
+            };
+            let mut meta = conn.data_meta;
+            meta.wire_len_bytes = seg.len + TCP_OVERHEAD_BYTES;
+            meta.ecn = if seg.ect { Ecn::Ect0 } else { Ecn::NotEct };
+            let (node, port, owner) = (conn.src_node, conn.data_port, conn.owner);
+            if let Owner::Flow(fi) | Owner::Response(fi) = owner {
+                let k = self.interval_index(self.now);
+                if let Some(t) = self.flows[fi as usize].tcp.as_mut() {
+                    t.segs_by_interval[k] += 1;
+                    if seg.retransmission {
+                        t.retx_by_interval[k] += 1;
+                    }
+                }
+            }
+            let flow = match owner {
+                Owner::Flow(f) | Owner::Response(f) => f,
+                Owner::Subtunnel(_) => crate::packet::CONTROL_FLOW,
+            };
+            let mut pkt = Packet::bare(meta, flow, self.now);
+            pkt.payload_bytes = seg.len;
+            pkt.tcp = Some(TcpPart {
+                conn: c,
+                is_ack: false,
+                seg,
+            });
+            self.output(node, port, pkt);
+        }
+        self.arm_timer(c);
+    }
+
+    pub(crate) fn arm_timer(&mut self, c: u32) {
+        let conn = &mut self.conns[c as usize];
+        let next = match (conn.sender.next_timer(), conn.receiver.next_timer()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(ns) = next {
+            let at = (ns * 1000).max(self.now);
+            if conn.timer_at.is_none_or_later(at) {
+                conn.timer_at = Some(at);
+                self.queue.schedule(at, EventKind::TcpTimer(c));
+            }
+        }
+    }
+
+    pub(crate) fn on_tcp_timer(&mut self, c: u32) {
+        let now_ns = ps_to_ns(self.now);
+        let conn = &mut self.conns[c as usize];
+        if conn.timer_at == Some(self.now) {
+            conn.timer_at = None;
+        }
+        conn.sender.on_timer(now_ns);
+        if let Some(ack) = conn.receiver.on_timer(now_ns) {
+            self.send_ack(c, ack);
+        }
+        self.pump(c);
+    }
+
+    fn send_ack(&mut self, c: u32, seg: Segment) {
+        let conn = &self.conns[c as usize];
+        let (node, port, meta) = (conn.dst_node, conn.ack_port, conn.ack_meta);
+        let flow = match conn.owner {
+            Owner::Flow(f) | Owner::Response(f) => f,
+            Owner::Subtunnel(_) => crate::packet::CONTROL_FLOW,
+        };
+        let mut pkt = Packet::bare(meta, flow, self.now);
+        pkt.tcp = Some(TcpPart {
+            conn: c,
+            is_ack: true,
+            seg,
+        });
+        self.output(node, port, pkt);
+    }
+
+    /// A TCP packet reached its end (host or tunnel end).
+    pub(crate) fn on_tcp_packet(&mut self, pkt: Packet) {
+        let t = pkt.tcp.expect("a TCP packet");
+        let c = t.conn;
+        let now_ns = ps_to_ns(self.now);
+        if t.is_ack {
+            self.conns[c as usize].sender.on_ack(now_ns, &t.seg);
+            self.pump(c);
+            return;
+        }
+        let conn = &mut self.conns[c as usize];
+        conn.owd_sum_ps += u128::from(self.now - pkt.sent_ps);
+        let out = conn.receiver.on_segment(now_ns, &t.seg, pkt.meta.ecn == Ecn::Ce);
+        if let Some(ack) = out.ack {
+            self.send_ack(c, ack);
+        }
+        if out.delivered_bytes > 0 {
+            self.on_delivered(c, out.delivered_bytes);
+        }
+        self.arm_timer(c);
+    }
+
+    fn on_delivered(&mut self, c: u32, bytes: u64) {
+        let owner = self.conns[c as usize].owner;
+        let rcv_nxt = self.conns[c as usize].receiver.rcv_nxt();
+        match owner {
+            Owner::Subtunnel(r) => self.on_subtunnel_delivered(r, c, rcv_nxt),
+            Owner::Flow(fi) => {
+                let now = self.now;
+                let f = &mut self.flows[fi as usize];
+                let app = f.tcp.as_ref().map(|t| t.app);
+                match app {
+                    Some(TcpApp::RequestResponse {
+                        request_bytes,
+                        response_bytes,
+                        ..
+                    }) => {
+                        // The server reads requests and answers each complete one.
+                        let complete = rcv_nxt / request_bytes;
+                        let t = f.tcp.as_mut().expect("tcp");
+                        let rc = t.response_conn.expect("request / response has a response connection");
+                        let mut wrote = false;
+                        while t.responses_written < complete {
+                            t.responses_written += 1;
+                            self.conns[rc as usize].sender.write(response_bytes);
+                            wrote = true;
+                        }
+                        if wrote {
+                            self.pump(rc);
+                        }
+                    }
+                    _ => {
+                        f.record_goodput(now, bytes);
+                        if let Some(TcpApp::Transfer { size_bytes }) = app {
+                            let t = f.tcp.as_mut().expect("tcp");
+                            if rcv_nxt >= size_bytes && t.completion_ps.is_none() {
+                                t.completion_ps = Some(now);
+                            }
+                        }
+                    }
+                }
+            }
+            Owner::Response(fi) => {
+                let now = self.now;
+                let f = &mut self.flows[fi as usize];
+                f.record_goodput(now, bytes);
+                let Some(TcpApp::RequestResponse {
+                    request_bytes,
+                    response_bytes,
+                    count,
+                }) = f.tcp.as_ref().map(|t| t.app)
+                else {
+                    return;
+                };
+                let stop = f.stop_ps;
+                let t = f.tcp.as_mut().expect("tcp");
+                let done = rcv_nxt / response_bytes;
+                let mut next = false;
+                while t.responses_done < done {
+                    t.responses_done += 1;
+                    if let Some(sent) = t.requests_sent_ps.pop_front() {
+                        t.response_time_sum_ps += u128::from(now - sent);
+                    }
+                    next = true;
+                }
+                if next && !t.stopped && now < stop && (count == 0 || t.requests_written < count) {
+                    t.requests_written += 1;
+                    t.requests_sent_ps.push_back(now);
+                    let rq = t.conn;
+                    self.conns[rq as usize].sender.write(request_bytes);
+                    self.pump(rq);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn on_app_start(&mut self, fi: u32) {
+        let now = self.now;
+        let f = &mut self.flows[fi as usize];
+        let Some(t) = f.tcp.as_mut() else { return };
+        let c = t.conn;
+        match t.app {
+            TcpApp::Bulk => self.conns[c as usize].sender.write(u64::MAX / 4),
+            TcpApp::Transfer { size_bytes } => self.conns[c as usize].sender.write(size_bytes),
+            TcpApp::RequestResponse { request_bytes, .. } => {
+                t.requests_written = 1;
+                t.requests_sent_ps.push_back(now);
+                self.conns[c as usize].sender.write(request_bytes);
+            }
+        }
+        self.pump(c);
+    }
+
+    pub(crate) fn on_app_stop(&mut self, fi: u32) {
+        let f = &mut self.flows[fi as usize];
+        let Some(t) = f.tcp.as_mut() else { return };
+        t.stopped = true;
+        if t.app == TcpApp::Bulk {
+            self.conns[t.conn as usize].sender.discard_unsent();
+        }
+    }
+
+    /// Index of the sample interval `t` falls in.
+    pub(crate) fn interval_index(&self, t: TimePs) -> usize {
+        ((t / self.sample_interval_ps) as usize).min(self.intervals)
+    }
+}
+
+trait LaterThan {
+    fn is_none_or_later(&self, at: TimePs) -> bool;
+}
+
+impl LaterThan for Option<TimePs> {
+    /// Whether no timer is pending or the pending one is later than `at`.
+    fn is_none_or_later(&self, at: TimePs) -> bool {
+        self.map_or(true, |p| p > at)
+    }
+}
