@@ -18,8 +18,8 @@ use crate::ns::{self, is_root, Netns, NsError};
 use mpsched_core::frame::MarkerConfig;
 use mpsched_core::packet::{ipv4_to_string, Ecn, PortId, UDP_OVERHEAD_BYTES};
 use mpsched_core::wire::mac_for;
-use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures};
-use mpsched_scenario::{NodeKind, Scenario};
+use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures, TcpFigures};
+use mpsched_scenario::{Flow, NodeKind, Scenario, TcpApp, TcpFlow};
 use mpsched_sim::wiring::Wiring;
 use mpsched_sim::TimeSeries;
 use std::collections::BTreeMap;
@@ -103,7 +103,32 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             )));
         }
     }
+    if let Some(t) = sc.tunnels.first() {
+        return Err(NetnsError::Unsupported(format!(
+            "tunnel `{}`: multipath tunnels run in the simulator only for now (the kernel tunnel daemon is a later \
+             milestone); use --backend sim",
+            t.name
+        )));
+    }
+    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
     for f in &sc.flows {
+        if let Some(t) = &f.tcp {
+            if let TcpApp::RequestResponse { .. } = t.app {
+                return Err(NetnsError::Unsupported(format!(
+                    "flow `{}`: request / response runs in the simulator only (iperf3 has no such mode); use --backend sim",
+                    f.name
+                )));
+            }
+            let cc = t.config.cc.linux_name();
+            if !available.split_whitespace().any(|x| x == cc) {
+                return Err(NetnsError::Missing(format!(
+                    "flow `{}` uses TCP `{cc}`, which this kernel does not offer (tcp_available_congestion_control: {}); \
+                     load its module (modprobe tcp_{cc}) or use --backend sim",
+                    f.name,
+                    available.trim()
+                )));
+            }
+        }
         if f.ecn == Ecn::Ce {
             return Err(NetnsError::Unsupported(format!(
                 "flow `{}` sends CE; iperf3 cannot",
@@ -187,6 +212,9 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         n.sysctl("net.ipv6.conf.default.disable_ipv6", "1")?;
         // Switches forward only through their program.
         n.sysctl("net.ipv4.ip_forward", "0")?;
+        if sc.nodes[i].kind == NodeKind::Host {
+            tcp_sysctls(&n, sc, i)?;
+        }
         live.nss.push(n);
         check_stop()?;
     }
@@ -344,6 +372,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         .map(|(node, ifname)| rx_bytes(&live.nss[*node], ifname).unwrap_or(0))
         .collect();
     let mut started = vec![false; sc.flows.len()];
+    let mut client_of: Vec<Option<usize>> = vec![None; sc.flows.len()];
     let mut queue_tracking = Vec::new();
     let tracked: Vec<(usize, PortId)> = live
         .dataplanes
@@ -365,6 +394,14 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
             if !started[fi] && now >= Duration::from_nanos(f.start_ps / 1000) {
                 started[fi] = true;
                 let dur_s = (f.stop_ps - f.start_ps) as f64 / PS_PER_S as f64;
+                if let Some(t) = &f.tcp {
+                    let args = tcp_client_args(sc, f, t, dur_s);
+                    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+                    let c = live.nss[f.src].spawn("iperf3", &refs)?;
+                    client_of[fi] = Some(live.children.len());
+                    push_child(&mut live, c);
+                    continue;
+                }
                 let mut args: Vec<String> = vec![
                     "-c".into(),
                     ipv4_to_string(sc.nodes[f.dst].ip),
@@ -434,7 +471,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
             }
             reg_samples.push(regs);
             next_sample += sample_every;
-            if path_samples[0].len() >= intervals {
+            if reg_samples.len() >= intervals {
                 break;
             }
         }
@@ -475,6 +512,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         series_cols.push(format!("{}_mbps", f.name));
     }
     let mut flow_series: Vec<Vec<f64>> = Vec::new();
+    let mut tcp_series: Vec<(String, Vec<Vec<f64>>)> = Vec::new();
     for (fi, f) in sc.flows.iter().enumerate() {
         let server: serde_json::Value = serde_json::from_str(&outputs[fi]).map_err(|e| {
             NetnsError::Traffic(format!(
@@ -485,6 +523,16 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         })?;
         if let Some(err) = server.get("error").and_then(|e| e.as_str()) {
             return Err(NetnsError::Traffic(format!("flow `{}`: {err}", f.name)));
+        }
+        if let Some(t) = &f.tcp {
+            let client: serde_json::Value = client_of[fi]
+                .and_then(|ci| serde_json::from_str(&outputs[ci]).ok())
+                .unwrap_or(serde_json::Value::Null);
+            let (fig, cols) = tcp_flow_figures(f, t, &server, &client, intervals, sample_every.as_secs_f64());
+            flows.push(fig);
+            flow_series.push(cols[0].clone());
+            tcp_series.push((f.name.clone(), cols[1..].to_vec()));
+            continue;
         }
         // iperf3 3.12's server leaves end.sum.bytes at 0 for UDP; sum_received has them.
         let sum = &server["end"]["sum_received"];
@@ -547,6 +595,11 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
             }
         }
     }
+    for (name, _) in &tcp_series {
+        for k in ["cwnd_kib", "srtt_ms", "retx"] {
+            series_cols.push(format!("{name}_{k}"));
+        }
+    }
     series_cols.extend(reg_names.iter().cloned());
     let mut rows = Vec::new();
     for t in 0..intervals {
@@ -556,6 +609,11 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         }
         for f in &flow_series {
             row.push(round(f[t], 4));
+        }
+        for (_, cols) in &tcp_series {
+            for c in cols {
+                row.push(round(c[t], 4));
+            }
         }
         for k in &reg_names {
             let v = reg_samples
@@ -609,6 +667,130 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         },
         queue_tracking,
     })
+}
+
+/// Per-namespace TCP settings of a host, matched to what the simulator models: ECN negotiated
+/// when a flow from this host asks for it, SACK off (the simulator's TCP recovers with NewReno
+/// and no SACK; docs/algorithms/tcp.md), no metrics cached between connections.
+fn tcp_sysctls(n: &Netns, sc: &Scenario, host: usize) -> Result<(), NetnsError> {
+    let tcp_flows: Vec<&TcpFlow> = sc
+        .flows
+        .iter()
+        .filter(|f| f.src == host || f.dst == host)
+        .filter_map(|f| f.tcp.as_ref())
+        .collect();
+    if tcp_flows.is_empty() {
+        return Ok(());
+    }
+    let ecn = tcp_flows.iter().any(|t| t.config.ecn);
+    n.sysctl("net.ipv4.tcp_ecn", if ecn { "1" } else { "0" })?;
+    n.sysctl("net.ipv4.tcp_sack", "0")?;
+    n.sysctl("net.ipv4.tcp_no_metrics_save", "1")?;
+    // Namespaces share one kernel, and a packet forwarded by the eBPF data plane (redirected at
+    // TC ingress, never passing the switch's IP layer) keeps its sending socket's reference
+    // until the receiving host's IP layer. TCP small queues would then count packets waiting in
+    // a remote bottleneck queue as the sender's own and throttle it to a few packets there,
+    // which a separate machine would not. Lift that limit in the sender's namespace.
+    n.sysctl("net.ipv4.tcp_limit_output_bytes", "268435456")?;
+    Ok(())
+}
+
+/// iperf3 client arguments for a TCP flow: `-C` for the congestion control, `-t` (bulk) or
+/// `-n` (transfer), `-N` for no Nagle.
+fn tcp_client_args(sc: &Scenario, f: &Flow, t: &TcpFlow, dur_s: f64) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "-c".into(),
+        ipv4_to_string(sc.nodes[f.dst].ip),
+        "-p".into(),
+        f.dst_port.to_string(),
+        "--cport".into(),
+        f.src_port.to_string(),
+        "-C".into(),
+        t.config.cc.linux_name().into(),
+        "-J".into(),
+    ];
+    // TCP_MAXSEG clamps the MSS before Linux takes the 12 bytes of timestamps off it.
+    if t.config.mss_bytes != mpsched_transport::tcp::DEFAULT_MSS_BYTES {
+        args.push("-M".into());
+        args.push((t.config.mss_bytes + 12).to_string());
+    }
+    match t.app {
+        TcpApp::Transfer { size_bytes } => {
+            args.push("-n".into());
+            args.push(size_bytes.to_string());
+        }
+        _ => {
+            args.push("-t".into());
+            args.push(format!("{dur_s:.3}"));
+        }
+    }
+    if t.config.nodelay {
+        args.push("-N".into());
+    }
+    args
+}
+
+/// A TCP flow's figures from iperf3's server (bytes received) and client (retransmits, cwnd and
+/// RTT per interval) reports, and its columns: goodput, cwnd KiB, SRTT ms, retransmits.
+fn tcp_flow_figures(
+    f: &Flow,
+    t: &TcpFlow,
+    server: &serde_json::Value,
+    client: &serde_json::Value,
+    intervals: usize,
+    interval_s: f64,
+) -> (FlowFigures, Vec<Vec<f64>>) {
+    let bytes = server["end"]["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
+    let sent = &client["end"]["sum_sent"];
+    let retx = sent["retransmits"].as_u64().unwrap_or(0);
+    let stream = &client["end"]["streams"][0]["sender"];
+    let active_s = (f.stop_ps - f.start_ps) as f64 / PS_PER_S as f64;
+    let mut cols = vec![vec![0.0; intervals]; 4];
+    let start_s = f.start_ps as f64 / PS_PER_S as f64;
+    let slot = |end: f64| ((start_s + end) / interval_s).ceil() as usize;
+    for iv in server["intervals"].as_array().into_iter().flatten() {
+        let k = slot(iv["sum"]["end"].as_f64().unwrap_or(0.0)).saturating_sub(1);
+        if k < intervals {
+            cols[0][k] += iv["sum"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
+        }
+    }
+    let (mut cwnd_sum, mut cwnd_n) = (0.0, 0.0);
+    for iv in client["intervals"].as_array().into_iter().flatten() {
+        let st = &iv["streams"][0];
+        let k = slot(st["end"].as_f64().unwrap_or(0.0)).saturating_sub(1);
+        if k < intervals {
+            let cwnd = st["snd_cwnd"].as_f64().unwrap_or(0.0) / 1024.0;
+            cols[1][k] = cwnd;
+            cols[2][k] = st["rtt"].as_f64().unwrap_or(0.0) / 1000.0;
+            cols[3][k] += st["retransmits"].as_f64().unwrap_or(0.0);
+            cwnd_sum += cwnd;
+            cwnd_n += 1.0;
+        }
+    }
+    let fig = FlowFigures {
+        id: f.name.clone(),
+        offered_mbps: 0.0,
+        delivered_mbps: round(bytes * 8.0 / active_s / 1e6, 4),
+        loss_pct: 0.0,
+        mean_owd_ms: 0.0,
+        reordered_pct: 0.0,
+        sent_pkts: 0,
+        delivered_pkts: 0,
+        per_path_mbps: BTreeMap::new(),
+        delivered_mib: round(bytes / f64::from(1u32 << 20), 4),
+        tcp: Some(TcpFigures {
+            cc: t.config.cc.linux_name().to_string(),
+            retransmitted_segments: retx,
+            srtt_ms: round(stream["mean_rtt"].as_f64().unwrap_or(0.0) / 1000.0, 3),
+            mean_cwnd_kib: if cwnd_n > 0.0 { round(cwnd_sum / cwnd_n, 3) } else { 0.0 },
+            completion_s: match t.app {
+                TcpApp::Transfer { .. } => client["end"]["sum_received"]["seconds"].as_f64().map(|x| round(x, 6)),
+                _ => None,
+            },
+            ..TcpFigures::default()
+        }),
+    };
+    (fig, cols)
 }
 
 /// The largest send buffer a socket may ask for (net.core.wmem_max), at most 16 MB.

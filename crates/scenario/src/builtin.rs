@@ -27,6 +27,31 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "scenarios/tcp/single-flow.toml",
         include_str!("../../../scenarios/tcp/single-flow.toml"),
     ),
+    (
+        "tcp/two-flows",
+        "scenarios/tcp/two-flows.toml",
+        include_str!("../../../scenarios/tcp/two-flows.toml"),
+    ),
+    (
+        "tcp/ecn",
+        "scenarios/tcp/ecn.toml",
+        include_str!("../../../scenarios/tcp/ecn.toml"),
+    ),
+    (
+        "afmt/three-subtunnels",
+        "scenarios/afmt/three-subtunnels.toml",
+        include_str!("../../../scenarios/afmt/three-subtunnels.toml"),
+    ),
+    (
+        "afmt/two-subtunnels",
+        "scenarios/afmt/two-subtunnels.toml",
+        include_str!("../../../scenarios/afmt/two-subtunnels.toml"),
+    ),
+    (
+        "afmt/single-path",
+        "scenarios/afmt/single-path.toml",
+        include_str!("../../../scenarios/afmt/single-path.toml"),
+    ),
 ];
 
 /// The scenario `mpsched run` uses when given none: scenario 3b with DWRR.

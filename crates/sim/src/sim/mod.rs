@@ -405,6 +405,7 @@ impl Simulation {
                     if tun.transport == SubtunnelTransport::Tcp {
                         let meta = PacketMeta::udp(sc.nodes[node].ip, addr, 50_000 + j as u16, 9000, 0);
                         let c = conns.len() as u32;
+                        let back = if d == 0 { TunnelDir::Up } else { TunnelDir::Down };
                         conns.push(Conn::new(
                             &tun.tcp,
                             node as u32,
@@ -418,6 +419,10 @@ impl Simulation {
                                 sub: j as u8,
                             }),
                         ));
+                        // ACKs return along the same subtunnel, to the other direction's address.
+                        let ack = &mut conns[c as usize].ack_meta;
+                        ack.src_ip = sc.nodes[far].ip;
+                        ack.dst_ip = subtunnel_addr(ti, j, back);
                         sub_conns.push(c);
                     }
                 }
