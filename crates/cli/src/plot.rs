@@ -89,3 +89,63 @@ where
         .draw()?;
     Ok(())
 }
+
+/// Total goodput of `flows` over time, one line per variant, in MiB/s (as the AFMT paper's
+/// Figs. 4 and 5 plot it).
+pub fn total_goodput_png(
+    title: &str,
+    variants: &[(String, &TimeSeries)],
+    flows: &[String],
+    out: &Path,
+) -> anyhow::Result<()> {
+    let root = BitMapBackend::new(out, (1100, 480)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut lines = Vec::new();
+    let mut t_max: f64 = 1.0;
+    for (name, series) in variants {
+        let t = series.values("time_s").unwrap_or_default();
+        t_max = t_max.max(t.last().copied().unwrap_or(1.0));
+        let mut total = vec![0.0; t.len()];
+        for f in flows {
+            if let Some(v) = series.values(&format!("{f}_mbps")) {
+                for (a, b) in total.iter_mut().zip(v) {
+                    *a += b * 1e6 / 8.0 / f64::from(1u32 << 20);
+                }
+            }
+        }
+        lines.push((name.clone(), t, total));
+    }
+    let y_max = lines
+        .iter()
+        .flat_map(|(_, _, v)| v.iter().copied())
+        .fold(1.0f64, f64::max)
+        * 1.15;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("{title}: total goodput of the tunnelled flows"),
+            ("sans-serif", 18),
+        )
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
+    chart.configure_mesh().x_desc("time (s)").y_desc("MiB/s").draw()?;
+    for (i, (name, t, v)) in lines.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(
+                t.iter().copied().zip(v.iter().copied()),
+                c.stroke_width(2),
+            ))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

@@ -1,6 +1,6 @@
 //! `mpsched run` and `mpsched list`.
 
-use crate::plot::throughput_png;
+use crate::plot::{throughput_png, total_goodput_png};
 use crate::UsageError;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -11,6 +11,7 @@ use mpsched_scenario::units::parse_time_ps;
 use mpsched_scenario::{Scenario, SCHEDULERS};
 use mpsched_sim::experiment::{planned_ps, run_plan, ExperimentError, Plan, VariantResult};
 use mpsched_sim::pcap::DEFAULT_SNAPLEN;
+use mpsched_sim::wiring::Wiring;
 use mpsched_sim::CaptureRequest;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -252,8 +253,89 @@ pub fn finish(
         };
         write_json(&out.join("summary.json"), &ms)?;
     }
+    if plot && !sc.tunnels.is_empty() {
+        let tunnelled: Vec<String> = Wiring::of(sc)
+            .tunnelled_flows(sc)
+            .into_iter()
+            .map(|i| sc.flows[i].name.clone())
+            .collect();
+        let lines: Vec<(String, &mpsched_sim::TimeSeries)> = results
+            .iter()
+            .map(|r| (r.variant.clone().unwrap_or_else(|| sc.name.clone()), &r.series))
+            .collect();
+        let path = out.join("goodput_total.png");
+        total_goodput_png(&sc.name, &lines, &tunnelled, &path)
+            .with_context(|| format!("drawing {}", path.display()))?;
+    }
     print_table(sc, results);
+    print_tcp_and_tunnels(results);
     Ok(())
+}
+
+/// TCP and tunnel figures of each variant's first repetition, when there are any.
+fn print_tcp_and_tunnels(results: &[VariantResult]) {
+    let has_tcp = results.iter().any(|r| {
+        r.summary
+            .repetitions
+            .first()
+            .is_some_and(|x| x.flows.iter().any(|f| f.tcp.is_some()))
+    });
+    if has_tcp {
+        println!();
+        println!(
+            "{:<12} {:<12} {:>6} {:>12} {:>9} {:>7} {:>7} {:>9} {:>10}",
+            "variant", "tcp flow", "cc", "goodput MiB", "retx", "RTOs", "ECN cut", "SRTT ms", "cwnd KiB"
+        );
+        for r in results {
+            let Some(run) = r.summary.repetitions.first() else {
+                continue;
+            };
+            for f in &run.flows {
+                let Some(t) = &f.tcp else { continue };
+                println!(
+                    "{:<12} {:<12} {:>6} {:>12.2} {:>9} {:>7} {:>7} {:>9.2} {:>10.1}",
+                    r.variant.as_deref().unwrap_or("-"),
+                    f.id,
+                    t.cc,
+                    f.delivered_mib,
+                    t.retransmitted_segments,
+                    t.rtos,
+                    t.ecn_reductions,
+                    t.srtt_ms,
+                    t.mean_cwnd_kib
+                );
+            }
+        }
+    }
+    let tunnels: Vec<_> = results
+        .iter()
+        .filter_map(|r| r.summary.repetitions.first().map(|x| (r, x)))
+        .filter(|(_, x)| !x.tunnels.is_empty())
+        .collect();
+    if !tunnels.is_empty() {
+        println!();
+        println!(
+            "{:<12} {:<10} {:>6} {:>5} {:>11} {:>11} {:>10} {:>9}  per subtunnel",
+            "variant", "tunnel", "sched", "over", "scheduled", "forwarded", "reorder %", "buf drop"
+        );
+        for (r, x) in tunnels {
+            for t in &x.tunnels {
+                let per: Vec<String> = t.per_subtunnel_pkts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                println!(
+                    "{:<12} {:<10} {:>6} {:>5} {:>11} {:>11} {:>10.2} {:>9}  {}",
+                    r.variant.as_deref().unwrap_or("-"),
+                    t.id,
+                    t.scheduler,
+                    t.transport,
+                    t.scheduled_pkts,
+                    t.forwarded_pkts,
+                    t.reordered_pct,
+                    t.send_buffer_drops,
+                    per.join(" ")
+                );
+            }
+        }
+    }
 }
 
 /// One variant's results on the kernel, with its queue-tracking CSV (empty without

@@ -56,6 +56,36 @@ impl Wiring {
         self.ports[from].iter().position(|e| e.peer == to).map(|p| p as PortId)
     }
 
+    /// The nodes a packet from host `src` to host `dst` visits, by the routes (including both
+    /// ends); None if the routes do not reach.
+    pub fn route_nodes(&self, src: usize, dst: usize) -> Option<Vec<usize>> {
+        let mut at = src;
+        let mut seen = vec![src];
+        while at != dst {
+            let port = if at == src { 0 } else { *self.routes[at].get(&dst)? };
+            at = self.ports[at].get(usize::from(port))?.peer;
+            if seen.contains(&at) {
+                return None;
+            }
+            seen.push(at);
+        }
+        Some(seen)
+    }
+
+    /// The flows whose route passes through both ends of a tunnel: the tunnel's payload.
+    pub fn tunnelled_flows(&self, sc: &Scenario) -> Vec<usize> {
+        (0..sc.flows.len())
+            .filter(|&fi| {
+                let f = &sc.flows[fi];
+                self.route_nodes(f.src, f.dst).is_some_and(|nodes| {
+                    sc.tunnels
+                        .iter()
+                        .any(|t| nodes.contains(&t.entry) && nodes.contains(&t.exit))
+                })
+            })
+            .collect()
+    }
+
     /// Wire `sc`.
     pub fn of(sc: &Scenario) -> Wiring {
         let n = sc.nodes.len();
