@@ -1134,7 +1134,7 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
                     }
                     _ => {
                         return Err(ctx.err(
-                            format!("{at}"),
+                            at.clone(),
                             "a TCP flow is bulk (no `size`), a transfer (`size`) or request / response (`request` and `response`)",
                         ))
                     }
@@ -1336,5 +1336,29 @@ mod tests {
         let short = sc.scaled_to(10_000_000_000_000);
         assert_eq!(short.flows[1].start_ps, 2_000_000_000_000);
         assert_eq!(short.flows[1].stop_ps, 9_000_000_000_000);
+    }
+
+    fn afmt_text() -> String {
+        crate::builtin::find("afmt/three-subtunnels").unwrap().1.to_string()
+    }
+
+    #[test]
+    fn tunnels_and_tcp_flows_validate_with_clear_errors() {
+        let sc = Scenario::from_toml(&afmt_text(), "a").unwrap();
+        assert_eq!(sc.tunnels.len(), 1);
+        assert_eq!(sc.tunnels[0].send_buffer_bytes, 131_072);
+        assert!(sc.tunnels[0].tcp.nodelay);
+        let rr = sc.with_variant("RR").unwrap();
+        assert_eq!(rr.tunnels[0].transport, SubtunnelTransport::Udp);
+        assert_eq!(sc.flows[0].tcp.as_ref().unwrap().config.mss_bytes, 1420);
+        let e = err(&afmt_text().replacen("transport = \"tcp\"", "transport = \"udp\"", 1));
+        assert_eq!(e.field, "tunnel[0].transport");
+        assert!(e.message.contains("AFMT"), "{e}");
+        let e = err(&afmt_text().replacen("protocol = \"tcp\"", "protocol = \"tcp\"\nrate = \"1Mbps\"", 1));
+        assert_eq!(e.field, "flow[0].rate");
+        let e = err(&afmt_text().replacen("cc = \"reno\"", "cc = \"vegas\"", 1));
+        assert_eq!(e.field, "tcp.cc");
+        let e = err(&afmt_text().replacen("subtunnels = [\"up16\"", "subtunnels = [\"nope\"", 1));
+        assert_eq!(e.field, "tunnel[0].subtunnels[0]");
     }
 }
