@@ -111,6 +111,30 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let out3b = Simulation::new(&s3b, &SimOptions::with_seed(1))?.run()?;
     let wall_3b = t.elapsed().as_secs_f64();
 
+    // Transports: the AFMT paper's three-subtunnel scenario (30 s), and one TCP flow through a
+    // 10 Gbit/s bottleneck.
+    let (path, text) = builtin::find("afmt/three-subtunnels").expect("built in");
+    let afmt = Scenario::from_toml(text, path)?.with_variant("AFMT")?;
+    let afmt_s = afmt.duration_ps as f64 / 1e12;
+    let t = Instant::now();
+    let out_afmt = Simulation::new(&afmt, &SimOptions::with_seed(1))?.run()?;
+    let wall_afmt = t.elapsed().as_secs_f64();
+    let (path, text) = builtin::find("tcp/single-flow").expect("built in");
+    let mut tcp10g = Scenario::from_toml(text, path)?.with_variant("cubic-10M")?;
+    for l in &mut tcp10g.links {
+        l.rate_bps = if l.name.as_deref() == Some("bottleneck") {
+            10_000_000_000
+        } else {
+            40_000_000_000
+        };
+    }
+    let tcp_s = a.seconds.min(10);
+    let tcp10g = tcp10g.scaled_to(tcp_s * 1_000_000_000_000);
+    let t = Instant::now();
+    let out_tcp = Simulation::new(&tcp10g, &SimOptions::with_seed(1))?.run()?;
+    let wall_tcp = t.elapsed().as_secs_f64();
+    let tcp_gbps = out_tcp.figures.flows[0].delivered_mbps / 1e3;
+
     let configs = benchmark_configs();
     let decisions: Vec<(String, f64)> = configs
         .iter()
@@ -125,6 +149,10 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
                 "sim_s_per_wall_s": a.seconds as f64 / wall,
             },
             "scenario_3b_dwrr": { "simulated_s": 100, "events": out3b.events, "wall_s": wall_3b },
+            "afmt_three_subtunnels": { "simulated_s": afmt_s, "events": out_afmt.events, "wall_s": wall_afmt,
+                "sim_s_per_wall_s": afmt_s / wall_afmt },
+            "tcp_10gbps": { "simulated_s": tcp_s, "events": out_tcp.events, "wall_s": wall_tcp,
+                "sim_s_per_wall_s": tcp_s as f64 / wall_tcp, "goodput_gbps": tcp_gbps },
             "decisions_per_s": decisions.iter().map(|(n, d)| (n.clone(), serde_json::Value::from(*d))).collect::<serde_json::Map<_, _>>(),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
@@ -142,6 +170,22 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
     println!(
         "scenario 3b (DWRR), 100 s simulated: {} events in {:.3} s wall",
         out3b.events, wall_3b
+    );
+    println!(
+        "AFMT, three subtunnels, {afmt_s} s simulated: {} events in {:.3} s wall: {:.1} simulated s per wall s ({:.1} M events/s)",
+        out_afmt.events,
+        wall_afmt,
+        afmt_s / wall_afmt,
+        out_afmt.events as f64 / wall_afmt / 1e6
+    );
+    println!(
+        "one CUBIC flow through 10 Gbit/s, {tcp_s} s simulated: {} events in {:.2} s wall: {:.2} simulated s per wall s \
+         ({:.1} M events/s; goodput {:.2} Gbit/s)",
+        out_tcp.events,
+        wall_tcp,
+        tcp_s as f64 / wall_tcp,
+        out_tcp.events as f64 / wall_tcp / 1e6,
+        tcp_gbps
     );
     println!("scheduler decisions ({} each):", a.decisions);
     for (n, d) in &decisions {

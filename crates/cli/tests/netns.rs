@@ -106,6 +106,43 @@ fn scenarios_1_and_2_agree_with_the_simulator_within_10_percent() {
 }
 
 #[test]
+fn tcp_flows_agree_with_the_simulator_within_10_percent() {
+    if !root_or_skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    compare_within_10pct("tcp/single-flow", "8", &["reno-10M", "cubic-50M"]);
+    compare_within_10pct("tcp/two-flows", "15", &["reno"]);
+    let v = compare_within_10pct("tcp/ecn", "8", &["cubic"]);
+    // Marking at 20 packets keeps the 100-packet queue from overflowing on the kernel too.
+    let kernel = &v["netns"][0]["repetitions"][0]["flows"][0]["tcp"];
+    assert!(
+        kernel["retransmitted_segments"].as_u64().unwrap() < 20,
+        "ECN should replace loss: {kernel}"
+    );
+    // What the kernel cannot run is refused, naming the flow or tunnel.
+    for (scenario, variant, expect) in [
+        ("tcp/ecn", Some("dctcp"), "dctcp"),
+        ("afmt/three-subtunnels", Some("AFMT"), "tunnel `mt`"),
+    ] {
+        let mut cmd = mpsched();
+        cmd.args(["run", scenario, "--backend", "netns", "--out"])
+            .arg(tmp("refused"));
+        if let Some(v) = variant {
+            cmd.args(["--variant", v]);
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap();
+        if expect == "dctcp" && available.split_whitespace().any(|c| c == "dctcp") {
+            continue;
+        }
+        assert!(!out.status.success() && err.contains(expect), "{scenario}: {err}");
+    }
+    assert_clean("refusals");
+}
+
+#[test]
 fn scenario_3b_dwrr_moves_flow1_off_path2_on_the_kernel() {
     if !root_or_skip() {
         return;

@@ -254,15 +254,19 @@ impl TcpSender {
         self.peer_window = seg.window_bytes;
         if ack > self.snd_una {
             let acked = ack - self.snd_una;
-            // RTT from the newest segment this ACK covers, unless it was retransmitted (Karn).
+            // RTT from the newest segment this ACK covers, unless the ACK covers a retransmitted
+            // segment: then it may have been sent by the retransmission filling a hole (Karn).
             let mut newest = None;
+            let mut ambiguous = false;
             while let Some(r) = self.sent.front() {
                 if r.end > ack {
+                    ambiguous |= r.retransmitted && ack > r.end.saturating_sub(u64::from(self.cfg.mss_bytes));
                     break;
                 }
+                ambiguous |= r.retransmitted;
                 newest = self.sent.pop_front();
             }
-            if let Some(r) = newest.filter(|r| !r.retransmitted) {
+            if let Some(r) = newest.filter(|_| !ambiguous) {
                 self.rtt.on_sample(now - r.sent_ns);
             }
             let window_end = ack >= self.window_end;
