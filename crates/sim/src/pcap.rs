@@ -97,8 +97,13 @@ impl Capture {
                 seq,
                 ack,
                 flags,
-                // Window scale 7, as Linux negotiates for a 3 MiB buffer.
-                window: (t.seg.window_bytes >> 7).min(0xffff) as u16,
+                // Window scale 7, as Linux negotiates for a 3 MiB buffer. Data segments advertise
+                // the sender's own (unmodelled, idle) receive buffer; ACKs the receiver's window.
+                window: if t.is_ack {
+                    (t.seg.window_bytes >> 7).min(0xffff) as u16
+                } else {
+                    ((3u64 << 20) >> 7) as u16
+                },
                 tsval: (now / 1_000_000_000) as u32,
                 tsecr: 0,
             };
