@@ -26,6 +26,8 @@ pub struct Link {
     pub capacity_pkts: u32,
     /// Packets waiting, each with the queue depth it found on arrival.
     pub queue: VecDeque<(Packet, u32)>,
+    /// Wire bytes of the packets waiting (kept with `queue`).
+    pub queued_bytes: u64,
     /// The packet being serialised.
     pub on_wire: Option<Packet>,
     /// Packets in propagation, oldest first (constant delay keeps them in order).
@@ -80,6 +82,7 @@ impl Link {
             delay_ps,
             capacity_pkts,
             queue: VecDeque::new(),
+            queued_bytes: 0,
             on_wire: None,
             in_flight: VecDeque::new(),
             path_tag: None,

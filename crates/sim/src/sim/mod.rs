@@ -413,11 +413,7 @@ impl Simulation {
                             meta,
                             port,
                             far_ports[j],
-                            Owner::Subtunnel(TunnelRef {
-                                tunnel: ti as u32,
-                                dir,
-                                sub: j as u8,
-                            }),
+                            Owner::Subtunnel(TunnelRef { tunnel: ti as u32, dir }),
                         ));
                         // ACKs return along the same subtunnel, to the other direction's address.
                         let ack = &mut conns[c as usize].ack_meta;
@@ -534,7 +530,7 @@ impl Simulation {
             }
         }
         for t in &tunnels {
-            for (d, dn) in ["down", "up"].iter().enumerate() {
+            for dn in ["down", "up"] {
                 if t.transport == SubtunnelTransport::Tcp {
                     for name in &t.subtunnel_names {
                         columns.push(format!("{}_{dn}_{name}_cwnd_kib", t.name));
@@ -545,7 +541,6 @@ impl Simulation {
                 for name in &t.subtunnel_names {
                     columns.push(format!("{}_{dn}_{name}_pkts", t.name));
                 }
-                let _ = d;
             }
         }
         let mut register_columns = Vec::new();
@@ -704,6 +699,7 @@ impl Simulation {
             );
         } else if (link.queue.len() as u32) < link.capacity_pkts {
             let depth = link.queue.len() as u32;
+            link.queued_bytes += u64::from(pkt.meta.wire_len_bytes);
             link.queue.push_back((pkt, depth));
             link.stats.max_depth_pkts = link.stats.max_depth_pkts.max(depth + 1);
         } else {
@@ -741,6 +737,7 @@ impl Simulation {
         let arrive = self.now + link.delay_ps;
         self.queue.schedule(arrive, EventKind::Arrive(l));
         while let Some((next, enq)) = self.links[l as usize].queue.pop_front() {
+            self.links[l as usize].queued_bytes -= u64::from(next.meta.wire_len_bytes);
             let deq = self.links[l as usize].queue.len() as u32;
             if self.start_tx(
                 l,

@@ -173,7 +173,8 @@ impl Simulation {
         };
         if let Some(ns) = next {
             let at = (ns * 1000).max(self.now);
-            if conn.timer_at.is_none_or_later(at) {
+            // Schedule only when no timer event is pending at or before `at`.
+            if conn.timer_at.map_or(true, |pending| pending > at) {
                 conn.timer_at = Some(at);
                 self.queue.schedule(at, EventKind::TcpTimer(c));
             }
@@ -334,16 +335,5 @@ impl Simulation {
     /// Index of the sample interval `t` falls in.
     pub(crate) fn interval_index(&self, t: TimePs) -> usize {
         ((t / self.sample_interval_ps) as usize).min(self.intervals)
-    }
-}
-
-trait LaterThan {
-    fn is_none_or_later(&self, at: TimePs) -> bool;
-}
-
-impl LaterThan for Option<TimePs> {
-    /// Whether no timer is pending or the pending one is later than `at`.
-    fn is_none_or_later(&self, at: TimePs) -> bool {
-        self.map_or(true, |p| p > at)
     }
 }

@@ -24,7 +24,6 @@ pub const TUNNEL_UDP_PORT: u16 = 4789;
 pub(crate) struct TunnelRef {
     pub tunnel: u32,
     pub dir: TunnelDir,
-    pub sub: u8,
 }
 
 /// One direction of a tunnel.
@@ -101,9 +100,8 @@ impl Simulation {
                 SubtunnelTransport::Udp => {
                     let node = tun.sides[d].node as usize;
                     let l = self.nodes[node].out_links[usize::from(tun.sides[d].ports[j])] as usize;
-                    let link = &self.links[l];
                     SubtunnelView {
-                        fill_bytes: link.queue.iter().map(|(p, _)| u64::from(p.meta.wire_len_bytes)).sum(),
+                        fill_bytes: self.links[l].queued_bytes,
                         cwnd_bytes: 0,
                         srtt_ns: 0,
                     }
