@@ -1,7 +1,7 @@
 //! DCTCP (RFC 8257): NewReno growth; on ECN-Echo the window shrinks by alpha / 2, where alpha is
 //! a moving average (gain 1/16) of the fraction of bytes marked per window.
 
-use super::{additive_increase, slow_start, AckEvent, CongestionControl, CongestionSignal};
+use super::{AckEvent, CongestionControl, CongestionSignal, NewReno};
 use crate::TimeNs;
 
 /// Fixed-point scale of alpha (Linux uses 1024).
@@ -9,13 +9,10 @@ pub const ALPHA_SCALE: u64 = 1024;
 /// The estimation gain g = 1 / 2^4.
 const G_SHIFT: u32 = 4;
 
-/// DCTCP.
+/// DCTCP: NewReno's window with its own response to ECN-Echo.
 #[derive(Clone, Debug)]
 pub struct Dctcp {
-    mss: u64,
-    cwnd: u64,
-    ssthresh: u64,
-    acc: u64,
+    reno: NewReno,
     /// alpha in units of 1 / ALPHA_SCALE; starts at 1 as Linux's `dctcp_alpha_on_init`.
     alpha: u64,
     window_acked: u64,
@@ -26,10 +23,7 @@ impl Dctcp {
     /// Initial window of `iw` segments, no threshold, alpha = 1.
     pub fn new(mss: u32, iw: u32) -> Self {
         Dctcp {
-            mss: u64::from(mss),
-            cwnd: u64::from(mss) * u64::from(iw.max(1)),
-            ssthresh: u64::MAX,
-            acc: 0,
+            reno: NewReno::new(mss, iw),
             alpha: ALPHA_SCALE,
             window_acked: 0,
             window_marked: 0,
@@ -47,38 +41,28 @@ impl CongestionControl for Dctcp {
         "dctcp"
     }
     fn window_bytes(&self) -> u64 {
-        self.cwnd
+        self.reno.window_bytes()
     }
     fn ssthresh_bytes(&self) -> u64 {
-        self.ssthresh
+        self.reno.ssthresh_bytes()
     }
     fn on_ack(&mut self, ack: &AckEvent) {
-        if !ack.cwnd_limited {
-            return;
-        }
-        let left = slow_start(&mut self.cwnd, self.ssthresh, ack.acked_bytes);
-        if left > 0 {
-            additive_increase(&mut self.cwnd, &mut self.acc, self.mss, left);
-        }
+        self.reno.on_ack(ack);
     }
-    fn on_congestion(&mut self, _now: TimeNs, signal: CongestionSignal, _in_flight: u64) {
-        self.ssthresh = match signal {
+    fn on_congestion(&mut self, now: TimeNs, signal: CongestionSignal, in_flight: u64) {
+        match signal {
             CongestionSignal::Ecn => {
-                let cut = self.cwnd * self.alpha / (2 * ALPHA_SCALE);
-                (self.cwnd - cut).max(2 * self.mss)
+                let cwnd = self.reno.window_bytes();
+                self.reno.reduce_to(cwnd - cwnd * self.alpha / (2 * ALPHA_SCALE));
             }
-            CongestionSignal::Loss => (self.cwnd / 2).max(2 * self.mss),
-        };
-        self.cwnd = self.ssthresh;
-        self.acc = 0;
+            CongestionSignal::Loss => self.reno.on_congestion(now, signal, in_flight),
+        }
     }
-    fn on_rto(&mut self, _now: TimeNs, _in_flight: u64) {
-        self.ssthresh = (self.cwnd / 2).max(2 * self.mss);
-        self.cwnd = self.mss;
-        self.acc = 0;
+    fn on_rto(&mut self, now: TimeNs, in_flight: u64) {
+        self.reno.on_rto(now, in_flight);
     }
     fn set_window(&mut self, cwnd: u64) {
-        self.cwnd = cwnd.max(self.mss);
+        self.reno.set_window(cwnd);
     }
     fn on_ecn_ack(&mut self, acked: u64, ece: bool, window_end: bool) {
         self.window_acked += acked;

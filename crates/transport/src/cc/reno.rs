@@ -24,6 +24,16 @@ impl NewReno {
     }
 }
 
+impl NewReno {
+    /// Set the threshold to `ssthresh` (at least two segments) and the window to it: the
+    /// reduction after a congestion signal, for controllers that reuse NewReno's growth.
+    pub(crate) fn reduce_to(&mut self, ssthresh: u64) {
+        self.ssthresh = ssthresh.max(2 * self.mss);
+        self.cwnd = self.ssthresh;
+        self.acc = 0;
+    }
+}
+
 impl CongestionControl for NewReno {
     fn name(&self) -> &'static str {
         "reno"
@@ -45,9 +55,7 @@ impl CongestionControl for NewReno {
     }
     fn on_congestion(&mut self, _now: TimeNs, _s: CongestionSignal, _in_flight: u64) {
         // Linux's tcp_reno_ssthresh halves the window, not the flight size of RFC 5681.
-        self.ssthresh = (self.cwnd / 2).max(2 * self.mss);
-        self.cwnd = self.ssthresh;
-        self.acc = 0;
+        self.reduce_to(self.cwnd / 2);
     }
     fn on_rto(&mut self, _now: TimeNs, _in_flight: u64) {
         self.ssthresh = (self.cwnd / 2).max(2 * self.mss);
