@@ -258,12 +258,14 @@ impl TcpSender {
             // segment: then it may have been sent by the retransmission filling a hole (Karn).
             let mut newest = None;
             let mut ambiguous = false;
-            while let Some(r) = self.sent.front() {
+            let mut start = self.snd_una;
+            while let Some(&r) = self.sent.front() {
+                // Any retransmitted record this ACK reaches into, fully or in part.
+                ambiguous |= r.retransmitted && ack > start;
                 if r.end > ack {
-                    ambiguous |= r.retransmitted && ack > r.end.saturating_sub(u64::from(self.cfg.mss_bytes));
                     break;
                 }
-                ambiguous |= r.retransmitted;
+                start = r.end;
                 newest = self.sent.pop_front();
             }
             if let Some(r) = newest.filter(|_| !ambiguous) {

@@ -89,7 +89,13 @@ fn one_loss_is_repaired_by_fast_retransmit_and_halves_the_window() {
     now += NS_PER_MS;
     let a = r.on_segment(now, &rtx, false).ack.unwrap();
     assert_eq!(a.ack, 10_000, "the hole is filled up to everything sent");
+    let srtt = s.rtt().srtt_ns();
     s.on_ack(now, &a);
+    assert_eq!(
+        s.rtt().srtt_ns(),
+        srtt,
+        "Karn: no sample from an ACK covering a retransmission"
+    );
     assert!(!s.in_recovery());
     assert!(s.cwnd_bytes() <= 6_000);
     assert_eq!(r.rcv_nxt(), s.acked_bytes());
