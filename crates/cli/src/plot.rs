@@ -59,19 +59,38 @@ fn panel<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let cols: Vec<(String, Vec<f64>)> = names
+    let lines: Vec<(String, Vec<f64>, Vec<f64>)> = names
         .iter()
-        .filter_map(|n| series.values(&format!("{n}_mbps")).map(|v| (n.clone(), v)))
+        .filter_map(|n| series.values(&format!("{n}_mbps")).map(|v| (n.clone(), t.to_vec(), v)))
         .collect();
-    let y_max = cols.iter().flat_map(|(_, v)| v.iter().copied()).fold(1.0f64, f64::max) * 1.15;
+    draw_lines(area, caption, "Mbit/s", t_max, &lines, SeriesLabelPosition::LowerRight)
+}
+
+/// One chart of named lines (name, times, values) against time, with a legend.
+fn draw_lines<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    caption: &str,
+    y_desc: &str,
+    t_max: f64,
+    lines: &[(String, Vec<f64>, Vec<f64>)],
+    legend_at: SeriesLabelPosition,
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let y_max = lines
+        .iter()
+        .flat_map(|(_, _, v)| v.iter().copied())
+        .fold(1.0f64, f64::max)
+        * 1.15;
     let mut chart = ChartBuilder::on(area)
         .caption(caption, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(56)
         .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
-    chart.configure_mesh().x_desc("time (s)").y_desc("Mbit/s").draw()?;
-    for (i, (name, v)) in cols.iter().enumerate() {
+    chart.configure_mesh().x_desc("time (s)").y_desc(y_desc).draw()?;
+    for (i, (name, t, v)) in lines.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
         chart
             .draw_series(LineSeries::new(
@@ -85,7 +104,7 @@ where
         .configure_series_labels()
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
-        .position(SeriesLabelPosition::LowerRight)
+        .position(legend_at)
         .draw()?;
     Ok(())
 }
@@ -115,37 +134,14 @@ pub fn total_goodput_png(
         }
         lines.push((name.clone(), t, total));
     }
-    let y_max = lines
-        .iter()
-        .flat_map(|(_, _, v)| v.iter().copied())
-        .fold(1.0f64, f64::max)
-        * 1.15;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!("{title}: total goodput of the tunnelled flows"),
-            ("sans-serif", 18),
-        )
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(56)
-        .build_cartesian_2d(0.0..t_max, 0.0..y_max)?;
-    chart.configure_mesh().x_desc("time (s)").y_desc("MiB/s").draw()?;
-    for (i, (name, t, v)) in lines.iter().enumerate() {
-        let c = COLORS[i % COLORS.len()];
-        chart
-            .draw_series(LineSeries::new(
-                t.iter().copied().zip(v.iter().copied()),
-                c.stroke_width(2),
-            ))?
-            .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()?;
+    draw_lines(
+        &root,
+        &format!("{title}: total goodput of the tunnelled flows"),
+        "MiB/s",
+        t_max,
+        &lines,
+        SeriesLabelPosition::UpperRight,
+    )?;
     root.present()?;
     Ok(())
 }
