@@ -57,11 +57,13 @@ impl Ord for Entry {
     }
 }
 
-/// A deterministic event queue.
+/// A deterministic event queue. It owns simulated time: [`EventQueue::pop`] advances it, and
+/// nothing may be scheduled before it, so time never runs backwards.
 #[derive(Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Entry>,
     next_seq: u64,
+    now: TimePs,
 }
 
 impl EventQueue {
@@ -70,9 +72,22 @@ impl EventQueue {
         Self::default()
     }
 
-    /// Schedule `kind` at `time`.
+    /// Simulated time: that of the last event popped.
+    #[inline]
+    pub fn now(&self) -> TimePs {
+        self.now
+    }
+
+    /// Schedule `kind` at `time`, which must not lie before [`EventQueue::now`] (a debug build
+    /// panics; a release build runs it now rather than in the past).
     #[inline]
     pub fn schedule(&mut self, time: TimePs, kind: EventKind) {
+        debug_assert!(
+            time >= self.now,
+            "event {kind:?} scheduled at {time} ps, before now ({} ps)",
+            self.now
+        );
+        let time = time.max(self.now);
         let seq = self.next_seq;
         self.next_seq += 1;
         self.heap.push(Entry { time, seq, kind });
@@ -87,7 +102,9 @@ impl EventQueue {
     /// Remove and return the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(TimePs, EventKind)> {
-        self.heap.pop().map(|e| (e.time, e.kind))
+        let e = self.heap.pop()?;
+        self.now = e.time;
+        Some((e.time, e.kind))
     }
 
     /// Number of pending events.
@@ -122,5 +139,19 @@ mod tests {
                 (5, EventKind::Sample)
             ]
         );
+    }
+
+    #[test]
+    fn time_never_runs_backwards() {
+        let mut q = EventQueue::new();
+        q.schedule(10, EventKind::Sample);
+        assert_eq!(q.pop(), Some((10, EventKind::Sample)));
+        assert_eq!(q.now(), 10);
+        let past = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| q.schedule(4, EventKind::Sample)));
+        if cfg!(debug_assertions) {
+            assert!(past.is_err(), "scheduling before now is a bug a debug build reports");
+        } else {
+            assert_eq!(q.pop(), Some((10, EventKind::Sample)), "a release build runs it now");
+        }
     }
 }

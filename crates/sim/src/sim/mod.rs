@@ -675,7 +675,8 @@ impl Simulation {
         let nominal =
             f.start_ps + ((u128::from(seq + 1) * bits * u128::from(PS_PER_S)) / u128::from(f.rate_bps)) as u64;
         if nominal < f.stop_ps {
-            self.queue.schedule(nominal + jitter, EventKind::Send(fi));
+            // A packet sent late (a large jitter) must not send its successor in the past.
+            self.queue.schedule((nominal + jitter).max(now), EventKind::Send(fi));
         }
         let src = f.src_node;
         self.output(src, 0, pkt);
