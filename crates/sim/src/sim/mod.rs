@@ -686,6 +686,7 @@ impl Simulation {
     fn output(&mut self, node: u32, port: PortId, pkt: Packet) {
         let Some(&l) = self.nodes[node as usize].out_links.get(usize::from(port)) else {
             self.nodes[node as usize].dropped += 1;
+            self.release(&pkt);
             return;
         };
         let link = &mut self.links[l as usize];
@@ -705,6 +706,15 @@ impl Simulation {
             link.stats.max_depth_pkts = link.stats.max_depth_pkts.max(depth + 1);
         } else {
             link.stats.tail_drops += 1;
+            self.release(&pkt);
+        }
+    }
+
+    /// Free what a dropped packet holds (a UDP subtunnel datagram's inner packet). Every drop
+    /// path calls this.
+    fn release(&mut self, pkt: &Packet) {
+        if pkt.inner != NO_INNER {
+            self.take_inner(pkt.inner);
         }
     }
 
@@ -716,6 +726,7 @@ impl Simulation {
         if let Some(prog) = self.nodes[from].program.as_mut() {
             if prog.egress(&mut pkt.meta, from_port, q) == EgressVerdict::Drop {
                 self.links[li].stats.egress_drops += 1;
+                self.release(&pkt);
                 return false;
             }
         }
@@ -776,12 +787,14 @@ impl Simulation {
         if self.nodes[ni].kind == NodeKind::Host {
             if pkt.meta.dst_ip != self.nodes[ni].ip {
                 self.nodes[ni].dropped += 1;
+                self.release(&pkt);
             } else if pkt.tcp.is_some() {
                 self.on_tcp_packet(pkt);
             } else if pkt.flow != CONTROL_FLOW {
                 self.deliver(pkt);
             } else {
                 self.nodes[ni].dropped += 1;
+                self.release(&pkt);
             }
             return;
         }
@@ -793,6 +806,7 @@ impl Simulation {
                     self.udp_subtunnel_arrival(node, port, pkt);
                 } else {
                     self.nodes[ni].dropped += 1;
+                    self.release(&pkt);
                 }
                 return;
             }
@@ -813,6 +827,7 @@ impl Simulation {
         let now = self.now;
         let Some(prog) = self.nodes[ni].program.as_mut() else {
             self.nodes[ni].dropped += 1;
+            self.release(&pkt);
             return;
         };
         let out = prog.ingress(&mut pkt.meta, now);
@@ -822,7 +837,10 @@ impl Simulation {
         }
         match out.verdict {
             Verdict::Forward(p) => self.output(node, p, pkt),
-            Verdict::Drop(_) => self.nodes[ni].dropped += 1,
+            Verdict::Drop(_) => {
+                self.nodes[ni].dropped += 1;
+                self.release(&pkt);
+            }
             Verdict::Consume => {}
         }
     }

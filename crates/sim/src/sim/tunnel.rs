@@ -78,9 +78,15 @@ impl Simulation {
         }
     }
 
-    fn take_inner(&mut self, i: u32) -> Inner {
+    pub(crate) fn take_inner(&mut self, i: u32) -> Inner {
         self.inner_free.push(i);
         self.inner[i as usize].take().expect("a stored inner packet")
+    }
+
+    /// Packets held inside tunnels: in UDP subtunnel datagrams still on their way and in TCP
+    /// subtunnel streams not yet delivered in order.
+    pub fn tunnel_packets_held(&self) -> usize {
+        self.inner.len() - self.inner_free.len()
     }
 
     /// What the scheduler sees of each subtunnel of `t` in direction `d`.
