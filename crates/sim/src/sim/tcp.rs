@@ -223,7 +223,7 @@ impl Simulation {
         let conn = &mut self.conns[c as usize];
         conn.owd_sum_ps += u128::from(self.now - pkt.sent_ps);
         let out = conn.receiver.on_segment(now_ns, &t.seg, pkt.meta.ecn == Ecn::Ce);
-        if let Some(ack) = out.ack {
+        for ack in [out.prior_ack, out.ack].into_iter().flatten() {
             self.send_ack(c, ack);
         }
         if out.delivered_bytes > 0 {

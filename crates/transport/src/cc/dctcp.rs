@@ -70,9 +70,15 @@ impl CongestionControl for Dctcp {
             self.window_marked += acked;
         }
         if window_end && self.window_acked > 0 {
-            let f = (self.window_marked * ALPHA_SCALE / self.window_acked).min(ALPHA_SCALE);
-            // alpha = (1 - g) alpha + g F
-            self.alpha = self.alpha - (self.alpha >> G_SHIFT) + (f >> G_SHIFT);
+            // alpha = (1 - g) alpha + g F, as Linux's dctcp_update_alpha: the decay takes the
+            // last units too (once alpha >> g is zero, alpha itself), so that alpha reaches 0
+            // when nothing is marked; g F is taken at full precision.
+            let decay = match self.alpha >> G_SHIFT {
+                0 => self.alpha,
+                d => d,
+            };
+            let g_f = (self.window_marked * (ALPHA_SCALE >> G_SHIFT)) / self.window_acked;
+            self.alpha = (self.alpha - decay + g_f).min(ALPHA_SCALE);
             self.window_acked = 0;
             self.window_marked = 0;
         }
@@ -92,7 +98,7 @@ mod tests {
         for _ in 0..100 {
             d.on_ecn_ack(10_000, false, true);
         }
-        assert!(d.alpha_scaled() < 20, "alpha {}", d.alpha_scaled());
+        assert_eq!(d.alpha_scaled(), 0, "without marks alpha decays to zero, as Linux's");
         // Every byte marked for many windows: alpha goes to 1 and the cut to one half.
         for _ in 0..200 {
             d.on_ecn_ack(10_000, true, true);
@@ -101,6 +107,20 @@ mod tests {
         d.set_window(100_000);
         d.on_congestion(0, CongestionSignal::Ecn, 100_000);
         assert!((50_000..52_000).contains(&d.window_bytes()), "{}", d.window_bytes());
+    }
+
+    #[test]
+    fn alpha_follows_the_marked_fraction() {
+        let mut d = Dctcp::new(1000, 10);
+        // One byte in sixteen marked, long enough to converge: alpha = F = 64 / 1024, up to the
+        // integer decay's dead band (alpha >> 4 == 4 holds for 64..=79; Linux's has the same).
+        for _ in 0..400 {
+            d.on_ecn_ack(8_000, false, false);
+            d.on_ecn_ack(1_000, true, false);
+            d.on_ecn_ack(7_000, false, true);
+        }
+        let a = d.alpha_scaled();
+        assert!((64..=79).contains(&a), "F = 1/16 gives alpha near 64: {a}");
     }
 
     #[test]

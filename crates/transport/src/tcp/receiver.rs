@@ -26,6 +26,10 @@ pub struct RxOutcome {
     pub delivered_bytes: u64,
     /// An ACK to send now.
     pub ack: Option<Segment>,
+    /// DCTCP: an ACK to send before [`RxOutcome::ack`], for the segments whose ACK was being
+    /// delayed when the CE state changed, echoing the state they arrived with (RFC 8257 3.2,
+    /// Linux `dctcp_ece_ack_update`).
+    pub prior_ack: Option<Segment>,
 }
 
 /// A TCP receiver. The application reads in-order bytes as soon as they are deliverable.
@@ -119,8 +123,13 @@ impl TcpReceiver {
             self.stats.ce_segments += 1;
             self.ece_latched = true;
         }
+        let mut prior_ack = None;
         if self.dctcp_echo && ce != self.ce_state {
-            // RFC 8257 3.2: a change of CE state is acknowledged at once.
+            // RFC 8257 3.2: a change of CE state is acknowledged at once; a delayed ACK goes
+            // first, with the state its segments arrived with.
+            if self.pending_segments > 0 {
+                prior_ack = Some(self.ack());
+            }
             self.ce_state = ce;
             immediate = true;
         }
@@ -155,6 +164,7 @@ impl TcpReceiver {
         RxOutcome {
             delivered_bytes: self.rcv_nxt - before,
             ack: immediate.then(|| self.ack()),
+            prior_ack,
         }
     }
 

@@ -188,11 +188,17 @@ fn dctcp_echoes_each_segments_ce_state() {
         len: 1000,
         ..Segment::default()
     };
-    assert_eq!(r.on_segment(0, &seg(0), false).ack, None);
-    let a = r.on_segment(0, &seg(1), true).ack.expect("state change: immediate ACK");
-    assert!(a.ece);
-    let a = r.on_segment(0, &seg(2), false).ack.expect("state change back");
-    assert!(!a.ece);
+    let o = r.on_segment(0, &seg(0), false);
+    assert_eq!((o.ack, o.prior_ack), (None, None), "the first segment's ACK is delayed");
+    let o = r.on_segment(0, &seg(1), true);
+    // RFC 8257 3.2: the delayed ACK goes first, for segment 0 and with its (unmarked) state.
+    let p = o.prior_ack.expect("the pending delayed ACK is sent first");
+    assert_eq!((p.ack, p.ece), (1000, false));
+    let a = o.ack.expect("state change: immediate ACK");
+    assert_eq!((a.ack, a.ece), (2000, true));
+    let o = r.on_segment(0, &seg(2), false);
+    assert_eq!(o.prior_ack, None, "nothing was pending");
+    assert!(!o.ack.expect("state change back").ece);
 }
 
 #[test]
