@@ -63,6 +63,36 @@ impl Cubic {
     }
 }
 
+/// Units of K per second: Linux keeps K in 1/1024 s (`BICTCP_HZ`).
+const K_UNITS_PER_S: u64 = 1 << 10;
+
+/// K = cbrt(x) seconds for x in s^3, on Linux's grid of 1/1024 s and by an integer cube root, so
+/// that a run does not depend on the platform's floating-point `cbrt` (libm differs between
+/// machines in the last bit; IEEE +, -, *, / do not).
+fn k_seconds(x_s3: f64) -> f64 {
+    let units3 = K_UNITS_PER_S * K_UNITS_PER_S * K_UNITS_PER_S;
+    let scaled = (x_s3 * units3 as f64).min(u64::MAX as f64) as u64;
+    icbrt(scaled) as f64 / K_UNITS_PER_S as f64
+}
+
+/// The integer cube root: the largest r with r^3 <= x (Hacker's Delight, 11-2: one result bit
+/// per three bits of x, from the top).
+pub fn icbrt(mut x: u64) -> u64 {
+    let mut y: u64 = 0;
+    let mut s: i32 = 63;
+    while s >= 0 {
+        y *= 2;
+        let b = 3 * y * (y + 1) + 1;
+        // Compare shifted down, so that `b << s` is formed only when it is at most x.
+        if (x >> s) >= b {
+            x -= b << s;
+            y += 1;
+        }
+        s -= 3;
+    }
+    y
+}
+
 impl CongestionControl for Cubic {
     fn name(&self) -> &'static str {
         "cubic"
@@ -84,7 +114,7 @@ impl CongestionControl for Cubic {
         let cwnd = self.segs(self.cwnd);
         let start = *self.epoch_start.get_or_insert_with(|| {
             self.k_s = if self.w_max > cwnd {
-                ((self.w_max - cwnd) / CUBIC_C).cbrt()
+                k_seconds((self.w_max - cwnd) / CUBIC_C)
             } else {
                 0.0
             };
@@ -190,6 +220,27 @@ mod tests {
         // (RFC 9438 4.3: alpha becomes 1 past W_max): 100 + 143.
         let w = c.window_bytes() as f64 / 1000.0;
         assert!((240.0..246.0).contains(&w), "{w}");
+    }
+
+    #[test]
+    fn integer_cube_root_is_exact() {
+        for r in [0u64, 1, 2, 3, 10, 1000, 9303, 2_097_151] {
+            assert_eq!(icbrt(r * r * r), r);
+            if r > 0 {
+                assert_eq!(icbrt(r * r * r - 1), r - 1);
+            }
+            assert_eq!(icbrt(r * r * r + 1).max(1), r.max(1));
+        }
+        assert_eq!(icbrt(u64::MAX), 2_642_245);
+    }
+
+    #[test]
+    fn k_is_on_linuxs_grid_of_1024ths_of_a_second() {
+        let mut c = Cubic::new(1000, 1000);
+        c.on_congestion(0, CongestionSignal::Loss, 1_000_000);
+        c.on_ack(&ack(0, 1000));
+        // cbrt(300 / 0.4) = 9.0856 s; on the grid, floor(cbrt(750 * 2^30)) / 1024.
+        assert_eq!(c.k_s, 9303.0 / 1024.0);
     }
 
     #[test]
