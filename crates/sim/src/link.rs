@@ -30,8 +30,10 @@ pub struct Link {
     pub queued_bytes: u64,
     /// The packet being serialised.
     pub on_wire: Option<Packet>,
-    /// Packets in propagation, oldest first (constant delay keeps them in order).
-    pub in_flight: VecDeque<Packet>,
+    /// Packets in propagation with their arrival times, oldest first (constant delay keeps them
+    /// in order). Only the oldest has an arrival event pending, so the event queue holds one
+    /// event per link, not one per packet on the wire.
+    pub in_flight: VecDeque<(TimePs, Packet)>,
     /// Path monitored at this link's far end (bwm-ng on the confluence point's input).
     pub path_tag: Option<u8>,
     /// Counters.

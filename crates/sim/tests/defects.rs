@@ -91,3 +91,21 @@ fn dropped_subtunnel_datagrams_free_their_inner_packets() {
     assert!(queue_drops > 0, "the subtunnels' queues overflow, so datagrams are dropped");
     assert!(down.forwarded_pkts < down.scheduled_pkts);
 }
+
+/// Defect 5: every packet in propagation had its own arrival event, so a 10 ms, 10 Gbit/s link
+/// put about 8 000 events in the heap. One pending arrival per link now.
+#[test]
+fn the_event_queue_holds_one_arrival_per_link() {
+    let text = jittered("0ns")
+        .replace("rate = \"1Gbps\"", "rate = \"10Gbps\"\ndelay = \"10ms\"")
+        .replace("rate = \"100Mbps\"", "rate = \"9Gbps\"");
+    let sc = Scenario::from_toml(&text, "defects.toml").unwrap();
+    let mut sim = Simulation::new(&sc, &SimOptions::with_seed(1)).unwrap();
+    let mut most = 0;
+    for ms in 1..=60 {
+        sim.run_until(ms * 1_000_000_000);
+        most = most.max(sim.pending_events());
+    }
+    // 4 simplex links (an arrival and a transmission each), a source and the sampler.
+    assert!(most <= 10, "{most} events pending with ~15 000 packets on the wires");
+}

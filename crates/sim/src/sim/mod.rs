@@ -612,6 +612,11 @@ impl Simulation {
         self.now
     }
 
+    /// Events pending in the event queue.
+    pub fn pending_events(&self) -> usize {
+        self.queue.len()
+    }
+
     /// Events processed so far.
     pub fn events(&self) -> u64 {
         self.events
@@ -745,9 +750,11 @@ impl Simulation {
     fn on_tx_done(&mut self, l: u32) {
         let link = &mut self.links[l as usize];
         let pkt = link.on_wire.take().expect("a TxDone event has a packet on the wire");
-        link.in_flight.push_back(pkt);
         let arrive = self.now + link.delay_ps;
-        self.queue.schedule(arrive, EventKind::Arrive(l));
+        link.in_flight.push_back((arrive, pkt));
+        if link.in_flight.len() == 1 {
+            self.queue.schedule(arrive, EventKind::Arrive(l));
+        }
         while let Some((next, enq)) = self.links[l as usize].queue.pop_front() {
             self.links[l as usize].queued_bytes -= u64::from(next.meta.wire_len_bytes);
             let deq = self.links[l as usize].queue.len() as u32;
@@ -767,10 +774,13 @@ impl Simulation {
     fn on_arrive(&mut self, l: u32) {
         let li = l as usize;
         let link = &mut self.links[li];
-        let mut pkt = link
+        let (_, mut pkt) = link
             .in_flight
             .pop_front()
             .expect("an Arrive event has a packet in flight");
+        if let Some(&(next, _)) = link.in_flight.front() {
+            self.queue.schedule(next, EventKind::Arrive(l));
+        }
         if let Some(tag) = link.path_tag {
             link.stats.rx_bytes_interval += u64::from(pkt.meta.wire_len_bytes);
             pkt.path = tag;
