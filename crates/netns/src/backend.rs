@@ -251,13 +251,11 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
             n.ip(&["link", "set", ifname, "up"])?;
             // Offloads would let TCP hand htb 64 KB super-packets.
             let _ = n.exec("ethtool", &["-K", ifname, "tso", "off", "gso", "off", "gro", "off"]);
-            shape(
-                n,
-                ifname,
-                l.rate_bps,
-                l.queue_pkts,
-                if use_netem { l.delay_ps } else { 0 },
-            )?;
+            let delay_ps = if use_netem { l.delay_ps } else { 0 };
+            // Whatever can arrive at the node may leave through this interface.
+            let in_rate_bps: u64 = w.ports[node].iter().map(|e| sc.links[e.link].rate_bps).sum();
+            let limit = netem_limit_pkts(l.queue_pkts, in_rate_bps, delay_ps, ref_frame);
+            shape(n, ifname, l.rate_bps, limit, delay_ps)?;
         }
         check_stop()?;
     }
@@ -831,6 +829,25 @@ fn mac_string(m: [u8; 6]) -> String {
     m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
 
+/// The limit of a link's leaf qdisc: the scenario's queue, plus room for the packets netem
+/// holds while it delays them.
+///
+/// netem's `limit` counts every packet it holds, and as htb's leaf it holds a packet from its
+/// arrival: through the delay first, then while it waits for htb's tokens. The simulator's queue
+/// counts only packets waiting to be serialised; propagation has no bound. So the limit is the
+/// queue plus what can arrive within one delay: `in_rate_bps` (every link into the node) for
+/// that long, in frames of `frame_bytes` (the scenario's largest data frame). Smaller frames in
+/// the delay line (ACKs) take some of the queue's room; documented in docs/architecture.md.
+pub fn netem_limit_pkts(queue_pkts: u32, in_rate_bps: u64, delay_ps: u64, frame_bytes: u64) -> u32 {
+    let queue = queue_pkts.max(1);
+    if delay_ps == 0 {
+        return queue;
+    }
+    let bits_in_delay = u128::from(in_rate_bps) * u128::from(delay_ps) / 1_000_000_000_000;
+    let frames = bits_in_delay.div_ceil(8 * u128::from(frame_bytes.max(1)));
+    u32::try_from(u128::from(queue) + frames).unwrap_or(u32::MAX)
+}
+
 /// htb at `rate_bps` with a FIFO of `queue_pkts` packets (netem with the delay when asked).
 fn shape(n: &Netns, ifname: &str, rate_bps: u64, queue_pkts: u32, delay_ps: u64) -> Result<(), NetnsError> {
     let rate = format!("{rate_bps}bit");
@@ -896,4 +913,20 @@ fn qdisc_backlog_bytes(n: &Netns, ifname: &str) -> Option<u64> {
 /// Namespaces left by earlier runs (all whose names start with [`NS_PREFIX`]).
 pub fn leftovers() -> Vec<String> {
     ns::list().into_iter().filter(|n| n.starts_with(NS_PREFIX)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::netem_limit_pkts;
+
+    /// Defect 8: netem's limit counted the packets it was delaying, so once rate x delay
+    /// exceeded the queue the kernel dropped what the simulator delivered.
+    #[test]
+    fn netem_limit_leaves_the_queue_its_room_beside_the_delay_line() {
+        assert_eq!(netem_limit_pkts(64, 10_000_000, 0, 1512), 64, "no delay: the queue");
+        // 100 Mbit/s for 20 ms is 250 000 bytes: 166 frames of 1512 bytes in the delay line.
+        assert_eq!(netem_limit_pkts(64, 100_000_000, 20_000_000_000, 1512), 64 + 166);
+        assert_eq!(netem_limit_pkts(0, 1, 1, 1), 1, "never a zero limit");
+        assert_eq!(netem_limit_pkts(64, u64::MAX, u64::MAX, 1), u32::MAX, "saturates");
+    }
 }
