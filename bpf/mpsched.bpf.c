@@ -767,6 +767,16 @@ int mps_egress(struct __sk_buff *skb)
 	if (!m || !n || m->threshold_scaled == 0)
 		return TC_ACT_OK;
 	now = (n->flags & MPS_F_TEST_CLOCK) ? n->test_clock_ns : bpf_ktime_get_ns();
+	/* A frame whose IPv4 header is not in the linear data (paged skbs) is judged by its
+	 * bytes, as the Rust marker judges it: pull the header in first. */
+	if ((void *)(eth + 1) + sizeof(struct iphdr) > data_end &&
+	    skb->len >= sizeof(struct ethhdr) + sizeof(struct iphdr)) {
+		/* The call invalidates packet pointers whether or not it succeeds. */
+		bpf_skb_pull_data(skb, sizeof(struct ethhdr) + sizeof(struct iphdr));
+		data = (void *)(long)skb->data;
+		data_end = (void *)(long)skb->data_end;
+		eth = data;
+	}
 	if ((void *)(eth + 1) <= data_end && eth->h_proto == bpf_htons(ETH_P_IP) &&
 	    (void *)(eth + 1) + sizeof(struct iphdr) <= data_end)
 		ecn = ((struct iphdr *)(eth + 1))->tos & 3;

@@ -214,10 +214,8 @@ pub fn run_rust(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
                     FrameAction::Redirect(p) => {
                         obs.action = "redirect".into();
                         obs.port = Some(p);
-                        if o.emit.is_none() {
-                            obs.ttl = o.ttl;
-                            obs.ecn = o.ecn;
-                        }
+                        obs.ttl = o.ttl;
+                        obs.ecn = o.ecn;
                     }
                     FrameAction::Drop(r) => {
                         obs.action = "drop".into();

@@ -32,6 +32,8 @@ pub struct TestNode {
     ns: Netns,
     /// The ports' bindings (ifindex in the namespace, MACs as the vectors use them).
     pub ports: Vec<PortBinding>,
+    /// Per port: the ifindex of its veth peer (`q0`..), where what the port sends arrives.
+    pub peer_ifindexes: Vec<u32>,
 }
 
 impl TestNode {
@@ -46,7 +48,13 @@ impl TestNode {
             NEXT_NS.fetch_add(1, Ordering::Relaxed)
         );
         let ns = Netns::create(&name).map_err(|e| e.to_string())?;
+        // No IPv6: its neighbour discovery would send frames of its own on the ports.
+        ns.sysctl("net.ipv6.conf.all.disable_ipv6", "1")
+            .map_err(|e| e.to_string())?;
+        ns.sysctl("net.ipv6.conf.default.disable_ipv6", "1")
+            .map_err(|e| e.to_string())?;
         let mut ports = Vec::new();
+        let mut peer_ifindexes = Vec::new();
         for p in 0..n_ports {
             let (a, b) = (format!("p{p}"), format!("q{p}"));
             ns.ip(&["link", "add", &a, "type", "veth", "peer", "name", &b])
@@ -58,8 +66,13 @@ impl TestNode {
                 own_mac: mac_for(OWN_MAC_NODE, p as PortId),
                 peer_mac: mac_for(PEER_MAC_NODE, p as PortId),
             });
+            peer_ifindexes.push(ns.ifindex(&b).map_err(|e| e.to_string())?);
         }
-        Ok(TestNode { ns, ports })
+        Ok(TestNode {
+            ns,
+            ports,
+            peer_ifindexes,
+        })
     }
 
     /// Run `f` inside the namespace.
@@ -103,13 +116,83 @@ pub fn run_ebpf(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
         test_draws: set.rs_raw_draws.clone(),
         test_clock: true,
     };
-    node.enter(|| replay(set, &tables, &node.ports))?
+    node.enter(|| {
+        let taps = node
+            .peer_ifindexes
+            .iter()
+            .map(|&i| Tap::open(i))
+            .collect::<Result<Vec<_>, _>>()?;
+        replay(set, &tables, &node.ports, &taps)
+    })?
+}
+
+/// A packet socket on a port's veth peer: what the port sent, as the next hop receives it.
+struct Tap(std::os::fd::OwnedFd);
+
+impl Tap {
+    fn open(ifindex: u32) -> Result<Tap, String> {
+        use std::os::fd::FromRawFd;
+        let proto = (libc::ETH_P_ALL as u16).to_be();
+        // SAFETY: plain socket(2); the descriptor is owned from here on.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                i32::from(proto),
+            )
+        };
+        if fd < 0 {
+            return Err(format!("packet socket: {}", std::io::Error::last_os_error()));
+        }
+        // SAFETY: fd is a fresh descriptor nothing else owns.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        // SAFETY: sockaddr_ll is plain data; all-zero is a valid value to fill in.
+        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        addr.sll_family = libc::AF_PACKET as u16;
+        addr.sll_protocol = proto;
+        addr.sll_ifindex = ifindex as i32;
+        let len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        use std::os::fd::AsRawFd;
+        // SAFETY: addr is a valid sockaddr_ll of `len` bytes.
+        let rc = unsafe { libc::bind(fd.as_raw_fd(), std::ptr::addr_of!(addr).cast(), len) };
+        if rc != 0 {
+            return Err(format!("bind packet socket: {}", std::io::Error::last_os_error()));
+        }
+        Ok(Tap(fd))
+    }
+
+    /// The next frame that arrived, waiting up to `timeout_ms` for it.
+    fn next(&self, timeout_ms: i32) -> Option<Vec<u8>> {
+        use std::os::fd::AsRawFd;
+        let mut pfd = libc::pollfd {
+            fd: self.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut pfd, 1, timeout_ms) } <= 0 {
+            return None;
+        }
+        let mut buf = vec![0u8; 4096];
+        // SAFETY: buf is writable for its length.
+        let n = unsafe { libc::recv(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        (n > 0).then(|| {
+            buf.truncate(n as usize);
+            buf
+        })
+    }
+
+    /// Discard whatever has arrived.
+    fn drain(&self) {
+        while self.next(0).is_some() {}
+    }
 }
 
 fn replay(
     set: &VectorSet,
     tables: &NodeTables,
     ports: &[PortBinding],
+    taps: &[Tap],
 ) -> Result<(BTreeMap<String, u64>, Vec<StepResult>), String> {
     let dp = Dataplane::load(tables).map_err(|e| e.to_string())?;
     let initial = dp.snapshot().map_err(|e| e.to_string())?;
@@ -130,6 +213,7 @@ fn replay(
             Hook::Ingress => "mps_ingress",
             Hook::Egress => "mps_egress",
         };
+        taps.iter().for_each(Tap::drain);
         let (retval, out_frame, _) = test_run(&dp, prog, port, &frame, 1).map_err(|e| format!("{at}: {e}"))?;
         let regs = dp.snapshot().map_err(|e| e.to_string())?;
         let delta = |k: &str| regs.get(k).copied().unwrap_or(0) - prev.get(k).copied().unwrap_or(0);
@@ -173,6 +257,16 @@ fn replay(
                         others.remove(k);
                     }
                     obs.port = others.first().copied();
+                    // The data copy left by bpf_clone_redirect: read it where it arrived.
+                    if let Some(p) = obs.port {
+                        let copy = taps[usize::from(p)]
+                            .next(1000)
+                            .ok_or_else(|| format!("{at}: the data copy never reached port {p}'s peer"))?;
+                        check_ipv4_checksum(&copy).map_err(|e| format!("{at}: data copy: {e}"))?;
+                        let m = parse_frame(&copy, fb_port).map_err(|e| format!("{at}: data copy: {e:?}"))?;
+                        obs.ttl = Some(m.ttl);
+                        obs.ecn = Some(m.ecn);
+                    }
                 } else {
                     obs.port = Some(out_port);
                     obs.ttl = Some(meta.ttl);

@@ -88,7 +88,10 @@ fn dropped_subtunnel_datagrams_free_their_inner_packets() {
         .filter(|(k, _)| k.ends_with("tail_drops"))
         .map(|(_, v)| v)
         .sum();
-    assert!(queue_drops > 0, "the subtunnels' queues overflow, so datagrams are dropped");
+    assert!(
+        queue_drops > 0,
+        "the subtunnels' queues overflow, so datagrams are dropped"
+    );
     assert!(down.forwarded_pkts < down.scheduled_pkts);
 }
 
