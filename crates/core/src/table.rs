@@ -15,10 +15,14 @@ pub struct Route {
 
 /// An IPv4 longest-prefix-match table, as `ipv4_lpm` in P4 tutorials or a BPF LPM trie.
 ///
-/// Entries are kept sorted longest prefix first, so lookup returns the first match.
+/// Host routes (/32), which are most of a table that routes to every host, sit in a hash map,
+/// so a lookup that hits one costs one hash probe however many hosts there are; shorter
+/// prefixes are kept longest first and scanned after a miss. The answer is the same as a scan
+/// of every entry longest first (a property test holds the two equal).
 #[derive(Clone, Debug, Default)]
 pub struct Ipv4Lpm {
-    routes: Vec<Route>,
+    hosts: rustc_hash::FxHashMap<Ipv4, PortId>,
+    prefixes: Vec<Route>,
 }
 
 fn mask(len: u8) -> u32 {
@@ -37,19 +41,26 @@ impl Ipv4Lpm {
 
     /// Insert or replace the route for `prefix/len`.
     pub fn insert(&mut self, route: Route) {
-        let m = mask(route.len);
+        if route.len >= 32 {
+            self.hosts.insert(route.prefix, route.port);
+            return;
+        }
         let r = Route {
-            prefix: route.prefix & m,
+            prefix: route.prefix & mask(route.len),
             ..route
         };
-        self.routes.retain(|x| !(x.len == r.len && x.prefix == r.prefix));
-        let at = self.routes.partition_point(|x| x.len >= r.len);
-        self.routes.insert(at, r);
+        self.prefixes.retain(|x| !(x.len == r.len && x.prefix == r.prefix));
+        let at = self.prefixes.partition_point(|x| x.len >= r.len);
+        self.prefixes.insert(at, r);
     }
 
     /// The egress port for `dst`, longest prefix first.
+    #[inline]
     pub fn lookup(&self, dst: Ipv4) -> Option<PortId> {
-        self.routes
+        if let Some(&port) = self.hosts.get(&dst) {
+            return Some(port);
+        }
+        self.prefixes
             .iter()
             .find(|r| dst & mask(r.len) == r.prefix)
             .map(|r| r.port)
@@ -57,12 +68,12 @@ impl Ipv4Lpm {
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.routes.len()
+        self.hosts.len() + self.prefixes.len()
     }
 
     /// Whether the table is empty.
     pub fn is_empty(&self) -> bool {
-        self.routes.is_empty()
+        self.len() == 0
     }
 }
 
@@ -108,5 +119,36 @@ mod tests {
         });
         assert_eq!(t.len(), 1);
         assert_eq!(t.lookup(0x0a00_0003), Some(4));
+    }
+
+    proptest::proptest! {
+        /// The table answers as a scan of every route, longest prefix first, last insert wins.
+        #[test]
+        fn lookup_equals_a_longest_first_scan(
+            routes in proptest::collection::vec((0u32..16, 0u8..=32, 0u16..8), 0..40),
+            probes in proptest::collection::vec(0u32..16, 1..40),
+        ) {
+            // Addresses from a small space (spread over the top and bottom bits) so that
+            // routes overlap.
+            let addr = |x: u32| (x << 28) | x;
+            let mut t = Ipv4Lpm::new();
+            let mut all: Vec<Route> = Vec::new();
+            for &(a, len, port) in &routes {
+                let r = Route { prefix: addr(a), len, port };
+                t.insert(r);
+                let m = mask(len);
+                all.retain(|x| !(x.len == len && x.prefix & mask(x.len) == r.prefix & m));
+                all.push(r);
+            }
+            for &p in &probes {
+                let dst = addr(p);
+                let want = all
+                    .iter()
+                    .filter(|r| dst & mask(r.len) == r.prefix & mask(r.len))
+                    .max_by_key(|r| r.len)
+                    .map(|r| r.port);
+                proptest::prop_assert_eq!(t.lookup(dst), want);
+            }
+        }
     }
 }

@@ -1,11 +1,15 @@
-//! The event queue: a binary heap ordered by (time, sequence number).
+//! The event queue: events ordered by (time, sequence number).
 //!
 //! Events at equal times run in the order they were scheduled, so a run is a function of its
 //! inputs alone. Events are small (time, sequence, kind, index); packets live in the links'
-//! queues, not in the heap, as in htsim.
-
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+//! queues, not in the queue of events, as in htsim.
+//!
+//! Simulated time never runs backwards, so the keys popped only grow, and the queue is a radix
+//! heap (Ahuja, Mehlhorn, Orlin and Tarjan, 1990) rather than a binary heap: an event sits in the
+//! bucket of the highest bit in which its key differs from the last key popped, and a pop
+//! redistributes the lowest non-empty bucket around its minimum. Each event moves down a few
+//! buckets in its life, by sequential vector pushes; a binary heap's pop takes a comparison per
+//! level whose outcome the processor cannot predict. The order is exactly that of the keys.
 
 /// Simulated time in picoseconds.
 pub type TimePs = u64;
@@ -39,31 +43,47 @@ struct Entry {
     kind: EventKind,
 }
 
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        self.time == o.time && self.seq == o.seq
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    /// Reversed, so that the max-heap pops the earliest event.
-    fn cmp(&self, o: &Self) -> Ordering {
-        (o.time, o.seq).cmp(&(self.time, self.seq))
-    }
-}
+/// Buckets: 0 holds keys equal to the last popped; 1..=64 keys of the same time, by the highest
+/// differing bit of the sequence number; 65..=128 later times, by the highest differing bit of
+/// the time.
+const BUCKETS: usize = 129;
 
 /// A deterministic event queue. It owns simulated time: [`EventQueue::pop`] advances it, and
 /// nothing may be scheduled before it, so time never runs backwards.
-#[derive(Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Entry>,
+    buckets: Vec<Vec<Entry>>,
+    /// Bit b set: bucket b is not empty.
+    occupied: u128,
+    /// Bucket 128 does not fit the mask's 128 bits; it is tracked apart.
+    top_occupied: bool,
+    len: usize,
+    /// The last key popped: (time, seq).
+    last: (TimePs, u64),
     next_seq: u64,
     now: TimePs,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue {
+            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            occupied: 0,
+            top_occupied: false,
+            len: 0,
+            last: (0, 0),
+            next_seq: 0,
+            now: 0,
+        }
+    }
+}
+
+#[inline]
+fn bucket_of(time: TimePs, seq: u64, last: (TimePs, u64)) -> usize {
+    if time != last.0 {
+        64 + (64 - (time ^ last.0).leading_zeros()) as usize
+    } else {
+        (64 - (seq ^ last.1).leading_zeros()) as usize
+    }
 }
 
 impl EventQueue {
@@ -90,31 +110,97 @@ impl EventQueue {
         let time = time.max(self.now);
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { time, seq, kind });
+        self.insert(Entry { time, seq, kind });
+    }
+
+    #[inline]
+    fn insert(&mut self, e: Entry) {
+        let b = bucket_of(e.time, e.seq, self.last);
+        self.buckets[b].push(e);
+        self.mark(b);
+        self.len += 1;
+    }
+
+    #[inline]
+    fn mark(&mut self, b: usize) {
+        if b < 128 {
+            self.occupied |= 1 << b;
+        } else {
+            self.top_occupied = true;
+        }
+    }
+
+    /// The lowest non-empty bucket.
+    #[inline]
+    fn lowest(&self) -> Option<usize> {
+        if self.occupied != 0 {
+            Some(self.occupied.trailing_zeros() as usize)
+        } else {
+            self.top_occupied.then_some(128)
+        }
+    }
+
+    /// Make bucket 0 hold the minimum: move the lowest bucket's entries around its minimum.
+    fn settle(&mut self) -> bool {
+        let Some(b) = self.lowest() else {
+            return false;
+        };
+        if b == 0 {
+            return true;
+        }
+        let mut entries = std::mem::take(&mut self.buckets[b]);
+        if b < 128 {
+            self.occupied &= !(1 << b);
+        } else {
+            self.top_occupied = false;
+        }
+        let min = entries
+            .iter()
+            .map(|e| (e.time, e.seq))
+            .min()
+            .expect("an occupied bucket has entries");
+        self.last = min;
+        for e in entries.drain(..) {
+            let nb = bucket_of(e.time, e.seq, min);
+            self.buckets[nb].push(e);
+            self.mark(nb);
+        }
+        // Keep the emptied vector's capacity for the next time this bucket fills.
+        self.buckets[b] = entries;
+        true
     }
 
     /// The time of the earliest event.
     #[inline]
-    pub fn peek_time(&self) -> Option<TimePs> {
-        self.heap.peek().map(|e| e.time)
+    pub fn peek_time(&mut self) -> Option<TimePs> {
+        if !self.settle() {
+            return None;
+        }
+        self.buckets[0].last().map(|e| e.time)
     }
 
     /// Remove and return the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(TimePs, EventKind)> {
-        let e = self.heap.pop()?;
+        if !self.settle() {
+            return None;
+        }
+        // Keys are unique (the sequence number), so bucket 0 holds exactly the minimum.
+        let e = self.buckets[0].pop().expect("settled");
+        self.occupied &= !1;
+        self.len -= 1;
         self.now = e.time;
         Some((e.time, e.kind))
     }
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.len
     }
 
     /// Whether no event is pending.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len == 0
     }
 }
 
@@ -139,6 +225,35 @@ mod tests {
                 (5, EventKind::Sample)
             ]
         );
+    }
+
+    proptest::proptest! {
+        /// Any interleaving of schedules and pops comes out in (time, scheduling order), as a
+        /// sorted reference does.
+        #[test]
+        fn pops_in_time_then_scheduling_order(
+            ops in proptest::collection::vec((0u64..1 << 40, 0u32..4, proptest::bool::ANY), 1..400),
+        ) {
+            let mut q = EventQueue::new();
+            let mut reference: Vec<(u64, u64, u32)> = Vec::new();
+            for (seq, (dt, id, pop)) in ops.into_iter().enumerate() {
+                // Mostly small steps ahead of now, some equal, some far.
+                let t = q.now() + if dt % 3 == 0 { 0 } else { dt >> (dt % 37) };
+                q.schedule(t, EventKind::Send(id));
+                reference.push((t, seq as u64, id));
+                if pop {
+                    reference.sort();
+                    let (rt, _, rid) = reference.remove(0);
+                    proptest::prop_assert_eq!(q.pop(), Some((rt, EventKind::Send(rid))));
+                }
+            }
+            reference.sort();
+            for (rt, _, rid) in reference {
+                proptest::prop_assert_eq!(q.pop(), Some((rt, EventKind::Send(rid))));
+            }
+            proptest::prop_assert_eq!(q.pop(), None);
+            proptest::prop_assert!(q.is_empty());
+        }
     }
 
     #[test]

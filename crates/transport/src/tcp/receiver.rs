@@ -168,23 +168,21 @@ impl TcpReceiver {
         }
     }
 
-    fn insert_ooo(&mut self, mut s: u64, mut e: u64) {
-        // Merge with every range that overlaps or touches [s, e).
-        let touching: Vec<(u64, u64)> = self
-            .ooo
-            .range(..=e)
-            .rev()
-            .take_while(|&(_, &re)| re >= s)
-            .map(|(&a, &b)| (a, b))
-            .collect();
-        for (a, b) in touching {
+    fn insert_ooo(&mut self, s: u64, e: u64) {
+        // Grow the range that starts at or before `s` if it reaches `s` (the common case: the
+        // next segment after a hole extends the last range), else start a new one; then absorb
+        // every range that starts inside the result. No allocation per segment.
+        let (start, mut end, had) = match self.ooo.range(..=s).next_back() {
+            Some((&a, &b)) if b >= s => (a, b.max(e), b - a),
+            _ => (s, e, 0),
+        };
+        while let Some((&a, &b)) = self.ooo.range(start + 1..=end).next() {
             self.ooo.remove(&a);
             self.ooo_bytes -= b - a;
-            s = s.min(a);
-            e = e.max(b);
+            end = end.max(b);
         }
-        self.ooo.insert(s, e);
-        self.ooo_bytes += e - s;
+        self.ooo.insert(start, end);
+        self.ooo_bytes += (end - start) - had;
     }
 
     /// Call at [`TcpReceiver::next_timer`]: the delayed ACK, if due.
