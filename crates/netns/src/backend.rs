@@ -20,7 +20,6 @@ use mpsched_core::packet::{ipv4_to_string, Ecn, PortId, UDP_OVERHEAD_BYTES};
 use mpsched_core::wire::mac_for;
 use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures, TcpFigures};
 use mpsched_scenario::{Flow, NodeKind, Scenario, TcpApp, TcpFlow};
-use mpsched_sim::wiring::Wiring;
 use mpsched_sim::TimeSeries;
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -195,7 +194,7 @@ fn frame_bytes(payload: u32) -> u64 {
 /// Run `sc` (one variant, one repetition) on the kernel.
 pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun, NetnsError> {
     let use_netem = preflight(sc, opts)?;
-    let w = Wiring::of(sc);
+    let w = sc.wiring().map_err(NetnsError::Unsupported)?;
     let ns_name = |i: usize| format!("{NS_PREFIX}{run_id}-{}", sc.nodes[i].name);
     let mut live = Live {
         nss: Vec::new(),

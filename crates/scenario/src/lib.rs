@@ -10,6 +10,7 @@
 
 pub mod builtin;
 mod model;
+mod network;
 pub mod results;
 #[allow(missing_docs)]
 pub mod schema;

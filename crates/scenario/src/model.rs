@@ -2,7 +2,7 @@
 
 use crate::schema::*;
 use crate::units::{parse_rate_bps, parse_size_bytes, parse_time_ps};
-use mpsched_core::packet::{parse_ipv4, Ecn, Ipv4};
+use mpsched_core::packet::{parse_ipv4, Ecn};
 use mpsched_core::sched::{DwrrParams, SchedulerConfig};
 use mpsched_core::tunnel::{TunnelSchedulerConfig, DEFAULT_FLOW_TABLE_ENTRIES};
 use mpsched_core::MAX_PATHS;
@@ -34,44 +34,7 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
-/// Node kinds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NodeKind {
-    /// An end host: runs traffic sources and sinks.
-    Host,
-    /// A switch / access point: runs the multipath switch program.
-    Switch,
-}
-
-/// A node.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Node {
-    /// Name, unique.
-    pub name: String,
-    /// Host or switch.
-    pub kind: NodeKind,
-    /// Address.
-    pub ip: Ipv4,
-}
-
-/// A full-duplex link; each direction has its own queue.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Link {
-    /// One end (node index).
-    pub a: usize,
-    /// Other end (node index).
-    pub b: usize,
-    /// Rate in bit/s, counted on wire bytes.
-    pub rate_bps: u64,
-    /// One-way propagation delay.
-    pub delay_ps: u64,
-    /// Queue capacity per direction, in packets waiting (excluding the one being sent).
-    pub queue_pkts: u32,
-    /// Name, for variants to refer to.
-    pub name: Option<String>,
-    /// ECN marking threshold at the switch ends of this link, in packets waiting.
-    pub ecn_threshold_pkts: Option<u32>,
-}
+pub use mpsched_topo::{Link, Node, NodeKind};
 
 /// Transport of a flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

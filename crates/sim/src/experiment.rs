@@ -16,6 +16,9 @@ pub struct VariantResult {
     pub series: TimeSeries,
     /// Events processed over all repetitions.
     pub events: u64,
+    /// Wall time the engine spent processing them, without building the simulations or
+    /// collecting their results.
+    pub engine_s: f64,
     /// The concrete scenario that ran.
     pub scenario: Scenario,
 }
@@ -90,6 +93,7 @@ pub fn run_plan(
         let mut runs = Vec::new();
         let mut first_series = None;
         let mut events = 0;
+        let mut engine_s = 0.0;
         for r in 0..reps {
             let mut opts = SimOptions::with_seed(seed + u64::from(r));
             if r == 0 {
@@ -111,7 +115,9 @@ pub fn run_plan(
             let mut t = 0;
             while t < sim.end_ps() {
                 t = (t + step).min(sim.end_ps());
+                let started = std::time::Instant::now();
                 sim.run_until(t);
+                engine_s += started.elapsed().as_secs_f64();
                 progress(done_ps + t);
             }
             done_ps += sim.end_ps();
@@ -141,6 +147,7 @@ pub fn run_plan(
             summary,
             series: first_series.unwrap_or_default(),
             events,
+            engine_s,
             scenario: concrete,
         });
     }

@@ -28,7 +28,6 @@ pub mod packet;
 pub mod pcap;
 pub mod series;
 mod sim;
-pub mod wiring;
 
 pub use series::TimeSeries;
 pub use sim::*;

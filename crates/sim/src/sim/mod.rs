@@ -8,8 +8,6 @@ use crate::link::Link;
 use crate::packet::{Packet, CONTROL_FLOW, NO_INNER, NO_PATH};
 use crate::pcap::Capture;
 use crate::series::TimeSeries;
-use crate::wiring::Wiring;
-use crate::wiring::{subtunnel_addr, TunnelDir};
 use mpsched_core::packet::{Ipv4, PacketMeta, PortId, UDP_OVERHEAD_BYTES};
 use mpsched_core::program::{EgressVerdict, Program, QueueMeta, Verdict};
 use mpsched_core::rng::SeededRandom;
@@ -19,6 +17,7 @@ use mpsched_scenario::results::TcpFigures;
 use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures};
 use mpsched_scenario::{NodeKind, Scenario};
 use mpsched_scenario::{SubtunnelTransport, TcpApp};
+use mpsched_topo::addressing::{subtunnel_addr, TunnelDir};
 use std::collections::BTreeMap;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -244,7 +243,7 @@ impl Simulation {
         };
 
         // Programs, from the shared control plane.
-        let wiring = Wiring::of(sc);
+        let wiring = sc.wiring().map_err(SimError::Config)?;
         let mut rng = SeededRandom::new(opts.seed);
         for (i, node) in sc.nodes.iter().enumerate() {
             let Some(cfg) = &wiring.switches[i] else {
@@ -394,7 +393,10 @@ impl Simulation {
                     .enumerate()
                     .filter(|(h, n)| {
                         n.kind == NodeKind::Host
-                            && wiring.routes[far].get(h).is_some_and(|port| !far_ports.contains(port))
+                            && wiring
+                                .routes
+                                .port(far, *h)
+                                .is_some_and(|port| !far_ports.contains(&port))
                     })
                     .map(|(_, n)| n.ip)
                     .collect();

@@ -4,11 +4,11 @@
 
 use super::Simulation;
 use crate::packet::{Packet, NO_INNER};
-use crate::wiring::{subtunnel_addr, TunnelDir};
 use mpsched_core::packet::{Ecn, Ipv4, PacketMeta, PortId};
 use mpsched_core::tunnel::{FlowKey, SubtunnelView, TunnelScheduler};
 use mpsched_scenario::results::{round, TunnelFigures};
 use mpsched_scenario::SubtunnelTransport;
+use mpsched_topo::addressing::{subtunnel_addr, TunnelDir};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Bytes of the length header that frames each payload packet in a TCP subtunnel's stream.

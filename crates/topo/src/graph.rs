@@ -1,0 +1,113 @@
+//! Nodes, links and ports.
+
+use mpsched_core::packet::{Ipv4, PortId};
+
+/// Index of a node in its graph.
+pub type NodeId = usize;
+
+/// Node kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeKind {
+    /// An end host: runs traffic sources and sinks, never forwards.
+    Host,
+    /// A switch / access point: forwards by its program.
+    Switch,
+}
+
+/// A node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    /// Name, unique.
+    pub name: String,
+    /// Host or switch.
+    pub kind: NodeKind,
+    /// Address.
+    pub ip: Ipv4,
+}
+
+/// A full-duplex link; each direction has its own queue.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Link {
+    /// One end.
+    pub a: NodeId,
+    /// Other end.
+    pub b: NodeId,
+    /// Rate in bit/s, counted on wire bytes.
+    pub rate_bps: u64,
+    /// One-way propagation delay.
+    pub delay_ps: u64,
+    /// Queue capacity per direction, in packets waiting (excluding the one being sent).
+    pub queue_pkts: u32,
+    /// Name, for variants to refer to.
+    pub name: Option<String>,
+    /// ECN marking threshold at the switch ends of this link, in packets waiting.
+    pub ecn_threshold_pkts: Option<u32>,
+}
+
+/// The far end of a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortEnd {
+    /// Node at the other end.
+    pub peer: NodeId,
+    /// Its port.
+    pub peer_port: PortId,
+    /// Index of the link.
+    pub link: usize,
+}
+
+/// Nodes, links, and the ports they make.
+#[derive(Clone, Debug)]
+pub struct Graph<'a> {
+    /// The nodes.
+    pub nodes: &'a [Node],
+    /// The links.
+    pub links: &'a [Link],
+    /// Per node, per port (in the order the node's links are declared): the far end.
+    pub ports: Vec<Vec<PortEnd>>,
+}
+
+impl<'a> Graph<'a> {
+    /// The graph of `nodes` joined by `links` (whose ends must index `nodes`).
+    pub fn new(nodes: &'a [Node], links: &'a [Link]) -> Graph<'a> {
+        Graph {
+            nodes,
+            links,
+            ports: ports_of(nodes.len(), links),
+        }
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the graph has no node.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The port of `from` that leads to its neighbour `to` (the first, if several links join
+    /// them).
+    pub fn port_to(&self, from: NodeId, to: NodeId) -> Option<PortId> {
+        self.ports[from].iter().position(|e| e.peer == to).map(|p| p as PortId)
+    }
+}
+
+/// Each node's ports, in the order its links are declared.
+pub fn ports_of(n: usize, links: &[Link]) -> Vec<Vec<PortEnd>> {
+    let mut ports: Vec<Vec<PortEnd>> = vec![Vec::new(); n];
+    for (li, l) in links.iter().enumerate() {
+        let (pa, pb) = (ports[l.a].len() as PortId, ports[l.b].len() as PortId);
+        ports[l.a].push(PortEnd {
+            peer: l.b,
+            peer_port: pb,
+            link: li,
+        });
+        ports[l.b].push(PortEnd {
+            peer: l.a,
+            peer_port: pa,
+            link: li,
+        });
+    }
+    ports
+}

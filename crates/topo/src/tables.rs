@@ -1,0 +1,231 @@
+//! The control plane: what each switch's program is filled with.
+
+use crate::addressing::{subtunnel_addr, TunnelDir};
+use crate::graph::{Graph, Link, Node, NodeId, NodeKind, PortEnd};
+use crate::routing::Routes;
+use mpsched_core::packet::PortId;
+use mpsched_core::sched::SchedulerConfig;
+use mpsched_core::switch::{ConfluenceConfig, SplitGroupConfig, SwitchConfig};
+use mpsched_core::table::Route;
+use std::collections::BTreeMap;
+
+/// Traffic from `src` to `dst` split over several paths by a scheduler at the paths' common
+/// first node (the splitting point), rejoining at their common last node (the confluence point).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SplitIntent {
+    /// Source host.
+    pub src: NodeId,
+    /// Destination host.
+    pub dst: NodeId,
+    /// The paths, each from the splitting point to the confluence point.
+    pub paths: Vec<Vec<NodeId>>,
+    /// The scheduler.
+    pub scheduler: SchedulerConfig,
+    /// CE arrivals per path per feedback packet (DWRR).
+    pub feedback_every: u32,
+    /// ECN marking threshold on every egress port along the paths, in packets waiting.
+    pub ecn_threshold_pkts: Option<u32>,
+}
+
+/// Traffic to `dst` routed along `path` instead of the shortest route; `src`'s traffic back
+/// along the reverse path too when `both_ways` (a TCP flow's ACKs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PinIntent {
+    /// Source host.
+    pub src: NodeId,
+    /// Destination host.
+    pub dst: NodeId,
+    /// The path's nodes (a part of the route), each linked to the next.
+    pub path: Vec<NodeId>,
+    /// Route `src` back along the path reversed.
+    pub both_ways: bool,
+}
+
+/// What the control plane is asked to set up beside plain shortest-path routing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Intents {
+    /// Splitting groups, in group-id order.
+    pub splits: Vec<SplitIntent>,
+    /// Pinned routes, applied in order (a later pin wins).
+    pub pins: Vec<PinIntent>,
+    /// Per tunnel, its subtunnels' paths from the entry to the exit (subtunnel `j` of tunnel
+    /// `t` is routed by [`subtunnel_addr`] in both directions).
+    pub tunnels: Vec<Vec<Vec<NodeId>>>,
+}
+
+/// Ports, routes and switch tables of a network. Both backends wire a scenario from this, so
+/// the simulator and the kernel data plane run the same tables.
+#[derive(Clone, Debug)]
+pub struct Wiring {
+    /// Per node, per port (in the order the node's links are declared): the node at the other
+    /// end, the port there, and the link.
+    pub ports: Vec<Vec<PortEnd>>,
+    /// Routes between every pair of nodes, pins applied.
+    pub routes: Routes,
+    /// Per node: its switch program's tables (None for hosts).
+    pub switches: Vec<Option<SwitchConfig>>,
+}
+
+impl Wiring {
+    /// Wire `nodes` and `links` for `intents`. Fails only on an intent whose path is not a
+    /// path of the graph (validation normally catches that first).
+    pub fn build(nodes: &[Node], links: &[Link], intents: &Intents) -> Result<Wiring, String> {
+        let g = Graph::new(nodes, links);
+        let mut routes = Routes::shortest(&g);
+        for p in &intents.pins {
+            routes.pin(&g, &p.path, p.dst)?;
+            if p.both_ways {
+                let back: Vec<NodeId> = p.path.iter().rev().copied().collect();
+                routes.pin(&g, &back, p.src)?;
+            }
+        }
+        let tunnel_routes = tunnel_routes(&g, &intents.tunnels)?;
+        let mut switches = vec![None; nodes.len()];
+        for (i, node) in nodes.iter().enumerate() {
+            if node.kind == NodeKind::Switch {
+                switches[i] = Some(switch_tables(&g, &routes, intents, &tunnel_routes[i], i)?);
+            }
+        }
+        Ok(Wiring {
+            ports: g.ports,
+            routes,
+            switches,
+        })
+    }
+
+    /// The port of `from` that leads to its neighbour `to`.
+    pub fn port_to(&self, from: NodeId, to: NodeId) -> Option<PortId> {
+        self.ports[from].iter().position(|e| e.peer == to).map(|p| p as PortId)
+    }
+
+    /// The nodes a packet from `src` to `dst` visits by the routes (both ends included); None
+    /// if the routes do not reach.
+    pub fn route_nodes(&self, src: NodeId, dst: NodeId) -> Option<Vec<NodeId>> {
+        let mut at = src;
+        let mut seen = vec![src];
+        while at != dst {
+            let port = self.routes.port(at, dst)?;
+            at = self.ports[at].get(usize::from(port))?.peer;
+            if seen.contains(&at) {
+                return None;
+            }
+            seen.push(at);
+        }
+        Some(seen)
+    }
+}
+
+fn linked(g: &Graph, a: NodeId, b: NodeId) -> Result<PortId, String> {
+    g.port_to(a, b)
+        .ok_or_else(|| format!("`{}` and `{}` are not linked", g.nodes[a].name, g.nodes[b].name))
+}
+
+/// Per node: the /32 routes of the subtunnel addresses whose paths cross it.
+fn tunnel_routes(g: &Graph, tunnels: &[Vec<Vec<NodeId>>]) -> Result<Vec<Vec<Route>>, String> {
+    let mut out: Vec<Vec<Route>> = vec![Vec::new(); g.len()];
+    for (t, subtunnels) in tunnels.iter().enumerate() {
+        for (j, path) in subtunnels.iter().enumerate() {
+            for hop in path.windows(2) {
+                let (a, b) = (hop[0], hop[1]);
+                out[a].push(Route {
+                    prefix: subtunnel_addr(t, j, TunnelDir::Down),
+                    len: 32,
+                    port: linked(g, a, b)?,
+                });
+                out[b].push(Route {
+                    prefix: subtunnel_addr(t, j, TunnelDir::Up),
+                    len: 32,
+                    port: linked(g, b, a)?,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Switch `i`'s tables: a /32 route to every node it reaches, the split and confluence entries
+/// of the groups it splits or joins, ECN markers, and the subtunnel routes.
+fn switch_tables(
+    g: &Graph,
+    routes: &Routes,
+    intents: &Intents,
+    tunnel_routes: &[Route],
+    i: NodeId,
+) -> Result<SwitchConfig, String> {
+    let node_routes = (0..g.len())
+        .filter_map(|d| {
+            let port = routes.port(i, d)?;
+            Some(Route {
+                prefix: g.nodes[d].ip,
+                len: 32,
+                port,
+            })
+        })
+        .collect();
+    let mut cfg = SwitchConfig::forwarding(g.nodes[i].ip, node_routes);
+    let mut markers = BTreeMap::new();
+    for (group, s) in intents.splits.iter().enumerate() {
+        split_entries(g, s, group as u8, i, &mut cfg, &mut markers)?;
+    }
+    for l in g.links {
+        if let Some(th) = l.ecn_threshold_pkts {
+            for (x, y) in [(l.a, l.b), (l.b, l.a)] {
+                if x == i {
+                    markers.insert(linked(g, x, y)?, th);
+                }
+            }
+        }
+    }
+    cfg.routes.extend(tunnel_routes.iter().copied());
+    cfg.ecn_markers = markers.into_iter().collect();
+    Ok(cfg)
+}
+
+/// Node `i`'s part in splitting group `group`: a split entry at the splitting point, a
+/// confluence entry at the confluence point (DWRR's feedback), markers along the paths.
+fn split_entries(
+    g: &Graph,
+    s: &SplitIntent,
+    group: u8,
+    i: NodeId,
+    cfg: &mut SwitchConfig,
+    markers: &mut BTreeMap<PortId, u32>,
+) -> Result<(), String> {
+    let (Some(first), Some(last)) = (s.paths.first(), s.paths.first().and_then(|p| p.last())) else {
+        return Ok(());
+    };
+    if first[0] == i {
+        cfg.splits.push(SplitGroupConfig {
+            group,
+            src_ip: g.nodes[s.src].ip,
+            dst_ip: g.nodes[s.dst].ip,
+            ports: s.paths.iter().map(|p| linked(g, i, p[1])).collect::<Result<_, _>>()?,
+            scheduler: s.scheduler.clone(),
+        });
+    }
+    // The confluence point's feedback is part of DWRR; other schedulers ignore it.
+    if matches!(s.scheduler, SchedulerConfig::Dwrr { .. }) && *last == i {
+        let ports: Vec<PortId> = s
+            .paths
+            .iter()
+            .map(|p| linked(g, i, p[p.len() - 2]))
+            .collect::<Result<_, _>>()?;
+        cfg.confluences.push(ConfluenceConfig {
+            group,
+            src_ip: g.nodes[s.src].ip,
+            dst_ip: g.nodes[s.dst].ip,
+            path_ingress_ports: ports.clone(),
+            return_ports: ports,
+            splitter_ip: g.nodes[first[0]].ip,
+            feedback_every: s.feedback_every,
+        });
+    }
+    if let Some(th) = s.ecn_threshold_pkts {
+        for p in &s.paths {
+            for hop in p.windows(2).filter(|h| h[0] == i) {
+                markers.insert(linked(g, i, hop[1])?, th);
+            }
+        }
+    }
+    Ok(())
+}
