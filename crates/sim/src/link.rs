@@ -30,14 +30,26 @@ pub struct Link {
     pub queued_bytes: u64,
     /// The packet being serialised.
     pub on_wire: Option<Packet>,
-    /// Packets in propagation with their arrival times, oldest first (constant delay keeps them
-    /// in order). Only the oldest has an arrival event pending, so the event queue holds one
-    /// event per link, not one per packet on the wire.
-    pub in_flight: VecDeque<(TimePs, Packet)>,
+    /// Packets in propagation, oldest first (constant delay keeps them in order). Only the
+    /// oldest has an arrival event pending, so the event queue holds one event per link, not one
+    /// per packet on the wire.
+    pub in_flight: VecDeque<InFlight>,
     /// Path monitored at this link's far end (bwm-ng on the confluence point's input).
     pub path_tag: Option<u8>,
     /// Counters.
     pub stats: LinkStats,
+}
+
+/// A packet in propagation.
+#[derive(Clone, Copy, Debug)]
+pub struct InFlight {
+    /// When it reaches the far end.
+    pub arrive_ps: TimePs,
+    /// The event sequence number taken as it left, so that its arrival is ordered among
+    /// equal-time events as of that moment.
+    pub seq: u64,
+    /// The packet.
+    pub pkt: Packet,
 }
 
 /// Per-link counters.

@@ -4,7 +4,7 @@ mod tcp;
 mod tunnel;
 
 use crate::event::{EventKind, EventQueue, TimePs, PS_PER_S};
-use crate::link::Link;
+use crate::link::{InFlight, Link};
 use crate::packet::{Packet, CONTROL_FLOW, NO_INNER, NO_PATH};
 use crate::pcap::Capture;
 use crate::series::TimeSeries;
@@ -752,10 +752,11 @@ impl Simulation {
     fn on_tx_done(&mut self, l: u32) {
         let link = &mut self.links[l as usize];
         let pkt = link.on_wire.take().expect("a TxDone event has a packet on the wire");
-        let arrive = self.now + link.delay_ps;
-        link.in_flight.push_back((arrive, pkt));
+        let arrive_ps = self.now + link.delay_ps;
+        let seq = self.queue.reserve_seq();
+        link.in_flight.push_back(InFlight { arrive_ps, seq, pkt });
         if link.in_flight.len() == 1 {
-            self.queue.schedule(arrive, EventKind::Arrive(l));
+            self.queue.schedule_reserved(arrive_ps, seq, EventKind::Arrive(l));
         }
         while let Some((next, enq)) = self.links[l as usize].queue.pop_front() {
             self.links[l as usize].queued_bytes -= u64::from(next.meta.wire_len_bytes);
@@ -776,12 +777,13 @@ impl Simulation {
     fn on_arrive(&mut self, l: u32) {
         let li = l as usize;
         let link = &mut self.links[li];
-        let (_, mut pkt) = link
+        let mut pkt = link
             .in_flight
             .pop_front()
-            .expect("an Arrive event has a packet in flight");
-        if let Some(&(next, _)) = link.in_flight.front() {
-            self.queue.schedule(next, EventKind::Arrive(l));
+            .expect("an Arrive event has a packet in flight")
+            .pkt;
+        if let Some(next) = link.in_flight.front() {
+            self.queue.schedule_reserved(next.arrive_ps, next.seq, EventKind::Arrive(l));
         }
         if let Some(tag) = link.path_tag {
             link.stats.rx_bytes_interval += u64::from(pkt.meta.wire_len_bytes);
