@@ -57,8 +57,11 @@ pub struct EventQueue {
     /// Bucket 128 does not fit the mask's 128 bits; it is tracked apart.
     top_occupied: bool,
     len: usize,
-    /// The last key popped: (time, seq).
+    /// The key the buckets are filed around: the last popped, or after a look ahead the
+    /// earliest pending.
     last: (TimePs, u64),
+    /// The last key popped: (time, seq).
+    popped: (TimePs, u64),
     next_seq: u64,
     now: TimePs,
 }
@@ -71,6 +74,7 @@ impl Default for EventQueue {
             top_occupied: false,
             len: 0,
             last: (0, 0),
+            popped: (0, 0),
             next_seq: 0,
             now: 0,
         }
@@ -129,8 +133,8 @@ impl EventQueue {
     /// gives it a fresh sequence number).
     #[inline]
     pub fn schedule_reserved(&mut self, time: TimePs, seq: u64, kind: EventKind) {
-        let ok = (time, seq) > self.last;
-        debug_assert!(ok, "event {kind:?} at ({time}, {seq}) lies before {:?}", self.last);
+        let ok = (time, seq) > self.popped;
+        debug_assert!(ok, "event {kind:?} at ({time}, {seq}) lies before {:?}", self.popped);
         if ok {
             self.insert(Entry { time, seq, kind });
         } else {
@@ -140,6 +144,12 @@ impl EventQueue {
 
     #[inline]
     fn insert(&mut self, e: Entry) {
+        if (e.time, e.seq) < self.last {
+            // Only after a look ahead that did not pop (`pop_before` past its limit): the
+            // buckets are kept around the earliest pending key; put them back around the key
+            // popped last, which lies before every key that may be scheduled.
+            self.rebase();
+        }
         let b = bucket_of(e.time, e.seq, self.last);
         self.buckets[b].push(e);
         self.mark(b);
@@ -153,6 +163,28 @@ impl EventQueue {
         } else {
             self.top_occupied = true;
         }
+    }
+
+    /// Re-file every pending event around the last key popped.
+    #[cold]
+    fn rebase(&mut self) {
+        let all: Vec<Entry> = self.buckets.iter_mut().flat_map(std::mem::take).collect();
+        self.occupied = 0;
+        self.top_occupied = false;
+        self.last = self.popped;
+        for e in all {
+            let b = bucket_of(e.time, e.seq, self.last);
+            self.buckets[b].push(e);
+            self.mark(b);
+        }
+    }
+
+    /// Whether an event is pending at the current time (none can be pending before it).
+    #[inline]
+    pub fn due_now(&self) -> bool {
+        // Relative to a key at `now`, buckets 0..=64 hold the keys of the same time.
+        const SAME_TIME: u128 = (1 << 65) - 1;
+        self.last.0 == self.now && self.occupied & SAME_TIME != 0
     }
 
     /// The lowest non-empty bucket.
@@ -195,13 +227,13 @@ impl EventQueue {
         true
     }
 
-    /// The time of the earliest event.
+    /// Remove and return the earliest event if it is due before `until`.
     #[inline]
-    pub fn peek_time(&mut self) -> Option<TimePs> {
-        if !self.settle() {
+    pub fn pop_before(&mut self, until: TimePs) -> Option<(TimePs, EventKind)> {
+        if !self.settle() || self.buckets[0].last().is_some_and(|e| e.time >= until) {
             return None;
         }
-        self.buckets[0].last().map(|e| e.time)
+        self.pop()
     }
 
     /// Remove and return the earliest event.
@@ -215,6 +247,7 @@ impl EventQueue {
         self.occupied &= !1;
         self.len -= 1;
         self.now = e.time;
+        self.popped = (e.time, e.seq);
         Some((e.time, e.kind))
     }
 
@@ -266,10 +299,16 @@ mod tests {
                 let t = q.now() + if dt % 3 == 0 { 0 } else { dt >> (dt % 37) };
                 q.schedule(t, EventKind::Send(id));
                 reference.push((t, seq as u64, id));
+                reference.sort();
+                let due = reference.iter().any(|r| r.0 == q.now());
+                proptest::prop_assert_eq!(q.due_now(), due);
                 if pop {
-                    reference.sort();
                     let (rt, _, rid) = reference.remove(0);
                     proptest::prop_assert_eq!(q.pop(), Some((rt, EventKind::Send(rid))));
+                } else {
+                    // A look ahead that stops short must not disturb what follows.
+                    let first = reference[0].0;
+                    proptest::prop_assert_eq!(q.pop_before(first), None);
                 }
             }
             reference.sort();

@@ -627,11 +627,7 @@ impl Simulation {
     /// Process every event before `until` (capped at the end of the run).
     pub fn run_until(&mut self, until: TimePs) {
         let until = until.min(self.end_ps);
-        while let Some(t) = self.queue.peek_time() {
-            if t >= until {
-                break;
-            }
-            let (t, kind) = self.queue.pop().expect("peeked");
+        while let Some((t, kind)) = self.queue.pop_before(until) {
             self.now = t;
             self.events += 1;
             match kind {
@@ -754,10 +750,23 @@ impl Simulation {
         let pkt = link.on_wire.take().expect("a TxDone event has a packet on the wire");
         let arrive_ps = self.now + link.delay_ps;
         let seq = self.queue.reserve_seq();
+        self.start_next_tx(l);
+        let link = &mut self.links[l as usize];
+        // With no propagation delay, the arrival is the very next event whenever nothing else
+        // is due now: run it here rather than through the queue, in the same order.
+        if arrive_ps == self.now && link.in_flight.is_empty() && !self.queue.due_now() {
+            self.events += 1;
+            self.arrive(l, pkt);
+            return;
+        }
         link.in_flight.push_back(InFlight { arrive_ps, seq, pkt });
         if link.in_flight.len() == 1 {
             self.queue.schedule_reserved(arrive_ps, seq, EventKind::Arrive(l));
         }
+    }
+
+    /// Serialise the next packet waiting on link `l`, past any the egress program drops.
+    fn start_next_tx(&mut self, l: u32) {
         while let Some((next, enq)) = self.links[l as usize].queue.pop_front() {
             self.links[l as usize].queued_bytes -= u64::from(next.meta.wire_len_bytes);
             let deq = self.links[l as usize].queue.len() as u32;
@@ -775,16 +784,24 @@ impl Simulation {
     }
 
     fn on_arrive(&mut self, l: u32) {
-        let li = l as usize;
-        let link = &mut self.links[li];
-        let mut pkt = link
+        let link = &mut self.links[l as usize];
+        let pkt = link
             .in_flight
             .pop_front()
             .expect("an Arrive event has a packet in flight")
             .pkt;
         if let Some(next) = link.in_flight.front() {
-            self.queue.schedule_reserved(next.arrive_ps, next.seq, EventKind::Arrive(l));
+            self.queue
+                .schedule_reserved(next.arrive_ps, next.seq, EventKind::Arrive(l));
         }
+        self.arrive(l, pkt);
+    }
+
+    /// `pkt` reaches the far end of link `l`.
+    #[inline]
+    fn arrive(&mut self, l: u32, mut pkt: Packet) {
+        let li = l as usize;
+        let link = &mut self.links[li];
         if let Some(tag) = link.path_tag {
             link.stats.rx_bytes_interval += u64::from(pkt.meta.wire_len_bytes);
             pkt.path = tag;
