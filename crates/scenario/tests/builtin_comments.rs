@@ -33,5 +33,8 @@ fn comments_name_each_paths_nodes_as_declared() {
             }
         }
     }
-    assert!(checked >= 8, "the four diamond scenarios describe both paths: {checked} found");
+    assert!(
+        checked >= 8,
+        "the four diamond scenarios describe both paths: {checked} found"
+    );
 }

@@ -197,20 +197,22 @@ impl EventQueue {
         }
     }
 
-    /// Make bucket 0 hold the minimum: move the lowest bucket's entries around its minimum.
-    fn settle(&mut self) -> bool {
-        let Some(b) = self.lowest() else {
-            return false;
-        };
-        if b == 0 {
-            return true;
+    /// Make the lowest non-empty bucket hold the minimum alone (bucket 0, or any bucket with
+    /// one entry: the common case when few events are pending), redistributing the lowest
+    /// bucket around its minimum when it holds several. Returns that bucket.
+    #[inline]
+    fn settle(&mut self) -> Option<usize> {
+        let b = self.lowest()?;
+        if b == 0 || self.buckets[b].len() == 1 {
+            return Some(b);
         }
+        self.redistribute(b);
+        Some(0)
+    }
+
+    fn redistribute(&mut self, b: usize) {
         let mut entries = std::mem::take(&mut self.buckets[b]);
-        if b < 128 {
-            self.occupied &= !(1 << b);
-        } else {
-            self.top_occupied = false;
-        }
+        self.unmark(b);
         let min = entries
             .iter()
             .map(|e| (e.time, e.seq))
@@ -224,31 +226,45 @@ impl EventQueue {
         }
         // Keep the emptied vector's capacity for the next time this bucket fills.
         self.buckets[b] = entries;
-        true
+    }
+
+    #[inline]
+    fn unmark(&mut self, b: usize) {
+        if b < 128 {
+            self.occupied &= !(1 << b);
+        } else {
+            self.top_occupied = false;
+        }
     }
 
     /// Remove and return the earliest event if it is due before `until`.
     #[inline]
     pub fn pop_before(&mut self, until: TimePs) -> Option<(TimePs, EventKind)> {
-        if !self.settle() || self.buckets[0].last().is_some_and(|e| e.time >= until) {
+        let b = self.settle()?;
+        if self.buckets[b][0].time >= until {
             return None;
         }
-        self.pop()
+        Some(self.take_min(b))
     }
 
     /// Remove and return the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(TimePs, EventKind)> {
-        if !self.settle() {
-            return None;
-        }
-        // Keys are unique (the sequence number), so bucket 0 holds exactly the minimum.
-        let e = self.buckets[0].pop().expect("settled");
-        self.occupied &= !1;
+        let b = self.settle()?;
+        Some(self.take_min(b))
+    }
+
+    /// Take the one entry of settled bucket `b`: the minimum. The buckets above stay filed
+    /// correctly around it (it agrees with the old reference key above bit `b`).
+    #[inline]
+    fn take_min(&mut self, b: usize) -> (TimePs, EventKind) {
+        let e = self.buckets[b].pop().expect("settled");
+        self.unmark(b);
         self.len -= 1;
         self.now = e.time;
-        self.popped = (e.time, e.seq);
-        Some((e.time, e.kind))
+        self.last = (e.time, e.seq);
+        self.popped = self.last;
+        (e.time, e.kind)
     }
 
     /// Number of pending events.

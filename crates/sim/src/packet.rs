@@ -9,6 +9,8 @@ pub const CONTROL_FLOW: u32 = u32::MAX;
 pub const NO_PATH: u8 = u8::MAX;
 /// [`Packet::inner`] of a packet that encapsulates nothing.
 pub const NO_INNER: u32 = u32::MAX;
+/// [`Packet::tcp`] of a packet that carries no TCP segment.
+pub const NO_TCP: u32 = u32::MAX;
 
 /// The TCP part of a packet.
 #[derive(Clone, Copy, Debug)]
@@ -36,8 +38,10 @@ pub struct Packet {
     pub payload_bytes: u32,
     /// The scenario path it arrived at the confluence point by, or [`NO_PATH`].
     pub path: u8,
-    /// TCP segment, for TCP packets.
-    pub tcp: Option<TcpPart>,
+    /// For a TCP packet: its segment, an index into the simulation's store of TCP parts (kept
+    /// apart so that a packet, which moves by value from queue to wire to node, stays small);
+    /// else [`NO_TCP`].
+    pub tcp: u32,
     /// For a UDP subtunnel datagram: the encapsulated packet (an index into the simulation's
     /// store of inner packets), else [`NO_INNER`].
     pub inner: u32,
@@ -53,8 +57,91 @@ impl Packet {
             sent_ps,
             payload_bytes: 0,
             path: NO_PATH,
-            tcp: None,
+            tcp: NO_TCP,
             inner: NO_INNER,
         }
+    }
+}
+
+/// A store of values that packets refer to by a small index (a packet's TCP part, a tunnel's
+/// inner packet): slots are reused, so it holds at most as many as are alive at once.
+#[derive(Debug)]
+pub struct Slab<T> {
+    items: Vec<Option<T>>,
+    free: Vec<u32>,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
+impl<T> Slab<T> {
+    /// Store `v`; its index.
+    #[inline]
+    pub fn insert(&mut self, v: T) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.items[i as usize] = Some(v);
+                i
+            }
+            None => {
+                self.items.push(Some(v));
+                (self.items.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Remove and return the value at `i`, which must be held.
+    #[inline]
+    pub fn take(&mut self, i: u32) -> T {
+        let v = self.items[i as usize].take().expect("a held slab slot");
+        self.free.push(i);
+        v
+    }
+
+    /// The value at `i`, if held.
+    #[inline]
+    pub fn get(&self, i: u32) -> Option<&T> {
+        self.items.get(i as usize).and_then(Option::as_ref)
+    }
+
+    /// Slots, held or free: indices run below this.
+    pub fn capacity(&self) -> u32 {
+        self.items.len() as u32
+    }
+
+    /// Values held.
+    pub fn len(&self) -> usize {
+        self.items.len() - self.free.len()
+    }
+
+    /// Whether nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packet_fits_a_cache_line() {
+        assert!(std::mem::size_of::<Packet>() <= 64, "{}", std::mem::size_of::<Packet>());
+    }
+
+    #[test]
+    fn slab_reuses_freed_slots() {
+        let mut s = Slab::default();
+        let a = s.insert(1);
+        let b = s.insert(2);
+        assert_eq!(s.take(a), 1);
+        assert_eq!(s.insert(3), a);
+        assert_eq!((s.len(), s.get(b)), (2, Some(&2)));
     }
 }

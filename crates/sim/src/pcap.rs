@@ -6,7 +6,7 @@
 //! truncated to the snap length, as `tcpdump -s` does, with the original length recorded.
 
 use crate::event::TimePs;
-use crate::packet::Packet;
+use crate::packet::{Packet, TcpPart};
 use mpsched_core::feedback::feedback_payload;
 use mpsched_core::wire::{emit_tcp_frame, emit_udp_frame, mac_for, tcp_flags, TcpFields};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
@@ -70,13 +70,14 @@ impl Capture {
     }
 
     /// Record `pkt` at `now`; `outgoing` tells the direction (for the MAC addresses).
-    pub fn record(&mut self, pkt: &Packet, now: TimePs, outgoing: bool) -> std::io::Result<()> {
+    /// `tcp` is the packet's TCP part, for a TCP packet.
+    pub fn record(&mut self, pkt: &Packet, tcp: Option<&TcpPart>, now: TimePs, outgoing: bool) -> std::io::Result<()> {
         let (src, dst) = if outgoing {
             (mac_for(self.node, self.port), mac_for(self.peer, self.peer_port))
         } else {
             (mac_for(self.peer, self.peer_port), mac_for(self.node, self.port))
         };
-        if let Some(t) = &pkt.tcp {
+        if let Some(t) = tcp {
             let mut flags = tcp_flags::ACK;
             if t.seg.ece {
                 flags |= tcp_flags::ECE;

@@ -112,3 +112,27 @@ fn the_event_queue_holds_one_arrival_per_link() {
     // 4 simplex links (an arrival and a transmission each), a source and the sampler.
     assert!(most <= 10, "{most} events pending with ~15 000 packets on the wires");
 }
+
+/// Every drop path frees what its packet held (defects 2 and 6): at any moment the stores of TCP
+/// parts and of inner packets hold exactly what the packets in the network refer to, in runs
+/// that drop at queues, at the tunnel entry and in the network.
+#[test]
+fn stores_hold_exactly_what_packets_refer_to() {
+    for (name, variant) in [
+        ("tcp/two-flows", "reno"),
+        ("afmt/three-subtunnels", "RR"),
+        ("afmt/three-subtunnels", "AFMT"),
+        ("afmt/two-subtunnels", "RR-TCP"),
+    ] {
+        let (path, text) = mpsched_scenario::builtin::find(name).unwrap();
+        let sc = Scenario::from_toml(text, path).unwrap().with_variant(variant).unwrap();
+        let mut sim = Simulation::new(&sc, &SimOptions::with_seed(sc.seed)).unwrap();
+        let step = sim.end_ps() / 40;
+        for k in 1..=40 {
+            sim.run_until(k * step);
+            if let Err(e) = sim.check_held() {
+                panic!("{name} {variant} at {} ps: {e}", k * step);
+            }
+        }
+    }
+}

@@ -5,7 +5,7 @@ mod tunnel;
 
 use crate::event::{EventKind, EventQueue, TimePs, PS_PER_S};
 use crate::link::{InFlight, Link};
-use crate::packet::{Packet, CONTROL_FLOW, NO_INNER, NO_PATH};
+use crate::packet::{Packet, Slab, TcpPart, CONTROL_FLOW, NO_INNER, NO_PATH, NO_TCP};
 use crate::pcap::Capture;
 use crate::series::TimeSeries;
 use mpsched_core::packet::{Ipv4, PacketMeta, PortId, UDP_OVERHEAD_BYTES};
@@ -178,8 +178,9 @@ pub struct Simulation {
     conns: Vec<Conn>,
     tunnels: Vec<TunnelState>,
     /// Packets inside UDP subtunnels and TCP subtunnel streams.
-    inner: Vec<Option<tunnel::Inner>>,
-    inner_free: Vec<u32>,
+    inner: Slab<tunnel::Inner>,
+    /// The TCP parts of packets in the network.
+    tcp_parts: Slab<TcpPart>,
     view_buf: Vec<SubtunnelView>,
     /// Subtunnel address -> the node that terminates it.
     tunnel_addrs: HashMap<Ipv4, u32>,
@@ -596,8 +597,8 @@ impl Simulation {
             io_error: None,
             conns,
             tunnels,
-            inner: Vec::new(),
-            inner_free: Vec::new(),
+            inner: Slab::default(),
+            tcp_parts: Slab::default(),
             view_buf: Vec::new(),
             tunnel_addrs,
             intervals,
@@ -612,6 +613,41 @@ impl Simulation {
     /// Current simulated time.
     pub fn now_ps(&self) -> TimePs {
         self.now
+    }
+
+    /// Check that the stores packets refer to hold exactly what the packets in the network
+    /// refer to: every drop path freed what its packet held. An error names the store.
+    pub fn check_held(&self) -> Result<(), String> {
+        let mut tcp = 0;
+        let mut inner = 0;
+        let mut count = |p: &Packet| {
+            tcp += usize::from(p.tcp != NO_TCP);
+            inner += usize::from(p.inner != NO_INNER);
+        };
+        for l in &self.links {
+            l.queue.iter().for_each(|(p, _)| count(p));
+            l.on_wire.iter().for_each(&mut count);
+            l.in_flight.iter().for_each(|f| count(&f.pkt));
+        }
+        // Inner packets waiting in TCP subtunnel streams, and the TCP parts they carry.
+        for c in &self.conns {
+            inner += c.records.len();
+        }
+        for i in 0..self.inner.capacity() {
+            if let Some(x) = self.inner.get(i) {
+                tcp += usize::from(x.pkt.tcp != NO_TCP);
+            }
+        }
+        if self.tcp_parts.len() != tcp {
+            return Err(format!("{} TCP parts held for {tcp} TCP packets", self.tcp_parts.len()));
+        }
+        if self.inner.len() != inner {
+            return Err(format!(
+                "{} inner packets held for {inner} references",
+                self.inner.len()
+            ));
+        }
+        Ok(())
     }
 
     /// Events pending in the event queue.
@@ -667,7 +703,7 @@ impl Simulation {
             sent_ps: now,
             payload_bytes: f.payload_bytes,
             path: NO_PATH,
-            tcp: None,
+            tcp: NO_TCP,
             inner: NO_INNER,
         };
         let k = ((now / interval) as usize).min(f.sent_by_interval.len() - 1);
@@ -713,11 +749,15 @@ impl Simulation {
         }
     }
 
-    /// Free what a dropped packet holds (a UDP subtunnel datagram's inner packet). Every drop
-    /// path calls this.
-    fn release(&mut self, pkt: &Packet) {
+    /// Free what a dropped packet holds (its TCP part; a UDP subtunnel datagram's inner packet
+    /// and what that holds). Every drop path calls this.
+    pub(crate) fn release(&mut self, pkt: &Packet) {
+        if pkt.tcp != NO_TCP {
+            self.tcp_parts.take(pkt.tcp);
+        }
         if pkt.inner != NO_INNER {
-            self.take_inner(pkt.inner);
+            let inner = self.take_inner(pkt.inner);
+            self.release(&inner.pkt);
         }
     }
 
@@ -819,7 +859,7 @@ impl Simulation {
             if pkt.meta.dst_ip != self.nodes[ni].ip {
                 self.nodes[ni].dropped += 1;
                 self.release(&pkt);
-            } else if pkt.tcp.is_some() {
+            } else if pkt.tcp != NO_TCP {
                 self.on_tcp_packet(pkt);
             } else if pkt.flow != CONTROL_FLOW {
                 self.deliver(pkt);
@@ -831,7 +871,7 @@ impl Simulation {
         }
         if self.nodes[ni].tunnel_side.is_some() {
             if self.tunnel_addrs.get(&pkt.meta.dst_ip) == Some(&node) {
-                if pkt.tcp.is_some() {
+                if pkt.tcp != NO_TCP {
                     self.on_tcp_packet(pkt);
                 } else if pkt.inner != NO_INNER {
                     self.udp_subtunnel_arrival(node, port, pkt);
@@ -1029,7 +1069,8 @@ impl Simulation {
         if self.io_error.is_some() {
             return;
         }
-        if let Err(e) = self.captures[c as usize].record(pkt, self.now, outgoing) {
+        let tcp = self.tcp_parts.get(pkt.tcp);
+        if let Err(e) = self.captures[c as usize].record(pkt, tcp, self.now, outgoing) {
             self.io_error = Some(e);
         }
     }

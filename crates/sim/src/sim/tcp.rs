@@ -155,7 +155,7 @@ impl Simulation {
             };
             let mut pkt = Packet::bare(meta, flow, self.now);
             pkt.payload_bytes = seg.len;
-            pkt.tcp = Some(TcpPart {
+            pkt.tcp = self.tcp_parts.insert(TcpPart {
                 conn: c,
                 is_ack: false,
                 seg,
@@ -202,7 +202,7 @@ impl Simulation {
             Owner::Subtunnel(_) => crate::packet::CONTROL_FLOW,
         };
         let mut pkt = Packet::bare(meta, flow, self.now);
-        pkt.tcp = Some(TcpPart {
+        pkt.tcp = self.tcp_parts.insert(TcpPart {
             conn: c,
             is_ack: true,
             seg,
@@ -212,7 +212,7 @@ impl Simulation {
 
     /// A TCP packet reached its end (host or tunnel end).
     pub(crate) fn on_tcp_packet(&mut self, pkt: Packet) {
-        let t = pkt.tcp.expect("a TCP packet");
+        let t = self.tcp_parts.take(pkt.tcp);
         let c = t.conn;
         let now_ns = ps_to_ns(self.now);
         if t.is_ack {

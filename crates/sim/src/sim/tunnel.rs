@@ -66,27 +66,17 @@ pub(crate) struct Inner {
 
 impl Simulation {
     fn store_inner(&mut self, inner: Inner) -> u32 {
-        match self.inner_free.pop() {
-            Some(i) => {
-                self.inner[i as usize] = Some(inner);
-                i
-            }
-            None => {
-                self.inner.push(Some(inner));
-                (self.inner.len() - 1) as u32
-            }
-        }
+        self.inner.insert(inner)
     }
 
     pub(crate) fn take_inner(&mut self, i: u32) -> Inner {
-        self.inner_free.push(i);
-        self.inner[i as usize].take().expect("a stored inner packet")
+        self.inner.take(i)
     }
 
     /// Packets held inside tunnels: in UDP subtunnel datagrams still on their way and in TCP
     /// subtunnel streams not yet delivered in order.
     pub fn tunnel_packets_held(&self) -> usize {
-        self.inner.len() - self.inner_free.len()
+        self.inner.len()
     }
 
     /// What the scheduler sees of each subtunnel of `t` in direction `d`.
@@ -148,7 +138,8 @@ impl Simulation {
                 let conn = &mut self.conns[c as usize];
                 if conn.sender.unacked_bytes() + size > buf {
                     self.tunnels[ti].sides[di].drops += 1;
-                    self.take_inner(idx);
+                    let dropped = self.take_inner(idx);
+                    self.release(&dropped.pkt);
                     return Ok(());
                 }
                 conn.sender.write(size);
