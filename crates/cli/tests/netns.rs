@@ -46,6 +46,10 @@ const TESTS: &[(&str, fn())] = &[
         "propagation_delay_needs_netem_or_ignore_delay",
         propagation_delay_needs_netem_or_ignore_delay,
     ),
+    (
+        "ports_with_several_queues_are_refused_before_anything_is_made",
+        ports_with_several_queues_are_refused_before_anything_is_made,
+    ),
 ];
 
 fn main() {
@@ -392,4 +396,30 @@ fn every_vector_agrees_with_the_ebpf_programs() {
         steps += set.steps.len();
     }
     assert!(steps >= 200, "only {steps} steps");
+}
+
+/// A port with several queues runs in the simulator only: the kernel backend refuses it, naming
+/// the link, before it makes a namespace.
+fn ports_with_several_queues_are_refused_before_anything_is_made() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/motohashi2022/s1-homogeneous.toml"
+    ))
+    .unwrap()
+    .replacen("rate = \"4Mbps\"", "rate = \"4Mbps\"\nqueues = 2", 1);
+    let dir = tmp("queues");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("queues.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = mpsched()
+        .args(["run", "--backend", "netns", "--variant", "WRR", "--out"])
+        .arg(dir.join("out"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("link[2]") && err.contains("queues"), "{err}");
+    assert_clean("after a refused multi-queue scenario");
 }

@@ -13,7 +13,7 @@
 
 use crate::marker::{MarkOutcome, VirtualQueueMarker};
 use crate::packet::{Ecn, PortId};
-use crate::program::{DropReason, Emit, Program, Verdict};
+use crate::program::{Ctx, DropReason, Emit, Program, Verdict};
 use crate::rng::RandomSource;
 use crate::sched::ConfigError;
 use crate::switch::{MultipathSwitch, SwitchConfig};
@@ -135,8 +135,12 @@ impl FrameSwitch {
             }
         };
         meta.ingress_port = port;
-        let out = self.sw.ingress(&mut meta, 0);
-        let action = match out.verdict {
+        let mut ctx = Ctx::new();
+        let verdict = self.sw.ingress(&mut meta, &mut ctx);
+        // The switch program generates at most one packet (a feedback packet), as the eBPF
+        // program, which turns the frame itself into it, can.
+        let emit = ctx.emitted().first().copied();
+        let action = match verdict {
             Verdict::Forward(p) => {
                 self.count_tx(p);
                 FrameAction::Redirect(p)
@@ -145,14 +149,14 @@ impl FrameSwitch {
             Verdict::Consume if meta.feedback.is_some() => FrameAction::Consume,
             Verdict::Consume => FrameAction::ToStack,
         };
-        if let Some(e) = out.emit {
+        if let Some(e) = emit {
             self.count_tx(e.port);
         }
         FrameOutcome {
             action,
             ttl: Some(meta.ttl),
             ecn: Some(meta.ecn),
-            emit: out.emit,
+            emit,
         }
     }
 

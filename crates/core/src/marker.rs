@@ -184,6 +184,7 @@ mod tests {
         QueueMeta {
             enq_qdepth_pkts: 0,
             deq_qdepth_pkts: d,
+            queue: 0,
         }
     }
 

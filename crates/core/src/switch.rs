@@ -17,7 +17,7 @@
 use crate::feedback::{Confluence, DEFAULT_FEEDBACK_EVERY, DEFAULT_FEEDBACK_PORT};
 use crate::marker::EcnMarker;
 use crate::packet::{Ipv4, PacketMeta, PortId};
-use crate::program::{DropReason, EgressVerdict, IngressOutput, Program, QueueMeta, Verdict};
+use crate::program::{Ctx, DropReason, EgressVerdict, Program, QueueMeta, Verdict};
 use crate::rng::RandomSource;
 use crate::sched::{ConfigError, Decision, Scheduler, SchedulerConfig};
 use crate::table::{Ipv4Lpm, Route};
@@ -272,7 +272,7 @@ impl MultipathSwitch {
 }
 
 impl Program for MultipathSwitch {
-    fn ingress(&mut self, pkt: &mut PacketMeta, _now_ps: u64) -> IngressOutput {
+    fn ingress(&mut self, pkt: &mut PacketMeta, ctx: &mut Ctx) -> Verdict {
         if pkt.dst_ip == self.own_ip {
             if let Some(fb) = pkt.feedback {
                 let counted = match self.splits.iter_mut().find(|s| s.group == fb.group) {
@@ -287,28 +287,29 @@ impl Program for MultipathSwitch {
             } else {
                 self.counters.local += 1;
             }
-            return IngressOutput::just(Verdict::Consume);
+            return Verdict::Consume;
         }
         if pkt.ttl <= 1 {
             self.counters.ttl_expired += 1;
-            return IngressOutput::just(Verdict::Drop(DropReason::TtlExpired));
+            return Verdict::Drop(DropReason::TtlExpired);
         }
         pkt.ttl -= 1;
 
-        let mut emit = None;
         if let Some(c) = self
             .confluences
             .iter_mut()
             .find(|c| c.src_ip == pkt.src_ip && c.dst_ip == pkt.dst_ip)
         {
-            emit = c.conf.on_arrival(pkt);
+            if let Some(e) = c.conf.on_arrival(pkt) {
+                ctx.emit(e.port, e.meta);
+            }
         }
         if let Some(s) = self
             .splits
             .iter_mut()
             .find(|s| s.src_ip == pkt.src_ip && s.dst_ip == pkt.dst_ip)
         {
-            let verdict = match s.sched.select(pkt) {
+            return match s.sched.select(pkt) {
                 Decision::Path(p) => {
                     s.pkts[usize::from(p)] += 1;
                     Verdict::Forward(s.ports[usize::from(p)])
@@ -318,20 +319,18 @@ impl Program for MultipathSwitch {
                     Verdict::Drop(DropReason::CongestionAvoidance)
                 }
             };
-            return IngressOutput { verdict, emit };
         }
-        let verdict = match self.lpm.lookup(pkt.dst_ip) {
+        match self.lpm.lookup(pkt.dst_ip) {
             Some(port) => Verdict::Forward(port),
             None => {
                 self.counters.no_route += 1;
                 Verdict::Drop(DropReason::NoRoute)
             }
-        };
-        IngressOutput { verdict, emit }
+        }
     }
 
     #[inline]
-    fn egress(&mut self, pkt: &mut PacketMeta, port: PortId, queue: QueueMeta) -> EgressVerdict {
+    fn on_dequeue(&mut self, pkt: &mut PacketMeta, port: PortId, queue: QueueMeta, _ctx: &mut Ctx) -> EgressVerdict {
         if let Some(Some(m)) = self.markers.get_mut(usize::from(port)) {
             m.on_dequeue(pkt, queue);
         }
@@ -425,11 +424,11 @@ mod tests {
         let mut got = Vec::new();
         for _ in 0..3 {
             let mut p = PacketMeta::udp(STA1, STA3, 1, 2, 1512);
-            got.push(sw.ingress(&mut p, 0).verdict);
+            got.push(sw.ingress(&mut p, &mut Ctx::new()));
         }
         assert_eq!(got, [Verdict::Forward(1), Verdict::Forward(1), Verdict::Forward(2)]);
         let mut other = PacketMeta::udp(0x0a00_0002, STA3, 1, 2, 1512);
-        assert_eq!(sw.ingress(&mut other, 0).verdict, Verdict::Forward(0));
+        assert_eq!(sw.ingress(&mut other, &mut Ctx::new()), Verdict::Forward(0));
         assert_eq!(other.ttl, 63);
     }
 
@@ -441,7 +440,7 @@ mod tests {
         });
         let mut fb = PacketMeta::udp(CONFLUENCE, SPLITTER, 50_000, 50_000, 60);
         fb.feedback = Some(crate::packet::FeedbackInfo { group: 0, path: 1 });
-        assert_eq!(sw.ingress(&mut fb, 0).verdict, Verdict::Consume);
+        assert_eq!(sw.ingress(&mut fb, &mut Ctx::new()), Verdict::Consume);
         assert_eq!(sw.scheduler(0).unwrap().as_dwrr().unwrap().adjust(), &[0, 1]);
     }
 
@@ -450,7 +449,10 @@ mod tests {
         let mut sw = splitter(SchedulerConfig::Wrr { weights: vec![1, 1] });
         let mut p = PacketMeta::udp(STA1, STA3, 1, 2, 1512);
         p.ttl = 1;
-        assert_eq!(sw.ingress(&mut p, 0).verdict, Verdict::Drop(DropReason::TtlExpired));
+        assert_eq!(
+            sw.ingress(&mut p, &mut Ctx::new()),
+            Verdict::Drop(DropReason::TtlExpired)
+        );
     }
 
     #[test]
@@ -459,12 +461,13 @@ mod tests {
         let q = QueueMeta {
             enq_qdepth_pkts: 63,
             deq_qdepth_pkts: 62,
+            queue: 0,
         };
         let mut p = PacketMeta::udp(STA1, STA3, 1, 2, 1512);
         p.ecn = Ecn::Ect0;
-        sw.egress(&mut p, 0, q);
+        sw.on_dequeue(&mut p, 0, q, &mut Ctx::new());
         assert_eq!(p.ecn, Ecn::Ect0);
-        sw.egress(&mut p, 1, q);
+        sw.on_dequeue(&mut p, 1, q, &mut Ctx::new());
         assert_eq!(p.ecn, Ecn::Ce);
     }
 
@@ -493,9 +496,9 @@ mod tests {
             let mut p = PacketMeta::udp(STA1, STA3, 1, 2, 1512);
             p.ecn = Ecn::Ce;
             p.ingress_port = 2;
-            let out = sw.ingress(&mut p, 0);
-            assert_eq!(out.verdict, Verdict::Forward(0));
-            if let Some(e) = out.emit {
+            let mut ctx = Ctx::new();
+            assert_eq!(sw.ingress(&mut p, &mut ctx), Verdict::Forward(0));
+            for e in ctx.emitted() {
                 assert_eq!(e.port, 1);
                 emitted += 1;
             }

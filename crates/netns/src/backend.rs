@@ -109,6 +109,13 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             t.name
         )));
     }
+    if let Some(i) = sc.links.iter().position(|l| l.queues > 1) {
+        return Err(NetnsError::Unsupported(format!(
+            "link[{i}] has {} output queues; ports with several queues run in the simulator only for now \
+             (the kernel backend shapes each port with one htb class and a pfifo); use --backend sim",
+            sc.links[i].queues
+        )));
+    }
     let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
     for f in &sc.flows {
         if let Some(t) = &f.tcp {
@@ -422,9 +429,9 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
                 // the system allows (net.core.wmem_max) keeps the sender at its rate.
                 args.push("-w".into());
                 args.push(send_buffer_bytes().to_string());
-                if f.ecn != Ecn::NotEct {
+                if f.ecn != Ecn::NotEct || f.dscp != 0 {
                     args.push("--tos".into());
-                    args.push(f.ecn.bits().to_string());
+                    args.push(((f.dscp << 2) | f.ecn.bits()).to_string());
                 }
                 let refs: Vec<&str> = args.iter().map(String::as_str).collect();
                 let c = live.nss[f.src].spawn("iperf3", &refs)?;

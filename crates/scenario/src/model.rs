@@ -34,7 +34,7 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
-pub use mpsched_topo::{Link, Node, NodeKind};
+pub use mpsched_topo::{Link, Node, NodeKind, QueueDiscipline, MAX_QUEUES};
 
 /// Transport of a flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,6 +171,8 @@ pub struct Flow {
     pub stop_ps: u64,
     /// ECN codepoint the source sets.
     pub ecn: Ecn,
+    /// DSCP of its packets.
+    pub dscp: u8,
     /// Path the flow's route is pinned to.
     pub path: Option<usize>,
     /// UDP source port.
@@ -759,6 +761,50 @@ fn build_tunnel(
     })
 }
 
+/// A link's output queues: how many and their discipline.
+fn link_queues(ctx: &Ctx<'_>, i: usize, l: &RawLink) -> Result<(u8, QueueDiscipline), ScenarioError> {
+    let queues = l.queues.unwrap_or(1);
+    if !(1..=MAX_QUEUES).contains(&queues) {
+        return Err(ctx.err(
+            format!("link[{i}].queues"),
+            format!("expected 1 to {MAX_QUEUES}, got {queues}"),
+        ));
+    }
+    let weights = || -> Result<Vec<u32>, ScenarioError> {
+        let w = l.queue_weights.clone().unwrap_or_else(|| vec![1; usize::from(queues)]);
+        if w.len() != usize::from(queues) || w.contains(&0) {
+            return Err(ctx.err(
+                format!("link[{i}].queue_weights"),
+                format!("expected {queues} weights of at least 1"),
+            ));
+        }
+        Ok(w)
+    };
+    let default = if queues > 1 { "strict-priority" } else { "fifo" };
+    let discipline = match l.discipline.as_deref().unwrap_or(default) {
+        "fifo" if queues == 1 => QueueDiscipline::Fifo,
+        "fifo" => {
+            return Err(ctx.err(
+                format!("link[{i}].discipline"),
+                "`fifo` has one queue; with several choose `strict-priority`, `wrr` or `drr`",
+            ))
+        }
+        "strict-priority" => QueueDiscipline::StrictPriority,
+        "wrr" => QueueDiscipline::Wrr(weights()?),
+        "drr" => QueueDiscipline::Drr(weights()?),
+        d => {
+            return Err(ctx.err(
+                format!("link[{i}].discipline"),
+                format!("expected `fifo`, `strict-priority`, `wrr` or `drr`, got `{d}`"),
+            ))
+        }
+    };
+    if l.queue_weights.is_some() && !matches!(discipline, QueueDiscipline::Wrr(_) | QueueDiscipline::Drr(_)) {
+        return Err(ctx.err(format!("link[{i}].queue_weights"), "weights need `wrr` or `drr`"));
+    }
+    Ok((queues, discipline))
+}
+
 fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
     let ctx = Ctx { file: origin };
     let m = &raw.scenario;
@@ -876,6 +922,7 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         if l.ecn_threshold_pkts == Some(0) {
             return Err(ctx.err(format!("link[{i}].ecn_threshold_pkts"), "expected at least 1"));
         }
+        let (queues, discipline) = link_queues(&ctx, i, l)?;
         links.push(Link {
             a,
             b,
@@ -884,6 +931,8 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             queue_pkts,
             name: l.name.clone(),
             ecn_threshold_pkts: l.ecn_threshold_pkts,
+            queues,
+            discipline,
         });
     }
     for (i, n) in nodes.iter().enumerate() {
@@ -1147,6 +1196,10 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             Some(p) => Some(path_of(format!("{at}.path"), p)?),
             None => None,
         };
+        let dscp = f.dscp.unwrap_or(0);
+        if dscp > 63 {
+            return Err(ctx.err(format!("{at}.dscp"), format!("expected 0 to 63, got {dscp}")));
+        }
         flows.push(Flow {
             name: f.name.clone(),
             src,
@@ -1158,6 +1211,7 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             start_ps,
             stop_ps,
             ecn,
+            dscp,
             path,
             src_port: f.src_port.unwrap_or(40_000 + i as u16),
             dst_port: f.dst_port.unwrap_or(5201),

@@ -138,6 +138,15 @@ pub struct RawLink {
     /// Mark ECN-capable packets CE when this many packets wait (both directions, at switches).
     #[serde(default)]
     pub ecn_threshold_pkts: Option<u32>,
+    /// Output queues per direction (default 1).
+    #[serde(default)]
+    pub queues: Option<u8>,
+    /// `fifo`, `strict-priority` (the default with several queues), `wrr` or `drr`.
+    #[serde(default)]
+    pub discipline: Option<String>,
+    /// WRR: packets per round per queue; DRR: 1514-byte quanta per round per queue.
+    #[serde(default)]
+    pub queue_weights: Option<Vec<u32>>,
 }
 
 /// `[[path]]`: a named sequence of nodes from a splitting point to a confluence point.
@@ -219,6 +228,10 @@ pub struct RawFlow {
     pub stop: Option<String>,
     #[serde(default)]
     pub ecn: Option<String>,
+    /// DSCP of its packets, 0 to 63 (a port with several queues puts class `dscp >> 3` in queue
+    /// `dscp >> 3` unless its program chooses).
+    #[serde(default)]
+    pub dscp: Option<u8>,
     /// Pin the flow's route to this path (routes for `dst` along it).
     #[serde(default)]
     pub path: Option<String>,

@@ -34,6 +34,8 @@ pub enum EventKind {
     AppStop(u32),
     /// A TCP connection's timers (retransmission, delayed ACK) may be due.
     TcpTimer(u32),
+    /// A program's timer (an index into the simulation's pending program timers).
+    ProgramTimer(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -26,6 +26,7 @@ pub mod experiment;
 pub mod link;
 pub mod packet;
 pub mod pcap;
+pub mod queue;
 pub mod series;
 mod sim;
 

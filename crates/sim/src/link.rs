@@ -1,8 +1,9 @@
-//! A simplex link: a FIFO queue of bounded capacity, a serialiser at a fixed rate, and a
-//! propagation delay. A full-duplex scenario link is two of these.
+//! A simplex link: the sending port's output queues (one FIFO, or several under a discipline),
+//! a serialiser at a fixed rate, and a propagation delay. A full-duplex scenario link is two.
 
 use crate::event::{TimePs, PS_PER_S};
 use crate::packet::Packet;
+use crate::queue::PortQueues;
 use mpsched_core::packet::PortId;
 use std::collections::VecDeque;
 
@@ -22,11 +23,9 @@ pub struct Link {
     ps_per_bit: Option<u64>,
     /// Propagation delay.
     pub delay_ps: TimePs,
-    /// Capacity of the queue in packets waiting (the packet being serialised is not counted).
-    pub capacity_pkts: u32,
-    /// Packets waiting, each with the queue depth it found on arrival.
-    pub queue: VecDeque<(Packet, u32)>,
-    /// Wire bytes of the packets waiting (kept with `queue`).
+    /// The output queues: packets waiting, each with the depth of its queue on arrival.
+    pub queues: PortQueues,
+    /// Wire bytes of the packets waiting (kept with `queues`).
     pub queued_bytes: u64,
     /// The packet being serialised.
     pub on_wire: Option<Packet>,
@@ -79,7 +78,7 @@ impl Link {
         to_port: PortId,
         rate_bps: u64,
         delay_ps: TimePs,
-        capacity_pkts: u32,
+        queues: PortQueues,
     ) -> Self {
         let ps_per_bit = if PS_PER_S % rate_bps == 0 {
             Some(PS_PER_S / rate_bps)
@@ -94,8 +93,7 @@ impl Link {
             rate_bps,
             ps_per_bit,
             delay_ps,
-            capacity_pkts,
-            queue: VecDeque::new(),
+            queues,
             queued_bytes: 0,
             on_wire: None,
             in_flight: VecDeque::new(),
@@ -119,13 +117,17 @@ impl Link {
 mod tests {
     use super::*;
 
+    fn fifo() -> PortQueues {
+        PortQueues::new(1, 64, Default::default())
+    }
+
     #[test]
     fn serialisation_times_are_exact() {
-        let l = Link::new(0, 0, 1, 0, 100_000_000_000, 0, 64);
+        let l = Link::new(0, 0, 1, 0, 100_000_000_000, 0, fifo());
         assert_eq!(l.serialisation_ps(64), 5_120, "64 B at 100 Gbps is 5.12 ns");
-        let l = Link::new(0, 0, 1, 0, 3_000_000, 0, 64);
+        let l = Link::new(0, 0, 1, 0, 3_000_000, 0, fifo());
         assert_eq!(l.serialisation_ps(1512), 4_032_000_000, "1512 B at 3 Mbps is 4.032 ms");
-        let l = Link::new(0, 0, 1, 0, 7_000_000, 0, 64);
+        let l = Link::new(0, 0, 1, 0, 7_000_000, 0, fifo());
         assert_eq!(l.serialisation_ps(7), 8_000_000);
     }
 }

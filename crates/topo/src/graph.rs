@@ -42,6 +42,27 @@ pub struct Link {
     pub name: Option<String>,
     /// ECN marking threshold at the switch ends of this link, in packets waiting.
     pub ecn_threshold_pkts: Option<u32>,
+    /// Output queues per direction (1 to [`MAX_QUEUES`]), each of `queue_pkts`.
+    pub queues: u8,
+    /// How the serialiser chooses among them.
+    pub discipline: QueueDiscipline,
+}
+
+/// The most queues a port may have (BMv2's priority queues are 0 to 7).
+pub const MAX_QUEUES: u8 = 8;
+
+/// How a port with several output queues serves them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum QueueDiscipline {
+    /// One queue, first in first out.
+    #[default]
+    Fifo,
+    /// The highest-numbered non-empty queue first (BMv2's priority queues).
+    StrictPriority,
+    /// Weighted round robin: up to `w[i]` packets from queue `i` per round.
+    Wrr(Vec<u32>),
+    /// Deficit round robin: `w[i]` quanta of 1514 bytes per round for queue `i`.
+    Drr(Vec<u32>),
 }
 
 /// The far end of a port.

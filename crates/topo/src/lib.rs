@@ -24,6 +24,6 @@ pub mod graph;
 pub mod routing;
 pub mod tables;
 
-pub use graph::{Graph, Link, Node, NodeId, NodeKind, PortEnd};
+pub use graph::{Graph, Link, Node, NodeId, NodeKind, PortEnd, QueueDiscipline, MAX_QUEUES};
 pub use routing::Routes;
 pub use tables::{Intents, PinIntent, SplitIntent, Wiring};

@@ -7,9 +7,10 @@ use crate::event::{EventKind, EventQueue, TimePs, PS_PER_S};
 use crate::link::{InFlight, Link};
 use crate::packet::{Packet, Slab, TcpPart, CONTROL_FLOW, NO_INNER, NO_PATH, NO_TCP};
 use crate::pcap::Capture;
+use crate::queue::PortQueues;
 use crate::series::TimeSeries;
 use mpsched_core::packet::{Ipv4, PacketMeta, PortId, UDP_OVERHEAD_BYTES};
-use mpsched_core::program::{EgressVerdict, Program, QueueMeta, Verdict};
+use mpsched_core::program::{Ctx, EgressVerdict, Program, QueueMeta, Verdict};
 use mpsched_core::rng::SeededRandom;
 use mpsched_core::switch::MultipathSwitch;
 use mpsched_core::tunnel::SubtunnelView;
@@ -181,6 +182,10 @@ pub struct Simulation {
     inner: Slab<tunnel::Inner>,
     /// The TCP parts of packets in the network.
     tcp_parts: Slab<TcpPart>,
+    /// The programs' context, reused from call to call.
+    ctx: Ctx,
+    /// Pending program timers: (node, token).
+    program_timers: Slab<(u32, u64)>,
     view_buf: Vec<SubtunnelView>,
     /// Subtunnel address -> the node that terminates it.
     tunnel_addrs: HashMap<Ipv4, u32>,
@@ -219,7 +224,7 @@ impl Simulation {
                 pb,
                 l.rate_bps,
                 l.delay_ps,
-                l.queue_pkts,
+                PortQueues::new(usize::from(l.queues), l.queue_pkts, l.discipline.clone()),
             ));
             links.push(Link::new(
                 l.b as u32,
@@ -228,7 +233,7 @@ impl Simulation {
                 pa,
                 l.rate_bps,
                 l.delay_ps,
-                l.queue_pkts,
+                PortQueues::new(usize::from(l.queues), l.queue_pkts, l.discipline.clone()),
             ));
             nodes[l.a].out_links.push(ia);
             nodes[l.a].peers.push((l.b as u32, pb));
@@ -291,6 +296,7 @@ impl Simulation {
                 f.payload_bytes + UDP_OVERHEAD_BYTES,
             );
             meta.ecn = f.ecn;
+            meta.dscp = f.dscp;
             let split_paths = sc
                 .splits
                 .iter()
@@ -595,6 +601,8 @@ impl Simulation {
             events: 0,
             seed: opts.seed,
             io_error: None,
+            ctx: Ctx::new(),
+            program_timers: Slab::default(),
             conns,
             tunnels,
             inner: Slab::default(),
@@ -625,7 +633,7 @@ impl Simulation {
             inner += usize::from(p.inner != NO_INNER);
         };
         for l in &self.links {
-            l.queue.iter().for_each(|(p, _)| count(p));
+            l.queues.iter().for_each(&mut count);
             l.on_wire.iter().for_each(&mut count);
             l.in_flight.iter().for_each(|f| count(&f.pkt));
         }
@@ -674,6 +682,7 @@ impl Simulation {
                 EventKind::AppStart(f) => self.on_app_start(f),
                 EventKind::AppStop(f) => self.on_app_stop(f),
                 EventKind::TcpTimer(c) => self.on_tcp_timer(c),
+                EventKind::ProgramTimer(i) => self.on_program_timer(i),
             }
         }
         self.now = self.now.max(until);
@@ -721,32 +730,106 @@ impl Simulation {
         self.output(src, 0, pkt);
     }
 
+    /// Send `pkt` out of `port` of `node`, in the queue its DSCP class selects.
     #[inline]
     fn output(&mut self, node: u32, port: PortId, pkt: Packet) {
-        let Some(&l) = self.nodes[node as usize].out_links.get(usize::from(port)) else {
-            self.nodes[node as usize].dropped += 1;
+        self.output_to(node, port, None, pkt);
+    }
+
+    /// Send `pkt` out of `port` of `node` in egress queue `queue` (a program's choice), or by
+    /// default the queue of its DSCP class (`dscp >> 3`); clamped to the port's queues.
+    #[inline]
+    fn output_to(&mut self, node: u32, port: PortId, queue: Option<u8>, mut pkt: Packet) {
+        let ni = node as usize;
+        let Some(&l) = self.nodes[ni].out_links.get(usize::from(port)) else {
+            self.nodes[ni].dropped += 1;
             self.release(&pkt);
             return;
         };
-        let link = &mut self.links[l as usize];
-        if link.on_wire.is_none() && link.queue.is_empty() {
-            self.start_tx(
-                l,
-                pkt,
-                QueueMeta {
-                    enq_qdepth_pkts: 0,
-                    deq_qdepth_pkts: 0,
-                },
-            );
-        } else if (link.queue.len() as u32) < link.capacity_pkts {
-            let depth = link.queue.len() as u32;
-            link.queued_bytes += u64::from(pkt.meta.wire_len_bytes);
-            link.queue.push_back((pkt, depth));
-            link.stats.max_depth_pkts = link.stats.max_depth_pkts.max(depth + 1);
-        } else {
-            link.stats.tail_drops += 1;
-            self.release(&pkt);
+        let link = &self.links[l as usize];
+        let q = link.queues.clamp(queue.unwrap_or(pkt.meta.dscp >> 3));
+        let depth = link.queues.queue_len(q);
+        if self.nodes[ni].program.as_ref().is_some_and(|p| p.uses_enqueue()) {
+            let meta = QueueMeta {
+                enq_qdepth_pkts: depth,
+                deq_qdepth_pkts: 0,
+                queue: q,
+            };
+            let verdict = self.call_program(node, |p, ctx| p.on_enqueue(&mut pkt.meta, port, meta, ctx));
+            if verdict == Some(EgressVerdict::Drop) {
+                self.links[l as usize].stats.egress_drops += 1;
+                self.release(&pkt);
+                return;
+            }
         }
+        let link = &mut self.links[l as usize];
+        if link.on_wire.is_none() && link.queues.is_empty() {
+            let meta = QueueMeta {
+                queue: q,
+                ..QueueMeta::default()
+            };
+            self.start_tx(l, pkt, meta);
+            return;
+        }
+        let bytes = u64::from(pkt.meta.wire_len_bytes);
+        match link.queues.push(q, pkt) {
+            Ok(depth) => {
+                link.queued_bytes += bytes;
+                link.stats.max_depth_pkts = link.stats.max_depth_pkts.max(depth + 1);
+            }
+            Err(pkt) => {
+                link.stats.tail_drops += 1;
+                self.release(&pkt);
+            }
+        }
+    }
+
+    /// Call `node`'s program with the runtime's context and carry out what it asked for:
+    /// generated packets are sent, timers scheduled. None if the node has no program.
+    #[inline]
+    fn call_program<T>(&mut self, node: u32, f: impl FnOnce(&mut dyn Program, &mut Ctx) -> T) -> Option<T> {
+        self.ctx.reset(self.now);
+        let out = self.nodes[node as usize]
+            .program
+            .as_deref_mut()
+            .map(|p| f(p, &mut self.ctx));
+        if !self.ctx.emitted().is_empty() || !self.ctx.timers().is_empty() {
+            // Rare: take the context out, since sending may call programs again.
+            let ctx = std::mem::take(&mut self.ctx);
+            self.program_effects(node, &ctx);
+            self.ctx = ctx;
+        }
+        out
+    }
+
+    #[cold]
+    fn program_effects(&mut self, node: u32, ctx: &Ctx) {
+        for t in ctx.timers() {
+            let i = self.program_timers.insert((node, t.token));
+            self.queue.schedule(t.at_ps, EventKind::ProgramTimer(i));
+        }
+        for e in ctx.emitted() {
+            let pkt = Packet::bare(e.meta, CONTROL_FLOW, self.now);
+            self.output(node, e.port, pkt);
+        }
+    }
+
+    fn on_program_timer(&mut self, i: u32) {
+        let (node, token) = self.program_timers.take(i);
+        self.call_program(node, |p, ctx| p.on_timer(token, ctx));
+    }
+
+    /// Replace the program of switch `node` (by name) with `program`, and start it. A runtime
+    /// hook for programs a scenario cannot name yet (tests, experiments in code).
+    pub fn install_program(&mut self, node: &str, program: Box<dyn Program>) -> Result<(), SimError> {
+        let i = self
+            .nodes
+            .iter()
+            .position(|n| n.name == node && n.kind == NodeKind::Switch)
+            .ok_or_else(|| SimError::Config(format!("no switch named `{node}`")))?;
+        self.nodes[i].program = Some(program);
+        self.call_program(i as u32, |p, ctx| p.start(ctx));
+        Ok(())
     }
 
     /// Free what a dropped packet holds (its TCP part; a UDP subtunnel datagram's inner packet
@@ -765,9 +848,10 @@ impl Simulation {
     #[inline]
     fn start_tx(&mut self, l: u32, mut pkt: Packet, q: QueueMeta) -> bool {
         let li = l as usize;
-        let (from, from_port) = (self.links[li].from as usize, self.links[li].from_port);
-        if let Some(prog) = self.nodes[from].program.as_mut() {
-            if prog.egress(&mut pkt.meta, from_port, q) == EgressVerdict::Drop {
+        let (from, from_port) = (self.links[li].from, self.links[li].from_port);
+        if self.nodes[from as usize].program.is_some() {
+            let verdict = self.call_program(from, |p, ctx| p.on_dequeue(&mut pkt.meta, from_port, q, ctx));
+            if verdict == Some(EgressVerdict::Drop) {
                 self.links[li].stats.egress_drops += 1;
                 self.release(&pkt);
                 return false;
@@ -807,17 +891,14 @@ impl Simulation {
 
     /// Serialise the next packet waiting on link `l`, past any the egress program drops.
     fn start_next_tx(&mut self, l: u32) {
-        while let Some((next, enq)) = self.links[l as usize].queue.pop_front() {
-            self.links[l as usize].queued_bytes -= u64::from(next.meta.wire_len_bytes);
-            let deq = self.links[l as usize].queue.len() as u32;
-            if self.start_tx(
-                l,
-                next,
-                QueueMeta {
-                    enq_qdepth_pkts: enq,
-                    deq_qdepth_pkts: deq,
-                },
-            ) {
+        while let Some(d) = self.links[l as usize].queues.pop() {
+            self.links[l as usize].queued_bytes -= u64::from(d.pkt.meta.wire_len_bytes);
+            let meta = QueueMeta {
+                enq_qdepth_pkts: d.enq_depth,
+                deq_qdepth_pkts: d.deq_depth,
+                queue: d.queue,
+            };
+            if self.start_tx(l, d.pkt, meta) {
                 break;
             }
         }
@@ -895,19 +976,19 @@ impl Simulation {
     fn route(&mut self, node: u32, port: PortId, mut pkt: Packet) {
         let ni = node as usize;
         pkt.meta.ingress_port = port;
-        let now = self.now;
-        let Some(prog) = self.nodes[ni].program.as_mut() else {
+        let mut queue = None;
+        let verdict = self.call_program(node, |p, ctx| {
+            let v = p.ingress(&mut pkt.meta, ctx);
+            queue = ctx.queue();
+            v
+        });
+        let Some(verdict) = verdict else {
             self.nodes[ni].dropped += 1;
             self.release(&pkt);
             return;
         };
-        let out = prog.ingress(&mut pkt.meta, now);
-        if let Some(e) = out.emit {
-            let fb = Packet::bare(e.meta, CONTROL_FLOW, now);
-            self.output(node, e.port, fb);
-        }
-        match out.verdict {
-            Verdict::Forward(p) => self.output(node, p, pkt),
+        match verdict {
+            Verdict::Forward(p) => self.output_to(node, p, queue, pkt),
             Verdict::Drop(_) => {
                 self.nodes[ni].dropped += 1;
                 self.release(&pkt);

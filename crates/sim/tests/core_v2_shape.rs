@@ -1,0 +1,262 @@
+//! The Core v2 shape carries what the later papers need (issue #9): a program that originates
+//! packets on a timer and floods them (HULA's probes), and ports with several queues under a
+//! discipline (PMQECN's priority queues), each in a small run.
+
+use mpsched_core::packet::{PacketMeta, PortId};
+use mpsched_core::program::{Ctx, DropReason, Program, Verdict};
+use mpsched_scenario::results::RunFigures;
+use mpsched_scenario::Scenario;
+use mpsched_sim::{SimOptions, Simulation};
+
+/// Destination of the toy probes.
+const PROBE_DST: u32 = 0xffff_ffff;
+
+/// A toy probe program: the origin sends a probe every `period_ps` out of every port; every
+/// switch sends a probe it has not seen before out of every port but the one it came in on, and
+/// drops repeats (the probe's sequence number rides in its source port). Other packets are
+/// dropped: the test looks at probes only.
+struct FloodProbe {
+    own_ip: u32,
+    n_ports: PortId,
+    period_ps: Option<u64>,
+    next_seq: u16,
+    newest_seen: Option<u16>,
+    originated: u64,
+    first_seen: u64,
+    repeats: u64,
+    copies_sent: u64,
+}
+
+impl FloodProbe {
+    fn new(own_ip: u32, n_ports: PortId, period_ps: Option<u64>) -> Self {
+        FloodProbe {
+            own_ip,
+            n_ports,
+            period_ps,
+            next_seq: 0,
+            newest_seen: None,
+            originated: 0,
+            first_seen: 0,
+            repeats: 0,
+            copies_sent: 0,
+        }
+    }
+
+    fn flood(&mut self, probe: PacketMeta, except: Option<PortId>, ctx: &mut Ctx) {
+        for port in (0..self.n_ports).filter(|&p| Some(p) != except) {
+            ctx.emit(port, probe);
+            self.copies_sent += 1;
+        }
+    }
+}
+
+impl Program for FloodProbe {
+    fn start(&mut self, ctx: &mut Ctx) {
+        if let Some(p) = self.period_ps {
+            ctx.set_timer(ctx.now_ps() + p, 0);
+        }
+    }
+
+    fn on_timer(&mut self, _token: u64, ctx: &mut Ctx) {
+        let probe = PacketMeta::udp(self.own_ip, PROBE_DST, self.next_seq, 7777, 64);
+        self.next_seq += 1;
+        self.originated += 1;
+        self.newest_seen = Some(probe.src_port);
+        self.flood(probe, None, ctx);
+        ctx.set_timer(ctx.now_ps() + self.period_ps.expect("only the origin has a timer"), 0);
+    }
+
+    fn ingress(&mut self, pkt: &mut PacketMeta, ctx: &mut Ctx) -> Verdict {
+        if pkt.dst_ip != PROBE_DST {
+            return Verdict::Drop(DropReason::NoRoute);
+        }
+        if self.newest_seen.is_some_and(|s| pkt.src_port <= s) {
+            self.repeats += 1;
+            return Verdict::Consume;
+        }
+        self.newest_seen = Some(pkt.src_port);
+        self.first_seen += 1;
+        self.flood(*pkt, Some(pkt.ingress_port), ctx);
+        Verdict::Consume
+    }
+
+    fn counters(&self) -> Vec<(String, u64)> {
+        vec![
+            ("probes_originated".into(), self.originated),
+            ("probes_first_seen".into(), self.first_seen),
+            ("probes_repeated".into(), self.repeats),
+            ("probe_copies_sent".into(), self.copies_sent),
+        ]
+    }
+}
+
+/// Four switches in a ring, s0 - s1 - s2 - s3 - s0, a host on s0 and one on s2.
+const RING: &str = r#"
+[scenario]
+name = "ring"
+duration = "1s"
+[[node]]
+name = "h0"
+kind = "host"
+[[node]]
+name = "h2"
+kind = "host"
+[[node]]
+name = "s0"
+kind = "switch"
+[[node]]
+name = "s1"
+kind = "switch"
+[[node]]
+name = "s2"
+kind = "switch"
+[[node]]
+name = "s3"
+kind = "switch"
+[[link]]
+a = "s0"
+b = "s1"
+rate = "1Gbps"
+delay = "10us"
+[[link]]
+a = "s1"
+b = "s2"
+rate = "1Gbps"
+delay = "10us"
+[[link]]
+a = "s2"
+b = "s3"
+rate = "1Gbps"
+delay = "10us"
+[[link]]
+a = "s3"
+b = "s0"
+rate = "1Gbps"
+delay = "10us"
+[[link]]
+a = "h0"
+b = "s0"
+rate = "1Gbps"
+[[link]]
+a = "h2"
+b = "s2"
+rate = "1Gbps"
+[[flow]]
+name = "f"
+src = "h0"
+dst = "h2"
+rate = "1Mbps"
+"#;
+
+#[test]
+fn a_program_originates_probes_on_a_timer_and_floods_them_but_back() {
+    let sc = Scenario::from_toml(RING, "ring.toml").unwrap();
+    let mut sim = Simulation::new(&sc, &SimOptions::with_seed(1)).unwrap();
+    // Ports in the order the node's links are declared: s0 has s1, s3, h0; s2 has s1, s3, h2.
+    let ports = [("s0", 3), ("s1", 2), ("s2", 3), ("s3", 2)];
+    for (i, &(name, n)) in ports.iter().enumerate() {
+        let period = (i == 0).then_some(1_000_000_000); // 1 ms, at s0 only
+        let ip = sc.nodes[sc.node_index(name).unwrap()].ip;
+        sim.install_program(name, Box::new(FloodProbe::new(ip, n, period)))
+            .unwrap();
+    }
+    let out = sim.run().unwrap();
+    let c = |node: &str, k: &str| out.figures.counters[node][k];
+    // 1 s of 1 ms periods: 1 000 probes (the run drains 2 s more, and the timer keeps going).
+    let originated = c("s0", "probes_originated");
+    assert!(originated >= 1000, "{originated}");
+    for s in ["s1", "s2", "s3"] {
+        assert_eq!(c(s, "probes_first_seen"), originated, "{s} sees every probe once");
+    }
+    // s1 and s3 pass each probe on to s2 only (not back to s0); s2, reached twice, sends the
+    // first copy on to its host and the other ring neighbour, and drops the second. That
+    // neighbour has seen the probe already and drops it, and so does s0 for the copies
+    // that come back round.
+    assert_eq!(c("s1", "probe_copies_sent"), originated);
+    assert_eq!(c("s3", "probe_copies_sent"), originated);
+    assert_eq!(c("s2", "probe_copies_sent"), 2 * originated);
+    assert_eq!(c("s2", "probes_repeated"), originated);
+    assert_eq!(c("s0", "probe_copies_sent"), 3 * originated);
+    // The hosts get the copies sent their way and, not being addressed, drop them.
+    assert!(c("h0", "dropped") >= originated && c("h2", "dropped") >= originated);
+}
+
+/// Three senders through one 10 Mbit/s port with three queues: high (DSCP 16, class 2) offers
+/// 8 Mbit/s, middle (DSCP 8, class 1) and low (DSCP 0) 4 Mbit/s each.
+fn three_classes(discipline: &str) -> String {
+    let mut s = String::from(
+        r#"
+[scenario]
+name = "classes"
+duration = "10s"
+[[node]]
+name = "hi"
+kind = "host"
+[[node]]
+name = "mid"
+kind = "host"
+[[node]]
+name = "lo"
+kind = "host"
+[[node]]
+name = "dst"
+kind = "host"
+[[node]]
+name = "sw"
+kind = "switch"
+[[link]]
+a = "hi"
+b = "sw"
+rate = "100Mbps"
+[[link]]
+a = "mid"
+b = "sw"
+rate = "100Mbps"
+[[link]]
+a = "lo"
+b = "sw"
+rate = "100Mbps"
+[[link]]
+a = "sw"
+b = "dst"
+rate = "10Mbps"
+queues = 3
+"#,
+    );
+    s.push_str(&format!("discipline = \"{discipline}\"\n"));
+    for (name, rate, dscp) in [("hi", "8Mbps", 16), ("mid", "4Mbps", 8), ("lo", "4Mbps", 0)] {
+        s.push_str(&format!(
+            "[[flow]]\nname = \"{name}\"\nsrc = \"{name}\"\ndst = \"dst\"\nrate = \"{rate}\"\ndscp = {dscp}\n"
+        ));
+    }
+    s
+}
+
+fn classes(discipline: &str) -> RunFigures {
+    let sc = Scenario::from_toml(&three_classes(discipline), "classes.toml").unwrap();
+    Simulation::new(&sc, &SimOptions::with_seed(1))
+        .unwrap()
+        .run()
+        .unwrap()
+        .figures
+}
+
+fn mbps(r: &RunFigures, id: &str) -> f64 {
+    r.flows.iter().find(|f| f.id == id).unwrap().delivered_mbps
+}
+
+#[test]
+fn strict_priority_starves_the_lowest_class_under_a_saturated_high_one() {
+    let r = classes("strict-priority");
+    let (hi, mid, lo) = (mbps(&r, "hi"), mbps(&r, "mid"), mbps(&r, "lo"));
+    // 10 Mbit/s of wire carries 9.72 of 1470-byte payload: 8 to the high class, what is left to
+    // the middle one, nothing to the low one.
+    assert!(hi > 7.99, "high class loses nothing: {hi}");
+    assert!((1.6..1.8).contains(&mid), "middle class gets the rest: {mid}");
+    assert!(lo < 0.05, "low class starves: {lo}");
+    // Deficit round robin among the same queues shares the port instead: the high class is cut
+    // to a third of it, and the low class gets its third.
+    let r = classes("drr");
+    let (hi, lo) = (mbps(&r, "hi"), mbps(&r, "lo"));
+    assert!((3.1..3.4).contains(&hi) && (3.1..3.4).contains(&lo), "{hi} {lo}");
+}
