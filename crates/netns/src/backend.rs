@@ -202,6 +202,7 @@ fn frame_bytes(payload: u32) -> u64 {
 pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun, NetnsError> {
     let use_netem = preflight(sc, opts)?;
     let w = sc.wiring().map_err(NetnsError::Unsupported)?;
+    check_kernel_limits(sc, &w)?;
     let ns_name = |i: usize| format!("{NS_PREFIX}{run_id}-{}", sc.nodes[i].name);
     let mut live = Live {
         nss: Vec::new(),
@@ -835,6 +836,37 @@ fn mac_string(m: [u8; 6]) -> String {
     m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
 
+/// Refuse, before anything is made, a scenario whose switch tables exceed the eBPF program's
+/// maps (`bpf/mpsched.h`): ports, splitting and confluence groups, routes, paths per group.
+pub fn check_kernel_limits(sc: &Scenario, w: &mpsched_topo::Wiring) -> Result<(), NetnsError> {
+    use crate::layout::{MAX_GROUPS, MAX_PATHS, MAX_PORTS, MAX_ROUTES};
+    for (i, cfg) in w.switches.iter().enumerate() {
+        let Some(cfg) = cfg else { continue };
+        let name = &sc.nodes[i].name;
+        let over = |what: &str, n: usize, max: usize| {
+            NetnsError::Unsupported(format!(
+                "switch `{name}` needs {n} {what}; the kernel data plane holds {max} (bpf/mpsched.h); \
+                 use --backend sim"
+            ))
+        };
+        let checks = [
+            ("ports", w.ports[i].len(), MAX_PORTS),
+            ("splitting groups", cfg.splits.len(), MAX_GROUPS),
+            ("confluence groups", cfg.confluences.len(), MAX_GROUPS),
+            ("routes", cfg.routes.len(), MAX_ROUTES),
+            (
+                "paths in one group",
+                cfg.splits.iter().map(|s| s.ports.len()).max().unwrap_or(0),
+                MAX_PATHS,
+            ),
+        ];
+        if let Some(&(what, n, max)) = checks.iter().find(|c| c.1 > c.2) {
+            return Err(over(what, n, max));
+        }
+    }
+    Ok(())
+}
+
 /// The limit of a link's leaf qdisc: the scenario's queue, plus room for the packets netem
 /// holds while it delays them.
 ///
@@ -923,7 +955,28 @@ pub fn leftovers() -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::netem_limit_pkts;
+    use super::{check_kernel_limits, netem_limit_pkts};
+    use mpsched_scenario::Scenario;
+
+    /// A switch with more ports than the eBPF program holds is refused by name, before anything
+    /// is made (it used to fail as a map update after the namespaces existed).
+    #[test]
+    fn tables_beyond_the_ebpf_maps_are_refused_by_name() {
+        let mut text = String::from("[scenario]\nname = \"star\"\nduration = \"1s\"\n");
+        text.push_str("[[node]]\nname = \"hub\"\nkind = \"switch\"\n");
+        for h in 0..17 {
+            text.push_str(&format!("[[node]]\nname = \"h{h}\"\nkind = \"host\"\n"));
+            text.push_str(&format!("[[link]]\na = \"h{h}\"\nb = \"hub\"\nrate = \"1Gbps\"\n"));
+        }
+        text.push_str("[[flow]]\nname = \"f\"\nsrc = \"h0\"\ndst = \"h1\"\nrate = \"1Mbps\"\n");
+        let sc = Scenario::from_toml(&text, "star.toml").unwrap();
+        let err = check_kernel_limits(&sc, &sc.wiring().unwrap()).unwrap_err().to_string();
+        assert!(err.contains("`hub`") && err.contains("17 ports") && err.contains("16"), "{err}");
+        let fits = text.replace("[[node]]\nname = \"h16\"\nkind = \"host\"\n", "");
+        let fits = fits.replace("[[link]]\na = \"h16\"\nb = \"hub\"\nrate = \"1Gbps\"\n", "");
+        let sc = Scenario::from_toml(&fits, "star.toml").unwrap();
+        check_kernel_limits(&sc, &sc.wiring().unwrap()).unwrap();
+    }
 
     /// Defect 8: netem's limit counted the packets it was delaying, so once rate x delay
     /// exceeded the queue the kernel dropped what the simulator delivered.

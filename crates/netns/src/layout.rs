@@ -14,6 +14,8 @@ pub mod h {
 pub const MAX_PATHS: usize = h::MAX_PATHS as usize;
 pub const MAX_PORTS: usize = h::MAX_PORTS as usize;
 pub const MAX_GROUPS: usize = h::MAX_GROUPS as usize;
+/// Entries of the LPM routes map.
+pub const MAX_ROUTES: usize = h::MAX_ROUTES as usize;
 
 /// `struct mps_node`.
 #[repr(C)]
