@@ -971,7 +971,10 @@ mod tests {
         text.push_str("[[flow]]\nname = \"f\"\nsrc = \"h0\"\ndst = \"h1\"\nrate = \"1Mbps\"\n");
         let sc = Scenario::from_toml(&text, "star.toml").unwrap();
         let err = check_kernel_limits(&sc, &sc.wiring().unwrap()).unwrap_err().to_string();
-        assert!(err.contains("`hub`") && err.contains("17 ports") && err.contains("16"), "{err}");
+        assert!(
+            err.contains("`hub`") && err.contains("17 ports") && err.contains("16"),
+            "{err}"
+        );
         let fits = text.replace("[[node]]\nname = \"h16\"\nkind = \"host\"\n", "");
         let fits = fits.replace("[[link]]\na = \"h16\"\nb = \"hub\"\nrate = \"1Gbps\"\n", "");
         let sc = Scenario::from_toml(&fits, "star.toml").unwrap();

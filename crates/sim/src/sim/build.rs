@@ -1,0 +1,452 @@
+//! Building a simulation from a scenario, one part at a time: the network, the switches'
+//! programs, the path monitors, the flows and their connections, the tunnels, the captures, the
+//! time-series columns and the first events.
+
+use super::*;
+
+/// The port of `from` that leads to its neighbour `to`.
+pub(super) fn port_to(nodes: &[NodeState], from: usize, to: usize) -> PortId {
+    nodes[from]
+        .peers
+        .iter()
+        .position(|&(p, _)| p as usize == to)
+        .expect("validated: linked") as PortId
+}
+
+/// Nodes and simplex links (two per scenario link), each node's ports in declaration order.
+pub(super) fn network(sc: &Scenario) -> (Vec<NodeState>, Vec<Link>) {
+    let mut nodes: Vec<NodeState> = sc
+        .nodes
+        .iter()
+        .map(|x| NodeState {
+            name: x.name.clone(),
+            kind: x.kind,
+            ip: x.ip,
+            out_links: Vec::new(),
+            peers: Vec::new(),
+            program: None,
+            dropped: 0,
+            tunnel_side: None,
+        })
+        .collect();
+    let mut links = Vec::new();
+    for l in &sc.links {
+        let (pa, pb) = (
+            nodes[l.a].out_links.len() as PortId,
+            nodes[l.b].out_links.len() as PortId,
+        );
+        let (ia, ib) = (links.len() as u32, links.len() as u32 + 1);
+        links.push(Link::new(
+            l.a as u32,
+            pa,
+            l.b as u32,
+            pb,
+            l.rate_bps,
+            l.delay_ps,
+            PortQueues::new(usize::from(l.queues), l.queue_pkts, l.discipline.clone()),
+        ));
+        links.push(Link::new(
+            l.b as u32,
+            pb,
+            l.a as u32,
+            pa,
+            l.rate_bps,
+            l.delay_ps,
+            PortQueues::new(usize::from(l.queues), l.queue_pkts, l.discipline.clone()),
+        ));
+        nodes[l.a].out_links.push(ia);
+        nodes[l.a].peers.push((l.b as u32, pb));
+        nodes[l.b].out_links.push(ib);
+        nodes[l.b].peers.push((l.a as u32, pa));
+    }
+    (nodes, links)
+}
+
+/// The multipath switch program on every switch, filled by the control plane.
+pub(super) fn install_switches(
+    sc: &Scenario,
+    wiring: &mpsched_topo::Wiring,
+    nodes: &mut [NodeState],
+    rng: &mut SeededRandom,
+) -> Result<(), SimError> {
+    for (i, node) in sc.nodes.iter().enumerate() {
+        let Some(cfg) = &wiring.switches[i] else {
+            continue;
+        };
+        let node_seed = rng.next_u64();
+        let prog = MultipathSwitch::new(cfg, |g| Box::new(SeededRandom::new(node_seed ^ (u64::from(g) << 32))))
+            .map_err(|e| SimError::Config(format!("node `{}`: {e}", node.name)))?;
+        nodes[i].program = Some(Box::new(prog));
+    }
+
+    Ok(())
+}
+
+/// Per scenario path: the monitored link (its last, into the confluence point) and its capacity.
+pub(super) fn path_monitors(sc: &Scenario, nodes: &[NodeState], links: &mut [Link]) -> (Vec<u32>, Vec<u64>) {
+    let mut path_links = Vec::new();
+    let mut path_capacity_bps = Vec::new();
+    for (pi, p) in sc.paths.iter().enumerate() {
+        let k = p.nodes.len();
+        let (a, b) = (p.nodes[k - 2], p.nodes[k - 1]);
+        let l = nodes[a].out_links[usize::from(port_to(nodes, a, b))];
+        links[l as usize].path_tag = Some(pi as u8);
+        path_links.push(l);
+        let cap = p
+            .nodes
+            .windows(2)
+            .map(|w| links[nodes[w[0]].out_links[usize::from(port_to(nodes, w[0], w[1]))] as usize].rate_bps)
+            .min()
+            .unwrap_or(0);
+        path_capacity_bps.push(cap);
+    }
+
+    (path_links, path_capacity_bps)
+}
+
+/// The flows' sources and sinks, each starting up to the scenario's start jitter late.
+pub(super) fn flows(sc: &Scenario, rng: &mut SeededRandom, intervals: usize) -> Vec<FlowState> {
+    let mut flows = Vec::new();
+    for f in &sc.flows {
+        let jitter = if sc.start_jitter_ps > 0 {
+            rng.next_u64() % (sc.start_jitter_ps + 1)
+        } else {
+            0
+        };
+        let mut meta = PacketMeta::udp(
+            sc.nodes[f.src].ip,
+            sc.nodes[f.dst].ip,
+            f.src_port,
+            f.dst_port,
+            f.payload_bytes + UDP_OVERHEAD_BYTES,
+        );
+        meta.ecn = f.ecn;
+        meta.dscp = f.dscp;
+        let split_paths = sc
+            .splits
+            .iter()
+            .find(|s| s.src == f.src && s.dst == f.dst)
+            .map(|s| s.paths.clone())
+            .unwrap_or_default();
+        flows.push(FlowState {
+            name: f.name.clone(),
+            src_node: f.src as u32,
+            meta,
+            payload_bytes: f.payload_bytes,
+            rate_bps: f.rate_bps,
+            offered_mbps: f.rate_bps as f64 / 1e6,
+            start_ps: (f.start_ps + jitter).min(f.stop_ps),
+            stop_ps: f.stop_ps,
+            next_seq: 0,
+            split_paths,
+            delivered: 0,
+            delivered_payload_bytes: 0,
+            owd_sum_ps: 0,
+            max_seq: None,
+            reordered: 0,
+            per_path_bytes: vec![0; sc.paths.len()],
+            rx_interval_bytes: 0,
+            per_path_interval_bytes: vec![0; sc.paths.len()],
+            sent_by_interval: vec![0; intervals + 1],
+            delivered_by_sent_interval: vec![0; intervals + 1],
+            tcp: None,
+            delivered_total_bytes: 0,
+        });
+    }
+
+    flows
+}
+
+/// The TCP connections of TCP flows (two for request / response).
+pub(super) fn flow_connections(sc: &Scenario, flows: &mut [FlowState], intervals: usize) -> Vec<Conn> {
+    let mut conns: Vec<Conn> = Vec::new();
+    for (fi, f) in sc.flows.iter().enumerate() {
+        let Some(t) = &f.tcp else { continue };
+        let meta = flows[fi].meta;
+        let c = conns.len() as u32;
+        conns.push(Conn::new(
+            &t.config,
+            f.src as u32,
+            f.dst as u32,
+            meta,
+            0,
+            0,
+            Owner::Flow(fi as u32),
+        ));
+        let response_conn = match t.app {
+            TcpApp::RequestResponse { .. } => {
+                let mut back = meta;
+                std::mem::swap(&mut back.src_ip, &mut back.dst_ip);
+                std::mem::swap(&mut back.src_port, &mut back.dst_port);
+                conns.push(Conn::new(
+                    &t.config,
+                    f.dst as u32,
+                    f.src as u32,
+                    back,
+                    0,
+                    0,
+                    Owner::Response(fi as u32),
+                ));
+                Some(c + 1)
+            }
+            _ => None,
+        };
+        flows[fi].tcp = Some(TcpFlowState::new(t.app, c, response_conn, intervals));
+    }
+
+    conns
+}
+
+/// The tunnels' two ends, their subtunnel connections (appended to `conns`) and the subtunnel
+/// addresses each end terminates.
+pub(super) fn tunnels(
+    sc: &Scenario,
+    wiring: &mpsched_topo::Wiring,
+    nodes: &mut [NodeState],
+    conns: &mut Vec<Conn>,
+) -> Result<(Vec<TunnelState>, HashMap<Ipv4, u32>), SimError> {
+    let mut tunnels = Vec::new();
+    let mut tunnel_addrs = HashMap::new();
+    for (ti, tun) in sc.tunnels.iter().enumerate() {
+        let ends = [tun.entry, tun.exit];
+        let mut sides = Vec::new();
+        for (d, &node) in ends.iter().enumerate() {
+            let far = ends[1 - d];
+            let dir = if d == 0 { TunnelDir::Down } else { TunnelDir::Up };
+            // The next hop of each subtunnel from this end.
+            let ports: Vec<PortId> = tun
+                .subtunnels
+                .iter()
+                .map(|&p| {
+                    let pn = &sc.paths[p].nodes;
+                    let next = if d == 0 { pn[1] } else { pn[pn.len() - 2] };
+                    port_to(nodes, node, next)
+                })
+                .collect();
+            // Hosts behind the far end: those it does not reach through a subtunnel.
+            let far_ports: Vec<PortId> = tun
+                .subtunnels
+                .iter()
+                .map(|&p| {
+                    let pn = &sc.paths[p].nodes;
+                    let next = if d == 0 { pn[pn.len() - 2] } else { pn[1] };
+                    port_to(nodes, far, next)
+                })
+                .collect();
+            let far_hosts: HashSet<Ipv4> = sc
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(h, n)| {
+                    n.kind == NodeKind::Host
+                        && wiring
+                            .routes
+                            .port(far, *h)
+                            .is_some_and(|port| !far_ports.contains(&port))
+                })
+                .map(|(_, n)| n.ip)
+                .collect();
+            let mut sub_conns = Vec::new();
+            for (j, &port) in ports.iter().enumerate() {
+                let addr = subtunnel_addr(ti, j, dir);
+                tunnel_addrs.insert(addr, far as u32);
+                if tun.transport == SubtunnelTransport::Tcp {
+                    let meta = PacketMeta::udp(sc.nodes[node].ip, addr, 50_000 + j as u16, 9000, 0);
+                    let c = conns.len() as u32;
+                    let back = if d == 0 { TunnelDir::Up } else { TunnelDir::Down };
+                    conns.push(Conn::new(
+                        &tun.tcp,
+                        node as u32,
+                        far as u32,
+                        meta,
+                        port,
+                        far_ports[j],
+                        Owner::Subtunnel(TunnelRef { tunnel: ti as u32, dir }),
+                    ));
+                    // ACKs return along the same subtunnel, to the other direction's address.
+                    let ack = &mut conns[c as usize].ack_meta;
+                    ack.src_ip = sc.nodes[far].ip;
+                    ack.dst_ip = subtunnel_addr(ti, j, back);
+                    sub_conns.push(c);
+                }
+            }
+            // ACKs of a TCP subtunnel travel the other way, to the other direction's address.
+            for (j, _) in ports.iter().enumerate() {
+                let back = if d == 0 { TunnelDir::Up } else { TunnelDir::Down };
+                tunnel_addrs.insert(subtunnel_addr(ti, j, back), node as u32);
+            }
+            nodes[node].tunnel_side = Some((ti as u32, d as u8));
+            sides.push(TunnelSide {
+                node: node as u32,
+                far_hosts,
+                scheduler: tun.scheduler.build(),
+                conns: sub_conns,
+                ports,
+                next_entry_seq: HashMap::new(),
+                exit_max_seq: HashMap::new(),
+                scheduled: 0,
+                forwarded: 0,
+                reordered: 0,
+                drops: 0,
+                per_sub: vec![0; tun.subtunnels.len()],
+            });
+        }
+        let [down, up]: [TunnelSide; 2] = sides.try_into().map_err(|_| SimError::Config("tunnel sides".into()))?;
+        tunnels.push(TunnelState {
+            name: tun.name.clone(),
+            scheduler_name: match tun.scheduler {
+                mpsched_core::tunnel::TunnelSchedulerConfig::Rr => "rr",
+                mpsched_core::tunnel::TunnelSchedulerConfig::Afmt { .. } => "afmt",
+            },
+            transport: tun.transport,
+            send_buffer_bytes: tun.send_buffer_bytes,
+            subtunnel_names: tun.subtunnels.iter().map(|&p| sc.paths[p].name.clone()).collect(),
+            sides: [down, up],
+        });
+    }
+
+    Ok((tunnels, tunnel_addrs))
+}
+
+/// The pcap captures asked for, and per link the capture of its transmissions and arrivals.
+pub(super) fn captures(
+    opts: &SimOptions,
+    sc: &Scenario,
+    nodes: &[NodeState],
+    n_links: usize,
+) -> Result<Captures, SimError> {
+    let mut captures = Vec::new();
+    let mut cap_tx = vec![None; n_links];
+    let mut cap_rx = vec![None; n_links];
+    for req in &opts.captures {
+        let ni = sc
+            .node_index(&req.node)
+            .ok_or_else(|| SimError::Capture(format!("no node named `{}`", req.node)))?;
+        let port = match req.iface.strip_prefix("eth").and_then(|x| x.parse::<usize>().ok()) {
+            Some(p) if p < nodes[ni].peers.len() => p,
+            Some(p) => {
+                return Err(SimError::Capture(format!(
+                    "`{}` has {} interfaces, no eth{p}",
+                    req.node,
+                    nodes[ni].peers.len()
+                )))
+            }
+            None => nodes[ni]
+                .peers
+                .iter()
+                .position(|&(peer, _)| nodes[peer as usize].name == req.iface)
+                .ok_or_else(|| {
+                    let names: Vec<String> = (0..nodes[ni].peers.len())
+                        .map(|p| format!("eth{p} ({})", nodes[nodes[ni].peers[p].0 as usize].name))
+                        .collect();
+                    SimError::Capture(format!(
+                        "`{}` has no interface `{}`; it has {}",
+                        req.node,
+                        req.iface,
+                        names.join(", ")
+                    ))
+                })?,
+        };
+        let (peer, peer_port) = nodes[ni].peers[port];
+        let ci = captures.len() as u32;
+        captures.push(Capture::create(
+            &req.path,
+            ni as u32,
+            port as u16,
+            peer,
+            peer_port,
+            req.snaplen,
+        )?);
+        let out_link = nodes[ni].out_links[port] as usize;
+        cap_tx[out_link] = Some(ci);
+        let in_link = nodes[peer as usize].out_links[usize::from(peer_port)] as usize;
+        cap_rx[in_link] = Some(ci);
+    }
+
+    Ok(Captures {
+        captures,
+        cap_tx,
+        cap_rx,
+    })
+}
+
+/// The pcap writers and, per link, the capture recording its transmissions and arrivals.
+pub(super) struct Captures {
+    pub captures: Vec<Capture>,
+    pub cap_tx: Vec<Option<u32>>,
+    pub cap_rx: Vec<Option<u32>>,
+}
+
+/// The time series' columns, and the (node, register) behind each register column.
+pub(super) fn series_columns(
+    sc: &Scenario,
+    flows: &[FlowState],
+    tunnels: &[TunnelState],
+    nodes: &[NodeState],
+) -> (Vec<String>, Vec<(u32, usize)>) {
+    let mut columns = vec!["time_s".to_string()];
+    for p in &sc.paths {
+        columns.push(format!("{}_mbps", p.name));
+    }
+    for f in flows {
+        columns.push(format!("{}_mbps", f.name));
+    }
+    for f in flows {
+        for &p in &f.split_paths {
+            columns.push(format!("{}_{}_mbps", f.name, sc.paths[p].name));
+        }
+    }
+    for f in flows {
+        columns.push(format!("{}_loss_pct", f.name));
+    }
+    for f in flows {
+        if f.tcp.is_some() {
+            columns.push(format!("{}_cwnd_kib", f.name));
+            columns.push(format!("{}_srtt_ms", f.name));
+            columns.push(format!("{}_retx", f.name));
+        }
+    }
+    for t in tunnels {
+        for dn in ["down", "up"] {
+            if t.transport == SubtunnelTransport::Tcp {
+                for name in &t.subtunnel_names {
+                    columns.push(format!("{}_{dn}_{name}_cwnd_kib", t.name));
+                    columns.push(format!("{}_{dn}_{name}_srtt_ms", t.name));
+                    columns.push(format!("{}_{dn}_{name}_fill_kib", t.name));
+                }
+            }
+            for name in &t.subtunnel_names {
+                columns.push(format!("{}_{dn}_{name}_pkts", t.name));
+            }
+        }
+    }
+    let mut register_columns = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        if let Some(p) = &node.program {
+            for (k, (name, _)) in p.registers().iter().enumerate() {
+                columns.push(format!("{}_{}", node.name, name));
+                register_columns.push((i as u32, k));
+            }
+        }
+    }
+
+    (columns, register_columns)
+}
+
+/// The first events: every flow's start (and a TCP flow's stop), the first sample.
+pub(super) fn first_events(sc: &Scenario, flows: &[FlowState]) -> EventQueue {
+    let mut queue = EventQueue::new();
+    for (i, f) in flows.iter().enumerate() {
+        if f.start_ps < f.stop_ps {
+            if f.tcp.is_some() {
+                queue.schedule(f.start_ps, EventKind::AppStart(i as u32));
+                queue.schedule(f.stop_ps, EventKind::AppStop(i as u32));
+            } else {
+                queue.schedule(f.start_ps, EventKind::Send(i as u32));
+            }
+        }
+    }
+    queue.schedule(sc.sample_interval_ps.min(sc.duration_ps), EventKind::Sample);
+
+    queue
+}
