@@ -805,42 +805,12 @@ fn link_queues(ctx: &Ctx<'_>, i: usize, l: &RawLink) -> Result<(u8, QueueDiscipl
     Ok((queues, discipline))
 }
 
-fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
-    let ctx = Ctx { file: origin };
-    let m = &raw.scenario;
-    if m.name.trim().is_empty() {
-        return Err(ctx.err("scenario.name", "expected a non-empty name"));
-    }
-    let duration_ps = ctx.time("scenario.duration", &m.duration)?;
-    if duration_ps == 0 {
-        return Err(ctx.err("scenario.duration", "expected a duration above zero"));
-    }
-    let default_queue = m.queue_pkts.unwrap_or(DEFAULT_QUEUE_PKTS);
-    let sample_interval_ps = match &m.sample_interval {
-        Some(s) => ctx.time("scenario.sample_interval", s)?,
-        None => 1_000_000_000_000,
-    };
-    if sample_interval_ps == 0 {
-        return Err(ctx.err("scenario.sample_interval", "expected an interval above zero"));
-    }
-    let start_jitter_ps = match &m.start_jitter {
-        Some(s) => ctx.time("scenario.start_jitter", s)?,
-        None => 0,
-    };
-    let send_jitter_ps = match &m.send_jitter {
-        Some(s) => ctx.time("scenario.send_jitter", s)?,
-        None => 0,
-    };
-    let repetitions = m.repetitions.unwrap_or(1);
-    if repetitions == 0 {
-        return Err(ctx.err("scenario.repetitions", "expected at least 1"));
-    }
-
-    // Nodes.
+/// `[[node]]`: names, kinds and addresses (hosts 10.0.0.N and switches 10.255.0.N by default).
+fn nodes_of(ctx: &Ctx<'_>, raw_nodes: &[RawNode]) -> Result<Vec<Node>, ScenarioError> {
     let mut nodes = Vec::new();
     let mut names = HashSet::new();
     let (mut hosts, mut switches) = (0u32, 0u32);
-    for (i, n) in raw.node.iter().enumerate() {
+    for (i, n) in raw_nodes.iter().enumerate() {
         if !names.insert(n.name.clone()) {
             return Err(ctx.err(format!("node[{i}].name"), format!("duplicate node name `{}`", n.name)));
         }
@@ -883,17 +853,20 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             return Err(ctx.err(format!("node[{i}].ip"), "duplicate address"));
         }
     }
-    let node_of = |field: String, name: &str| {
-        nodes
-            .iter()
-            .position(|n| n.name == name)
-            .ok_or_else(|| ctx.err(field, format!("no node named `{name}`")))
-    };
+    Ok(nodes)
+}
 
-    // Links.
+/// `[[link]]`: ends, rate, delay, queues; every host has exactly one link.
+fn links_of(
+    ctx: &Ctx<'_>,
+    raw_links: &[RawLink],
+    nodes: &[Node],
+    node_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
+    default_queue: u32,
+) -> Result<Vec<Link>, ScenarioError> {
     let mut links = Vec::new();
     let mut pairs = HashSet::new();
-    for (i, l) in raw.link.iter().enumerate() {
+    for (i, l) in raw_links.iter().enumerate() {
         let a = node_of(format!("link[{i}].a"), &l.a)?;
         let b = node_of(format!("link[{i}].b"), &l.b)?;
         if a == b {
@@ -922,7 +895,7 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         if l.ecn_threshold_pkts == Some(0) {
             return Err(ctx.err(format!("link[{i}].ecn_threshold_pkts"), "expected at least 1"));
         }
-        let (queues, discipline) = link_queues(&ctx, i, l)?;
+        let (queues, discipline) = link_queues(ctx, i, l)?;
         links.push(Link {
             a,
             b,
@@ -943,11 +916,20 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             ));
         }
     }
-    let linked = |x: usize, y: usize| links.iter().any(|l| (l.a == x && l.b == y) || (l.a == y && l.b == x));
+    Ok(links)
+}
 
-    // Paths.
+/// `[[path]]`: switches, each linked to the next.
+fn paths_of(
+    ctx: &Ctx<'_>,
+    raw_paths: &[RawPath],
+    nodes: &[Node],
+    links: &[Link],
+    node_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
+) -> Result<Vec<Path>, ScenarioError> {
+    let linked = |x: usize, y: usize| links.iter().any(|l| (l.a == x && l.b == y) || (l.a == y && l.b == x));
     let mut paths = Vec::new();
-    for (i, p) in raw.path.iter().enumerate() {
+    for (i, p) in raw_paths.iter().enumerate() {
         if paths.iter().any(|q: &Path| q.name == p.name) {
             return Err(ctx.err(format!("path[{i}].name"), format!("duplicate path name `{}`", p.name)));
         }
@@ -981,17 +963,20 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             nodes: idx,
         });
     }
-    let path_of = |field: String, name: &str| {
-        paths
-            .iter()
-            .position(|p| p.name == name)
-            .ok_or_else(|| ctx.err(field, format!("no path named `{name}`")))
-    };
+    Ok(paths)
+}
 
-    // Splits.
+/// `[[split]]`: paths from one splitting point to one confluence point, and a scheduler.
+fn splits_of(
+    ctx: &Ctx<'_>,
+    raw_splits_in: &[RawSplit],
+    paths: &[Path],
+    node_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
+    path_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
+) -> Result<(Vec<Split>, Vec<RawSplitKeep>), ScenarioError> {
     let mut splits = Vec::new();
     let mut raw_splits = Vec::new();
-    for (i, s) in raw.split.iter().enumerate() {
+    for (i, s) in raw_splits_in.iter().enumerate() {
         let at = format!("split[{i}]");
         let src = node_of(format!("{at}.src"), &s.src)?;
         let dst = node_of(format!("{at}.dst"), &s.dst)?;
@@ -1033,7 +1018,7 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             dwrr: s.dwrr.clone().unwrap_or_default(),
         };
         let names: Vec<String> = pidx.iter().map(|&p| paths[p].name.clone()).collect();
-        let scheduler = scheduler_config(&ctx, &at, &keep, &names)?;
+        let scheduler = scheduler_config(ctx, &at, &keep, &names)?;
         let ecn_threshold_pkts = s.ecn_threshold_pkts.or(if s.scheduler == "dwrr" {
             Some(mpsched_core::marker::DEFAULT_ECN_THRESHOLD_PKTS)
         } else {
@@ -1056,181 +1041,227 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
     if splits.len() > 255 {
         return Err(ctx.err("split", "at most 255 splits"));
     }
+    Ok((splits, raw_splits))
+}
 
-    // Flows.
-    let mut flows = Vec::new();
+/// `[[flow]]` entries: at least one, names unique.
+fn flows_of(
+    ctx: &Ctx<'_>,
+    raw: &RawScenario,
+    nodes: &[Node],
+    duration_ps: u64,
+    node_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
+    path_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
+) -> Result<Vec<Flow>, ScenarioError> {
+    let mut flows: Vec<Flow> = Vec::new();
     for (i, f) in raw.flow.iter().enumerate() {
         let at = format!("flow[{i}]");
         if flows.iter().any(|g: &Flow| g.name == f.name) {
             return Err(ctx.err(format!("{at}.name"), format!("duplicate flow name `{}`", f.name)));
         }
-        let src = node_of(format!("{at}.src"), &f.src)?;
-        let dst = node_of(format!("{at}.dst"), &f.dst)?;
-        for (k, n) in [("src", src), ("dst", dst)] {
-            if nodes[n].kind != NodeKind::Host {
-                return Err(ctx.err(
-                    format!("{at}.{k}"),
-                    format!("expected a host, `{}` is a switch", nodes[n].name),
-                ));
-            }
-        }
-        if src == dst {
-            return Err(ctx.err(format!("{at}.dst"), "source and destination are the same host"));
-        }
-        let tcp_defaults = tcp_config(&ctx, "tcp", TcpConfig::default(), &raw.tcp.clone().unwrap_or_default())?;
-        let protocol = match f.protocol.as_deref().unwrap_or("udp") {
-            "udp" => Protocol::Udp,
-            "tcp" => Protocol::Tcp,
-            p => return Err(ctx.err(format!("{at}.protocol"), format!("expected `udp` or `tcp`, got `{p}`"))),
-        };
-        let (rate_bps, tcp) = match protocol {
-            Protocol::Udp => {
-                for (k, v) in [
-                    ("size", f.size.is_some()),
-                    ("request", f.request.is_some()),
-                    ("response", f.response.is_some()),
-                    ("requests", f.requests.is_some()),
-                    ("tcp", f.tcp.is_some()),
-                ] {
-                    if v {
-                        return Err(ctx.err(format!("{at}.{k}"), "applies to TCP flows only (`protocol = \"tcp\"`)"));
-                    }
-                }
-                let r = f
-                    .rate
-                    .as_deref()
-                    .ok_or_else(|| ctx.err(format!("{at}.rate"), "a UDP flow needs `rate`, e.g. \"4Mbps\""))?;
-                (ctx.rate(&format!("{at}.rate"), r)?, None)
-            }
-            Protocol::Tcp => {
-                if f.rate.is_some() {
-                    return Err(ctx.err(
-                        format!("{at}.rate"),
-                        "a TCP flow's rate is what its congestion control finds; remove `rate`",
-                    ));
-                }
-                if f.ecn.is_some() {
-                    return Err(ctx.err(format!("{at}.ecn"), "for TCP, negotiate ECN with `tcp.ecn = true`"));
-                }
-                let config = tcp_config(
-                    &ctx,
-                    &format!("{at}.tcp"),
-                    tcp_defaults.clone(),
-                    &f.tcp.clone().unwrap_or_default(),
-                )?;
-                let app = match (&f.size, &f.request, &f.response) {
-                    (None, None, None) => {
-                        if f.requests.is_some() {
-                            return Err(ctx.err(format!("{at}.requests"), "needs `request` and `response`"));
-                        }
-                        TcpApp::Bulk
-                    }
-                    (Some(sz), None, None) => {
-                        let size_bytes = ctx.size(&format!("{at}.size"), sz)?;
-                        if size_bytes == 0 {
-                            return Err(ctx.err(format!("{at}.size"), "expected at least 1B"));
-                        }
-                        TcpApp::Transfer { size_bytes }
-                    }
-                    (None, Some(q), Some(r)) => {
-                        let request_bytes = ctx.size(&format!("{at}.request"), q)?;
-                        let response_bytes = ctx.size(&format!("{at}.response"), r)?;
-                        if request_bytes == 0 || response_bytes == 0 {
-                            return Err(ctx.err(format!("{at}.request"), "requests and responses need at least 1B"));
-                        }
-                        TcpApp::RequestResponse {
-                            request_bytes,
-                            response_bytes,
-                            count: f.requests.unwrap_or(0),
-                        }
-                    }
-                    _ => {
-                        return Err(ctx.err(
-                            at.clone(),
-                            "a TCP flow is bulk (no `size`), a transfer (`size`) or request / response (`request` and `response`)",
-                        ))
-                    }
-                };
-                (0, Some(TcpFlow { config, app }))
-            }
-        };
-        let payload = match &f.payload {
-            Some(p) => ctx.size(&format!("{at}.payload"), p)?,
-            None => u64::from(DEFAULT_PAYLOAD_BYTES),
-        };
-        if !(16..=65_507).contains(&payload) {
-            return Err(ctx.err(
-                format!("{at}.payload"),
-                format!("expected 16B to 65507B (iperf needs 16 bytes for its header), got {payload}B"),
-            ));
-        }
-        let start_ps = match &f.start {
-            Some(s) => ctx.time(&format!("{at}.start"), s)?,
-            None => 0,
-        };
-        let stop_ps = match &f.stop {
-            Some(s) => ctx.time(&format!("{at}.stop"), s)?,
-            None => duration_ps,
-        };
-        if stop_ps <= start_ps {
-            return Err(ctx.err(format!("{at}.stop"), "expected a stop time after the start time"));
-        }
-        if stop_ps > duration_ps {
-            return Err(ctx.err(
-                format!("{at}.stop"),
-                "expected a stop time within the scenario's duration",
-            ));
-        }
-        let ecn = match f.ecn.as_deref().unwrap_or("not-ect") {
-            "not-ect" | "none" => Ecn::NotEct,
-            "ect0" | "ect(0)" => Ecn::Ect0,
-            "ect1" | "ect(1)" => Ecn::Ect1,
-            e => {
-                return Err(ctx.err(
-                    format!("{at}.ecn"),
-                    format!("expected `not-ect`, `ect0` or `ect1`, got `{e}`"),
-                ))
-            }
-        };
-        let path = match &f.path {
-            Some(p) => Some(path_of(format!("{at}.path"), p)?),
-            None => None,
-        };
-        let dscp = f.dscp.unwrap_or(0);
-        if dscp > 63 {
-            return Err(ctx.err(format!("{at}.dscp"), format!("expected 0 to 63, got {dscp}")));
-        }
-        flows.push(Flow {
-            name: f.name.clone(),
-            src,
-            dst,
-            protocol,
-            tcp,
-            rate_bps,
-            payload_bytes: payload as u32,
-            start_ps,
-            stop_ps,
-            ecn,
-            dscp,
-            path,
-            src_port: f.src_port.unwrap_or(40_000 + i as u16),
-            dst_port: f.dst_port.unwrap_or(5201),
-        });
+        flows.push(flow_of(ctx, i, f, &raw.tcp, nodes, duration_ps, node_of, path_of)?);
     }
     if flows.is_empty() {
         return Err(ctx.err("flow", "expected at least one [[flow]]"));
     }
+    Ok(flows)
+}
 
-    // Tunnels.
+/// One `[[flow]]`: ends, protocol, rate or TCP application, times, ECN, DSCP, pinned path.
+#[allow(clippy::too_many_arguments)]
+fn flow_of(
+    ctx: &Ctx<'_>,
+    i: usize,
+    f: &RawFlow,
+    raw_tcp: &Option<RawTcp>,
+    nodes: &[Node],
+    duration_ps: u64,
+    node_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
+    path_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
+) -> Result<Flow, ScenarioError> {
+    let at = format!("flow[{i}]");
+    let src = node_of(format!("{at}.src"), &f.src)?;
+    let dst = node_of(format!("{at}.dst"), &f.dst)?;
+    for (k, n) in [("src", src), ("dst", dst)] {
+        if nodes[n].kind != NodeKind::Host {
+            return Err(ctx.err(
+                format!("{at}.{k}"),
+                format!("expected a host, `{}` is a switch", nodes[n].name),
+            ));
+        }
+    }
+    if src == dst {
+        return Err(ctx.err(format!("{at}.dst"), "source and destination are the same host"));
+    }
+    let (protocol, rate_bps, tcp) = flow_transport(ctx, &at, f, raw_tcp)?;
+    let payload = match &f.payload {
+        Some(p) => ctx.size(&format!("{at}.payload"), p)?,
+        None => u64::from(DEFAULT_PAYLOAD_BYTES),
+    };
+    if !(16..=65_507).contains(&payload) {
+        return Err(ctx.err(
+            format!("{at}.payload"),
+            format!("expected 16B to 65507B (iperf needs 16 bytes for its header), got {payload}B"),
+        ));
+    }
+    let start_ps = match &f.start {
+        Some(s) => ctx.time(&format!("{at}.start"), s)?,
+        None => 0,
+    };
+    let stop_ps = match &f.stop {
+        Some(s) => ctx.time(&format!("{at}.stop"), s)?,
+        None => duration_ps,
+    };
+    if stop_ps <= start_ps {
+        return Err(ctx.err(format!("{at}.stop"), "expected a stop time after the start time"));
+    }
+    if stop_ps > duration_ps {
+        return Err(ctx.err(
+            format!("{at}.stop"),
+            "expected a stop time within the scenario's duration",
+        ));
+    }
+    let ecn = match f.ecn.as_deref().unwrap_or("not-ect") {
+        "not-ect" | "none" => Ecn::NotEct,
+        "ect0" | "ect(0)" => Ecn::Ect0,
+        "ect1" | "ect(1)" => Ecn::Ect1,
+        e => {
+            return Err(ctx.err(
+                format!("{at}.ecn"),
+                format!("expected `not-ect`, `ect0` or `ect1`, got `{e}`"),
+            ))
+        }
+    };
+    let path = match &f.path {
+        Some(p) => Some(path_of(format!("{at}.path"), p)?),
+        None => None,
+    };
+    let dscp = f.dscp.unwrap_or(0);
+    if dscp > 63 {
+        return Err(ctx.err(format!("{at}.dscp"), format!("expected 0 to 63, got {dscp}")));
+    }
+    Ok(Flow {
+        name: f.name.clone(),
+        src,
+        dst,
+        protocol,
+        tcp,
+        rate_bps,
+        payload_bytes: payload as u32,
+        start_ps,
+        stop_ps,
+        ecn,
+        dscp,
+        path,
+        src_port: f.src_port.unwrap_or(40_000 + i as u16),
+        dst_port: f.dst_port.unwrap_or(5201),
+    })
+}
+
+/// A flow's protocol, and its offered rate (UDP) or TCP configuration and application.
+fn flow_transport(
+    ctx: &Ctx<'_>,
+    at: &str,
+    f: &RawFlow,
+    raw_tcp: &Option<RawTcp>,
+) -> Result<(Protocol, u64, Option<TcpFlow>), ScenarioError> {
+    let tcp_defaults = tcp_config(ctx, "tcp", TcpConfig::default(), &raw_tcp.clone().unwrap_or_default())?;
+    let protocol = match f.protocol.as_deref().unwrap_or("udp") {
+        "udp" => Protocol::Udp,
+        "tcp" => Protocol::Tcp,
+        p => return Err(ctx.err(format!("{at}.protocol"), format!("expected `udp` or `tcp`, got `{p}`"))),
+    };
+    let (rate_bps, tcp) = match protocol {
+        Protocol::Udp => {
+            for (k, v) in [
+                ("size", f.size.is_some()),
+                ("request", f.request.is_some()),
+                ("response", f.response.is_some()),
+                ("requests", f.requests.is_some()),
+                ("tcp", f.tcp.is_some()),
+            ] {
+                if v {
+                    return Err(ctx.err(format!("{at}.{k}"), "applies to TCP flows only (`protocol = \"tcp\"`)"));
+                }
+            }
+            let r = f
+                .rate
+                .as_deref()
+                .ok_or_else(|| ctx.err(format!("{at}.rate"), "a UDP flow needs `rate`, e.g. \"4Mbps\""))?;
+            (ctx.rate(&format!("{at}.rate"), r)?, None)
+        }
+        Protocol::Tcp => {
+            if f.rate.is_some() {
+                return Err(ctx.err(
+                    format!("{at}.rate"),
+                    "a TCP flow's rate is what its congestion control finds; remove `rate`",
+                ));
+            }
+            if f.ecn.is_some() {
+                return Err(ctx.err(format!("{at}.ecn"), "for TCP, negotiate ECN with `tcp.ecn = true`"));
+            }
+            let config = tcp_config(
+                ctx,
+                &format!("{at}.tcp"),
+                tcp_defaults.clone(),
+                &f.tcp.clone().unwrap_or_default(),
+            )?;
+            let app = match (&f.size, &f.request, &f.response) {
+                (None, None, None) => {
+                    if f.requests.is_some() {
+                        return Err(ctx.err(format!("{at}.requests"), "needs `request` and `response`"));
+                    }
+                    TcpApp::Bulk
+                }
+                (Some(sz), None, None) => {
+                    let size_bytes = ctx.size(&format!("{at}.size"), sz)?;
+                    if size_bytes == 0 {
+                        return Err(ctx.err(format!("{at}.size"), "expected at least 1B"));
+                    }
+                    TcpApp::Transfer { size_bytes }
+                }
+                (None, Some(q), Some(r)) => {
+                    let request_bytes = ctx.size(&format!("{at}.request"), q)?;
+                    let response_bytes = ctx.size(&format!("{at}.response"), r)?;
+                    if request_bytes == 0 || response_bytes == 0 {
+                        return Err(ctx.err(format!("{at}.request"), "requests and responses need at least 1B"));
+                    }
+                    TcpApp::RequestResponse {
+                        request_bytes,
+                        response_bytes,
+                        count: f.requests.unwrap_or(0),
+                    }
+                }
+                _ => {
+                    return Err(ctx.err(
+                        at.to_string(),
+                        "a TCP flow is bulk (no `size`), a transfer (`size`) or request / response (`request` and `response`)",
+                    ))
+                }
+            };
+            (0, Some(TcpFlow { config, app }))
+        }
+    };
+    Ok((protocol, rate_bps, tcp))
+}
+
+/// `[[tunnel]]`: ends that are no other tunnel's and no split's.
+fn tunnels_of(
+    ctx: &Ctx<'_>,
+    raw_tunnels: &[RawTunnel],
+    nodes: &[Node],
+    paths: &[Path],
+    splits: &[Split],
+) -> Result<Vec<Tunnel>, ScenarioError> {
     let mut tunnels = Vec::new();
-    for (i, t) in raw.tunnel.iter().enumerate() {
+    for (i, t) in raw_tunnels.iter().enumerate() {
         if tunnels.iter().any(|x: &Tunnel| x.name == t.name) {
             return Err(ctx.err(
                 format!("tunnel[{i}].name"),
                 format!("duplicate tunnel name `{}`", t.name),
             ));
         }
-        let tun = build_tunnel(&ctx, i, t, &nodes, &paths)?;
+        let tun = build_tunnel(ctx, i, t, nodes, paths)?;
         if tunnels
             .iter()
             .any(|x: &Tunnel| [x.entry, x.exit].contains(&tun.entry) || [x.entry, x.exit].contains(&tun.exit))
@@ -1248,11 +1279,14 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         }
         tunnels.push(tun);
     }
+    Ok(tunnels)
+}
 
-    // Variants.
+/// `[[variant]]`: names unique; each is applied when asked for.
+fn variants_of(ctx: &Ctx<'_>, raw_variants: &[RawVariant]) -> Result<Vec<Variant>, ScenarioError> {
     let mut variants = Vec::new();
     let mut seen = BTreeMap::new();
-    for (i, v) in raw.variant.iter().enumerate() {
+    for (i, v) in raw_variants.iter().enumerate() {
         if seen.insert(v.name.clone(), i).is_some() {
             return Err(ctx.err(
                 format!("variant[{i}].name"),
@@ -1264,6 +1298,61 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
             raw: v.clone(),
         });
     }
+    Ok(variants)
+}
+
+fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
+    let ctx = Ctx { file: origin };
+    let m = &raw.scenario;
+    if m.name.trim().is_empty() {
+        return Err(ctx.err("scenario.name", "expected a non-empty name"));
+    }
+    let duration_ps = ctx.time("scenario.duration", &m.duration)?;
+    if duration_ps == 0 {
+        return Err(ctx.err("scenario.duration", "expected a duration above zero"));
+    }
+    let default_queue = m.queue_pkts.unwrap_or(DEFAULT_QUEUE_PKTS);
+    let sample_interval_ps = match &m.sample_interval {
+        Some(s) => ctx.time("scenario.sample_interval", s)?,
+        None => 1_000_000_000_000,
+    };
+    if sample_interval_ps == 0 {
+        return Err(ctx.err("scenario.sample_interval", "expected an interval above zero"));
+    }
+    let start_jitter_ps = match &m.start_jitter {
+        Some(s) => ctx.time("scenario.start_jitter", s)?,
+        None => 0,
+    };
+    let send_jitter_ps = match &m.send_jitter {
+        Some(s) => ctx.time("scenario.send_jitter", s)?,
+        None => 0,
+    };
+    let repetitions = m.repetitions.unwrap_or(1);
+    if repetitions == 0 {
+        return Err(ctx.err("scenario.repetitions", "expected at least 1"));
+    }
+
+    let nodes = nodes_of(&ctx, &raw.node)?;
+    let node_of = |field: String, name: &str| {
+        nodes
+            .iter()
+            .position(|n| n.name == name)
+            .ok_or_else(|| ctx.err(field, format!("no node named `{name}`")))
+    };
+
+    let links = links_of(&ctx, &raw.link, &nodes, &node_of, default_queue)?;
+    let paths = paths_of(&ctx, &raw.path, &nodes, &links, &node_of)?;
+    let path_of = |field: String, name: &str| {
+        paths
+            .iter()
+            .position(|p| p.name == name)
+            .ok_or_else(|| ctx.err(field, format!("no path named `{name}`")))
+    };
+
+    let (splits, raw_splits) = splits_of(&ctx, &raw.split, &paths, &node_of, &path_of)?;
+    let flows = flows_of(&ctx, &raw, &nodes, duration_ps, &node_of, &path_of)?;
+    let tunnels = tunnels_of(&ctx, &raw.tunnel, &nodes, &paths, &splits)?;
+    let variants = variants_of(&ctx, &raw.variant)?;
 
     Ok(Scenario {
         name: m.name.clone(),
