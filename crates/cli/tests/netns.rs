@@ -310,22 +310,29 @@ fn nothing_is_left_after_a_failed_or_interrupted_run_and_runs_do_not_collide() {
     assert_clean("after a normal run");
 }
 
+/// Scenario 1 with the first `from` replaced by `to`, written to a fresh folder `name`:
+/// (the folder, the file).
+fn s1_with(name: &str, from: &str, to: &str) -> (PathBuf, PathBuf) {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/motohashi2022/s1-homogeneous.toml"
+    ))
+    .unwrap()
+    .replacen(from, to, 1);
+    let dir = tmp(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, text).unwrap();
+    (dir, file)
+}
+
 fn tmp_existing(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("mpsched-netns-{}-{name}", std::process::id()))
 }
 
 fn propagation_delay_needs_netem_or_ignore_delay() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scenarios/motohashi2022/s1-homogeneous.toml"
-    ))
-    .unwrap()
-    .replacen("rate = \"54Mbps\"", "rate = \"54Mbps\"\ndelay = \"2ms\"", 1);
-    let dir = tmp("delay");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("delayed.toml");
-    std::fs::write(&file, text).unwrap();
+    let (dir, file) = s1_with("delay", "rate = \"54Mbps\"", "rate = \"54Mbps\"\ndelay = \"2ms\"");
     let netem = mpsched_has_netem();
     let run = |extra: &[&str]| {
         let mut c = mpsched();
@@ -402,16 +409,7 @@ fn every_vector_agrees_with_the_ebpf_programs() {
 /// the link, before it makes a namespace.
 fn ports_with_several_queues_are_refused_before_anything_is_made() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scenarios/motohashi2022/s1-homogeneous.toml"
-    ))
-    .unwrap()
-    .replacen("rate = \"4Mbps\"", "rate = \"4Mbps\"\nqueues = 2", 1);
-    let dir = tmp("queues");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("queues.toml");
-    std::fs::write(&file, text).unwrap();
+    let (dir, file) = s1_with("queues", "rate = \"4Mbps\"", "rate = \"4Mbps\"\nqueues = 2");
     let out = mpsched()
         .args(["run", "--backend", "netns", "--variant", "WRR", "--out"])
         .arg(dir.join("out"))

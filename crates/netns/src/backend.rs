@@ -198,167 +198,250 @@ fn frame_bytes(payload: u32) -> u64 {
     u64::from(payload + UDP_OVERHEAD_BYTES)
 }
 
+/// Everything a run is built from, and the steps that build it.
+struct Build<'a> {
+    sc: &'a Scenario,
+    w: &'a mpsched_topo::Wiring,
+    opts: &'a NetnsOptions,
+    run_id: &'a str,
+    use_netem: bool,
+    /// The scenario's largest data frame: the unit of the marker's thresholds and of netem's
+    /// delay line.
+    ref_frame: u64,
+}
+
+/// The MAC address of `node`'s port `port`.
+fn mac_of(node: usize, port: PortId) -> [u8; 6] {
+    mac_for(node as u32 + 1, port)
+}
+
+impl Build<'_> {
+    fn ns_name(&self, i: usize) -> String {
+        format!("{NS_PREFIX}{}-{}", self.run_id, self.sc.nodes[i].name)
+    }
+
+    fn check_stop(&self) -> Result<(), NetnsError> {
+        check_stop_plain(&self.opts.stop, self.run_id)
+    }
+
+    /// A namespace per node: no IPv6, no kernel forwarding on switches, hosts' TCP settings.
+    fn namespaces(&self, live: &mut Live) -> Result<(), NetnsError> {
+        let (b, sc) = (self, self.sc);
+
+        for i in 0..sc.nodes.len() {
+            let n = Netns::create(&b.ns_name(i))?;
+            n.sysctl("net.ipv6.conf.all.disable_ipv6", "1")?;
+            n.sysctl("net.ipv6.conf.default.disable_ipv6", "1")?;
+            // Switches forward only through their program.
+            n.sysctl("net.ipv4.ip_forward", "0")?;
+            if sc.nodes[i].kind == NodeKind::Host {
+                tcp_sysctls(&n, sc, i)?;
+            }
+            live.nss.push(n);
+            b.check_stop()?;
+        }
+        Ok(())
+    }
+
+    /// Links: veth pairs made inside both namespaces, shaped in each direction.
+    fn links(&self, live: &Live) -> Result<(), NetnsError> {
+        let (b, sc, w) = (self, self.sc, self.w);
+
+        for (li, l) in sc.links.iter().enumerate() {
+            let pa = w.ports[l.a].iter().position(|e| e.link == li).unwrap() as PortId;
+            let pb = w.ports[l.b].iter().position(|e| e.link == li).unwrap() as PortId;
+            let (ea, eb) = (format!("e{pa}"), format!("e{pb}"));
+            ns::ip(&[
+                "link",
+                "add",
+                &ea,
+                "netns",
+                &b.ns_name(l.a),
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &eb,
+                "netns",
+                &b.ns_name(l.b),
+            ])?;
+            for (node, port, ifname) in [(l.a, pa, &ea), (l.b, pb, &eb)] {
+                let n = &live.nss[node];
+                n.ip(&["link", "set", ifname, "address", &mac_string(mac_of(node, port))])?;
+                n.ip(&["link", "set", ifname, "up"])?;
+                // Offloads would let TCP hand htb 64 KB super-packets.
+                let _ = n.exec("ethtool", &["-K", ifname, "tso", "off", "gso", "off", "gro", "off"]);
+                let delay_ps = if b.use_netem { l.delay_ps } else { 0 };
+                // Whatever can arrive at the node may leave through this interface.
+                let in_rate_bps: u64 = w.ports[node].iter().map(|e| sc.links[e.link].rate_bps).sum();
+                let limit = netem_limit_pkts(l.queue_pkts, in_rate_bps, delay_ps, b.ref_frame);
+                shape(n, ifname, l.rate_bps, limit, delay_ps)?;
+            }
+            b.check_stop()?;
+        }
+        Ok(())
+    }
+
+    /// Hosts: an address, a default route via the neighbour, a static neighbour entry.
+    fn hosts(&self, live: &Live) -> Result<(), NetnsError> {
+        let (sc, w) = (self.sc, self.w);
+
+        for (i, node) in sc.nodes.iter().enumerate() {
+            if node.kind != NodeKind::Host {
+                continue;
+            }
+            let n = &live.nss[i];
+            let ip = ipv4_to_string(node.ip);
+            let Some(first) = w.ports[i].first() else {
+                continue;
+            };
+            n.ip(&["addr", "add", &format!("{ip}/32"), "dev", "e0"])?;
+            let gw = ipv4_to_string(sc.nodes[first.peer].ip);
+            n.ip(&["route", "add", &format!("{gw}/32"), "dev", "e0"])?;
+            n.ip(&["route", "add", "default", "via", &gw, "dev", "e0"])?;
+            n.ip(&[
+                "neigh",
+                "replace",
+                &gw,
+                "lladdr",
+                &mac_string(mac_of(first.peer, first.peer_port)),
+                "dev",
+                "e0",
+                "nud",
+                "permanent",
+            ])?;
+        }
+        Ok(())
+    }
+
+    /// Switches: the eBPF program on every interface, the marker on marking ones.
+    fn switches(&self, live: &mut Live) -> Result<(), NetnsError> {
+        let (b, sc, w) = (self, self.sc, self.w);
+
+        for (i, cfg) in w.switches.iter().enumerate() {
+            let Some(cfg) = cfg else {
+                continue;
+            };
+            let n = &live.nss[i];
+            let mut ports = Vec::new();
+            for (p, e) in w.ports[i].iter().enumerate() {
+                ports.push(PortBinding {
+                    ifindex: n.ifindex(&format!("e{p}"))?,
+                    own_mac: mac_of(i, p as PortId),
+                    peer_mac: mac_of(e.peer, e.peer_port),
+                });
+            }
+            let markers: Vec<MarkerConfig> = cfg
+                .ecn_markers
+                .iter()
+                .map(|&(port, th)| {
+                    let link = &sc.links[w.ports[i][usize::from(port)].link];
+                    MarkerConfig {
+                        port,
+                        rate_bps: link.rate_bps,
+                        threshold_bytes: u64::from(th) * b.ref_frame,
+                        limit_bytes: (u64::from(link.queue_pkts) + 1) * b.ref_frame,
+                    }
+                })
+                .collect();
+            let tables = NodeTables {
+                switch: cfg.clone(),
+                ports: ports.clone(),
+                markers: markers.clone(),
+                test_draws: Vec::new(),
+                test_clock: false,
+            };
+            let dp = n.enter(|| -> Result<Dataplane, NetnsError> {
+                let mut dp = Dataplane::load(&tables)?;
+                for (p, b) in ports.iter().enumerate() {
+                    dp.attach(b.ifindex, markers.iter().any(|m| usize::from(m.port) == p))?;
+                }
+                Ok(dp)
+            })??;
+            live.dataplanes.push((i, dp));
+            b.check_stop()?;
+        }
+        Ok(())
+    }
+
+    /// A one-off iperf3 server per flow.
+    fn servers(&self, live: &mut Live) -> Result<(), NetnsError> {
+        let sc = self.sc;
+
+        for f in &sc.flows {
+            let server = live.nss[f.dst].spawn(
+                "iperf3",
+                &[
+                    "-s",
+                    "-1",
+                    "-J",
+                    "-B",
+                    &ipv4_to_string(sc.nodes[f.dst].ip),
+                    "-p",
+                    &f.dst_port.to_string(),
+                ],
+            )?;
+            push_child(live, server);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(())
+    }
+}
+
 /// Run `sc` (one variant, one repetition) on the kernel.
 pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun, NetnsError> {
     let use_netem = preflight(sc, opts)?;
     let w = sc.wiring().map_err(NetnsError::Unsupported)?;
     check_kernel_limits(sc, &w)?;
-    let ns_name = |i: usize| format!("{NS_PREFIX}{run_id}-{}", sc.nodes[i].name);
+    let b = Build {
+        sc,
+        w: &w,
+        opts,
+        run_id,
+        use_netem,
+        ref_frame: sc
+            .flows
+            .iter()
+            .map(|f| frame_bytes(f.payload_bytes))
+            .max()
+            .unwrap_or(1514),
+    };
     let mut live = Live {
         nss: Vec::new(),
         children: Vec::new(),
         readers: Vec::new(),
         dataplanes: Vec::new(),
     };
-    let check_stop = || check_stop_plain(&opts.stop, run_id);
-
-    // Namespaces.
-    for i in 0..sc.nodes.len() {
-        let n = Netns::create(&ns_name(i))?;
-        n.sysctl("net.ipv6.conf.all.disable_ipv6", "1")?;
-        n.sysctl("net.ipv6.conf.default.disable_ipv6", "1")?;
-        // Switches forward only through their program.
-        n.sysctl("net.ipv4.ip_forward", "0")?;
-        if sc.nodes[i].kind == NodeKind::Host {
-            tcp_sysctls(&n, sc, i)?;
-        }
-        live.nss.push(n);
-        check_stop()?;
-    }
-    let mac = |node: usize, port: PortId| mac_for(node as u32 + 1, port);
-    let ref_frame = sc
-        .flows
-        .iter()
-        .map(|f| frame_bytes(f.payload_bytes))
-        .max()
-        .unwrap_or(1514);
-
-    // Links: veth pairs made inside both namespaces, shaped in each direction.
-    for (li, l) in sc.links.iter().enumerate() {
-        let pa = w.ports[l.a].iter().position(|e| e.link == li).unwrap() as PortId;
-        let pb = w.ports[l.b].iter().position(|e| e.link == li).unwrap() as PortId;
-        let (ea, eb) = (format!("e{pa}"), format!("e{pb}"));
-        ns::ip(&[
-            "link",
-            "add",
-            &ea,
-            "netns",
-            &ns_name(l.a),
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &eb,
-            "netns",
-            &ns_name(l.b),
-        ])?;
-        for (node, port, ifname) in [(l.a, pa, &ea), (l.b, pb, &eb)] {
-            let n = &live.nss[node];
-            n.ip(&["link", "set", ifname, "address", &mac_string(mac(node, port))])?;
-            n.ip(&["link", "set", ifname, "up"])?;
-            // Offloads would let TCP hand htb 64 KB super-packets.
-            let _ = n.exec("ethtool", &["-K", ifname, "tso", "off", "gso", "off", "gro", "off"]);
-            let delay_ps = if use_netem { l.delay_ps } else { 0 };
-            // Whatever can arrive at the node may leave through this interface.
-            let in_rate_bps: u64 = w.ports[node].iter().map(|e| sc.links[e.link].rate_bps).sum();
-            let limit = netem_limit_pkts(l.queue_pkts, in_rate_bps, delay_ps, ref_frame);
-            shape(n, ifname, l.rate_bps, limit, delay_ps)?;
-        }
-        check_stop()?;
-    }
-
-    // Hosts: an address, a default route via the neighbour, a static neighbour entry.
-    for (i, node) in sc.nodes.iter().enumerate() {
-        if node.kind != NodeKind::Host {
-            continue;
-        }
-        let n = &live.nss[i];
-        let ip = ipv4_to_string(node.ip);
-        let Some(first) = w.ports[i].first() else {
-            continue;
-        };
-        n.ip(&["addr", "add", &format!("{ip}/32"), "dev", "e0"])?;
-        let gw = ipv4_to_string(sc.nodes[first.peer].ip);
-        n.ip(&["route", "add", &format!("{gw}/32"), "dev", "e0"])?;
-        n.ip(&["route", "add", "default", "via", &gw, "dev", "e0"])?;
-        n.ip(&[
-            "neigh",
-            "replace",
-            &gw,
-            "lladdr",
-            &mac_string(mac(first.peer, first.peer_port)),
-            "dev",
-            "e0",
-            "nud",
-            "permanent",
-        ])?;
-    }
-
-    // Switches: the eBPF program on every interface, the marker on marking ones.
-    for (i, cfg) in w.switches.iter().enumerate() {
-        let Some(cfg) = cfg else {
-            continue;
-        };
-        let n = &live.nss[i];
-        let mut ports = Vec::new();
-        for (p, e) in w.ports[i].iter().enumerate() {
-            ports.push(PortBinding {
-                ifindex: n.ifindex(&format!("e{p}"))?,
-                own_mac: mac(i, p as PortId),
-                peer_mac: mac(e.peer, e.peer_port),
-            });
-        }
-        let markers: Vec<MarkerConfig> = cfg
-            .ecn_markers
-            .iter()
-            .map(|&(port, th)| {
-                let link = &sc.links[w.ports[i][usize::from(port)].link];
-                MarkerConfig {
-                    port,
-                    rate_bps: link.rate_bps,
-                    threshold_bytes: u64::from(th) * ref_frame,
-                    limit_bytes: (u64::from(link.queue_pkts) + 1) * ref_frame,
-                }
-            })
-            .collect();
-        let tables = NodeTables {
-            switch: cfg.clone(),
-            ports: ports.clone(),
-            markers: markers.clone(),
-            test_draws: Vec::new(),
-            test_clock: false,
-        };
-        let dp = n.enter(|| -> Result<Dataplane, NetnsError> {
-            let mut dp = Dataplane::load(&tables)?;
-            for (p, b) in ports.iter().enumerate() {
-                dp.attach(b.ifindex, markers.iter().any(|m| usize::from(m.port) == p))?;
-            }
-            Ok(dp)
-        })??;
-        live.dataplanes.push((i, dp));
-        check_stop()?;
-    }
-
-    // Traffic: a one-off iperf3 server per flow, then each client at its start time.
+    b.namespaces(&mut live)?;
+    b.links(&live)?;
+    b.hosts(&live)?;
+    b.switches(&mut live)?;
     let t0 = Instant::now();
-    for f in &sc.flows {
-        let server = live.nss[f.dst].spawn(
-            "iperf3",
-            &[
-                "-s",
-                "-1",
-                "-J",
-                "-B",
-                &ipv4_to_string(sc.nodes[f.dst].ip),
-                "-p",
-                &f.dst_port.to_string(),
-            ],
-        )?;
-        push_child(&mut live, server);
-    }
+    b.servers(&mut live)?;
     std::thread::sleep(Duration::from_millis(300));
+    let samples = drive(&b, &mut live, t0)?;
+    let outputs = wait_for_traffic(&b, &mut live)?;
+    let run = figures(&b, &live, samples, &outputs);
+    drop(live);
+    run
+}
 
-    // Sampling: path monitors are the confluence point's interfaces on each path's last hop.
+/// What a run measured while its traffic ran.
+struct Samples {
+    /// Per path, Mbit/s into the confluence point per sample interval.
+    path: Vec<Vec<f64>>,
+    /// Per sample interval, the DWRR weight registers.
+    regs: Vec<Vec<(String, u64)>>,
+    /// Per flow, the child running its TCP client.
+    client_of: Vec<Option<usize>>,
+    queue_tracking: Vec<(f64, String, PortId, u64, u64)>,
+}
+
+/// Start each client at its time and sample the path monitors and registers each interval,
+/// until the scenario's end.
+fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError> {
+    let (sc, w, opts) = (b.sc, b.w, b.opts);
+
     let monitors: Vec<(usize, String)> = sc
         .paths
         .iter()
@@ -393,7 +476,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
     let mut next_sample = sample_every;
     let mut next_track = opts.track_queues.unwrap_or(Duration::MAX);
     loop {
-        check_stop()?;
+        b.check_stop()?;
         let now = t0.elapsed();
         for (fi, f) in sc.flows.iter().enumerate() {
             if !started[fi] && now >= Duration::from_nanos(f.start_ps / 1000) {
@@ -404,7 +487,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
                     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
                     let c = live.nss[f.src].spawn("iperf3", &refs)?;
                     client_of[fi] = Some(live.children.len());
-                    push_child(&mut live, c);
+                    push_child(live, c);
                     continue;
                 }
                 let mut args: Vec<String> = vec![
@@ -436,7 +519,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
                 }
                 let refs: Vec<&str> = args.iter().map(String::as_str).collect();
                 let c = live.nss[f.src].spawn("iperf3", &refs)?;
-                push_child(&mut live, c);
+                push_child(live, c);
             }
         }
         if now >= next_track {
@@ -485,8 +568,18 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+    Ok(Samples {
+        path: path_samples,
+        regs: reg_samples,
+        client_of,
+        queue_tracking,
+    })
+}
 
-    // Wait for the clients and servers (servers exit after their one test), then read them.
+/// Wait for the clients and servers (servers exit after their one test), then read them.
+fn wait_for_traffic(b: &Build, live: &mut Live) -> Result<Vec<String>, NetnsError> {
+    let (opts, run_id) = (b.opts, b.run_id);
+
     let deadline = Instant::now() + DRAIN + Duration::from_secs(5);
     let mut outputs = vec![String::new(); live.children.len()];
     for (ci, c) in live.children.iter_mut().enumerate() {
@@ -506,8 +599,15 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
             outputs[ci] = r.join().unwrap_or_default();
         }
     }
+    Ok(outputs)
+}
 
-    // Figures.
+/// The run's figures and time series from what it sampled and what iperf3 reported.
+fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[String]) -> Result<NetnsRun, NetnsError> {
+    let (sc, w) = (b.sc, b.w);
+    let intervals = sc.duration_ps.div_ceil(sc.sample_interval_ps) as usize;
+    let sample_every = Duration::from_nanos(sc.sample_interval_ps / 1000);
+
     let mut flows = Vec::new();
     let mut series_cols = vec!["time_s".to_string()];
     for p in &sc.paths {
@@ -530,7 +630,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
             return Err(NetnsError::Traffic(format!("flow `{}`: {err}", f.name)));
         }
         if let Some(t) = &f.tcp {
-            let client: serde_json::Value = client_of[fi]
+            let client: serde_json::Value = samples.client_of[fi]
                 .and_then(|ci| serde_json::from_str(&outputs[ci]).ok())
                 .unwrap_or(serde_json::Value::Null);
             let (fig, cols) = tcp_flow_figures(f, t, &server, &client, intervals, sample_every.as_secs_f64());
@@ -539,61 +639,12 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
             tcp_series.push((f.name.clone(), cols[1..].to_vec()));
             continue;
         }
-        // iperf3 3.12's server leaves end.sum.bytes at 0 for UDP; sum_received has them.
-        let sum = &server["end"]["sum_received"];
-        let bytes = sum["bytes"].as_f64().unwrap_or(0.0);
-        let packets = sum["packets"].as_u64().unwrap_or(0);
-        let lost = sum["lost_packets"].as_u64().unwrap_or(0);
-        let ooo: u64 = server["end"]["streams"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|st| st["udp"]["out_of_order"].as_u64())
-            .sum();
-        let active_s = (f.stop_ps - f.start_ps) as f64 / PS_PER_S as f64;
-        let delivered_pkts = packets.saturating_sub(lost);
-        flows.push(FlowFigures {
-            id: f.name.clone(),
-            offered_mbps: f.rate_bps as f64 / 1e6,
-            delivered_mbps: round(bytes * 8.0 / active_s / 1e6, 4),
-            loss_pct: round(
-                if packets > 0 {
-                    lost as f64 * 100.0 / packets as f64
-                } else {
-                    0.0
-                },
-                4,
-            ),
-            mean_owd_ms: 0.0,
-            reordered_pct: round(
-                if packets > 0 {
-                    ooo as f64 * 100.0 / packets as f64
-                } else {
-                    0.0
-                },
-                4,
-            ),
-            sent_pkts: packets,
-            delivered_pkts,
-            per_path_mbps: BTreeMap::new(),
-            delivered_mib: round(bytes / f64::from(1u32 << 20), 4),
-            tcp: None,
-        });
-        // Per-second goodput at the receiver, placed on the scenario's clock.
-        let mut col = vec![0.0; intervals];
-        let start_s = f.start_ps as f64 / PS_PER_S as f64;
-        for iv in server["intervals"].as_array().into_iter().flatten() {
-            let s = &iv["sum"];
-            let t_end = start_s + s["end"].as_f64().unwrap_or(0.0);
-            let idx = (t_end.ceil() as usize).saturating_sub(1);
-            if idx < intervals {
-                col[idx] += s["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
-            }
-        }
+        let (fig, col) = udp_flow_figures(f, &server, intervals);
+        flows.push(fig);
         flow_series.push(col);
     }
     let mut reg_names: Vec<String> = Vec::new();
-    for r in &reg_samples {
+    for r in &samples.regs {
         for (k, _) in r {
             if !reg_names.contains(k) {
                 reg_names.push(k.clone());
@@ -609,7 +660,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
     let mut rows = Vec::new();
     for t in 0..intervals {
         let mut row = vec![(t + 1) as f64 * sample_every.as_secs_f64()];
-        for p in &path_samples {
+        for p in &samples.path {
             row.push(round(p.get(t).copied().unwrap_or(0.0), 4));
         }
         for f in &flow_series {
@@ -621,7 +672,8 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
             }
         }
         for k in &reg_names {
-            let v = reg_samples
+            let v = samples
+                .regs
                 .get(t)
                 .and_then(|r| r.iter().find(|(n, _)| n == k))
                 .map_or(0.0, |(_, v)| *v as f64);
@@ -634,7 +686,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         .iter()
         .enumerate()
         .map(|(pi, p)| {
-            let xs = &path_samples[pi];
+            let xs = &samples.path[pi];
             let cap = p
                 .nodes
                 .windows(2)
@@ -657,7 +709,6 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
             );
         }
     }
-    drop(live);
     Ok(NetnsRun {
         figures: RunFigures {
             tunnels: Vec::new(),
@@ -670,8 +721,64 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
             columns: series_cols,
             rows,
         },
-        queue_tracking,
+        queue_tracking: samples.queue_tracking,
     })
+}
+
+/// A UDP flow's figures and per-interval goodput from its iperf3 server report.
+fn udp_flow_figures(f: &Flow, server: &serde_json::Value, intervals: usize) -> (FlowFigures, Vec<f64>) {
+    // iperf3 3.12's server leaves end.sum.bytes at 0 for UDP; sum_received has them.
+    let sum = &server["end"]["sum_received"];
+    let bytes = sum["bytes"].as_f64().unwrap_or(0.0);
+    let packets = sum["packets"].as_u64().unwrap_or(0);
+    let lost = sum["lost_packets"].as_u64().unwrap_or(0);
+    let ooo: u64 = server["end"]["streams"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|st| st["udp"]["out_of_order"].as_u64())
+        .sum();
+    let active_s = (f.stop_ps - f.start_ps) as f64 / PS_PER_S as f64;
+    let delivered_pkts = packets.saturating_sub(lost);
+    let fig = FlowFigures {
+        id: f.name.clone(),
+        offered_mbps: f.rate_bps as f64 / 1e6,
+        delivered_mbps: round(bytes * 8.0 / active_s / 1e6, 4),
+        loss_pct: round(
+            if packets > 0 {
+                lost as f64 * 100.0 / packets as f64
+            } else {
+                0.0
+            },
+            4,
+        ),
+        mean_owd_ms: 0.0,
+        reordered_pct: round(
+            if packets > 0 {
+                ooo as f64 * 100.0 / packets as f64
+            } else {
+                0.0
+            },
+            4,
+        ),
+        sent_pkts: packets,
+        delivered_pkts,
+        per_path_mbps: BTreeMap::new(),
+        delivered_mib: round(bytes / f64::from(1u32 << 20), 4),
+        tcp: None,
+    };
+    // Per-second goodput at the receiver, placed on the scenario's clock.
+    let mut col = vec![0.0; intervals];
+    let start_s = f.start_ps as f64 / PS_PER_S as f64;
+    for iv in server["intervals"].as_array().into_iter().flatten() {
+        let s = &iv["sum"];
+        let t_end = start_s + s["end"].as_f64().unwrap_or(0.0);
+        let idx = (t_end.ceil() as usize).saturating_sub(1);
+        if idx < intervals {
+            col[idx] += s["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
+        }
+    }
+    (fig, col)
 }
 
 /// Per-namespace TCP settings of a host, matched to what the simulator models: ECN negotiated
