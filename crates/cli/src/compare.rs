@@ -54,7 +54,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
         stop: crate::stop_flag(),
         track_queues: None::<Duration>,
     };
-    let kernel: Vec<_> = run_netns(&sc, &plan, &opts)?.into_iter().map(|r| r.result).collect();
+    let kernel = run_netns(&sc, &plan, opts)?;
     println!("{} — {}", sc.name, sc.title);
     println!("delivered goodput per flow and wire rate per path, Mbit/s; ratio = netns / sim\n");
     println!(

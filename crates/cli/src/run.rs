@@ -4,12 +4,12 @@ use crate::plot::{throughput_png, total_goodput_png};
 use crate::UsageError;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use mpsched_netns::backend::{self, NetnsError, NetnsOptions};
+use mpsched_netns::backend::{NetnsBackend, NetnsError, NetnsOptions};
 use mpsched_scenario::builtin::{self, BUILTIN};
 use mpsched_scenario::results::{MultiSummary, Summary};
 use mpsched_scenario::units::parse_time_ps;
 use mpsched_scenario::{Scenario, SCHEDULERS};
-use mpsched_sim::experiment::{planned_ps, run_plan, ExperimentError, Plan, VariantResult};
+use mpsched_sim::experiment::{planned_ps, run_plan, run_plan_on, Backend, ExperimentError, Plan, VariantResult};
 use mpsched_sim::pcap::DEFAULT_SNAPLEN;
 use mpsched_sim::CaptureRequest;
 use std::path::{Path, PathBuf};
@@ -167,19 +167,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             stop: crate::stop_flag(),
             track_queues: a.track_queues.map(Duration::from_millis),
         };
-        let runs = run_netns(&sc, &plan, &opts)?;
-        let (results, tracking): (Vec<VariantResult>, Vec<Option<String>>) =
-            runs.into_iter().map(|r| (r.result, r.tracking_csv)).unzip();
+        let results = run_netns(&sc, &plan, opts)?;
         finish(&sc, &out, multi, &results, !a.no_plot, "netns")?;
-        for (r, csv) in results.iter().zip(&tracking) {
-            if let Some(text) = csv {
-                let dir = match (&r.variant, multi) {
-                    (Some(v), true) => out.join(v),
-                    _ => out.clone(),
-                };
-                std::fs::write(dir.join("queue_tracking.csv"), text)?;
-            }
-        }
         println!("\nResults in {}", out.display());
         return Ok(());
     }
@@ -201,14 +190,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         bar.set_position(done);
     });
     bar.finish_and_clear();
-    let results = match results {
-        Ok(r) => r,
-        Err(ExperimentError::Scenario(e)) => return Err(e.into()),
-        Err(ExperimentError::Sim(e @ mpsched_sim::SimError::Capture(_))) => {
-            return Err(UsageError(format!("--pcap: {e}")).into())
-        }
-        Err(ExperimentError::Sim(e)) => return Err(e.into()),
-    };
+    let results = results.map_err(experiment_error)?;
     finish(&sc, &out, multi, &results, !a.no_plot, "sim")?;
     let wall = started.elapsed();
     let events: u64 = results.iter().map(|r| r.events).sum();
@@ -340,113 +322,62 @@ fn print_tcp_and_tunnels(results: &[VariantResult]) {
     }
 }
 
-/// One variant's results on the kernel, with its queue-tracking CSV (empty without
-/// `--track-queues`).
-pub struct NetnsVariant {
-    /// The results, as the simulator's.
-    pub result: VariantResult,
-    /// `queue_tracking.csv` of the first repetition.
-    pub tracking_csv: Option<String>,
+/// An experiment's failure as the CLI reports it: input problems (a bad variant, a capture
+/// that names no interface, a scenario the kernel cannot run) exit 2, the rest 1.
+fn experiment_error(e: ExperimentError) -> anyhow::Error {
+    match e {
+        ExperimentError::Scenario(e) => e.into(),
+        ExperimentError::Backend(e) => {
+            if let Some(s @ mpsched_sim::SimError::Capture(_)) = e.downcast_ref::<mpsched_sim::SimError>() {
+                return UsageError(format!("--pcap: {s}")).into();
+            }
+            match e.downcast::<NetnsError>() {
+                Ok(n) => match *n {
+                    n @ (NetnsError::Missing(_) | NetnsError::Unsupported(_)) => UsageError(n.to_string()).into(),
+                    n => anyhow::Error::new(n),
+                },
+                Err(other) => anyhow::anyhow!(other),
+            }
+        }
+    }
 }
 
-/// Run a plan on the netns backend, variant by variant, repetition by repetition.
-pub fn run_netns(sc: &Scenario, plan: &Plan, opts: &NetnsOptions) -> anyhow::Result<Vec<NetnsVariant>> {
-    let names: Vec<Option<String>> = if !plan.variants.is_empty() {
-        plan.variants.iter().cloned().map(Some).collect()
-    } else if sc.variants.is_empty() {
-        vec![None]
-    } else {
-        sc.variant_names().into_iter().map(Some).collect()
-    };
-    // Kernel runs take real time: one repetition unless asked for more.
-    let reps = plan.repetitions.unwrap_or(1).max(1);
+/// Run a plan on the netns backend through the experiment runner, with a progress bar of the
+/// real time it takes.
+pub fn run_netns(sc: &Scenario, plan: &Plan, opts: NetnsOptions) -> anyhow::Result<Vec<VariantResult>> {
+    let backend = NetnsBackend { opts };
+    let reps = plan.repetitions.unwrap_or(backend.default_repetitions(sc)).max(1);
     if plan.repetitions.is_none() && sc.repetitions > 1 {
         eprintln!(
             "netns: running 1 repetition (the scenario asks for {}; pass --repetitions {} for all of them)",
             sc.repetitions, sc.repetitions
         );
     }
-    let seed = plan.seed.unwrap_or(sc.seed);
-    let secs_each = (sc.duration_ps as f64 / 1e12) + 4.0;
-    let total = secs_each * names.len() as f64 * f64::from(reps);
-    let bar = ProgressBar::new(total.ceil() as u64);
+    let runs = plan.variant_names(sc).len() as u64 * u64::from(reps);
+    let total = (backend.run_ps(sc) / 1_000_000_000_000) * runs;
+    let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template("{spinner} {msg} [{bar:40}] {pos}/{len} s on the kernel, eta {eta}")
             .expect("static template")
             .progress_chars("=> "),
     );
+    bar.set_message(sc.name.clone());
     let started = Instant::now();
     let ticker_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let ticker = {
         let (bar, stop) = (bar.clone(), ticker_stop.clone());
         std::thread::spawn(move || {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                bar.set_position(started.elapsed().as_secs().min(total as u64));
+                bar.set_position(started.elapsed().as_secs().min(total));
                 std::thread::sleep(Duration::from_millis(200));
             }
         })
     };
-    let mut out = Vec::new();
-    let result = (|| -> anyhow::Result<()> {
-        for name in &names {
-            let scv = match name {
-                Some(v) => sc.with_variant(v)?,
-                None => sc.clone(),
-            };
-            let mut runs = Vec::new();
-            let mut first = None;
-            for r in 0..reps {
-                let mut one = scv.clone();
-                one.seed = seed + u64::from(r);
-                bar.set_message(format!("{} {}", sc.name, name.as_deref().unwrap_or("")));
-                let run_id = backend::new_run_id();
-                let res = backend::run(&one, &run_id, opts).map_err(|e| match e {
-                    NetnsError::Missing(_) | NetnsError::Unsupported(_) => {
-                        anyhow::Error::new(UsageError(e.to_string()))
-                    }
-                    other => anyhow::Error::new(other),
-                })?;
-                runs.push(res.figures);
-                if first.is_none() {
-                    first = Some((res.series, res.queue_tracking));
-                }
-            }
-            let (series, tracking) = first.expect("at least one repetition");
-            let summary = Summary::aggregate(
-                &scv.name,
-                name.as_deref(),
-                &scv.reproduces,
-                "netns",
-                seed,
-                scv.duration_ps as f64 / 1e12,
-                runs,
-            );
-            let tracking_csv = (!tracking.is_empty()).then(|| {
-                let mut text = String::from("time_s,node,port,virtual_queue_bytes,qdisc_backlog_bytes\n");
-                for (t, node, port, vq, q) in &tracking {
-                    text.push_str(&format!("{t:.3},{node},{port},{vq},{q}\n"));
-                }
-                text
-            });
-            out.push(NetnsVariant {
-                result: VariantResult {
-                    variant: name.clone(),
-                    summary,
-                    series,
-                    events: 0,
-                    engine_s: 0.0,
-                    scenario: scv,
-                },
-                tracking_csv,
-            });
-        }
-        Ok(())
-    })();
+    let result = run_plan_on(sc, plan, &backend, |_| {});
     ticker_stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = ticker.join();
     bar.finish_and_clear();
-    result?;
-    Ok(out)
+    result.map_err(experiment_error)
 }
 
 fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
@@ -459,6 +390,9 @@ fn write_outputs(dir: &Path, r: &VariantResult, plot: bool) -> anyhow::Result<()
     write_json(&dir.join("summary.json"), &r.summary)?;
     let f = std::fs::File::create(dir.join("timeseries.csv"))?;
     r.series.write_csv(std::io::BufWriter::new(f))?;
+    for (name, text) in &r.artifacts {
+        std::fs::write(dir.join(name), text).with_context(|| format!("writing {}", dir.join(name).display()))?;
+    }
     if plot {
         let title = match &r.variant {
             Some(v) => format!("{} ({v})", r.summary.scenario),

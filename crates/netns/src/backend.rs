@@ -781,6 +781,57 @@ fn udp_flow_figures(f: &Flow, server: &serde_json::Value, intervals: usize) -> (
     (fig, col)
 }
 
+/// The kernel data plane as a backend of the experiment runner: one run is one [`run`] with a
+/// fresh run id; queue tracking, when asked for, is written as `queue_tracking.csv`.
+pub struct NetnsBackend {
+    /// Options of every run.
+    pub opts: NetnsOptions,
+}
+
+impl mpsched_sim::experiment::Backend for NetnsBackend {
+    fn name(&self) -> &'static str {
+        "netns"
+    }
+
+    /// Kernel runs take real time: one repetition unless the plan asks for more.
+    fn default_repetitions(&self, _sc: &Scenario) -> u32 {
+        1
+    }
+
+    /// The scenario, and the few seconds of setup and drain around it.
+    fn run_ps(&self, sc: &Scenario) -> u64 {
+        sc.duration_ps + 4 * PS_PER_S
+    }
+
+    fn run_one(
+        &self,
+        sc: &Scenario,
+        _variant: Option<&str>,
+        _seed: u64,
+        _rep: u32,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<mpsched_sim::experiment::RunResult, mpsched_sim::experiment::BackendError> {
+        let started = Instant::now();
+        let res = run(sc, &new_run_id(), &self.opts)?;
+        progress(self.run_ps(sc));
+        let mut artifacts = Vec::new();
+        if !res.queue_tracking.is_empty() {
+            let mut text = String::from("time_s,node,port,virtual_queue_bytes,qdisc_backlog_bytes\n");
+            for (t, node, port, vq, q) in &res.queue_tracking {
+                text.push_str(&format!("{t:.3},{node},{port},{vq},{q}\n"));
+            }
+            artifacts.push(("queue_tracking.csv".to_string(), text));
+        }
+        Ok(mpsched_sim::experiment::RunResult {
+            figures: res.figures,
+            series: res.series,
+            events: 0,
+            engine_s: started.elapsed().as_secs_f64(),
+            artifacts,
+        })
+    }
+}
+
 /// Per-namespace TCP settings of a host, matched to what the simulator models: ECN negotiated
 /// when a flow from this host asks for it, SACK off (the simulator's TCP recovers with NewReno
 /// and no SACK; docs/algorithms/tcp.md), no metrics cached between connections.

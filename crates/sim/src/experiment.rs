@@ -1,9 +1,9 @@
 //! Running a scenario's variants and repetitions and aggregating them into summaries.
 
 use crate::event::PS_PER_S;
-use crate::sim::{CaptureRequest, RunOutput, SimError, SimOptions, Simulation};
+use crate::sim::{CaptureRequest, RunOutput, SimOptions, Simulation};
 use crate::TimeSeries;
-use mpsched_scenario::results::Summary;
+use mpsched_scenario::results::{RunFigures, Summary};
 use mpsched_scenario::{Scenario, ScenarioError};
 
 /// One configuration's results: the summary over repetitions and the first run's time series.
@@ -19,6 +19,8 @@ pub struct VariantResult {
     /// Wall time the engine spent processing them, without building the simulations or
     /// collecting their results.
     pub engine_s: f64,
+    /// Extra files of the first repetition, (file name, contents), written beside the results.
+    pub artifacts: Vec<(String, String)>,
     /// The concrete scenario that ran.
     pub scenario: Scenario,
 }
@@ -28,15 +30,15 @@ pub struct VariantResult {
 pub enum ExperimentError {
     /// The scenario or a variant is invalid.
     Scenario(ScenarioError),
-    /// The simulation failed.
-    Sim(SimError),
+    /// The backend failed (a `SimError`, a kernel backend's error, ...).
+    Backend(BackendError),
 }
 
 impl std::fmt::Display for ExperimentError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ExperimentError::Scenario(e) => e.fmt(f),
-            ExperimentError::Sim(e) => e.fmt(f),
+            ExperimentError::Backend(e) => e.fmt(f),
         }
     }
 }
@@ -52,9 +54,22 @@ pub struct Plan {
     pub seed: Option<u64>,
     /// Repetitions (default: the scenario's).
     pub repetitions: Option<u32>,
-    /// Captures, taken in the first repetition of each variant; `{variant}` in a path is
-    /// replaced by the variant's name.
+    /// Simulator captures (see [`SimBackend::captures`]), for [`run_plan`].
     pub captures: Vec<CaptureRequest>,
+}
+
+impl Plan {
+    /// The variants to run: those asked for, else all of the scenario's, else the scenario as
+    /// written (`None`).
+    pub fn variant_names(&self, sc: &Scenario) -> Vec<Option<String>> {
+        if !self.variants.is_empty() {
+            self.variants.iter().cloned().map(Some).collect()
+        } else if sc.variants.is_empty() {
+            vec![None]
+        } else {
+            sc.variant_names().into_iter().map(Some).collect()
+        }
+    }
 }
 
 /// Total simulated picoseconds the plan will run (for a progress bar).
@@ -68,76 +83,161 @@ pub fn planned_ps(sc: &Scenario, plan: &Plan) -> u64 {
     (sc.duration_ps + crate::sim::DEFAULT_DRAIN_PS) * reps * variants
 }
 
-/// Run `plan` on `sc`. `progress` is called with simulated picoseconds done so far.
-pub fn run_plan(
+/// What one run of one concrete scenario (a variant applied) produced, on any backend.
+pub struct RunResult {
+    /// The figures of this run.
+    pub figures: RunFigures,
+    /// The time series.
+    pub series: TimeSeries,
+    /// Events processed (0 where a backend has no events).
+    pub events: u64,
+    /// Wall time of the run proper, without building or collecting.
+    pub engine_s: f64,
+    /// Extra files the backend writes beside the results, (file name, contents).
+    pub artifacts: Vec<(String, String)>,
+}
+
+/// A backend: runs one concrete scenario with one seed. The experiment runner
+/// ([`run_plan_on`]) does the variants, the repetitions and the summaries for every backend
+/// alike.
+pub trait Backend {
+    /// Its name in summaries (`sim`, `netns`).
+    fn name(&self) -> &'static str;
+
+    /// Repetitions when the plan asks for none.
+    fn default_repetitions(&self, sc: &Scenario) -> u32 {
+        sc.repetitions
+    }
+
+    /// Scenario time one run of `sc` covers, in picoseconds (for progress).
+    fn run_ps(&self, sc: &Scenario) -> u64;
+
+    /// Run `sc` (variant `variant`, repetition `rep`) with `seed`; `progress` gets the scenario
+    /// time done so far in this run.
+    fn run_one(
+        &self,
+        sc: &Scenario,
+        variant: Option<&str>,
+        seed: u64,
+        rep: u32,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<RunResult, BackendError>;
+}
+
+/// A backend's failure, kept whole so that a caller can tell its kinds apart (downcast).
+pub type BackendError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The simulator as a backend.
+#[derive(Clone, Debug, Default)]
+pub struct SimBackend {
+    /// Captures, taken in the first repetition of each variant; `{variant}` in a path is
+    /// replaced by the variant's name.
+    pub captures: Vec<CaptureRequest>,
+}
+
+impl Backend for SimBackend {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+
+    fn run_ps(&self, sc: &Scenario) -> u64 {
+        sc.duration_ps + crate::sim::DEFAULT_DRAIN_PS
+    }
+
+    fn run_one(
+        &self,
+        sc: &Scenario,
+        variant: Option<&str>,
+        seed: u64,
+        rep: u32,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<RunResult, BackendError> {
+        let mut opts = SimOptions::with_seed(seed);
+        if rep == 0 {
+            let v = variant.unwrap_or("run");
+            opts.captures = self
+                .captures
+                .iter()
+                .map(|c| CaptureRequest {
+                    path: c.path.to_string_lossy().replace("{variant}", v).into(),
+                    ..c.clone()
+                })
+                .collect();
+        }
+        let mut sim = Simulation::new(sc, &opts)?;
+        let (step, mut t, mut engine_s) = (PS_PER_S / 2, 0, 0.0);
+        while t < sim.end_ps() {
+            t = (t + step).min(sim.end_ps());
+            let started = std::time::Instant::now();
+            sim.run_until(t);
+            engine_s += started.elapsed().as_secs_f64();
+            progress(t);
+        }
+        let RunOutput {
+            figures,
+            series,
+            events,
+            ..
+        } = sim.finish()?;
+        Ok(RunResult {
+            figures,
+            series,
+            events,
+            engine_s,
+            artifacts: Vec::new(),
+        })
+    }
+}
+
+/// Run `plan` on `sc` in the simulator. `progress` is called with simulated picoseconds done
+/// so far.
+pub fn run_plan(sc: &Scenario, plan: &Plan, progress: impl FnMut(u64)) -> Result<Vec<VariantResult>, ExperimentError> {
+    let backend = SimBackend {
+        captures: plan.captures.clone(),
+    };
+    run_plan_on(sc, plan, &backend, progress)
+}
+
+/// Run `plan` on `sc` on `backend`: every variant asked for, each repeated with seeds
+/// `seed, seed + 1, ...`, aggregated into one summary per variant. `progress` is called with
+/// the scenario time done so far over the whole plan.
+pub fn run_plan_on(
     sc: &Scenario,
     plan: &Plan,
+    backend: &dyn Backend,
     mut progress: impl FnMut(u64),
 ) -> Result<Vec<VariantResult>, ExperimentError> {
-    let names: Vec<Option<String>> = if !plan.variants.is_empty() {
-        plan.variants.iter().cloned().map(Some).collect()
-    } else if sc.variants.is_empty() {
-        vec![None]
-    } else {
-        sc.variant_names().into_iter().map(Some).collect()
-    };
     let seed = plan.seed.unwrap_or(sc.seed);
-    let reps = plan.repetitions.unwrap_or(sc.repetitions).max(1);
+    let reps = plan.repetitions.unwrap_or(backend.default_repetitions(sc)).max(1);
     let mut done_ps = 0u64;
     let mut results = Vec::new();
-    for name in names {
+    for name in plan.variant_names(sc) {
         let concrete = match &name {
             Some(v) => sc.with_variant(v).map_err(ExperimentError::Scenario)?,
             None => sc.clone(),
         };
-        let mut runs = Vec::new();
-        let mut first_series = None;
-        let mut events = 0;
-        let mut engine_s = 0.0;
+        let (mut runs, mut first, mut artifacts) = (Vec::new(), None, Vec::new());
+        let (mut events, mut engine_s) = (0, 0.0);
         for r in 0..reps {
-            let mut opts = SimOptions::with_seed(seed + u64::from(r));
-            if r == 0 {
-                opts.captures = plan
-                    .captures
-                    .iter()
-                    .map(|c| {
-                        let v = name.as_deref().unwrap_or("run");
-                        let p = c.path.to_string_lossy().replace("{variant}", v);
-                        CaptureRequest {
-                            path: p.into(),
-                            ..c.clone()
-                        }
-                    })
-                    .collect();
+            let mut one = concrete.clone();
+            one.seed = seed + u64::from(r);
+            let run = backend
+                .run_one(&one, name.as_deref(), one.seed, r, &mut |t| progress(done_ps + t))
+                .map_err(ExperimentError::Backend)?;
+            done_ps += backend.run_ps(&one);
+            events += run.events;
+            engine_s += run.engine_s;
+            if first.is_none() {
+                first = Some(run.series);
+                artifacts = run.artifacts;
             }
-            let mut sim = Simulation::new(&concrete, &opts).map_err(ExperimentError::Sim)?;
-            let step = PS_PER_S / 2;
-            let mut t = 0;
-            while t < sim.end_ps() {
-                t = (t + step).min(sim.end_ps());
-                let started = std::time::Instant::now();
-                sim.run_until(t);
-                engine_s += started.elapsed().as_secs_f64();
-                progress(done_ps + t);
-            }
-            done_ps += sim.end_ps();
-            let RunOutput {
-                figures,
-                series,
-                events: ev,
-                ..
-            } = sim.finish().map_err(ExperimentError::Sim)?;
-            events += ev;
-            if first_series.is_none() {
-                first_series = Some(series);
-            }
-            runs.push(figures);
+            runs.push(run.figures);
         }
         let summary = Summary::aggregate(
             &sc.name,
             name.as_deref(),
             &sc.reproduces,
-            "sim",
+            backend.name(),
             seed,
             concrete.duration_ps as f64 / PS_PER_S as f64,
             runs,
@@ -145,9 +245,10 @@ pub fn run_plan(
         results.push(VariantResult {
             variant: name,
             summary,
-            series: first_series.unwrap_or_default(),
+            series: first.unwrap_or_default(),
             events,
             engine_s,
+            artifacts,
             scenario: concrete,
         });
     }
