@@ -439,6 +439,17 @@ fn data_steps(n: usize, note: &str) -> Vec<Step> {
 /// The sets kept under `tests/vectors/`, without expectations.
 pub fn standard_sets() -> Vec<VectorSet> {
     let mut sets = Vec::new();
+    wrr_sets(&mut sets);
+    rs_sets(&mut sets);
+    dwrr_sets(&mut sets);
+    confluence_set(&mut sets);
+    marker_set(&mut sets);
+    malformed_set(&mut sets);
+    sets
+}
+
+/// WRR over two and three paths, then LPM and an ignored feedback packet.
+fn wrr_sets(sets: &mut Vec<VectorSet>) {
     for (name, weights) in [
         ("wrr-2-1", vec![2u16, 1]),
         ("wrr-2-4", vec![2, 4]),
@@ -463,7 +474,10 @@ pub fn standard_sets() -> Vec<VectorSet> {
             },
         ));
     }
+}
 
+/// RS with fixed raw draws.
+fn rs_sets(sets: &mut Vec<VectorSet>) {
     // RS with raw draws at the range edges: 1 + (draw * 100) >> 32.
     let mut rs = set(
         "rs-fixed-draws",
@@ -502,7 +516,10 @@ pub fn standard_sets() -> Vec<VectorSet> {
     );
     rs3.rs_raw_draws = vec![0, 1_417_339_207, 1_417_339_208, 2_834_678_415, 2_834_678_416, u32::MAX];
     sets.push(rs3);
+}
 
+/// DWRR: every branch of the window's end, and the congestion avoidance.
+fn dwrr_sets(sets: &mut Vec<VectorSet>) {
     // DWRR: window = period x groups. Weights 2:1 x scale 2 = 4:2, period 6, groups 2.
     let dwrr = |weights: Vec<u16>, params: DwrrParams| SchedulerConfig::Dwrr { weights, params };
     let p2 = DwrrParams {
@@ -565,7 +582,10 @@ pub fn standard_sets() -> Vec<VectorSet> {
         4,
         steps,
     ));
+}
 
+/// The confluence point's CE counting and feedback.
+fn confluence_set(sets: &mut Vec<VectorSet>) {
     // The confluence point: paths arrive on ports 1 and 2, the destination is on port 0.
     let mut conf = SwitchConfig::forwarding(
         CONFLUENCE,
@@ -630,7 +650,10 @@ pub fn standard_sets() -> Vec<VectorSet> {
         4,
         steps,
     ));
+}
 
+/// The egress virtual-queue marker.
+fn marker_set(sets: &mut Vec<VectorSet>) {
     // The egress marker: 8 Mbit/s, threshold 3000 B, capacity 6000 B; 1000-byte frames.
     let mut steps = Vec::new();
     let f = |ecn| {
@@ -675,7 +698,10 @@ pub fn standard_sets() -> Vec<VectorSet> {
         limit_bytes: 6000,
     }];
     sets.push(mk);
+}
 
+/// Malformed and special frames at a splitter.
+fn malformed_set(sets: &mut Vec<VectorSet>) {
     // Malformed and special frames at a splitter.
     let good = udp(STA1, STA3, Ecn::Ect0, 64);
     let mut steps = vec![ingress("well-formed split packet", 0, &good)];
@@ -753,7 +779,6 @@ pub fn standard_sets() -> Vec<VectorSet> {
         3,
         steps,
     ));
-    sets
 }
 
 #[cfg(test)]
