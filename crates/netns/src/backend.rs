@@ -109,6 +109,16 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             t.name
         )));
     }
+    for (i, n) in sc.nodes.iter().enumerate() {
+        let links = sc.links.iter().filter(|l| l.a == i || l.b == i).count();
+        if n.kind == NodeKind::Host && links > 1 {
+            return Err(NetnsError::Unsupported(format!(
+                "host `{}` has {links} links; multi-homed hosts run in the simulator only for now \
+                 (a host namespace gets one interface, one address and a default route); use --backend sim",
+                n.name
+            )));
+        }
+    }
     if let Some(i) = sc.links.iter().position(|l| l.queues > 1) {
         return Err(NetnsError::Unsupported(format!(
             "link[{i}] has {} output queues; ports with several queues run in the simulator only for now \

@@ -260,3 +260,96 @@ fn strict_priority_starves_the_lowest_class_under_a_saturated_high_one() {
     let (hi, lo) = (mbps(&r, "hi"), mbps(&r, "lo"));
     assert!((3.1..3.4).contains(&hi) && (3.1..3.4).contains(&lo), "{hi} {lo}");
 }
+
+/// A host with two interfaces, each to its own 10 Mbit/s path to the destination: two flows
+/// pinned to the two paths leave by the interface that starts each path and together carry
+/// twice what one path can (the shape MPTCP subflows and an ATSSS UE need).
+#[test]
+fn a_multi_homed_host_sends_each_flow_by_the_interface_its_path_starts_at() {
+    let text = r#"
+[scenario]
+name = "two-homes"
+duration = "10s"
+[[node]]
+name = "ue"
+kind = "host"
+[[node]]
+name = "srv"
+kind = "host"
+[[node]]
+name = "wifi"
+kind = "switch"
+[[node]]
+name = "cell"
+kind = "switch"
+[[node]]
+name = "core"
+kind = "switch"
+[[link]]
+a = "ue"
+b = "wifi"
+rate = "10Mbps"
+[[link]]
+a = "ue"
+b = "cell"
+rate = "10Mbps"
+[[link]]
+a = "wifi"
+b = "core"
+rate = "100Mbps"
+[[link]]
+a = "cell"
+b = "core"
+rate = "100Mbps"
+[[link]]
+a = "core"
+b = "srv"
+rate = "100Mbps"
+[[path]]
+name = "via-wifi"
+nodes = ["wifi", "core"]
+[[path]]
+name = "via-cell"
+nodes = ["cell", "core"]
+[[flow]]
+name = "a"
+src = "ue"
+dst = "srv"
+rate = "9Mbps"
+path = "via-wifi"
+[[flow]]
+name = "b"
+src = "ue"
+dst = "srv"
+rate = "9Mbps"
+path = "via-cell"
+src_port = 40001
+[[flow]]
+name = "c"
+src = "ue"
+dst = "srv"
+protocol = "tcp"
+path = "via-cell"
+start = "5s"
+"#;
+    let sc = Scenario::from_toml(text, "two-homes.toml").unwrap();
+    let r = Simulation::new(&sc, &SimOptions::with_seed(1))
+        .unwrap()
+        .run()
+        .unwrap()
+        .figures;
+    // Each 9 Mbit/s flow fits its own 10 Mbit/s interface: no loss, 18 Mbit/s in all, which one
+    // interface could not carry.
+    let (a, b) = (mbps(&r, "a"), mbps(&r, "b"));
+    assert!(a > 8.99 && b > 4.0, "{a} {b}");
+    assert_eq!(
+        r.flows[0].loss_pct, 0.0,
+        "flow a alone on the Wi-Fi interface loses nothing"
+    );
+    // The TCP flow shares the cellular interface with b from 5 s: the two together fill it.
+    let c = mbps(&r, "c");
+    assert!(c > 0.3, "TCP over the cellular interface gets a share: {c}");
+    assert_eq!(r.counters["wifi"]["drop_no_route"], 0);
+    let q = &r.counters["queues"];
+    assert_eq!(q["ue->wifi.tail_drops"], 0, "nothing queues on the Wi-Fi side");
+}

@@ -13,6 +13,31 @@ pub(super) fn port_to(nodes: &[NodeState], from: usize, to: usize) -> PortId {
         .expect("validated: linked") as PortId
 }
 
+/// A host's port towards `dst` by the routes (port 0 where none reaches: its traffic is then
+/// dropped further on, as a host without a route would).
+fn host_port(wiring: &mpsched_topo::Wiring, host: usize, dst: usize) -> PortId {
+    wiring.routes.port(host, dst).unwrap_or(0)
+}
+
+/// The port flow `f` leaves `host` by (its source, or for replies its destination): a flow
+/// pinned to a path that starts (or ends) at a neighbour of the host uses the interface to that
+/// neighbour, as a socket bound to an interface does; any other by the host's routes.
+fn flow_port(sc: &Scenario, wiring: &mpsched_topo::Wiring, f: &mpsched_scenario::Flow, host: usize) -> PortId {
+    let other = if host == f.src { f.dst } else { f.src };
+    let Some(p) = f.path else {
+        return host_port(wiring, host, other);
+    };
+    let nodes = &sc.paths[p].nodes;
+    let end = if host == f.src {
+        nodes[0]
+    } else {
+        nodes[nodes.len() - 1]
+    };
+    wiring
+        .port_to(host, end)
+        .unwrap_or_else(|| host_port(wiring, host, other))
+}
+
 /// Nodes and simplex links (two per scenario link), each node's ports in declaration order.
 pub(super) fn network(sc: &Scenario) -> (Vec<NodeState>, Vec<Link>) {
     let mut nodes: Vec<NodeState> = sc
@@ -105,7 +130,12 @@ pub(super) fn path_monitors(sc: &Scenario, nodes: &[NodeState], links: &mut [Lin
 }
 
 /// The flows' sources and sinks, each starting up to the scenario's start jitter late.
-pub(super) fn flows(sc: &Scenario, rng: &mut SeededRandom, intervals: usize) -> Vec<FlowState> {
+pub(super) fn flows(
+    sc: &Scenario,
+    wiring: &mpsched_topo::Wiring,
+    rng: &mut SeededRandom,
+    intervals: usize,
+) -> Vec<FlowState> {
     let mut flows = Vec::new();
     for f in &sc.flows {
         let jitter = if sc.start_jitter_ps > 0 {
@@ -131,6 +161,7 @@ pub(super) fn flows(sc: &Scenario, rng: &mut SeededRandom, intervals: usize) -> 
         flows.push(FlowState {
             name: f.name.clone(),
             src_node: f.src as u32,
+            out_port: flow_port(sc, wiring, f, f.src),
             meta,
             payload_bytes: f.payload_bytes,
             rate_bps: f.rate_bps,
@@ -158,33 +189,39 @@ pub(super) fn flows(sc: &Scenario, rng: &mut SeededRandom, intervals: usize) -> 
 }
 
 /// The TCP connections of TCP flows (two for request / response).
-pub(super) fn flow_connections(sc: &Scenario, flows: &mut [FlowState], intervals: usize) -> Vec<Conn> {
+pub(super) fn flow_connections(
+    sc: &Scenario,
+    wiring: &mpsched_topo::Wiring,
+    flows: &mut [FlowState],
+    intervals: usize,
+) -> Vec<Conn> {
     let mut conns: Vec<Conn> = Vec::new();
     for (fi, f) in sc.flows.iter().enumerate() {
         let Some(t) = &f.tcp else { continue };
         let meta = flows[fi].meta;
         let c = conns.len() as u32;
+        let (there, back) = (flow_port(sc, wiring, f, f.src), flow_port(sc, wiring, f, f.dst));
         conns.push(Conn::new(
             &t.config,
             f.src as u32,
             f.dst as u32,
             meta,
-            0,
-            0,
+            there,
+            back,
             Owner::Flow(fi as u32),
         ));
         let response_conn = match t.app {
             TcpApp::RequestResponse { .. } => {
-                let mut back = meta;
-                std::mem::swap(&mut back.src_ip, &mut back.dst_ip);
-                std::mem::swap(&mut back.src_port, &mut back.dst_port);
+                let mut back_meta = meta;
+                std::mem::swap(&mut back_meta.src_ip, &mut back_meta.dst_ip);
+                std::mem::swap(&mut back_meta.src_port, &mut back_meta.dst_port);
                 conns.push(Conn::new(
                     &t.config,
                     f.dst as u32,
                     f.src as u32,
+                    back_meta,
                     back,
-                    0,
-                    0,
+                    there,
                     Owner::Response(fi as u32),
                 ));
                 Some(c + 1)

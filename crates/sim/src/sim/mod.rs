@@ -99,6 +99,8 @@ struct NodeState {
 struct FlowState {
     name: String,
     src_node: u32,
+    /// The source host's port towards the destination (a multi-homed host has several).
+    out_port: PortId,
     meta: PacketMeta,
     payload_bytes: u32,
     rate_bps: u64,
@@ -203,8 +205,8 @@ impl Simulation {
         build::install_switches(sc, &wiring, &mut nodes, &mut rng)?;
         let (path_links, path_capacity_bps) = build::path_monitors(sc, &nodes, &mut links);
         let intervals = sc.duration_ps.div_ceil(sc.sample_interval_ps) as usize;
-        let mut flows = build::flows(sc, &mut rng, intervals);
-        let mut conns = build::flow_connections(sc, &mut flows, intervals);
+        let mut flows = build::flows(sc, &wiring, &mut rng, intervals);
+        let mut conns = build::flow_connections(sc, &wiring, &mut flows, intervals);
         let (tunnels, tunnel_addrs) = build::tunnels(sc, &wiring, &mut nodes, &mut conns)?;
         let build::Captures {
             captures,
@@ -365,7 +367,8 @@ impl Simulation {
             self.queue.schedule((nominal + jitter).max(now), EventKind::Send(fi));
         }
         let src = f.src_node;
-        self.output(src, 0, pkt);
+        let port = f.out_port;
+        self.output(src, port, pkt);
     }
 
     /// Send `pkt` out of `port` of `node`, in the queue its DSCP class selects.
