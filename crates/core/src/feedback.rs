@@ -117,7 +117,7 @@ impl Confluence {
             self.feedback_port,
             FEEDBACK_WIRE_BYTES,
         );
-        meta.feedback = Some(crate::packet::FeedbackInfo {
+        meta.ext = crate::packet::HeaderExt::Feedback(crate::packet::FeedbackInfo {
             group: self.group,
             path,
         });
@@ -172,7 +172,7 @@ mod tests {
         let e = sent[0];
         assert_eq!(e.port, 1, "feedback about path 2 travels back over path 1");
         assert_eq!(e.meta.dst_ip, 200);
-        assert_eq!(e.meta.feedback.unwrap().path, 1);
+        assert_eq!(e.meta.feedback().unwrap().path, 1);
         assert_eq!(c.ce_arrivals, 40);
     }
 

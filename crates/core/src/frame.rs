@@ -146,7 +146,7 @@ impl FrameSwitch {
                 FrameAction::Redirect(p)
             }
             Verdict::Drop(r) => FrameAction::Drop(r),
-            Verdict::Consume if meta.feedback.is_some() => FrameAction::Consume,
+            Verdict::Consume if meta.feedback().is_some() => FrameAction::Consume,
             Verdict::Consume => FrameAction::ToStack,
         };
         if let Some(e) = emit {

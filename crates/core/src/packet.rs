@@ -83,6 +83,23 @@ pub struct FeedbackInfo {
     pub path: u8,
 }
 
+/// What a program sees beyond IPv4 and the transport ports, parsed into typed fields: the base
+/// metadata stays fixed, and a header only some programs need is a variant here (a later
+/// paper's header is a new variant, not a field every packet carries).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum HeaderExt {
+    /// Nothing beyond the base.
+    #[default]
+    None,
+    /// The body of a DWRR feedback packet.
+    Feedback(FeedbackInfo),
+    /// A TCP segment's flags ([`crate::wire::tcp_flags`]).
+    Tcp {
+        /// The flags byte.
+        flags: u8,
+    },
+}
+
 /// Parsed metadata of one IPv4 packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PacketMeta {
@@ -106,8 +123,8 @@ pub struct PacketMeta {
     pub wire_len_bytes: u32,
     /// The port the packet arrived on.
     pub ingress_port: PortId,
-    /// Set when the packet is a DWRR feedback packet.
-    pub feedback: Option<FeedbackInfo>,
+    /// Headers beyond the base, when parsed.
+    pub ext: HeaderExt,
 }
 
 impl PacketMeta {
@@ -124,7 +141,25 @@ impl PacketMeta {
             ttl: 64,
             wire_len_bytes,
             ingress_port: 0,
-            feedback: None,
+            ext: HeaderExt::None,
+        }
+    }
+
+    /// The feedback body, when the packet is a DWRR feedback packet.
+    #[inline]
+    pub fn feedback(&self) -> Option<FeedbackInfo> {
+        match self.ext {
+            HeaderExt::Feedback(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// The TCP flags, when the packet is a TCP segment whose header was parsed.
+    #[inline]
+    pub fn tcp_flags(&self) -> Option<u8> {
+        match self.ext {
+            HeaderExt::Tcp { flags } => Some(flags),
+            _ => None,
         }
     }
 }

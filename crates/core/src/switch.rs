@@ -274,7 +274,7 @@ impl MultipathSwitch {
 impl Program for MultipathSwitch {
     fn ingress(&mut self, pkt: &mut PacketMeta, ctx: &mut Ctx) -> Verdict {
         if pkt.dst_ip == self.own_ip {
-            if let Some(fb) = pkt.feedback {
+            if let Some(fb) = pkt.feedback() {
                 let counted = match self.splits.iter_mut().find(|s| s.group == fb.group) {
                     Some(s) => s.sched.on_feedback(fb.path),
                     None => false,
@@ -439,7 +439,7 @@ mod tests {
             params: DwrrParams::default(),
         });
         let mut fb = PacketMeta::udp(CONFLUENCE, SPLITTER, 50_000, 50_000, 60);
-        fb.feedback = Some(crate::packet::FeedbackInfo { group: 0, path: 1 });
+        fb.ext = crate::packet::HeaderExt::Feedback(crate::packet::FeedbackInfo { group: 0, path: 1 });
         assert_eq!(sw.ingress(&mut fb, &mut Ctx::new()), Verdict::Consume);
         assert_eq!(sw.scheduler(0).unwrap().as_dwrr().unwrap().adjust(), &[0, 1]);
     }

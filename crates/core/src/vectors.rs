@@ -206,8 +206,8 @@ pub fn run_rust(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
                     emit: o.emit.map(|e| EmitObserved {
                         port: e.port,
                         dst_ip: e.meta.dst_ip,
-                        group: e.meta.feedback.map_or(0, |f| f.group),
-                        path: e.meta.feedback.map_or(0, |f| f.path),
+                        group: e.meta.feedback().map_or(0, |f| f.group),
+                        path: e.meta.feedback().map_or(0, |f| f.path),
                     }),
                 };
                 match o.action {

@@ -5,7 +5,7 @@
 //! writes real headers (with checksums) so that pcap files open cleanly in Wireshark.
 
 use crate::feedback::{FEEDBACK_MAGIC, FEEDBACK_PAYLOAD_BYTES};
-use crate::packet::{proto, Ecn, FeedbackInfo, Ipv4, PacketMeta};
+use crate::packet::{proto, Ecn, FeedbackInfo, HeaderExt, Ipv4, PacketMeta};
 
 /// Ethernet header length.
 pub const ETH_HDR_BYTES: usize = 14;
@@ -80,18 +80,21 @@ pub fn parse_frame(frame: &[u8], feedback_port: u16) -> Result<PacketMeta, Parse
     let l4 = &ip[ihl_bytes..total_len];
     let protocol = ip[9];
     let (mut src_port, mut dst_port) = (0, 0);
-    let mut feedback = None;
+    let mut ext = HeaderExt::None;
     if frag_offset == 0 && (protocol == proto::UDP || protocol == proto::TCP) && l4.len() >= 4 {
         let full_hdr = if protocol == proto::UDP { UDP_HDR_BYTES } else { 20 };
         if l4.len() >= full_hdr {
             src_port = be16(l4, 0);
             dst_port = be16(l4, 2);
+            if protocol == proto::TCP {
+                ext = HeaderExt::Tcp { flags: l4[13] };
+            }
         }
     }
     if protocol == proto::UDP && dst_port == feedback_port && frag_offset == 0 {
         let payload = &l4[UDP_HDR_BYTES.min(l4.len())..];
         if payload.len() >= FEEDBACK_PAYLOAD_BYTES && be32(payload, 0) == FEEDBACK_MAGIC {
-            feedback = Some(FeedbackInfo {
+            ext = HeaderExt::Feedback(FeedbackInfo {
                 group: payload[4],
                 path: payload[5],
             });
@@ -108,7 +111,7 @@ pub fn parse_frame(frame: &[u8], feedback_port: u16) -> Result<PacketMeta, Parse
         ttl: ip[8],
         wire_len_bytes: (ETH_HDR_BYTES + total_len) as u32,
         ingress_port: 0,
-        feedback,
+        ext,
     })
 }
 
@@ -292,6 +295,12 @@ mod tests {
             (p.proto, p.src_port, p.dst_port, p.wire_len_bytes),
             (6, 40000, 5201, 166)
         );
+        assert_eq!(
+            p.tcp_flags(),
+            Some(tcp_flags::ACK | tcp_flags::PSH),
+            "the flags ride in the extension"
+        );
+        assert_eq!(p.feedback(), None);
     }
 
     fn frame(meta: &PacketMeta, payload: &[u8]) -> Vec<u8> {
@@ -313,7 +322,7 @@ mod tests {
         assert_eq!(p.ecn, Ecn::Ect0);
         assert_eq!(p.dscp, 10);
         assert_eq!(p.wire_len_bytes as usize, f.len());
-        assert_eq!(p.feedback, None);
+        assert_eq!(p.feedback(), None);
     }
 
     #[test]
@@ -328,10 +337,10 @@ mod tests {
         let m = PacketMeta::udp(1, 2, 50_000, 50_000, 0);
         let f = frame(&m, &feedback_payload(3, 1));
         assert_eq!(
-            parse_frame(&f, 50_000).unwrap().feedback,
+            parse_frame(&f, 50_000).unwrap().feedback(),
             Some(FeedbackInfo { group: 3, path: 1 })
         );
-        assert_eq!(parse_frame(&f, 40_000).unwrap().feedback, None);
+        assert_eq!(parse_frame(&f, 40_000).unwrap().feedback(), None);
     }
 
     #[test]

@@ -245,7 +245,7 @@ fn replay(
                     .flat_map(|p| (0..delta(&format!("port{p}.tx_pkts"))).map(move |_| p))
                     .collect();
                 // The frame left is a feedback packet this node made, not the data packet.
-                if let Some(fb) = meta.feedback.filter(|_| meta.src_ip == set.config.own_ip) {
+                if let Some(fb) = meta.feedback().filter(|_| meta.src_ip == set.config.own_ip) {
                     obs.emit = Some(EmitObserved {
                         port: out_port,
                         dst_ip: meta.dst_ip,

@@ -63,6 +63,23 @@ impl Packet {
     }
 }
 
+/// The TCP flags a segment goes out with: ACK always (the connection is established), ECE and
+/// CWR as the segment says, PSH on data.
+pub fn segment_flags(seg: &Segment) -> u8 {
+    use mpsched_core::wire::tcp_flags::{ACK, CWR, ECE, PSH};
+    let mut flags = ACK;
+    if seg.ece {
+        flags |= ECE;
+    }
+    if seg.cwr {
+        flags |= CWR;
+    }
+    if seg.len > 0 {
+        flags |= PSH;
+    }
+    flags
+}
+
 /// A store of values that packets refer to by a small index (a packet's TCP part, a tunnel's
 /// inner packet): slots are reused, so it holds at most as many as are alive at once.
 #[derive(Debug)]

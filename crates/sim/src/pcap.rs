@@ -6,9 +6,9 @@
 //! truncated to the snap length, as `tcpdump -s` does, with the original length recorded.
 
 use crate::event::TimePs;
-use crate::packet::{Packet, TcpPart};
+use crate::packet::{segment_flags, Packet, TcpPart};
 use mpsched_core::feedback::feedback_payload;
-use mpsched_core::wire::{emit_tcp_frame, emit_udp_frame, mac_for, tcp_flags, TcpFields};
+use mpsched_core::wire::{emit_tcp_frame, emit_udp_frame, mac_for, TcpFields};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, TsResolution};
 use std::fs::File;
@@ -78,16 +78,7 @@ impl Capture {
             (mac_for(self.peer, self.peer_port), mac_for(self.node, self.port))
         };
         if let Some(t) = tcp {
-            let mut flags = tcp_flags::ACK;
-            if t.seg.ece {
-                flags |= tcp_flags::ECE;
-            }
-            if t.seg.cwr {
-                flags |= tcp_flags::CWR;
-            }
-            if t.seg.len > 0 {
-                flags |= tcp_flags::PSH;
-            }
+            let flags = segment_flags(&t.seg);
             // Data segments carry seq (ack 1, the peer sends nothing); ACKs the reverse.
             let (seq, ack) = if t.is_ack {
                 (1, t.seg.ack as u32)
@@ -133,7 +124,7 @@ impl Capture {
 
     fn udp_frame(&mut self, pkt: &Packet, src: [u8; 6], dst: [u8; 6]) {
         self.payload.clear();
-        if let Some(fb) = pkt.meta.feedback {
+        if let Some(fb) = pkt.meta.feedback() {
             self.payload.extend_from_slice(&feedback_payload(fb.group, fb.path));
             self.payload.resize(18, 0); // pad to Ethernet's 60-byte minimum
         } else {

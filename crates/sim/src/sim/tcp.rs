@@ -3,8 +3,8 @@
 
 use super::{Simulation, TunnelRef};
 use crate::event::{EventKind, TimePs};
-use crate::packet::{Packet, TcpPart};
-use mpsched_core::packet::{Ecn, PacketMeta, PortId};
+use crate::packet::{segment_flags, Packet, TcpPart};
+use mpsched_core::packet::{Ecn, HeaderExt, PacketMeta, PortId};
 use mpsched_scenario::TcpApp;
 use mpsched_transport::tcp::{Segment, TcpConfig, TcpReceiver, TcpSender, TCP_OVERHEAD_BYTES};
 use std::collections::VecDeque;
@@ -139,6 +139,9 @@ impl Simulation {
             let mut meta = conn.data_meta;
             meta.wire_len_bytes = seg.len + TCP_OVERHEAD_BYTES;
             meta.ecn = if seg.ect { Ecn::Ect0 } else { Ecn::NotEct };
+            meta.ext = HeaderExt::Tcp {
+                flags: segment_flags(&seg),
+            };
             let (node, port, owner) = (conn.src_node, conn.data_port, conn.owner);
             if let Owner::Flow(fi) | Owner::Response(fi) = owner {
                 let k = self.interval_index(self.now);
@@ -196,7 +199,10 @@ impl Simulation {
 
     fn send_ack(&mut self, c: u32, seg: Segment) {
         let conn = &self.conns[c as usize];
-        let (node, port, meta) = (conn.dst_node, conn.ack_port, conn.ack_meta);
+        let (node, port, mut meta) = (conn.dst_node, conn.ack_port, conn.ack_meta);
+        meta.ext = HeaderExt::Tcp {
+            flags: segment_flags(&seg),
+        };
         let flow = match conn.owner {
             Owner::Flow(f) | Owner::Response(f) => f,
             Owner::Subtunnel(_) => crate::packet::CONTROL_FLOW,
