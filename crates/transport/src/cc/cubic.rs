@@ -168,13 +168,15 @@ impl CongestionControl for Cubic {
 mod tests {
     use super::*;
 
-    fn ack(now_ns: u64, bytes: u64) -> AckEvent {
+    fn ack(now_ns: u64, bytes: u64) -> AckEvent<'static> {
         AckEvent {
             now_ns,
             acked_bytes: bytes,
             cwnd_limited: true,
             srtt_ns: 100_000_000,
             min_rtt_ns: 100_000_000,
+            subflows: &[],
+            subflow: 0,
         }
     }
 

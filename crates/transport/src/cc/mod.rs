@@ -9,18 +9,29 @@
 
 mod cubic;
 mod dctcp;
+mod lia;
 mod reno;
 
 pub use cubic::Cubic;
 pub use dctcp::Dctcp;
+pub use lia::Lia;
 pub use reno::NewReno;
 
 use crate::TimeNs;
 use serde::{Deserialize, Serialize};
 
+/// One subflow of a multipath connection as its siblings' controllers see it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SubflowView {
+    /// Its congestion window in bytes.
+    pub cwnd_bytes: u64,
+    /// Its smoothed RTT (0 before the first sample).
+    pub srtt_ns: u64,
+}
+
 /// What the sender tells a controller about an ACK of new data.
 #[derive(Clone, Copy, Debug)]
-pub struct AckEvent {
+pub struct AckEvent<'a> {
     /// Time of the ACK.
     pub now_ns: TimeNs,
     /// Bytes newly acknowledged by it.
@@ -32,6 +43,12 @@ pub struct AckEvent {
     pub srtt_ns: u64,
     /// Smallest RTT seen (0 before the first sample).
     pub min_rtt_ns: u64,
+    /// Every subflow of the connection this sender belongs to, itself at [`AckEvent::subflow`];
+    /// empty for single-path TCP. A coupled controller (MPTCP's LIA, OLIA) reads its siblings
+    /// here; the others ignore it.
+    pub subflows: &'a [SubflowView],
+    /// This sender's index in `subflows`.
+    pub subflow: usize,
 }
 
 /// Why the window is reduced.

@@ -71,13 +71,15 @@ impl CongestionControl for NewReno {
 mod tests {
     use super::*;
 
-    fn ack(bytes: u64) -> AckEvent {
+    fn ack(bytes: u64) -> AckEvent<'static> {
         AckEvent {
             now_ns: 0,
             acked_bytes: bytes,
             cwnd_limited: true,
             srtt_ns: 0,
             min_rtt_ns: 0,
+            subflows: &[],
+            subflow: 0,
         }
     }
 

@@ -1,7 +1,7 @@
 //! The sending side: windows, loss recovery and the retransmission timer.
 
 use super::{Segment, TcpConfig};
-use crate::cc::{AckEvent, CongestionControl, CongestionSignal};
+use crate::cc::{AckEvent, CongestionControl, CongestionSignal, SubflowView};
 use crate::rtt::RttEstimator;
 use crate::TimeNs;
 use std::collections::VecDeque;
@@ -246,6 +246,12 @@ impl TcpSender {
 
     /// An ACK arrived.
     pub fn on_ack(&mut self, now: TimeNs, seg: &Segment) {
+        self.on_ack_coupled(now, seg, &[], 0);
+    }
+
+    /// An ACK arrived for subflow `subflow` of a multipath connection whose subflows are
+    /// `subflows` (as seen now): the controller may couple their windows.
+    pub fn on_ack_coupled(&mut self, now: TimeNs, seg: &Segment, subflows: &[SubflowView], subflow: usize) {
         let mss = u64::from(self.cfg.mss_bytes);
         let ack = seg.ack;
         if ack > self.snd_max {
@@ -313,6 +319,8 @@ impl TcpSender {
                     } else {
                         self.rtt.min_rtt_ns()
                     },
+                    subflows,
+                    subflow,
                 });
             }
             if window_end {
