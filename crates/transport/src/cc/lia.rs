@@ -10,13 +10,12 @@
 use super::{slow_start, AckEvent, CongestionControl, CongestionSignal, NewReno};
 use crate::TimeNs;
 
-/// LIA on one subflow; its siblings come in each [`AckEvent::subflows`].
+/// LIA on one subflow; its siblings come in each [`AckEvent::subflows`]. NewReno holds the
+/// window: LIA changes only how congestion avoidance grows it.
 #[derive(Clone, Debug)]
 pub struct Lia {
     reno: NewReno,
     mss: u64,
-    cwnd: u64,
-    ssthresh: u64,
     /// Growth in bytes not yet a whole byte of window.
     frac: f64,
 }
@@ -24,12 +23,9 @@ pub struct Lia {
 impl Lia {
     /// Initial window of `iw` segments, no threshold.
     pub fn new(mss: u32, iw: u32) -> Self {
-        let reno = NewReno::new(mss, iw);
         Lia {
+            reno: NewReno::new(mss, iw),
             mss: u64::from(mss),
-            cwnd: reno.window_bytes(),
-            ssthresh: reno.ssthresh_bytes(),
-            reno,
             frac: 0.0,
         }
     }
@@ -37,10 +33,8 @@ impl Lia {
     /// RFC 6356's alpha from the subflows' windows (bytes) and RTTs (subflows without an RTT
     /// sample yet are left out); None without two measured subflows.
     pub fn alpha(subflows: &[super::SubflowView]) -> Option<f64> {
-        let measured = subflows.iter().filter(|s| s.srtt_ns > 0);
-        let (mut best, mut sum, mut total) = (0.0f64, 0.0f64, 0.0f64);
-        let mut n = 0;
-        for s in measured {
+        let (mut best, mut sum, mut total, mut n) = (0.0f64, 0.0f64, 0.0f64, 0);
+        for s in subflows.iter().filter(|s| s.srtt_ns > 0) {
             let (w, rtt) = (s.cwnd_bytes as f64, s.srtt_ns as f64);
             best = best.max(w / (rtt * rtt));
             sum += w / rtt;
@@ -56,50 +50,41 @@ impl CongestionControl for Lia {
         "lia"
     }
     fn window_bytes(&self) -> u64 {
-        self.cwnd
+        self.reno.window_bytes()
     }
     fn ssthresh_bytes(&self) -> u64 {
-        self.ssthresh
+        self.reno.ssthresh_bytes()
     }
     fn on_ack(&mut self, ack: &AckEvent) {
-        if !ack.cwnd_limited {
-            return;
-        }
-        let alpha = Lia::alpha(ack.subflows);
-        let Some(alpha) = alpha else {
-            // One subflow (or one measured): NewReno.
-            self.reno.set_window(self.cwnd);
+        // One subflow (or one measured): NewReno.
+        let (Some(alpha), true) = (Lia::alpha(ack.subflows), ack.cwnd_limited) else {
             self.reno.on_ack(ack);
-            self.cwnd = self.reno.window_bytes();
             return;
         };
-        let left = slow_start(&mut self.cwnd, self.ssthresh, ack.acked_bytes);
-        if left == 0 {
-            return;
+        let mut cwnd = self.reno.window_bytes();
+        let left = slow_start(&mut cwnd, self.reno.ssthresh_bytes(), ack.acked_bytes);
+        if left > 0 {
+            let total: u64 = ack.subflows.iter().map(|s| s.cwnd_bytes).sum();
+            let (acked, mss) = (left as f64, self.mss as f64);
+            let coupled = alpha * acked * mss / total.max(1) as f64;
+            let uncoupled = acked * mss / cwnd.max(1) as f64;
+            self.frac += coupled.min(uncoupled);
+            let whole = self.frac.floor();
+            self.frac -= whole;
+            cwnd += whole as u64;
         }
-        let total: u64 = ack.subflows.iter().map(|s| s.cwnd_bytes).sum();
-        let (acked, mss) = (left as f64, self.mss as f64);
-        let coupled = alpha * acked * mss / total.max(1) as f64;
-        let uncoupled = acked * mss / self.cwnd.max(1) as f64;
-        self.frac += coupled.min(uncoupled);
-        let whole = self.frac.floor();
-        self.frac -= whole;
-        self.cwnd += whole as u64;
+        self.reno.set_window(cwnd);
     }
     fn on_congestion(&mut self, now: TimeNs, signal: CongestionSignal, in_flight: u64) {
-        self.reno.set_window(self.cwnd);
         self.reno.on_congestion(now, signal, in_flight);
-        (self.cwnd, self.ssthresh) = (self.reno.window_bytes(), self.reno.ssthresh_bytes());
         self.frac = 0.0;
     }
     fn on_rto(&mut self, now: TimeNs, in_flight: u64) {
-        self.reno.set_window(self.cwnd);
         self.reno.on_rto(now, in_flight);
-        (self.cwnd, self.ssthresh) = (self.reno.window_bytes(), self.reno.ssthresh_bytes());
         self.frac = 0.0;
     }
     fn set_window(&mut self, cwnd: u64) {
-        self.cwnd = cwnd.max(self.mss);
+        self.reno.set_window(cwnd);
     }
 }
 
