@@ -90,6 +90,8 @@ struct NodeState {
     /// Per port: (peer node, peer port).
     peers: Vec<(u32, PortId)>,
     program: Option<Box<dyn Program>>,
+    /// Whether the program has an enqueue stage (asked once, not per packet).
+    uses_enqueue: bool,
     /// Packets that reached a host not addressed to it, or were dropped by a program.
     dropped: u64,
     /// For a tunnel end: (tunnel, direction it encapsulates in: 0 down, 1 up).
@@ -390,7 +392,7 @@ impl Simulation {
         let link = &self.links[l as usize];
         let q = link.queues.clamp(queue.unwrap_or(pkt.meta.dscp >> 3));
         let depth = link.queues.queue_len(q);
-        if self.nodes[ni].program.as_ref().is_some_and(|p| p.uses_enqueue()) {
+        if self.nodes[ni].uses_enqueue {
             let meta = QueueMeta {
                 enq_qdepth_pkts: depth,
                 deq_qdepth_pkts: 0,
@@ -468,6 +470,7 @@ impl Simulation {
             .iter()
             .position(|n| n.name == node && n.kind == NodeKind::Switch)
             .ok_or_else(|| SimError::Config(format!("no switch named `{node}`")))?;
+        self.nodes[i].uses_enqueue = program.uses_enqueue();
         self.nodes[i].program = Some(program);
         self.call_program(i as u32, |p, ctx| p.start(ctx));
         Ok(())
