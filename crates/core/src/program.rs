@@ -163,7 +163,15 @@ pub trait Program: Send {
         EgressVerdict::Transmit
     }
 
-    /// A packet leaves the queue of `port`; it may rewrite headers (ECN marking).
+    /// Whether [`Program::on_dequeue`] does anything for packets leaving `port`: a runtime asks
+    /// once per port when the program is installed and skips the call where it says no. The
+    /// default says yes, so a program that overrides `on_dequeue` alone is always called.
+    fn uses_dequeue(&self, _port: PortId) -> bool {
+        true
+    }
+
+    /// A packet leaves the queue of `port`; it may rewrite headers (ECN marking). Called only
+    /// for ports where [`Program::uses_dequeue`] says so.
     fn on_dequeue(&mut self, _pkt: &mut PacketMeta, _port: PortId, _queue: QueueMeta, _ctx: &mut Ctx) -> EgressVerdict {
         EgressVerdict::Transmit
     }

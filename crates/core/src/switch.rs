@@ -22,6 +22,7 @@ use crate::rng::RandomSource;
 use crate::sched::{ConfigError, Decision, Scheduler, SchedulerConfig};
 use crate::table::{Ipv4Lpm, Route};
 use crate::MAX_PATHS;
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -103,6 +104,13 @@ struct SplitGroup {
     pkts: [u64; MAX_PATHS],
 }
 
+/// What a node does for one (src, dst) pair: indices into its confluence and split tables.
+#[derive(Clone, Copy, Debug, Default)]
+struct Roles {
+    confluence: Option<u32>,
+    split: Option<u32>,
+}
+
 struct ConfluenceEntry {
     src_ip: Ipv4,
     dst_ip: Ipv4,
@@ -126,6 +134,11 @@ pub struct MultipathSwitch {
     lpm: Ipv4Lpm,
     splits: Vec<SplitGroup>,
     confluences: Vec<ConfluenceEntry>,
+    /// The flow table: (src, dst) -> this node's roles for that pair, one hash lookup per
+    /// packet however many groups the node holds (first entry wins, as a P4 table's first match).
+    roles: FxHashMap<(Ipv4, Ipv4), Roles>,
+    /// Splitting group id -> index into `splits`, for feedback.
+    split_of_group: FxHashMap<u8, usize>,
     /// Indexed by port.
     markers: Vec<Option<EcnMarker>>,
     counters: SwitchCounters,
@@ -190,11 +203,24 @@ impl MultipathSwitch {
             }
             markers[p] = Some(EcnMarker::new(threshold));
         }
+        let mut roles: FxHashMap<(Ipv4, Ipv4), Roles> = FxHashMap::default();
+        for (i, c) in confluences.iter().enumerate() {
+            let r = roles.entry((c.src_ip, c.dst_ip)).or_default();
+            r.confluence = r.confluence.or(Some(i as u32));
+        }
+        let mut split_of_group = FxHashMap::default();
+        for (i, sg) in splits.iter().enumerate() {
+            let r = roles.entry((sg.src_ip, sg.dst_ip)).or_default();
+            r.split = r.split.or(Some(i as u32));
+            split_of_group.entry(sg.group).or_insert(i);
+        }
         Ok(MultipathSwitch {
             own_ip: config.own_ip,
             lpm,
             splits,
             confluences,
+            roles,
+            split_of_group,
             markers,
             counters: SwitchCounters::default(),
         })
@@ -275,8 +301,8 @@ impl Program for MultipathSwitch {
     fn ingress(&mut self, pkt: &mut PacketMeta, ctx: &mut Ctx) -> Verdict {
         if pkt.dst_ip == self.own_ip {
             if let Some(fb) = pkt.feedback() {
-                let counted = match self.splits.iter_mut().find(|s| s.group == fb.group) {
-                    Some(s) => s.sched.on_feedback(fb.path),
+                let counted = match self.split_of_group.get(&fb.group) {
+                    Some(&i) => self.splits[i].sched.on_feedback(fb.path),
                     None => false,
                 };
                 if counted {
@@ -295,20 +321,19 @@ impl Program for MultipathSwitch {
         }
         pkt.ttl -= 1;
 
-        if let Some(c) = self
-            .confluences
-            .iter_mut()
-            .find(|c| c.src_ip == pkt.src_ip && c.dst_ip == pkt.dst_ip)
-        {
-            if let Some(e) = c.conf.on_arrival(pkt) {
+        // A plain forwarding node has no flow table: one branch, no hash.
+        let roles = if self.roles.is_empty() {
+            Roles::default()
+        } else {
+            self.roles.get(&(pkt.src_ip, pkt.dst_ip)).copied().unwrap_or_default()
+        };
+        if let Some(c) = roles.confluence {
+            if let Some(e) = self.confluences[c as usize].conf.on_arrival(pkt) {
                 ctx.emit(e.port, e.meta);
             }
         }
-        if let Some(s) = self
-            .splits
-            .iter_mut()
-            .find(|s| s.src_ip == pkt.src_ip && s.dst_ip == pkt.dst_ip)
-        {
+        if let Some(si) = roles.split {
+            let s = &mut self.splits[si as usize];
             return match s.sched.select(pkt) {
                 Decision::Path(p) => {
                     s.pkts[usize::from(p)] += 1;
@@ -327,6 +352,10 @@ impl Program for MultipathSwitch {
                 Verdict::Drop(DropReason::NoRoute)
             }
         }
+    }
+
+    fn uses_dequeue(&self, port: PortId) -> bool {
+        matches!(self.markers.get(usize::from(port)), Some(Some(_)))
     }
 
     #[inline]
@@ -430,6 +459,67 @@ mod tests {
         let mut other = PacketMeta::udp(0x0a00_0002, STA3, 1, 2, 1512);
         assert_eq!(sw.ingress(&mut other, &mut Ctx::new()), Verdict::Forward(0));
         assert_eq!(other.ttl, 63);
+    }
+
+    #[test]
+    fn many_groups_each_match_their_own_pair_and_the_first_entry_wins() {
+        let mut cfg = SwitchConfig::forwarding(
+            SPLITTER,
+            vec![Route {
+                prefix: 0,
+                len: 0,
+                port: 0,
+            }],
+        );
+        // 200 groups, one per source; the group id is not the index; a second entry for the
+        // first pair (to ports 7, 8) never matches.
+        for i in 0..200u32 {
+            cfg.splits.push(SplitGroupConfig {
+                group: (199 - i) as u8,
+                src_ip: STA1 + 0x100 * i,
+                dst_ip: STA3,
+                ports: vec![1 + (i % 4) as PortId, 5],
+                scheduler: SchedulerConfig::Dwrr {
+                    weights: vec![1, 1],
+                    params: DwrrParams::default(),
+                },
+            });
+        }
+        cfg.splits.push(SplitGroupConfig {
+            group: 250,
+            src_ip: STA1,
+            dst_ip: STA3,
+            ports: vec![7, 8],
+            scheduler: SchedulerConfig::Wrr { weights: vec![1, 1] },
+        });
+        let mut sw = MultipathSwitch::new(&cfg, |_| Box::new(SeededRandom::new(1))).unwrap();
+        for i in [0u32, 1, 2, 3, 150, 199] {
+            let mut p = PacketMeta::udp(STA1 + 0x100 * i, STA3, 1, 2, 1512);
+            assert_eq!(
+                sw.ingress(&mut p, &mut Ctx::new()),
+                Verdict::Forward(1 + (i % 4) as PortId),
+                "source {i}"
+            );
+        }
+        let mut reverse = PacketMeta::udp(STA3, STA1, 1, 2, 1512);
+        assert_eq!(
+            sw.ingress(&mut reverse, &mut Ctx::new()),
+            Verdict::Forward(0),
+            "no split: routed"
+        );
+        // Feedback for group 199 (the first entry, a DWRR group) and for an unknown group.
+        for (group, counted) in [(199u8, 1), (251, 1)] {
+            let mut fb = PacketMeta::udp(CONFLUENCE, SPLITTER, 50_000, 50_000, 60);
+            fb.ext = crate::packet::HeaderExt::Feedback(crate::packet::FeedbackInfo { group, path: 0 });
+            assert_eq!(sw.ingress(&mut fb, &mut Ctx::new()), Verdict::Consume);
+            let c: BTreeMap<_, _> = sw.counters().into_iter().collect();
+            let key = if group == 199 {
+                "feedback_rx"
+            } else {
+                "feedback_unknown_group"
+            };
+            assert_eq!(c[key], counted, "group {group}");
+        }
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub struct Link {
     /// oldest has an arrival event pending, so the event queue holds one event per link, not one
     /// per packet on the wire.
     pub in_flight: VecDeque<InFlight>,
+    /// Whether the sending node's program has a dequeue stage on this port.
+    pub egress_stage: bool,
     /// Path monitored at this link's far end (bwm-ng on the confluence point's input).
     pub path_tag: Option<u8>,
     /// Counters.
@@ -97,6 +99,7 @@ impl Link {
             queued_bytes: 0,
             on_wire: None,
             in_flight: VecDeque::new(),
+            egress_stage: false,
             path_tag: None,
             stats: LinkStats::default(),
         }

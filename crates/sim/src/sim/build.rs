@@ -102,7 +102,6 @@ pub(super) fn install_switches(
         let node_seed = rng.next_u64();
         let prog = MultipathSwitch::new(cfg, |g| Box::new(SeededRandom::new(node_seed ^ (u64::from(g) << 32))))
             .map_err(|e| SimError::Config(format!("node `{}`: {e}", node.name)))?;
-        nodes[i].uses_enqueue = prog.uses_enqueue();
         nodes[i].program = Some(Box::new(prog));
     }
 

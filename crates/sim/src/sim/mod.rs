@@ -217,7 +217,7 @@ impl Simulation {
         } = build::captures(opts, sc, &nodes, links.len())?;
         let (columns, register_columns) = build::series_columns(sc, &flows, &tunnels, &nodes);
         let queue = build::first_events(sc, &flows);
-        Ok(Simulation {
+        let mut sim = Simulation {
             now: 0,
             queue,
             nodes,
@@ -252,7 +252,22 @@ impl Simulation {
             view_buf: Vec::new(),
             tunnel_addrs,
             intervals,
-        })
+        };
+        for n in 0..sim.nodes.len() as u32 {
+            sim.cache_stages(n);
+        }
+        Ok(sim)
+    }
+
+    /// Ask `node`'s program once which stages it has (enqueue; dequeue per port), so the
+    /// per-packet path skips the calls that would do nothing.
+    fn cache_stages(&mut self, node: u32) {
+        let n = &mut self.nodes[node as usize];
+        n.uses_enqueue = n.program.as_ref().is_some_and(|p| p.uses_enqueue());
+        for (port, &l) in n.out_links.iter().enumerate() {
+            let port = PortId::try_from(port).expect("ports fit a PortId");
+            self.links[l as usize].egress_stage = n.program.as_ref().is_some_and(|p| p.uses_dequeue(port));
+        }
     }
 
     /// The time the run ends (the scenario's duration plus the drain time).
@@ -470,8 +485,8 @@ impl Simulation {
             .iter()
             .position(|n| n.name == node && n.kind == NodeKind::Switch)
             .ok_or_else(|| SimError::Config(format!("no switch named `{node}`")))?;
-        self.nodes[i].uses_enqueue = program.uses_enqueue();
         self.nodes[i].program = Some(program);
+        self.cache_stages(i as u32);
         self.call_program(i as u32, |p, ctx| p.start(ctx));
         Ok(())
     }
@@ -493,7 +508,7 @@ impl Simulation {
     fn start_tx(&mut self, l: u32, mut pkt: Packet, q: QueueMeta) -> bool {
         let li = l as usize;
         let (from, from_port) = (self.links[li].from, self.links[li].from_port);
-        if self.nodes[from as usize].program.is_some() {
+        if self.links[li].egress_stage {
             let verdict = self.call_program(from, |p, ctx| p.on_dequeue(&mut pkt.meta, from_port, q, ctx));
             if verdict == Some(EgressVerdict::Drop) {
                 self.links[li].stats.egress_drops += 1;
