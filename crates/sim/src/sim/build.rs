@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// Flows whose order a tunnel exit remembers (the reordering measure's bound).
+const EXIT_FLOWS: usize = mpsched_core::tunnel::DEFAULT_FLOW_TABLE_ENTRIES as usize;
+
 /// The port of `from` that leads to its neighbour `to`.
 pub(super) fn port_to(nodes: &[NodeState], from: usize, to: usize) -> PortId {
     nodes[from]
@@ -242,9 +245,9 @@ pub(super) fn tunnels(
     wiring: &mpsched_topo::Wiring,
     nodes: &mut [NodeState],
     conns: &mut Vec<Conn>,
-) -> Result<(Vec<TunnelState>, HashMap<Ipv4, u32>), SimError> {
+) -> Result<(Vec<TunnelState>, FxHashMap<Ipv4, u32>), SimError> {
     let mut tunnels = Vec::new();
-    let mut tunnel_addrs = HashMap::new();
+    let mut tunnel_addrs = FxHashMap::default();
     for (ti, tun) in sc.tunnels.iter().enumerate() {
         let ends = [tun.entry, tun.exit];
         let mut sides = Vec::new();
@@ -316,17 +319,10 @@ pub(super) fn tunnels(
             nodes[node].tunnel_side = Some((ti as u32, d as u8));
             sides.push(TunnelSide {
                 node: node as u32,
-                far_hosts,
-                scheduler: tun.scheduler.build(),
+                entry: TunnelEntry::new(far_hosts, tun.scheduler.build(), tun.subtunnels.len()),
+                exit: TunnelExit::new(EXIT_FLOWS),
                 conns: sub_conns,
                 ports,
-                next_entry_seq: HashMap::new(),
-                exit_max_seq: HashMap::new(),
-                scheduled: 0,
-                forwarded: 0,
-                reordered: 0,
-                drops: 0,
-                per_sub: vec![0; tun.subtunnels.len()],
             });
         }
         let [down, up]: [TunnelSide; 2] = sides.try_into().map_err(|_| SimError::Config("tunnel sides".into()))?;

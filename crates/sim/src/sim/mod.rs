@@ -20,12 +20,14 @@ use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures};
 use mpsched_scenario::{NodeKind, Scenario};
 use mpsched_scenario::{SubtunnelTransport, TcpApp};
 use mpsched_topo::addressing::{subtunnel_addr, TunnelDir};
+use mpsched_tunnel::{TunnelEntry, TunnelExit};
+pub use mpsched_tunnel::{TCP_FRAMING_BYTES, TUNNEL_UDP_PORT, UDP_ENCAP_BYTES};
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::PathBuf;
 use tcp::{Conn, Owner, TcpFlowState};
 use tunnel::{TunnelRef, TunnelSide, TunnelState};
-pub use tunnel::{TCP_FRAMING_BYTES, TUNNEL_UDP_PORT, UDP_ENCAP_BYTES};
 
 /// How long the simulation runs past the scenario's end so that packets in flight are delivered
 /// rather than counted lost.
@@ -193,7 +195,7 @@ pub struct Simulation {
     program_timers: Slab<(u32, u64)>,
     view_buf: Vec<SubtunnelView>,
     /// Subtunnel address -> the node that terminates it.
-    tunnel_addrs: HashMap<Ipv4, u32>,
+    tunnel_addrs: FxHashMap<Ipv4, u32>,
     /// Number of sample intervals.
     intervals: usize,
 }
@@ -719,7 +721,7 @@ impl Simulation {
                         row.push(round(s.unacked_bytes() as f64 / 1024.0, 3));
                     }
                 }
-                for n in side.per_sub.iter() {
+                for n in side.entry.stats().per_subtunnel.iter() {
                     row.push(*n as f64);
                 }
             }

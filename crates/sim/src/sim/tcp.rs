@@ -7,6 +7,7 @@ use crate::packet::{segment_flags, Packet, TcpPart};
 use mpsched_core::packet::{Ecn, HeaderExt, PacketMeta, PortId};
 use mpsched_scenario::TcpApp;
 use mpsched_transport::tcp::{Segment, TcpConfig, TcpReceiver, TcpSender, TCP_OVERHEAD_BYTES};
+use mpsched_tunnel::RecordQueue;
 use std::collections::VecDeque;
 
 /// Who uses a connection.
@@ -36,7 +37,7 @@ pub(crate) struct Conn {
     /// Earliest pending timer event.
     pub timer_at: Option<TimePs>,
     /// Subtunnel stream: (end offset, inner packet) in the order written.
-    pub records: VecDeque<(u64, u32)>,
+    pub records: RecordQueue<u32>,
     /// Sum of one-way delays of data segments received, for the mean.
     pub owd_sum_ps: u128,
 }
@@ -70,7 +71,7 @@ impl Conn {
             ack_port,
             owner,
             timer_at: None,
-            records: VecDeque::new(),
+            records: RecordQueue::default(),
             owd_sum_ps: 0,
         }
     }

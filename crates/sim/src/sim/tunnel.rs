@@ -1,23 +1,18 @@
-//! Multipath tunnels in the simulator: encapsulation at the entry, the scheduler, subtunnels
-//! over TCP (a byte stream of length-prefixed packets) or UDP (one datagram per packet), and
-//! decapsulation with reordering measurement at the exit.
+//! Multipath tunnels in the simulator: the endpoints of `mpsched-tunnel` (classification,
+//! scheduling, order stamps, decapsulation, the reordering measure) driven with the simulator's
+//! links and TCP connections as subtunnels (a byte stream of framed packets over TCP, one
+//! datagram per packet over UDP).
 
 use super::Simulation;
 use crate::packet::{Packet, NO_INNER};
-use mpsched_core::packet::{Ecn, Ipv4, PacketMeta, PortId};
-use mpsched_core::tunnel::{FlowKey, SubtunnelView, TunnelScheduler};
+use mpsched_core::packet::PortId;
+use mpsched_core::tunnel::{FlowKey, SubtunnelView};
 use mpsched_scenario::results::{round, TunnelFigures};
 use mpsched_scenario::SubtunnelTransport;
 use mpsched_topo::addressing::{subtunnel_addr, TunnelDir};
-use std::collections::{BTreeMap, HashMap, HashSet};
-
-/// Bytes of the length header that frames each payload packet in a TCP subtunnel's stream.
-pub const TCP_FRAMING_BYTES: u32 = 8;
-/// Outer IPv4 + UDP header of a UDP subtunnel datagram (the outer Ethernet header replaces the
-/// inner one).
-pub const UDP_ENCAP_BYTES: u32 = 20 + 8;
-/// UDP port of subtunnel datagrams.
-pub const TUNNEL_UDP_PORT: u16 = 4789;
+use mpsched_tunnel::framing::udp_outer;
+use mpsched_tunnel::{TunnelEntry, TunnelExit, TCP_FRAMING_BYTES};
+use std::collections::BTreeMap;
 
 /// A subtunnel of a tunnel in one direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,24 +21,16 @@ pub(crate) struct TunnelRef {
     pub dir: TunnelDir,
 }
 
-/// One direction of a tunnel.
+/// One direction of a tunnel: its entry at `node` and its exit at the other end.
 pub(crate) struct TunnelSide {
     /// The node that encapsulates in this direction.
     pub node: u32,
-    /// Hosts behind the other end: packets to them are tunnelled.
-    pub far_hosts: HashSet<Ipv4>,
-    pub scheduler: Box<dyn TunnelScheduler>,
+    pub entry: TunnelEntry,
+    pub exit: TunnelExit,
     /// Per subtunnel: the TCP connection (TCP transport).
     pub conns: Vec<u32>,
     /// Per subtunnel: the egress port at `node`.
     pub ports: Vec<PortId>,
-    pub next_entry_seq: HashMap<FlowKey, u64>,
-    pub exit_max_seq: HashMap<FlowKey, u64>,
-    pub scheduled: u64,
-    pub forwarded: u64,
-    pub reordered: u64,
-    pub drops: u64,
-    pub per_sub: Vec<u64>,
 }
 
 /// A tunnel.
@@ -57,7 +44,7 @@ pub(crate) struct TunnelState {
     pub sides: [TunnelSide; 2],
 }
 
-/// A packet inside a tunnel, with its entry order within its flow.
+/// A packet inside a tunnel, with its entry order.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Inner {
     pub pkt: Packet,
@@ -107,61 +94,48 @@ impl Simulation {
         }
     }
 
-    /// If `pkt` arriving at `node` must enter a tunnel there, schedule and send it; false if it
-    /// is not tunnel traffic.
+    /// If `pkt` arriving at `node` must enter a tunnel there, schedule and send it; the packet
+    /// back if it is not tunnel traffic.
     pub(crate) fn tunnel_ingress(&mut self, node: u32, pkt: Packet) -> Result<(), Packet> {
         let Some((t, d)) = self.nodes[node as usize].tunnel_side else {
             return Err(pkt);
         };
         let (ti, di) = (t as usize, d as usize);
-        if pkt.inner != NO_INNER || !self.tunnels[ti].sides[di].far_hosts.contains(&pkt.meta.dst_ip) {
+        if pkt.inner != NO_INNER || !self.tunnels[ti].sides[di].entry.carries(&pkt.meta) {
             return Err(pkt);
         }
-        let key = FlowKey::of(&pkt.meta);
-        let ip_bytes = pkt.meta.wire_len_bytes.saturating_sub(14);
         self.views(ti, di);
-        let now_ns = self.now / 1000;
         let side = &mut self.tunnels[ti].sides[di];
-        let j = side.scheduler.select(&key, ip_bytes, now_ns, &self.view_buf);
-        let seq = side.next_entry_seq.entry(key).or_insert(0);
-        let entry_seq = *seq;
-        *seq += 1;
-        side.scheduled += 1;
-        side.per_sub[j] += 1;
-        let idx = self.store_inner(Inner { pkt, entry_seq });
-        let dir = if d == 0 { TunnelDir::Down } else { TunnelDir::Up };
+        let s = side.entry.schedule(&pkt.meta, self.now / 1000, &self.view_buf);
+        let (j, port) = (s.subtunnel, side.ports[s.subtunnel]);
+        let idx = self.store_inner(Inner {
+            pkt,
+            entry_seq: s.entry_seq,
+        });
         match self.tunnels[ti].transport {
             SubtunnelTransport::Tcp => {
                 let c = self.tunnels[ti].sides[di].conns[j];
-                let size = u64::from(ip_bytes + TCP_FRAMING_BYTES);
+                let size = u64::from(s.ip_bytes + TCP_FRAMING_BYTES);
                 let buf = self.tunnels[ti].send_buffer_bytes;
                 let conn = &mut self.conns[c as usize];
                 if conn.sender.unacked_bytes() + size > buf {
-                    self.tunnels[ti].sides[di].drops += 1;
+                    self.tunnels[ti].sides[di].entry.note_send_buffer_drop();
                     let dropped = self.take_inner(idx);
                     self.release(&dropped.pkt);
                     return Ok(());
                 }
                 conn.sender.write(size);
-                let end = conn.sender.written_bytes();
-                conn.records.push_back((end, idx));
+                let end = conn.records.push(size, idx);
+                debug_assert_eq!(end, conn.sender.written_bytes(), "records frame the whole stream");
                 self.pump(c);
             }
             SubtunnelTransport::Udp => {
+                let dir = if d == 0 { TunnelDir::Down } else { TunnelDir::Up };
                 let own_ip = self.nodes[node as usize].ip;
-                let mut meta = PacketMeta::udp(
-                    own_ip,
-                    subtunnel_addr(ti, j, dir),
-                    TUNNEL_UDP_PORT,
-                    TUNNEL_UDP_PORT,
-                    pkt.meta.wire_len_bytes + UDP_ENCAP_BYTES,
-                );
-                // RFC 6040 normal mode: the outer header copies the inner ECN field.
-                meta.ecn = pkt.meta.ecn;
+                let meta = udp_outer(own_ip, subtunnel_addr(ti, j, dir), &pkt.meta);
                 let mut outer = Packet::bare(meta, pkt.flow, self.now);
-                outer.payload_bytes = ip_bytes;
+                outer.payload_bytes = s.ip_bytes;
                 outer.inner = idx;
-                let port = self.tunnels[ti].sides[di].ports[j];
                 self.output(node, port, outer);
             }
         }
@@ -171,24 +145,19 @@ impl Simulation {
     /// A UDP subtunnel datagram reached the far end: decapsulate and forward.
     pub(crate) fn udp_subtunnel_arrival(&mut self, node: u32, port: PortId, outer: Packet) {
         let (t, d_here) = self.nodes[node as usize].tunnel_side.expect("a tunnel end");
-        let inner = self.take_inner(outer.inner);
-        let mut inner_pkt = inner.pkt;
-        // RFC 6040: CE on the outer header is copied to an ECN-capable inner one.
-        if outer.meta.ecn == Ecn::Ce && inner_pkt.meta.ecn.is_ect() {
-            inner_pkt.meta.ecn = Ecn::Ce;
-        }
+        let mut inner = self.take_inner(outer.inner);
         // Packets arriving here travel in the other end's direction.
         let d = 1 - d_here as usize;
-        self.tunnel_egress(
-            t as usize,
-            d,
-            node,
-            port,
-            Inner {
-                pkt: inner_pkt,
-                ..inner
-            },
-        );
+        let exit = &mut self.tunnels[t as usize].sides[d].exit;
+        match exit.decapsulate(outer.meta.ecn, inner.pkt.meta.ecn) {
+            Ok(ecn) => inner.pkt.meta.ecn = ecn,
+            Err(_) => {
+                self.nodes[node as usize].dropped += 1;
+                self.release(&inner.pkt);
+                return;
+            }
+        }
+        self.tunnel_egress(t as usize, d, node, port, inner);
     }
 
     /// A TCP subtunnel's receiver delivered its stream up to `rcv_nxt`: forward every payload
@@ -197,27 +166,15 @@ impl Simulation {
         let node = self.conns[c as usize].dst_node;
         let d = r.dir as usize;
         let port = self.conns[c as usize].ack_port;
-        while let Some(&(end, idx)) = self.conns[c as usize].records.front() {
-            if end > rcv_nxt {
-                break;
-            }
-            self.conns[c as usize].records.pop_front();
+        while let Some(idx) = self.conns[c as usize].records.pop_complete(rcv_nxt) {
             let inner = self.take_inner(idx);
             self.tunnel_egress(r.tunnel as usize, d, node, port, inner);
         }
     }
 
     fn tunnel_egress(&mut self, t: usize, d: usize, node: u32, port: PortId, inner: Inner) {
-        let side = &mut self.tunnels[t].sides[d];
-        side.forwarded += 1;
         let key = FlowKey::of(&inner.pkt.meta);
-        match side.exit_max_seq.get_mut(&key) {
-            Some(m) if inner.entry_seq < *m => side.reordered += 1,
-            Some(m) => *m = inner.entry_seq,
-            None => {
-                side.exit_max_seq.insert(key, inner.entry_seq);
-            }
-        }
+        self.tunnels[t].sides[d].exit.forward(&key, inner.entry_seq);
         self.route(node, port, inner.pkt);
     }
 
@@ -226,24 +183,25 @@ impl Simulation {
         let mut out = Vec::new();
         for t in &self.tunnels {
             for (d, side) in t.sides.iter().enumerate() {
+                let (entry, exit) = (side.entry.stats(), side.exit.stats());
                 out.push(TunnelFigures {
                     id: format!("{}.{}", t.name, if d == 0 { "down" } else { "up" }),
                     scheduler: t.scheduler_name.to_string(),
                     transport: t.transport.name().to_string(),
-                    scheduled_pkts: side.scheduled,
-                    forwarded_pkts: side.forwarded,
-                    reordered_pkts: side.reordered,
-                    reordered_pct: if side.forwarded == 0 {
+                    scheduled_pkts: entry.scheduled,
+                    forwarded_pkts: exit.forwarded,
+                    reordered_pkts: exit.reordered,
+                    reordered_pct: if exit.forwarded == 0 {
                         0.0
                     } else {
-                        round(100.0 * side.reordered as f64 / side.forwarded as f64, 4)
+                        round(100.0 * exit.reordered as f64 / exit.forwarded as f64, 4)
                     },
-                    send_buffer_drops: side.drops,
+                    send_buffer_drops: entry.send_buffer_drops,
                     per_subtunnel_pkts: t
                         .subtunnel_names
                         .iter()
                         .cloned()
-                        .zip(side.per_sub.iter().copied())
+                        .zip(entry.per_subtunnel.iter().copied())
                         .collect::<BTreeMap<_, _>>(),
                 });
             }

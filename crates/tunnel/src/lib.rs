@@ -1,0 +1,24 @@
+//! Multipath tunnel endpoints, as state machines without I/O.
+//!
+//! A multipath tunnel joins two nodes by several subtunnels (one per path, over UDP or TCP). At
+//! its **entry** a packet bound for a host behind the far end is classified, handed to a
+//! [`TunnelScheduler`](mpsched_core::tunnel::TunnelScheduler) that picks a subtunnel, stamped with
+//! its entry order and encapsulated; at the **exit** it is decapsulated (ECN after RFC 6040) and
+//! its order compared with what its flow delivered before.
+//!
+//! Nothing here sends, receives or reads a clock: the simulator (`mpsched-sim`) drives these
+//! types with simulated time and its own links and TCP connections, and a tunnel daemon will
+//! drive the same types with sockets and the system clock, so both measure the same thing.
+//!
+//! - [`entry::TunnelEntry`]: which packets enter, which subtunnel carries each, counters.
+//! - [`exit::TunnelExit`]: decapsulation and the reordering measure, with bounded flow state.
+//! - [`framing`]: the outer headers' sizes, the UDP encapsulation, and the TCP subtunnels'
+//!   stream framing (a length-prefixed record per packet).
+
+pub mod entry;
+pub mod exit;
+pub mod framing;
+
+pub use entry::{EntryStats, Scheduled, TunnelEntry};
+pub use exit::{DecapError, ExitStats, TunnelExit};
+pub use framing::{RecordQueue, TCP_FRAMING_BYTES, TUNNEL_UDP_PORT, UDP_ENCAP_BYTES};
