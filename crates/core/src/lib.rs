@@ -29,6 +29,7 @@
 pub mod feedback;
 pub mod frame;
 pub mod marker;
+pub mod mptcp;
 pub mod packet;
 pub mod program;
 pub mod rng;

@@ -4,6 +4,7 @@
 //! bits, lengths and the port the packet came in on. It carries no payload; the few payload
 //! bytes a program needs (the feedback header) are parsed into typed fields.
 
+use crate::mptcp::MptcpKind;
 use serde::{Deserialize, Serialize};
 
 /// IPv4 address as a host-order `u32` (`10.0.0.1` is `0x0a00_0001`), as data planes hold it.
@@ -93,10 +94,14 @@ pub enum HeaderExt {
     None,
     /// The body of a DWRR feedback packet.
     Feedback(FeedbackInfo),
-    /// A TCP segment's flags ([`crate::wire::tcp_flags`]).
+    /// A TCP segment's flags ([`crate::wire::tcp_flags`]), and which MPTCP option it carries
+    /// (the option's fields, which do not fit here, reach a program through
+    /// [`crate::program::Ctx::mptcp_option`]).
     Tcp {
         /// The flags byte.
         flags: u8,
+        /// The kind of MPTCP option in the header, if any.
+        mptcp: Option<MptcpKind>,
     },
 }
 
@@ -154,11 +159,20 @@ impl PacketMeta {
         }
     }
 
+    /// The kind of MPTCP option the segment carries, when it is a TCP segment with one.
+    #[inline]
+    pub fn mptcp_kind(&self) -> Option<MptcpKind> {
+        match self.ext {
+            HeaderExt::Tcp { mptcp, .. } => mptcp,
+            _ => None,
+        }
+    }
+
     /// The TCP flags, when the packet is a TCP segment whose header was parsed.
     #[inline]
     pub fn tcp_flags(&self) -> Option<u8> {
         match self.ext {
-            HeaderExt::Tcp { flags } => Some(flags),
+            HeaderExt::Tcp { flags, .. } => Some(flags),
             _ => None,
         }
     }

@@ -1,5 +1,6 @@
 //! The program model: what a data-plane program sees and what it may answer.
 
+use crate::mptcp::MptcpOption;
 use crate::packet::{PacketMeta, PortId};
 
 /// Why a program dropped a packet.
@@ -54,6 +55,7 @@ pub struct Ctx {
     emitted: Vec<Emit>,
     timers: Vec<Timer>,
     queue: Option<u8>,
+    mptcp: Option<MptcpOption>,
 }
 
 impl Ctx {
@@ -69,6 +71,22 @@ impl Ctx {
         self.emitted.clear();
         self.timers.clear();
         self.queue = None;
+        self.mptcp = None;
+    }
+
+    /// The runtime hands over the MPTCP option of the packet about to be processed (after
+    /// [`Ctx::reset`]): headers too large for [`PacketMeta`]'s extension travel here, as a P4
+    /// parser's extracted headers sit beside the standard metadata.
+    #[inline]
+    pub fn set_mptcp_option(&mut self, option: Option<MptcpOption>) {
+        self.mptcp = option;
+    }
+
+    /// The MPTCP option of the packet being processed, when it has one and the runtime parsed
+    /// it (its kind is in [`PacketMeta::mptcp_kind`]).
+    #[inline]
+    pub fn mptcp_option(&self) -> Option<&MptcpOption> {
+        self.mptcp.as_ref()
     }
 
     /// The time of the call.

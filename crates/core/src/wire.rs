@@ -5,6 +5,7 @@
 //! writes real headers (with checksums) so that pcap files open cleanly in Wireshark.
 
 use crate::feedback::{FEEDBACK_MAGIC, FEEDBACK_PAYLOAD_BYTES};
+use crate::mptcp::{find_in_tcp_options, MptcpOption};
 use crate::packet::{proto, Ecn, FeedbackInfo, HeaderExt, Ipv4, PacketMeta};
 
 /// Ethernet header length.
@@ -50,6 +51,16 @@ fn be32(b: &[u8], at: usize) -> u32 {
 /// packet to `feedback_port` whose payload starts with the feedback magic is parsed as a
 /// feedback packet. `ingress_port` is left 0 for the caller to set.
 pub fn parse_frame(frame: &[u8], feedback_port: u16) -> Result<PacketMeta, ParseError> {
+    parse_frame_with_mptcp(frame, feedback_port).map(|(meta, _)| meta)
+}
+
+/// [`parse_frame`], and the segment's MPTCP option when it is a TCP segment with a well-formed
+/// one (a malformed MPTCP option is ignored, as Linux ignores it: the packet's metadata then
+/// says no MPTCP option).
+pub fn parse_frame_with_mptcp(
+    frame: &[u8],
+    feedback_port: u16,
+) -> Result<(PacketMeta, Option<MptcpOption>), ParseError> {
     if frame.len() < ETH_HDR_BYTES {
         return Err(ParseError::Runt);
     }
@@ -81,13 +92,18 @@ pub fn parse_frame(frame: &[u8], feedback_port: u16) -> Result<PacketMeta, Parse
     let protocol = ip[9];
     let (mut src_port, mut dst_port) = (0, 0);
     let mut ext = HeaderExt::None;
+    let mut mptcp = None;
     if frag_offset == 0 && (protocol == proto::UDP || protocol == proto::TCP) && l4.len() >= 4 {
         let full_hdr = if protocol == proto::UDP { UDP_HDR_BYTES } else { 20 };
         if l4.len() >= full_hdr {
             src_port = be16(l4, 0);
             dst_port = be16(l4, 2);
             if protocol == proto::TCP {
-                ext = HeaderExt::Tcp { flags: l4[13] };
+                mptcp = tcp_mptcp_option(l4);
+                ext = HeaderExt::Tcp {
+                    flags: l4[13],
+                    mptcp: mptcp.map(|o| o.kind()),
+                };
             }
         }
     }
@@ -100,7 +116,7 @@ pub fn parse_frame(frame: &[u8], feedback_port: u16) -> Result<PacketMeta, Parse
             });
         }
     }
-    Ok(PacketMeta {
+    let meta = PacketMeta {
         src_ip: be32(ip, 12),
         dst_ip: be32(ip, 16),
         proto: protocol,
@@ -112,7 +128,15 @@ pub fn parse_frame(frame: &[u8], feedback_port: u16) -> Result<PacketMeta, Parse
         wire_len_bytes: (ETH_HDR_BYTES + total_len) as u32,
         ingress_port: 0,
         ext,
-    })
+    };
+    Ok((meta, mptcp))
+}
+
+/// The MPTCP option of a TCP segment (`l4` starts at its header), if well formed.
+fn tcp_mptcp_option(l4: &[u8]) -> Option<MptcpOption> {
+    let header_bytes = usize::from(l4[12] >> 4) * 4;
+    let options = l4.get(20..header_bytes)?;
+    find_in_tcp_options(options)?.ok()
 }
 
 /// The Internet checksum (RFC 1071) of `data`, folded, starting from `initial`.
@@ -200,6 +224,9 @@ pub struct TcpFields {
     pub tsval: u32,
     /// Timestamp echo reply.
     pub tsecr: u32,
+    /// An MPTCP option, written after the timestamps (padded with no-operations to a multiple
+    /// of four bytes).
+    pub mptcp: Option<MptcpOption>,
 }
 
 /// TCP flag bits.
@@ -214,9 +241,9 @@ pub mod tcp_flags {
     pub const CWR: u8 = 0x80;
 }
 
-/// Write an Ethernet + IPv4 + TCP frame (32-byte TCP header: NOP, NOP, timestamps, as Linux
-/// sends them) with `payload_len` zero payload bytes into `out`, with real IPv4 and TCP
-/// checksums.
+/// Write an Ethernet + IPv4 + TCP frame (TCP header of 32 bytes: NOP, NOP, timestamps, as Linux
+/// sends them; then the MPTCP option, if any) with `payload_len` zero payload bytes into `out`,
+/// with real IPv4 and TCP checksums.
 pub fn emit_tcp_frame(
     meta: &PacketMeta,
     src_mac: [u8; 6],
@@ -226,12 +253,13 @@ pub fn emit_tcp_frame(
     payload_len: usize,
     out: &mut Vec<u8>,
 ) {
-    const TCP_HDR_BYTES: usize = 32;
+    let mptcp_bytes = tcp.mptcp.map_or(0, |o| o.len_bytes().div_ceil(4) * 4);
+    let tcp_hdr_bytes: usize = 32 + mptcp_bytes;
     out.clear();
     out.extend_from_slice(&dst_mac);
     out.extend_from_slice(&src_mac);
     out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-    let l4_len = (TCP_HDR_BYTES + payload_len) as u16;
+    let l4_len = (tcp_hdr_bytes + payload_len) as u16;
     let ip_start = out.len();
     out.push(0x45);
     out.push((meta.dscp << 2) | meta.ecn.bits());
@@ -250,13 +278,18 @@ pub fn emit_tcp_frame(
     out.extend_from_slice(&meta.dst_port.to_be_bytes());
     out.extend_from_slice(&tcp.seq.to_be_bytes());
     out.extend_from_slice(&tcp.ack.to_be_bytes());
-    out.push(((TCP_HDR_BYTES / 4) as u8) << 4);
+    out.push(((tcp_hdr_bytes / 4) as u8) << 4);
     out.push(tcp.flags);
     out.extend_from_slice(&tcp.window.to_be_bytes());
     out.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent pointer
     out.extend_from_slice(&[1, 1, 8, 10]);
     out.extend_from_slice(&tcp.tsval.to_be_bytes());
     out.extend_from_slice(&tcp.tsecr.to_be_bytes());
+    if let Some(o) = tcp.mptcp {
+        let end = out.len() + mptcp_bytes;
+        o.encode(out);
+        out.resize(end, 1); // no-operation padding
+    }
     out.resize(out.len() + payload_len, 0);
     let pseudo = pseudo_header_sum(meta.src_ip, meta.dst_ip, crate::packet::proto::TCP, l4_len);
     let c = internet_checksum(&out[t..], pseudo);
@@ -284,6 +317,7 @@ mod tests {
             window: 500,
             tsval: 7,
             tsecr: 3,
+            mptcp: None,
         };
         emit_tcp_frame(&m, mac_for(1, 0), mac_for(2, 0), 9, &f, 100, &mut out);
         assert_eq!(out.len(), 14 + 20 + 32 + 100);
@@ -301,6 +335,60 @@ mod tests {
             "the flags ride in the extension"
         );
         assert_eq!(p.feedback(), None);
+    }
+
+    #[test]
+    fn an_mptcp_option_is_written_padded_and_parsed_back_for_a_program() {
+        let mut m = PacketMeta::udp(0x0a00_0001, 0x0a00_0002, 40001, 5201, 0);
+        m.proto = crate::packet::proto::TCP;
+        let join = MptcpOption::JoinSyn {
+            backup: false,
+            address_id: 1,
+            receiver_token: 0xfeed_f00d,
+            sender_nonce: 42,
+        };
+        let f = TcpFields {
+            seq: 1,
+            flags: 0x02, // SYN
+            window: 64240,
+            mptcp: Some(join),
+            ..TcpFields::default()
+        };
+        let mut out = Vec::new();
+        emit_tcp_frame(&m, mac_for(1, 0), mac_for(2, 0), 1, &f, 0, &mut out);
+        assert_eq!(out.len(), 14 + 20 + 32 + 12, "12-byte MP_JOIN: no padding");
+        let pseudo = pseudo_header_sum(m.src_ip, m.dst_ip, proto::TCP, 44);
+        assert_eq!(internet_checksum(&out[34..], pseudo), 0, "TCP checksum");
+        let (meta, opt) = parse_frame_with_mptcp(&out, 50_000).unwrap();
+        assert_eq!(meta.mptcp_kind(), Some(crate::mptcp::MptcpKind::Join));
+        assert_eq!(meta.tcp_flags(), Some(0x02));
+        // The runtime hands the option to the program through its context.
+        let mut ctx = crate::program::Ctx::new();
+        ctx.set_mptcp_option(opt);
+        match ctx.mptcp_option() {
+            Some(MptcpOption::JoinSyn { receiver_token, .. }) => assert_eq!(*receiver_token, 0xfeed_f00d),
+            other => panic!("{other:?}"),
+        }
+        ctx.reset(0);
+        assert_eq!(ctx.mptcp_option(), None, "a reset context holds no packet's option");
+
+        // A 22-byte MP_CAPABLE (first data) is padded with two no-operations.
+        let cap = MptcpOption::Capable {
+            version: 1,
+            flags: 0x01,
+            sender_key: Some(1),
+            receiver_key: Some(2),
+            data: Some((1448, None)),
+        };
+        let f = TcpFields { mptcp: Some(cap), ..f };
+        emit_tcp_frame(&m, mac_for(1, 0), mac_for(2, 0), 1, &f, 1448, &mut out);
+        assert_eq!(out.len(), 14 + 20 + 32 + 24 + 1448);
+        assert_eq!(&out[14 + 20 + 32 + 22..14 + 20 + 32 + 24], &[1, 1]);
+        assert_eq!(parse_frame_with_mptcp(&out, 50_000).unwrap().1, Some(cap));
+        // A malformed MPTCP option is ignored: the frame still parses, with no option.
+        out[14 + 20 + 32 + 1] = 21;
+        let (meta, opt) = parse_frame_with_mptcp(&out, 50_000).unwrap();
+        assert_eq!((meta.mptcp_kind(), opt), (None, None));
     }
 
     fn frame(meta: &PacketMeta, payload: &[u8]) -> Vec<u8> {

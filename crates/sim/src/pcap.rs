@@ -98,6 +98,8 @@ impl Capture {
                 },
                 tsval: (now / 1_000_000_000) as u32,
                 tsecr: 0,
+                // Simulated segments carry no MPTCP option yet (MPTCP is issue #12).
+                mptcp: None,
             };
             self.ip_id = self.ip_id.wrapping_add(1);
             emit_tcp_frame(

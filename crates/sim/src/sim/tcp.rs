@@ -142,6 +142,7 @@ impl Simulation {
             meta.ecn = if seg.ect { Ecn::Ect0 } else { Ecn::NotEct };
             meta.ext = HeaderExt::Tcp {
                 flags: segment_flags(&seg),
+                mptcp: None,
             };
             let (node, port, owner) = (conn.src_node, conn.data_port, conn.owner);
             if let Owner::Flow(fi) | Owner::Response(fi) = owner {
@@ -203,6 +204,7 @@ impl Simulation {
         let (node, port, mut meta) = (conn.dst_node, conn.ack_port, conn.ack_meta);
         meta.ext = HeaderExt::Tcp {
             flags: segment_flags(&seg),
+            mptcp: None,
         };
         let flow = match conn.owner {
             Owner::Flow(f) | Owner::Response(f) => f,
