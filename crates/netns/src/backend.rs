@@ -119,6 +119,12 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             )));
         }
     }
+    if let Some(i) = sc.links.iter().position(|l| l.a_ip.is_some() || l.b_ip.is_some()) {
+        return Err(NetnsError::Unsupported(format!(
+            "link[{i}] gives a host an address per interface; that runs in the simulator only for now \
+             (a host namespace gets the node's one address); use --backend sim"
+        )));
+    }
     if let Some(i) = sc.links.iter().position(|l| l.queues > 1) {
         return Err(NetnsError::Unsupported(format!(
             "link[{i}] has {} output queues; ports with several queues run in the simulator only for now \

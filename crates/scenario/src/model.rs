@@ -2,7 +2,7 @@
 
 use crate::schema::*;
 use crate::units::{parse_rate_bps, parse_size_bytes, parse_time_ps};
-use mpsched_core::packet::{parse_ipv4, Ecn};
+use mpsched_core::packet::{parse_ipv4, Ecn, Ipv4};
 use mpsched_core::sched::{DwrrParams, SchedulerConfig};
 use mpsched_core::tunnel::{TunnelSchedulerConfig, DEFAULT_FLOW_TABLE_ENTRIES};
 use mpsched_core::MAX_PATHS;
@@ -896,6 +896,8 @@ fn links_of(
             return Err(ctx.err(format!("link[{i}].ecn_threshold_pkts"), "expected at least 1"));
         }
         let (queues, discipline) = link_queues(ctx, i, l)?;
+        let a_ip = interface_ip(ctx, i, "a", l.a_ip.as_deref(), &nodes[a])?;
+        let b_ip = interface_ip(ctx, i, "b", l.b_ip.as_deref(), &nodes[b])?;
         links.push(Link {
             a,
             b,
@@ -904,6 +906,8 @@ fn links_of(
             queue_pkts,
             name: l.name.clone(),
             ecn_threshold_pkts: l.ecn_threshold_pkts,
+            a_ip,
+            b_ip,
             queues,
             discipline,
         });
@@ -913,7 +917,66 @@ fn links_of(
             return Err(ctx.err(format!("node[{i}]"), format!("host `{}` needs a link", n.name)));
         }
     }
+    // Every address names one interface: no interface address is another's or a node's.
+    let mut seen: HashSet<Ipv4> = nodes.iter().map(|n| n.ip).collect();
+    for (i, l) in links.iter().enumerate() {
+        for (end, ip, node) in [("a", l.a_ip, l.a), ("b", l.b_ip, l.b)] {
+            if let Some(ip) = ip.filter(|&ip| ip != nodes[node].ip) {
+                if !seen.insert(ip) {
+                    return Err(ctx.err(format!("link[{i}].{end}_ip"), "duplicate address"));
+                }
+            }
+        }
+    }
     Ok(links)
+}
+
+/// A split matches its traffic on the hosts' own addresses: refuse ends with an address per
+/// interface (whose traffic would carry another).
+fn splits_use_node_addresses(
+    ctx: &Ctx<'_>,
+    splits: &[Split],
+    nodes: &[Node],
+    links: &[Link],
+) -> Result<(), ScenarioError> {
+    for (i, s) in splits.iter().enumerate() {
+        for (end, host) in [("src", s.src), ("dst", s.dst)] {
+            let own = |ip: Option<Ipv4>| ip.is_some_and(|ip| ip != nodes[host].ip);
+            if links
+                .iter()
+                .any(|l| (l.a == host && own(l.a_ip)) || (l.b == host && own(l.b_ip)))
+            {
+                return Err(ctx.err(
+                    format!("split[{i}].{end}"),
+                    format!(
+                        "`{}` has an address per interface; splits match the hosts' own addresses",
+                        nodes[host].name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `link[i].a_ip` / `b_ip`: the address of a host's interface on the link.
+fn interface_ip(
+    ctx: &Ctx<'_>,
+    i: usize,
+    end: &str,
+    raw: Option<&str>,
+    node: &Node,
+) -> Result<Option<Ipv4>, ScenarioError> {
+    let Some(s) = raw else { return Ok(None) };
+    let field = format!("link[{i}].{end}_ip");
+    if node.kind != NodeKind::Host {
+        return Err(ctx.err(
+            field,
+            format!("`{}` is a switch: only hosts take an address per interface", node.name),
+        ));
+    }
+    let ip = parse_ipv4(s).ok_or_else(|| ctx.err(field, format!("expected an IPv4 address, got `{s}`")))?;
+    Ok(Some(ip))
 }
 
 /// `[[path]]`: switches, each linked to the next.
@@ -1347,6 +1410,7 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
     };
 
     let (splits, raw_splits) = splits_of(&ctx, &raw.split, &paths, &node_of, &path_of)?;
+    splits_use_node_addresses(&ctx, &splits, &nodes, &links)?;
     let flows = flows_of(&ctx, &raw, &nodes, duration_ps, &node_of, &path_of)?;
     let tunnels = tunnels_of(&ctx, &raw.tunnel, &nodes, &paths, &splits)?;
     let variants = variants_of(&ctx, &raw.variant)?;

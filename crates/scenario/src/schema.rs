@@ -147,6 +147,12 @@ pub struct RawLink {
     /// WRR: packets per round per queue; DRR: 1514-byte quanta per round per queue.
     #[serde(default)]
     pub queue_weights: Option<Vec<u32>>,
+    /// The address of host `a`'s interface on this link (default: the host's own address).
+    #[serde(default)]
+    pub a_ip: Option<String>,
+    /// The address of host `b`'s interface on this link.
+    #[serde(default)]
+    pub b_ip: Option<String>,
 }
 
 /// `[[path]]`: a named sequence of nodes from a splitting point to a confluence point.

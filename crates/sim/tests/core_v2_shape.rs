@@ -354,6 +354,168 @@ start = "5s"
     assert_eq!(q["ue->wifi.tail_drops"], 0, "nothing queues on the Wi-Fi side");
 }
 
+/// The two-interface host again, with an address per interface (`a_ip` on its links): each
+/// flow's packets carry the address of the interface they leave by, the switches route each
+/// address back through its own interface, and the TCP flow's ACKs come home by the cellular
+/// interface they were addressed to. Read off captures of both interfaces.
+#[test]
+fn each_interface_of_a_multi_homed_host_has_its_own_address() {
+    let text = r#"
+[scenario]
+name = "two-addresses"
+duration = "2s"
+[[node]]
+name = "ue"
+kind = "host"
+[[node]]
+name = "srv"
+kind = "host"
+[[node]]
+name = "wifi"
+kind = "switch"
+[[node]]
+name = "cell"
+kind = "switch"
+[[node]]
+name = "core"
+kind = "switch"
+[[link]]
+a = "ue"
+b = "wifi"
+rate = "10Mbps"
+a_ip = "10.1.0.2"
+[[link]]
+a = "ue"
+b = "cell"
+rate = "10Mbps"
+a_ip = "10.2.0.2"
+[[link]]
+a = "wifi"
+b = "core"
+rate = "100Mbps"
+[[link]]
+a = "cell"
+b = "core"
+rate = "100Mbps"
+[[link]]
+a = "core"
+b = "srv"
+rate = "100Mbps"
+[[path]]
+name = "via-wifi"
+nodes = ["wifi", "core"]
+[[path]]
+name = "via-cell"
+nodes = ["cell", "core"]
+[[flow]]
+name = "a"
+src = "ue"
+dst = "srv"
+rate = "5Mbps"
+path = "via-wifi"
+[[flow]]
+name = "b"
+src = "ue"
+dst = "srv"
+protocol = "tcp"
+path = "via-cell"
+"#;
+    let sc = Scenario::from_toml(text, "two-addresses.toml").unwrap();
+    let dir = std::env::temp_dir().join(format!("mpsched-two-addresses-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut opts = SimOptions::with_seed(1);
+    for peer in ["wifi", "cell"] {
+        opts.captures.push(mpsched_sim::CaptureRequest {
+            node: "ue".into(),
+            iface: peer.into(),
+            path: dir.join(format!("{peer}.pcap")),
+            // Whole frames: pcap-file's reader refuses truncated records (Wireshark reads them).
+            snaplen: 65_535,
+        });
+    }
+    let r = Simulation::new(&sc, &opts).unwrap().run().unwrap().figures;
+    assert!(mbps(&r, "a") > 4.9, "{}", mbps(&r, "a"));
+    assert!(mbps(&r, "b") > 3.0, "{}", mbps(&r, "b"));
+    let addresses = |peer: &str| -> std::collections::BTreeSet<(String, String)> {
+        let f = std::fs::File::open(dir.join(format!("{peer}.pcap"))).unwrap();
+        let mut rd = pcap_file::pcap::PcapReader::new(f).unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some(p) = rd.next_packet() {
+            let m = mpsched_core::wire::parse_frame(&p.unwrap().data, 0).unwrap();
+            let ip = |a: u32| std::net::Ipv4Addr::from(a).to_string();
+            seen.insert((ip(m.src_ip), ip(m.dst_ip)));
+        }
+        seen
+    };
+    let srv = "10.0.0.2".to_string();
+    let wifi: Vec<_> = addresses("wifi").into_iter().collect();
+    assert_eq!(
+        wifi,
+        [("10.1.0.2".to_string(), srv.clone())],
+        "only flow a, from the Wi-Fi address"
+    );
+    let cell: Vec<_> = addresses("cell").into_iter().collect();
+    assert_eq!(
+        cell,
+        [
+            ("10.0.0.2".to_string(), "10.2.0.2".to_string()),
+            ("10.2.0.2".to_string(), srv)
+        ],
+        "flow b from the cellular address, and its ACKs back to it"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn interface_addresses_are_checked() {
+    let base = |extra: &str| {
+        format!(
+            r#"
+[scenario]
+name = "x"
+duration = "1s"
+[[node]]
+name = "h1"
+kind = "host"
+[[node]]
+name = "h2"
+kind = "host"
+[[node]]
+name = "s"
+kind = "switch"
+[[link]]
+a = "h1"
+b = "s"
+rate = "10Mbps"
+{extra}
+[[link]]
+a = "s"
+b = "h2"
+rate = "10Mbps"
+[[flow]]
+name = "f"
+src = "h1"
+dst = "h2"
+rate = "1Mbps"
+"#
+        )
+    };
+    for (extra, field, why) in [
+        (
+            "b_ip = \"10.9.0.1\"",
+            "link[0].b_ip",
+            "only hosts take an address per interface",
+        ),
+        ("a_ip = \"10.0.0.2\"", "link[0].a_ip", "duplicate address"),
+        ("a_ip = \"ten\"", "link[0].a_ip", "expected an IPv4 address"),
+    ] {
+        let e = Scenario::from_toml(&base(extra), "x.toml").unwrap_err().to_string();
+        assert!(e.contains(field) && e.contains(why), "{extra}: {e}");
+    }
+    let ok = Scenario::from_toml(&base("a_ip = \"10.9.0.1\""), "x.toml");
+    assert!(ok.is_ok(), "{:?}", ok.err());
+}
+
 /// A program counting the TCP flags it sees at ingress, then forwarding by a fixed port table.
 struct FlagCounter {
     port_of: Vec<(u32, PortId)>,

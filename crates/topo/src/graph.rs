@@ -46,6 +46,11 @@ pub struct Link {
     pub queues: u8,
     /// How the serialiser chooses among them.
     pub discipline: QueueDiscipline,
+    /// The address of the interface at end `a` when that end is a host with an address per
+    /// interface; None: the node's own address.
+    pub a_ip: Option<Ipv4>,
+    /// The same for end `b`.
+    pub b_ip: Option<Ipv4>,
 }
 
 /// The most queues a port may have (BMv2's priority queues are 0 to 7).
@@ -111,6 +116,16 @@ impl<'a> Graph<'a> {
     /// them).
     pub fn port_to(&self, from: NodeId, to: NodeId) -> Option<PortId> {
         self.ports[from].iter().position(|e| e.peer == to).map(|p| p as PortId)
+    }
+
+    /// The address of `node`'s interface `port`: the link end's own, or the node's.
+    pub fn interface_ip(&self, node: NodeId, port: PortId) -> Ipv4 {
+        let Some(e) = self.ports[node].get(usize::from(port)) else {
+            return self.nodes[node].ip;
+        };
+        let l = &self.links[e.link];
+        let own = if l.a == node { l.a_ip } else { l.b_ip };
+        own.unwrap_or(self.nodes[node].ip)
     }
 }
 

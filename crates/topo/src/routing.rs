@@ -142,6 +142,8 @@ mod tests {
             queue_pkts: 1,
             name: None,
             ecn_threshold_pkts: None,
+            a_ip: None,
+            b_ip: None,
             queues: 1,
             discipline: Default::default(),
         }

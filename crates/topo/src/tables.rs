@@ -3,7 +3,7 @@
 use crate::addressing::{subtunnel_addr, TunnelDir};
 use crate::graph::{Graph, Link, Node, NodeId, NodeKind, PortEnd};
 use crate::routing::Routes;
-use mpsched_core::packet::PortId;
+use mpsched_core::packet::{Ipv4, PortId};
 use mpsched_core::sched::SchedulerConfig;
 use mpsched_core::switch::{ConfluenceConfig, SplitGroupConfig, SwitchConfig};
 use mpsched_core::table::Route;
@@ -64,6 +64,9 @@ pub struct Wiring {
     pub routes: Routes,
     /// Per node: its switch program's tables (None for hosts).
     pub switches: Vec<Option<SwitchConfig>>,
+    /// Per node, per port: the interface's address (the node's own unless its link end sets
+    /// one: a multi-homed host with an address per interface).
+    pub interface_ips: Vec<Vec<Ipv4>>,
 }
 
 impl Wiring {
@@ -86,10 +89,14 @@ impl Wiring {
                 switches[i] = Some(switch_tables(&g, &routes, intents, &tunnel_routes[i], i)?);
             }
         }
+        let interface_ips = (0..g.len())
+            .map(|n| (0..g.ports[n].len()).map(|p| g.interface_ip(n, p as PortId)).collect())
+            .collect();
         Ok(Wiring {
             ports: g.ports,
             routes,
             switches,
+            interface_ips,
         })
     }
 
@@ -152,7 +159,7 @@ fn switch_tables(
     tunnel_routes: &[Route],
     i: NodeId,
 ) -> Result<SwitchConfig, String> {
-    let node_routes = (0..g.len())
+    let mut node_routes: Vec<Route> = (0..g.len())
         .filter_map(|d| {
             let port = routes.port(i, d)?;
             Some(Route {
@@ -162,6 +169,7 @@ fn switch_tables(
             })
         })
         .collect();
+    node_routes.extend(interface_routes(g, routes, i));
     let mut cfg = SwitchConfig::forwarding(g.nodes[i].ip, node_routes);
     let mut markers = BTreeMap::new();
     for (group, s) in intents.splits.iter().enumerate() {
@@ -179,6 +187,29 @@ fn switch_tables(
     cfg.routes.extend(tunnel_routes.iter().copied());
     cfg.ecn_markers = markers.into_iter().collect();
     Ok(cfg)
+}
+
+/// Switch `i`'s routes to the interfaces of hosts with an address per interface: an address
+/// is reached through the interface's neighbour, then across the interface's own link, so
+/// traffic to each address of a multi-homed host arrives by that address's interface.
+fn interface_routes<'g>(g: &'g Graph, routes: &'g Routes, i: NodeId) -> impl Iterator<Item = Route> + 'g {
+    g.links.iter().enumerate().flat_map(move |(li, l)| {
+        [(l.a, l.a_ip, l.b), (l.b, l.b_ip, l.a)]
+            .into_iter()
+            .filter_map(move |(host, ip, neighbour)| {
+                let ip = ip.filter(|&ip| ip != g.nodes[host].ip)?;
+                let port = if neighbour == i {
+                    g.ports[i].iter().position(|e| e.link == li)? as PortId
+                } else {
+                    routes.port(i, neighbour)?
+                };
+                Some(Route {
+                    prefix: ip,
+                    len: 32,
+                    port,
+                })
+            })
+    })
 }
 
 /// Node `i`'s part in splitting group `group`: a split entry at the splitting point, a

@@ -50,6 +50,7 @@ pub(super) fn network(sc: &Scenario) -> (Vec<NodeState>, Vec<Link>) {
             name: x.name.clone(),
             kind: x.kind,
             ip: x.ip,
+            other_ips: Vec::new(),
             out_links: Vec::new(),
             peers: Vec::new(),
             program: None,
@@ -87,6 +88,11 @@ pub(super) fn network(sc: &Scenario) -> (Vec<NodeState>, Vec<Link>) {
         nodes[l.a].peers.push((l.b as u32, pb));
         nodes[l.b].out_links.push(ib);
         nodes[l.b].peers.push((l.a as u32, pa));
+        for (n, ip) in [(l.a, l.a_ip), (l.b, l.b_ip)] {
+            if let Some(ip) = ip.filter(|&ip| ip != nodes[n].ip) {
+                nodes[n].other_ips.push(ip);
+            }
+        }
     }
     (nodes, links)
 }
@@ -147,9 +153,12 @@ pub(super) fn flows(
         } else {
             0
         };
+        // Each end's address is that of the interface it sends by (the node's own unless the
+        // link gives the interface one).
+        let (out_port, back_port) = (flow_port(sc, wiring, f, f.src), flow_port(sc, wiring, f, f.dst));
         let mut meta = PacketMeta::udp(
-            sc.nodes[f.src].ip,
-            sc.nodes[f.dst].ip,
+            wiring.interface_ips[f.src][usize::from(out_port)],
+            wiring.interface_ips[f.dst][usize::from(back_port)],
             f.src_port,
             f.dst_port,
             f.payload_bytes + UDP_OVERHEAD_BYTES,
@@ -165,7 +174,7 @@ pub(super) fn flows(
         flows.push(FlowState {
             name: f.name.clone(),
             src_node: f.src as u32,
-            out_port: flow_port(sc, wiring, f, f.src),
+            out_port,
             meta,
             payload_bytes: f.payload_bytes,
             rate_bps: f.rate_bps,

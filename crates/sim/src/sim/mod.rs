@@ -87,6 +87,8 @@ struct NodeState {
     name: String,
     kind: NodeKind,
     ip: Ipv4,
+    /// A host's interface addresses other than `ip` (an address per interface).
+    other_ips: Vec<Ipv4>,
     /// Per port: the outgoing link.
     out_links: Vec<u32>,
     /// Per port: (peer node, peer port).
@@ -598,7 +600,8 @@ impl Simulation {
     fn input(&mut self, node: u32, port: PortId, pkt: Packet) {
         let ni = node as usize;
         if self.nodes[ni].kind == NodeKind::Host {
-            if pkt.meta.dst_ip != self.nodes[ni].ip {
+            let n = &self.nodes[ni];
+            if pkt.meta.dst_ip != n.ip && !n.other_ips.contains(&pkt.meta.dst_ip) {
                 self.nodes[ni].dropped += 1;
                 self.release(&pkt);
             } else if pkt.tcp != NO_TCP {
