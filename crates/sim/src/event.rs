@@ -36,6 +36,8 @@ pub enum EventKind {
     TcpTimer(u32),
     /// A program's timer (an index into the simulation's pending program timers).
     ProgramTimer(u32),
+    /// A component's timer (an index into the simulation's pending component timers).
+    ComponentTimer(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

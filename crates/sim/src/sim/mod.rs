@@ -1,6 +1,7 @@
 //! The simulation: nodes running programs, links, traffic, monitors, wired from a scenario.
 
 mod build;
+mod component;
 mod tcp;
 mod tunnel;
 
@@ -10,6 +11,7 @@ use crate::packet::{Packet, Slab, TcpPart, CONTROL_FLOW, NO_INNER, NO_PATH, NO_T
 use crate::pcap::Capture;
 use crate::queue::PortQueues;
 use crate::series::TimeSeries;
+pub use component::{Component, ComponentId, ConnId, Net};
 use mpsched_core::packet::{Ipv4, PacketMeta, PortId, UDP_OVERHEAD_BYTES};
 use mpsched_core::program::{Ctx, EgressVerdict, Program, QueueMeta, Verdict};
 use mpsched_core::rng::SeededRandom;
@@ -195,6 +197,14 @@ pub struct Simulation {
     ctx: Ctx,
     /// Pending program timers: (node, token).
     program_timers: Slab<(u32, u64)>,
+    /// Components, each taken out while it runs.
+    components: Vec<Option<Box<dyn Component>>>,
+    /// Pending component timers: (component, token).
+    component_timers: Slab<(u32, u64)>,
+    /// Routes between every pair of nodes (components open connections by them).
+    routes: mpsched_topo::Routes,
+    /// Per node, per port: the interface's address.
+    interface_ips: Vec<Vec<Ipv4>>,
     view_buf: Vec<SubtunnelView>,
     /// Subtunnel address -> the node that terminates it.
     tunnel_addrs: FxHashMap<Ipv4, u32>,
@@ -249,6 +259,10 @@ impl Simulation {
             io_error: None,
             ctx: Ctx::new(),
             program_timers: Slab::default(),
+            components: Vec::new(),
+            component_timers: Slab::default(),
+            routes: wiring.routes,
+            interface_ips: wiring.interface_ips,
             conns,
             tunnels,
             inner: Slab::default(),
@@ -344,6 +358,7 @@ impl Simulation {
                 EventKind::AppStop(f) => self.on_app_stop(f),
                 EventKind::TcpTimer(c) => self.on_tcp_timer(c),
                 EventKind::ProgramTimer(i) => self.on_program_timer(i),
+                EventKind::ComponentTimer(i) => self.on_component_timer(i),
             }
         }
         self.now = self.now.max(until);
@@ -926,6 +941,9 @@ impl Simulation {
             q.insert(format!("{name}.max_depth_pkts"), u64::from(l.stats.max_depth_pkts));
         }
         counters.insert("queues".into(), q);
+        for (name, c) in self.component_counters() {
+            counters.entry(name).or_default().extend(c);
+        }
         let captured_frames = self.captures.iter().map(|c| c.frames).sum();
         let tunnels = self.tunnel_figures();
         drop(self.captures);

@@ -1,6 +1,7 @@
 //! TCP in the simulator: connections between hosts (and between tunnel ends), their timers,
 //! and the applications on top (bulk, fixed-size transfer, request / response).
 
+use super::component::{ComponentId, ConnId};
 use super::{Simulation, TunnelRef};
 use crate::event::{EventKind, TimePs};
 use crate::packet::{segment_flags, Packet, TcpPart};
@@ -19,6 +20,8 @@ pub(crate) enum Owner {
     Response(u32),
     /// A subtunnel.
     Subtunnel(TunnelRef),
+    /// A component's connection.
+    Component(ComponentId),
 }
 
 /// One TCP connection: a sender at `src`, a receiver at `dst`.
@@ -156,7 +159,7 @@ impl Simulation {
             }
             let flow = match owner {
                 Owner::Flow(f) | Owner::Response(f) => f,
-                Owner::Subtunnel(_) => crate::packet::CONTROL_FLOW,
+                Owner::Subtunnel(_) | Owner::Component(_) => crate::packet::CONTROL_FLOW,
             };
             let mut pkt = Packet::bare(meta, flow, self.now);
             pkt.payload_bytes = seg.len;
@@ -208,7 +211,7 @@ impl Simulation {
         };
         let flow = match conn.owner {
             Owner::Flow(f) | Owner::Response(f) => f,
-            Owner::Subtunnel(_) => crate::packet::CONTROL_FLOW,
+            Owner::Subtunnel(_) | Owner::Component(_) => crate::packet::CONTROL_FLOW,
         };
         let mut pkt = Packet::bare(meta, flow, self.now);
         pkt.tcp = self.tcp_parts.insert(TcpPart {
@@ -246,6 +249,7 @@ impl Simulation {
         let rcv_nxt = self.conns[c as usize].receiver.rcv_nxt();
         match owner {
             Owner::Subtunnel(r) => self.on_subtunnel_delivered(r, c, rcv_nxt),
+            Owner::Component(id) => self.call_component(id, |x, net| x.on_delivered(ConnId(c), rcv_nxt, net)),
             Owner::Flow(fi) => {
                 let now = self.now;
                 let f = &mut self.flows[fi as usize];

@@ -1,0 +1,171 @@
+//! Components: parts of a simulation written outside the engine, as htsim's event sources are.
+//!
+//! A component has its own events (timers it sets, each with a token it chooses) and its own
+//! TCP connections (opened between any two hosts, written to, and reported back when their
+//! receivers deliver bytes in order). The engine knows nothing of what a component is: a
+//! traffic generator drawing flow sizes from a distribution, an MPTCP connection over several
+//! subflows, a probe, a monitor are each a type implementing [`Component`], installed with
+//! [`Simulation::add_component`], and none adds an arm to the engine.
+//!
+//! A component runs through a [`Net`], its handle on the simulation for the length of one
+//! call: the time, timers, connections, and the hosts by name. Nothing a component does reaches
+//! it again within the same call (a packet it sends is delivered by a later event), so each
+//! component is taken out of the simulation while it runs and put back after.
+
+use super::tcp::{Conn, Owner};
+use super::{SimError, Simulation};
+use crate::event::{EventKind, TimePs};
+use mpsched_core::packet::PacketMeta;
+use mpsched_scenario::NodeKind;
+use mpsched_transport::tcp::{ReceiverStats, SenderStats, TcpConfig};
+
+/// A component installed in a simulation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ComponentId(pub u32);
+
+/// A TCP connection a component opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConnId(pub u32);
+
+/// A part of a simulation with its own events and connections. Every method but
+/// [`Component::name`] has a default that does nothing.
+pub trait Component: Send {
+    /// Name, under which the component's counters appear in the results.
+    fn name(&self) -> &str;
+
+    /// Called once when the component is installed: set the first timers, open connections.
+    fn start(&mut self, _net: &mut Net<'_>) {}
+
+    /// A timer set through [`Net::set_timer`] is due.
+    fn on_timer(&mut self, _token: u64, _net: &mut Net<'_>) {}
+
+    /// The receiver of connection `conn` delivered bytes in order: `delivered_bytes` in all
+    /// since the connection opened.
+    fn on_delivered(&mut self, _conn: ConnId, _delivered_bytes: u64, _net: &mut Net<'_>) {}
+
+    /// Named counters for the results.
+    fn counters(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+}
+
+/// A component's handle on the simulation during one call.
+pub struct Net<'a> {
+    sim: &'a mut Simulation,
+    id: ComponentId,
+}
+
+impl Net<'_> {
+    /// The component being called.
+    pub fn id(&self) -> ComponentId {
+        self.id
+    }
+
+    /// Simulated time now.
+    pub fn now_ps(&self) -> TimePs {
+        self.sim.now
+    }
+
+    /// The time the run ends (the scenario's duration plus the drain time).
+    pub fn end_ps(&self) -> TimePs {
+        self.sim.end_ps
+    }
+
+    /// Call [`Component::on_timer`] with `token` at `at_ps` (now, if that has passed).
+    pub fn set_timer(&mut self, at_ps: TimePs, token: u64) {
+        let i = self.sim.component_timers.insert((self.id.0, token));
+        self.sim
+            .queue
+            .schedule(at_ps.max(self.sim.now), EventKind::ComponentTimer(i));
+    }
+
+    /// The host named `name`.
+    pub fn host(&self, name: &str) -> Option<u32> {
+        self.sim
+            .nodes
+            .iter()
+            .position(|n| n.name == name && n.kind == NodeKind::Host)
+            .map(|i| i as u32)
+    }
+
+    /// Open a TCP connection from host `src` (port `src_port`) to host `dst` (port `dst_port`)
+    /// with `cfg`. Each end sends by the interface its routes give and from that interface's
+    /// address. Its receiver's deliveries come back through [`Component::on_delivered`].
+    pub fn open_tcp(&mut self, src: u32, dst: u32, ports: (u16, u16), cfg: &TcpConfig) -> Result<ConnId, SimError> {
+        let sim = &mut *self.sim;
+        let host = |n: u32| {
+            sim.nodes
+                .get(n as usize)
+                .filter(|x| x.kind == NodeKind::Host)
+                .ok_or_else(|| SimError::Config(format!("node {n} is not a host")))
+        };
+        host(src)?;
+        host(dst)?;
+        let (Some(there), Some(back)) = (
+            sim.routes.port(src as usize, dst as usize),
+            sim.routes.port(dst as usize, src as usize),
+        ) else {
+            return Err(SimError::Config(format!(
+                "no route between `{}` and `{}`",
+                sim.nodes[src as usize].name, sim.nodes[dst as usize].name
+            )));
+        };
+        let meta = PacketMeta::udp(
+            sim.interface_ips[src as usize][usize::from(there)],
+            sim.interface_ips[dst as usize][usize::from(back)],
+            ports.0,
+            ports.1,
+            0,
+        );
+        let c = sim.conns.len() as u32;
+        sim.conns
+            .push(Conn::new(cfg, src, dst, meta, there, back, Owner::Component(self.id)));
+        Ok(ConnId(c))
+    }
+
+    /// The application writes `bytes` more into connection `conn`; it sends what it may now.
+    pub fn write(&mut self, conn: ConnId, bytes: u64) {
+        self.sim.conns[conn.0 as usize].sender.write(bytes);
+        self.sim.pump(conn.0);
+    }
+
+    /// Counters of connection `conn`'s sender and receiver.
+    pub fn conn_stats(&self, conn: ConnId) -> (&SenderStats, &ReceiverStats) {
+        let c = &self.sim.conns[conn.0 as usize];
+        (c.sender.stats(), c.receiver.stats())
+    }
+}
+
+impl Simulation {
+    /// Install `component` and start it; its counters join the results under its name.
+    pub fn add_component(&mut self, component: Box<dyn Component>) -> ComponentId {
+        let id = ComponentId(self.components.len() as u32);
+        self.components.push(Some(component));
+        self.call_component(id, |c, net| c.start(net));
+        id
+    }
+
+    /// Call component `id` with a [`Net`] on this simulation.
+    pub(crate) fn call_component(&mut self, id: ComponentId, f: impl FnOnce(&mut dyn Component, &mut Net<'_>)) {
+        // Taken out while it runs; nothing it does calls it again before it returns.
+        let Some(mut c) = self.components[id.0 as usize].take() else {
+            debug_assert!(false, "component {} called while running", id.0);
+            return;
+        };
+        f(c.as_mut(), &mut Net { sim: self, id });
+        self.components[id.0 as usize] = Some(c);
+    }
+
+    pub(crate) fn on_component_timer(&mut self, i: u32) {
+        let (id, token) = self.component_timers.take(i);
+        self.call_component(ComponentId(id), |c, net| c.on_timer(token, net));
+    }
+
+    /// The components' counters, by component name.
+    pub(crate) fn component_counters(&self) -> impl Iterator<Item = (String, Vec<(String, u64)>)> + '_ {
+        self.components
+            .iter()
+            .flatten()
+            .map(|c| (c.name().to_string(), c.counters()))
+    }
+}
