@@ -149,3 +149,184 @@ fn a_component_opens_connections_on_its_timers_and_sees_them_complete() {
     // Same seed, same times.
     assert_eq!(run(vec![("h1", 100_000_000_000), ("h2", 100_000_000_000)]).0, both);
 }
+
+// --- A rate-based sender under switch notifications (the shape of PMQECN and DCQCN) ---------
+
+use mpsched_core::packet::{Ecn, PacketMeta, PortId};
+use mpsched_core::program::{Ctx, DropReason, EgressVerdict, Program, QueueMeta, Verdict};
+use mpsched_transport::cc::{Dcqcn, DcqcnParams};
+use mpsched_transport::rate::RateSender;
+use std::collections::HashMap;
+
+/// UDP port congestion notifications go to (RoCE v2's).
+const CNP_PORT: u16 = 4791;
+const DATA_PORT: u16 = 5001;
+
+/// A switch program that forwards by a fixed table and, when `notify`, sends a congestion
+/// notification back to the source of a packet that joins a queue holding `k` or more, at most
+/// one per source per 50 us (DCQCN's notification point paces them so).
+struct Notifier {
+    port_of: Vec<(u32, PortId)>,
+    own_ip: u32,
+    k: Option<u32>,
+    last_ps: HashMap<u32, u64>,
+    sent: u64,
+}
+
+impl Program for Notifier {
+    fn ingress(&mut self, pkt: &mut PacketMeta, _ctx: &mut Ctx) -> Verdict {
+        match self.port_of.iter().find(|(ip, _)| *ip == pkt.dst_ip) {
+            Some(&(_, p)) => Verdict::Forward(p),
+            None => Verdict::Drop(DropReason::NoRoute),
+        }
+    }
+
+    fn uses_enqueue(&self) -> bool {
+        self.k.is_some()
+    }
+
+    fn on_enqueue(&mut self, pkt: &mut PacketMeta, _port: PortId, q: QueueMeta, ctx: &mut Ctx) -> EgressVerdict {
+        let Some(k) = self.k else {
+            return EgressVerdict::Transmit;
+        };
+        let now = ctx.now_ps();
+        let due = self.last_ps.get(&pkt.src_ip).map_or(true, |&t| now >= t + 50_000_000);
+        if pkt.dst_port == DATA_PORT && q.enq_qdepth_pkts >= k && due {
+            self.last_ps.insert(pkt.src_ip, now);
+            self.sent += 1;
+            let cnp = PacketMeta::udp(self.own_ip, pkt.src_ip, CNP_PORT, CNP_PORT, 64);
+            ctx.emit(pkt.ingress_port, cnp);
+        }
+        EgressVerdict::Transmit
+    }
+
+    fn counters(&self) -> Vec<(String, u64)> {
+        vec![("notifications".into(), self.sent)]
+    }
+}
+
+/// Senders at `hosts` paced by DCQCN at the line rate, sending to `dst`; notifications slow
+/// them; `dst` counts what arrives.
+struct RateSources {
+    hosts: Vec<&'static str>,
+    dst: &'static str,
+    senders: Vec<(u32, RateSender)>,
+    dst_node: u32,
+    received_bytes: u64,
+}
+
+impl RateSources {
+    fn wake(&mut self, i: usize, net: &mut Net<'_>) {
+        let at = self.senders[i].1.next_timer() * 1000;
+        net.set_timer(at, i as u64);
+    }
+}
+
+impl Component for RateSources {
+    fn name(&self) -> &str {
+        "rate-sources"
+    }
+
+    fn start(&mut self, net: &mut Net<'_>) {
+        self.dst_node = net.host(self.dst).unwrap();
+        net.bind_udp(self.dst_node, DATA_PORT).unwrap();
+        for (i, h) in self.hosts.clone().into_iter().enumerate() {
+            let node = net.host(h).unwrap();
+            net.bind_udp(node, CNP_PORT).unwrap();
+            let cc = Box::new(Dcqcn::new(DcqcnParams::for_line_rate(1_000_000_000)));
+            self.senders
+                .push((node, RateSender::new(cc, 1500, i as u64 * 1_000).unwrap()));
+            self.wake(i, net);
+        }
+    }
+
+    fn on_timer(&mut self, token: u64, net: &mut Net<'_>) {
+        let i = token as usize;
+        let now_ns = net.now_ps() / 1000;
+        let (node, s) = &mut self.senders[i];
+        if let Some(bytes) = s.poll_transmit(now_ns) {
+            let node = *node;
+            net.send_udp(node, self.dst_node, (40_000 + i as u16, DATA_PORT), bytes, Ecn::NotEct)
+                .unwrap();
+        }
+        if net.now_ps() < 200_000_000_000 {
+            self.wake(i, net);
+        }
+    }
+
+    fn on_packet(&mut self, host: u32, pkt: &PacketMeta, net: &mut Net<'_>) {
+        if host == self.dst_node {
+            self.received_bytes += u64::from(pkt.wire_len_bytes);
+            return;
+        }
+        let now_ns = net.now_ps() / 1000;
+        if let Some((_, s)) = self.senders.iter_mut().find(|(n, _)| *n == host) {
+            s.on_notification(now_ns);
+        }
+    }
+
+    fn counters(&self) -> Vec<(String, u64)> {
+        let mut c = vec![("received_bytes".to_string(), self.received_bytes)];
+        for (i, (_, s)) in self.senders.iter().enumerate() {
+            c.push((format!("sender{i}_packets"), s.stats().packets));
+            c.push((format!("sender{i}_notifications"), s.stats().notifications));
+        }
+        c
+    }
+}
+
+/// Two DCQCN senders at 1 Gbit/s through one 1 Gbit/s port of 100 packets, for 200 ms, with
+/// the switch notifying at `k` packets (None: never). Counters of the run.
+fn notified_run(k: Option<u32>) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>> {
+    let text = NET
+        .replace("queue_pkts = 2000", "queue_pkts = 100")
+        .replace("rate = \"100Mbps\"", "rate = \"1Gbps\"")
+        .replace("duration = \"3s\"", "duration = \"200ms\"");
+    let sc = Scenario::from_toml(&text, "dumbbell.toml").unwrap();
+    let mut sim = Simulation::new(&sc, &SimOptions::with_seed(1)).unwrap();
+    let ip = |n: &str| sc.nodes.iter().find(|x| x.name == n).unwrap().ip;
+    // s1's ports: 0 to h1, 1 to h2, 2 to s2.
+    let notifier = Notifier {
+        port_of: vec![(ip("h1"), 0), (ip("h2"), 1), (ip("h3"), 2)],
+        own_ip: ip("s1"),
+        k,
+        last_ps: HashMap::new(),
+        sent: 0,
+    };
+    sim.install_program("s1", Box::new(notifier)).unwrap();
+    sim.add_component(Box::new(RateSources {
+        hosts: vec!["h1", "h2"],
+        dst: "h3",
+        senders: Vec::new(),
+        dst_node: 0,
+        received_bytes: 0,
+    }));
+    sim.run().unwrap().figures.counters
+}
+
+#[test]
+fn rate_based_senders_slow_down_when_a_switch_notifies_them() {
+    let plain = notified_run(None);
+    let notified = notified_run(Some(20));
+    let drops = |c: &std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>| {
+        c["queues"]["s1->s2.tail_drops"]
+    };
+    let rx_mbps = |c: &std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>| {
+        c["rate-sources"]["received_bytes"] as f64 * 8.0 / 0.2 / 1e6
+    };
+    // Unchecked, two line-rate senders overflow the port: about half of what they send is lost.
+    let sent: u64 = (0..2)
+        .map(|i| plain["rate-sources"][&format!("sender{i}_packets")])
+        .sum();
+    assert!(drops(&plain) as f64 > 0.4 * sent as f64, "{plain:?}");
+    // Notified, they cut their rates, the queue stays short and the port stays busy.
+    let n = &notified["rate-sources"];
+    assert!(
+        n["sender0_notifications"] > 0 && n["sender1_notifications"] > 0,
+        "{n:?}"
+    );
+    assert!(drops(&notified) * 20 < drops(&plain), "{notified:?} vs {plain:?}");
+    assert!(rx_mbps(&notified) > 800.0, "{} Mbit/s", rx_mbps(&notified));
+    let (p0, p1) = (n["sender0_packets"] as f64, n["sender1_packets"] as f64);
+    assert!((p0 / (p0 + p1) - 0.5).abs() < 0.15, "shares {p0} {p1}");
+}

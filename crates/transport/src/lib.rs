@@ -8,8 +8,9 @@
 //!
 //! Layout:
 //! - [`rtt`]: the RFC 6298 round-trip estimator and retransmission timeout.
-//! - [`cc`]: the congestion-control trait and NewReno (RFC 5681 / 6582), CUBIC (RFC 9438) and
-//!   DCTCP (RFC 8257) controllers.
+//! - [`cc`]: the congestion-control trait and NewReno (RFC 5681 / 6582), CUBIC (RFC 9438),
+//!   DCTCP (RFC 8257), LIA (RFC 6356, coupled) and DCQCN (rate-based) controllers.
+//! - [`rate`]: a datagram sender paced by a rate-based controller (DCQCN).
 //! - [`tcp`]: segments, the sender (slow start, fast retransmit, NewReno recovery, RTO, ECN per
 //!   RFC 3168, Nagle) and the receiver (delayed ACKs, out-of-order buffer, receive window, ECN
 //!   echo).
@@ -22,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod cc;
+pub mod rate;
 pub mod rtt;
 pub mod tcp;
 

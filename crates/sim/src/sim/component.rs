@@ -15,7 +15,8 @@
 use super::tcp::{Conn, Owner};
 use super::{SimError, Simulation};
 use crate::event::{EventKind, TimePs};
-use mpsched_core::packet::PacketMeta;
+use crate::packet::{Packet, CONTROL_FLOW};
+use mpsched_core::packet::{Ecn, PacketMeta};
 use mpsched_scenario::NodeKind;
 use mpsched_transport::tcp::{ReceiverStats, SenderStats, TcpConfig};
 
@@ -38,6 +39,9 @@ pub trait Component: Send {
 
     /// A timer set through [`Net::set_timer`] is due.
     fn on_timer(&mut self, _token: u64, _net: &mut Net<'_>) {}
+
+    /// A datagram arrived at `host` on a UDP port this component bound ([`Net::bind_udp`]).
+    fn on_packet(&mut self, _host: u32, _pkt: &PacketMeta, _net: &mut Net<'_>) {}
 
     /// The receiver of connection `conn` delivered bytes in order: `delivered_bytes` in all
     /// since the connection opened.
@@ -123,6 +127,50 @@ impl Net<'_> {
         Ok(ConnId(c))
     }
 
+    /// Datagrams arriving at `host` on UDP port `port` go to this component's
+    /// [`Component::on_packet`]. Fails if another component holds the port.
+    pub fn bind_udp(&mut self, host: u32, port: u16) -> Result<(), SimError> {
+        match self.sim.udp_endpoints.entry((host, port)) {
+            std::collections::hash_map::Entry::Occupied(_) => Err(SimError::Config(format!(
+                "UDP port {port} of node {host} is bound already"
+            ))),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(self.id);
+                Ok(())
+            }
+        }
+    }
+
+    /// Send a UDP datagram of `wire_bytes` (headers included) from host `src` to host `dst`,
+    /// with `ecn`, by the interface the routes give and from its address.
+    pub fn send_udp(
+        &mut self,
+        src: u32,
+        dst: u32,
+        ports: (u16, u16),
+        wire_bytes: u32,
+        ecn: Ecn,
+    ) -> Result<(), SimError> {
+        let sim = &mut *self.sim;
+        let (Some(out), Some(back)) = (
+            sim.routes.port(src as usize, dst as usize),
+            sim.routes.port(dst as usize, src as usize),
+        ) else {
+            return Err(SimError::Config(format!("no route from node {src} to node {dst}")));
+        };
+        let mut meta = PacketMeta::udp(
+            sim.interface_ips[src as usize][usize::from(out)],
+            sim.interface_ips[dst as usize][usize::from(back)],
+            ports.0,
+            ports.1,
+            wire_bytes,
+        );
+        meta.ecn = ecn;
+        let pkt = Packet::bare(meta, CONTROL_FLOW, sim.now);
+        sim.output(src, out, pkt);
+        Ok(())
+    }
+
     /// The application writes `bytes` more into connection `conn`; it sends what it may now.
     pub fn write(&mut self, conn: ConnId, bytes: u64) {
         self.sim.conns[conn.0 as usize].sender.write(bytes);
@@ -154,6 +202,16 @@ impl Simulation {
         };
         f(c.as_mut(), &mut Net { sim: self, id });
         self.components[id.0 as usize] = Some(c);
+    }
+
+    /// A datagram for a UDP port a component bound: true if one took it.
+    pub(crate) fn component_datagram(&mut self, host: u32, pkt: &Packet) -> bool {
+        let Some(&id) = self.udp_endpoints.get(&(host, pkt.meta.dst_port)) else {
+            return false;
+        };
+        let meta = pkt.meta;
+        self.call_component(id, |c, net| c.on_packet(host, &meta, net));
+        true
     }
 
     pub(crate) fn on_component_timer(&mut self, i: u32) {

@@ -201,6 +201,8 @@ pub struct Simulation {
     components: Vec<Option<Box<dyn Component>>>,
     /// Pending component timers: (component, token).
     component_timers: Slab<(u32, u64)>,
+    /// (host, UDP port) -> the component that bound it.
+    udp_endpoints: FxHashMap<(u32, u16), ComponentId>,
     /// Routes between every pair of nodes (components open connections by them).
     routes: mpsched_topo::Routes,
     /// Per node, per port: the interface's address.
@@ -261,6 +263,7 @@ impl Simulation {
             program_timers: Slab::default(),
             components: Vec::new(),
             component_timers: Slab::default(),
+            udp_endpoints: FxHashMap::default(),
             routes: wiring.routes,
             interface_ips: wiring.interface_ips,
             conns,
@@ -623,6 +626,8 @@ impl Simulation {
                 self.on_tcp_packet(pkt);
             } else if pkt.flow != CONTROL_FLOW {
                 self.deliver(pkt);
+            } else if pkt.meta.proto == mpsched_core::packet::proto::UDP && self.component_datagram(node, &pkt) {
+                self.release(&pkt);
             } else {
                 self.nodes[ni].dropped += 1;
                 self.release(&pkt);

@@ -6,13 +6,21 @@
 //! LIA or OLIA, later) replace the growth law without touching loss recovery.
 //!
 //! Windows are in bytes and grow in whole segments, as Linux counts them in packets.
+//!
+//! Rate-based controllers (DCQCN, PMQECN's reaction point) sit behind the same trait: they
+//! answer [`CongestionControl::pacing_rate_bps`], keep their own clocks through
+//! [`CongestionControl::next_timer`] / [`CongestionControl::on_timer`], count what is sent in
+//! [`CongestionControl::on_sent`], and react to [`CongestionSignal::Notification`], a congestion
+//! notification a switch or receiver sends. [`crate::rate::RateSender`] drives them.
 
 mod cubic;
+mod dcqcn;
 mod dctcp;
 mod lia;
 mod reno;
 
 pub use cubic::Cubic;
+pub use dcqcn::{Dcqcn, DcqcnParams};
 pub use dctcp::Dctcp;
 pub use lia::Lia;
 pub use reno::NewReno;
@@ -58,6 +66,9 @@ pub enum CongestionSignal {
     Loss,
     /// An ECN-Echo (RFC 3168): at most one per round trip.
     Ecn,
+    /// A congestion notification packet from the network (DCQCN's CNP, a PMQECN switch's
+    /// feedback): window controllers treat it as an ECN-Echo.
+    Notification,
 }
 
 /// A congestion controller.
@@ -94,6 +105,24 @@ pub trait CongestionControl: Send + std::fmt::Debug {
     fn state(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+
+    /// The rate to send at, in bit/s, for a rate-based controller; None for a window-based one
+    /// (the default), which the window alone limits.
+    fn pacing_rate_bps(&self) -> Option<u64> {
+        None
+    }
+
+    /// When the controller's own clock next needs [`CongestionControl::on_timer`] (DCQCN's
+    /// alpha decay and rate-increase timers); None for the default, which has no clock.
+    fn next_timer(&self) -> Option<TimeNs> {
+        None
+    }
+
+    /// The controller's clock: called at or after [`CongestionControl::next_timer`].
+    fn on_timer(&mut self, _now_ns: TimeNs) {}
+
+    /// `bytes` were sent (DCQCN's byte counter). The default ignores it.
+    fn on_sent(&mut self, _now_ns: TimeNs, _bytes: u64) {}
 }
 
 /// The controllers a scenario may name.
