@@ -67,25 +67,27 @@ impl Net<'_> {
 
     /// Simulated time now.
     pub fn now_ps(&self) -> TimePs {
-        self.sim.now
+        self.sim.net.now
     }
 
     /// The time the run ends (the scenario's duration plus the drain time).
     pub fn end_ps(&self) -> TimePs {
-        self.sim.end_ps
+        self.sim.net.end_ps
     }
 
     /// Call [`Component::on_timer`] with `token` at `at_ps` (now, if that has passed).
     pub fn set_timer(&mut self, at_ps: TimePs, token: u64) {
-        let i = self.sim.component_timers.insert((self.id.0, token));
+        let i = self.sim.traffic.component_timers.insert((self.id.0, token));
         self.sim
+            .net
             .queue
-            .schedule(at_ps.max(self.sim.now), EventKind::ComponentTimer(i));
+            .schedule(at_ps.max(self.sim.net.now), EventKind::ComponentTimer(i));
     }
 
     /// The host named `name`.
     pub fn host(&self, name: &str) -> Option<u32> {
         self.sim
+            .net
             .nodes
             .iter()
             .position(|n| n.name == name && n.kind == NodeKind::Host)
@@ -98,7 +100,8 @@ impl Net<'_> {
     pub fn open_tcp(&mut self, src: u32, dst: u32, ports: (u16, u16), cfg: &TcpConfig) -> Result<ConnId, SimError> {
         let sim = &mut *self.sim;
         let host = |n: u32| {
-            sim.nodes
+            sim.net
+                .nodes
                 .get(n as usize)
                 .filter(|x| x.kind == NodeKind::Host)
                 .ok_or_else(|| SimError::Config(format!("node {n} is not a host")))
@@ -106,23 +109,24 @@ impl Net<'_> {
         host(src)?;
         host(dst)?;
         let (Some(there), Some(back)) = (
-            sim.routes.port(src as usize, dst as usize),
-            sim.routes.port(dst as usize, src as usize),
+            sim.net.routes.port(src as usize, dst as usize),
+            sim.net.routes.port(dst as usize, src as usize),
         ) else {
             return Err(SimError::Config(format!(
                 "no route between `{}` and `{}`",
-                sim.nodes[src as usize].name, sim.nodes[dst as usize].name
+                sim.net.nodes[src as usize].name, sim.net.nodes[dst as usize].name
             )));
         };
         let meta = PacketMeta::udp(
-            sim.interface_ips[src as usize][usize::from(there)],
-            sim.interface_ips[dst as usize][usize::from(back)],
+            sim.net.interface_ips[src as usize][usize::from(there)],
+            sim.net.interface_ips[dst as usize][usize::from(back)],
             ports.0,
             ports.1,
             0,
         );
-        let c = sim.conns.len() as u32;
-        sim.conns
+        let c = sim.traffic.conns.len() as u32;
+        sim.traffic
+            .conns
             .push(Conn::new(cfg, src, dst, meta, there, back, Owner::Component(self.id)));
         Ok(ConnId(c))
     }
@@ -130,7 +134,7 @@ impl Net<'_> {
     /// Datagrams arriving at `host` on UDP port `port` go to this component's
     /// [`Component::on_packet`]. Fails if another component holds the port.
     pub fn bind_udp(&mut self, host: u32, port: u16) -> Result<(), SimError> {
-        match self.sim.udp_endpoints.entry((host, port)) {
+        match self.sim.traffic.udp_endpoints.entry((host, port)) {
             std::collections::hash_map::Entry::Occupied(_) => Err(SimError::Config(format!(
                 "UDP port {port} of node {host} is bound already"
             ))),
@@ -153,33 +157,33 @@ impl Net<'_> {
     ) -> Result<(), SimError> {
         let sim = &mut *self.sim;
         let (Some(out), Some(back)) = (
-            sim.routes.port(src as usize, dst as usize),
-            sim.routes.port(dst as usize, src as usize),
+            sim.net.routes.port(src as usize, dst as usize),
+            sim.net.routes.port(dst as usize, src as usize),
         ) else {
             return Err(SimError::Config(format!("no route from node {src} to node {dst}")));
         };
         let mut meta = PacketMeta::udp(
-            sim.interface_ips[src as usize][usize::from(out)],
-            sim.interface_ips[dst as usize][usize::from(back)],
+            sim.net.interface_ips[src as usize][usize::from(out)],
+            sim.net.interface_ips[dst as usize][usize::from(back)],
             ports.0,
             ports.1,
             wire_bytes,
         );
         meta.ecn = ecn;
-        let pkt = Packet::bare(meta, CONTROL_FLOW, sim.now);
+        let pkt = Packet::bare(meta, CONTROL_FLOW, sim.net.now);
         sim.output(src, out, pkt);
         Ok(())
     }
 
     /// The application writes `bytes` more into connection `conn`; it sends what it may now.
     pub fn write(&mut self, conn: ConnId, bytes: u64) {
-        self.sim.conns[conn.0 as usize].sender.write(bytes);
+        self.sim.traffic.conns[conn.0 as usize].sender.write(bytes);
         self.sim.pump(conn.0);
     }
 
     /// Counters of connection `conn`'s sender and receiver.
     pub fn conn_stats(&self, conn: ConnId) -> (&SenderStats, &ReceiverStats) {
-        let c = &self.sim.conns[conn.0 as usize];
+        let c = &self.sim.traffic.conns[conn.0 as usize];
         (c.sender.stats(), c.receiver.stats())
     }
 }
@@ -187,8 +191,8 @@ impl Net<'_> {
 impl Simulation {
     /// Install `component` and start it; its counters join the results under its name.
     pub fn add_component(&mut self, component: Box<dyn Component>) -> ComponentId {
-        let id = ComponentId(self.components.len() as u32);
-        self.components.push(Some(component));
+        let id = ComponentId(self.traffic.components.len() as u32);
+        self.traffic.components.push(Some(component));
         self.call_component(id, |c, net| c.start(net));
         id
     }
@@ -196,17 +200,17 @@ impl Simulation {
     /// Call component `id` with a [`Net`] on this simulation.
     pub(crate) fn call_component(&mut self, id: ComponentId, f: impl FnOnce(&mut dyn Component, &mut Net<'_>)) {
         // Taken out while it runs; nothing it does calls it again before it returns.
-        let Some(mut c) = self.components[id.0 as usize].take() else {
+        let Some(mut c) = self.traffic.components[id.0 as usize].take() else {
             debug_assert!(false, "component {} called while running", id.0);
             return;
         };
         f(c.as_mut(), &mut Net { sim: self, id });
-        self.components[id.0 as usize] = Some(c);
+        self.traffic.components[id.0 as usize] = Some(c);
     }
 
     /// A datagram for a UDP port a component bound: true if one took it.
     pub(crate) fn component_datagram(&mut self, host: u32, pkt: &Packet) -> bool {
-        let Some(&id) = self.udp_endpoints.get(&(host, pkt.meta.dst_port)) else {
+        let Some(&id) = self.traffic.udp_endpoints.get(&(host, pkt.meta.dst_port)) else {
             return false;
         };
         let meta = pkt.meta;
@@ -215,13 +219,14 @@ impl Simulation {
     }
 
     pub(crate) fn on_component_timer(&mut self, i: u32) {
-        let (id, token) = self.component_timers.take(i);
+        let (id, token) = self.traffic.component_timers.take(i);
         self.call_component(ComponentId(id), |c, net| c.on_timer(token, net));
     }
 
     /// The components' counters, by component name.
     pub(crate) fn component_counters(&self) -> impl Iterator<Item = (String, Vec<(String, u64)>)> + '_ {
-        self.components
+        self.traffic
+            .components
             .iter()
             .flatten()
             .map(|c| (c.name().to_string(), c.counters()))

@@ -160,58 +160,79 @@ pub struct RunOutput {
     pub captured_frames: u64,
 }
 
-/// A simulation of one scenario with one seed.
+/// A simulation of one scenario with one seed: the network the engine moves packets through,
+/// the traffic that uses it, and what is measured.
 pub struct Simulation {
+    net: Network,
+    traffic: Traffic,
+    monitor: Monitor,
+}
+
+/// The engine's part: time and events, nodes with their programs, links, the stores packets
+/// refer to, captures.
+struct Network {
     now: TimePs,
     queue: EventQueue,
     nodes: Vec<NodeState>,
     links: Vec<Link>,
-    flows: Vec<FlowState>,
-    /// Per scenario path: its monitored link (into the confluence point).
-    path_links: Vec<u32>,
-    path_names: Vec<String>,
-    path_capacity_bps: Vec<u64>,
-    path_total_bytes: Vec<u64>,
-    captures: Vec<Capture>,
-    /// Per link: capture index recording its transmissions / arrivals.
-    cap_tx: Vec<Option<u32>>,
-    cap_rx: Vec<Option<u32>>,
-    sample_interval_ps: TimePs,
-    duration_ps: TimePs,
-    end_ps: TimePs,
-    series: TimeSeries,
-    register_columns: Vec<(u32, usize)>,
-    send_jitter_ps: u64,
-    jitter_rng: SeededRandom,
+    /// Events processed.
     events: u64,
-    seed: u64,
-    io_error: Option<std::io::Error>,
-    /// TCP connections (flows and subtunnels).
-    conns: Vec<Conn>,
-    tunnels: Vec<TunnelState>,
-    /// Packets inside UDP subtunnels and TCP subtunnel streams.
-    inner: Slab<tunnel::Inner>,
-    /// The TCP parts of packets in the network.
-    tcp_parts: Slab<TcpPart>,
     /// The programs' context, reused from call to call.
     ctx: Ctx,
     /// Pending program timers: (node, token).
     program_timers: Slab<(u32, u64)>,
+    /// The TCP parts of packets in the network.
+    tcp_parts: Slab<TcpPart>,
+    /// Packets inside UDP subtunnels and TCP subtunnel streams.
+    inner: Slab<tunnel::Inner>,
+    captures: Vec<Capture>,
+    /// Per link: capture index recording its transmissions / arrivals.
+    cap_tx: Vec<Option<u32>>,
+    cap_rx: Vec<Option<u32>>,
+    /// The first error writing a capture (reported at the end).
+    io_error: Option<std::io::Error>,
+    /// The time the run ends.
+    end_ps: TimePs,
+    /// Routes between every pair of nodes (components open connections by them).
+    routes: mpsched_topo::Routes,
+    /// Per node, per port: the interface's address.
+    interface_ips: Vec<Vec<Ipv4>>,
+}
+
+/// What uses the network: the scenario's flows, TCP connections, tunnels, and components.
+struct Traffic {
+    flows: Vec<FlowState>,
+    /// TCP connections (flows, subtunnels, components').
+    conns: Vec<Conn>,
+    tunnels: Vec<TunnelState>,
+    /// What a tunnel scheduler sees of the subtunnels, reused from packet to packet.
+    view_buf: Vec<SubtunnelView>,
+    /// Subtunnel address -> the node that terminates it.
+    tunnel_addrs: FxHashMap<Ipv4, u32>,
     /// Components, each taken out while it runs.
     components: Vec<Option<Box<dyn Component>>>,
     /// Pending component timers: (component, token).
     component_timers: Slab<(u32, u64)>,
     /// (host, UDP port) -> the component that bound it.
     udp_endpoints: FxHashMap<(u32, u16), ComponentId>,
-    /// Routes between every pair of nodes (components open connections by them).
-    routes: mpsched_topo::Routes,
-    /// Per node, per port: the interface's address.
-    interface_ips: Vec<Vec<Ipv4>>,
-    view_buf: Vec<SubtunnelView>,
-    /// Subtunnel address -> the node that terminates it.
-    tunnel_addrs: FxHashMap<Ipv4, u32>,
+    send_jitter_ps: u64,
+    jitter_rng: SeededRandom,
+}
+
+/// What is measured: the paths' monitors and the time series.
+struct Monitor {
+    /// Per scenario path: its monitored link (into the confluence point).
+    path_links: Vec<u32>,
+    path_names: Vec<String>,
+    path_capacity_bps: Vec<u64>,
+    path_total_bytes: Vec<u64>,
+    sample_interval_ps: TimePs,
+    duration_ps: TimePs,
+    series: TimeSeries,
+    register_columns: Vec<(u32, usize)>,
     /// Number of sample intervals.
     intervals: usize,
+    seed: u64,
 }
 
 impl Simulation {
@@ -233,48 +254,53 @@ impl Simulation {
         } = build::captures(opts, sc, &nodes, links.len())?;
         let (columns, register_columns) = build::series_columns(sc, &flows, &tunnels, &nodes);
         let queue = build::first_events(sc, &flows);
-        let mut sim = Simulation {
+        let net = Network {
             now: 0,
             queue,
             nodes,
             links,
+            events: 0,
+            ctx: Ctx::new(),
+            program_timers: Slab::default(),
+            tcp_parts: Slab::default(),
+            inner: Slab::default(),
+            captures,
+            cap_tx,
+            cap_rx,
+            io_error: None,
+            end_ps: sc.duration_ps + opts.drain_ps,
+            routes: wiring.routes,
+            interface_ips: wiring.interface_ips,
+        };
+        let traffic = Traffic {
             flows,
+            conns,
+            tunnels,
+            view_buf: Vec::new(),
+            tunnel_addrs,
+            components: Vec::new(),
+            component_timers: Slab::default(),
+            udp_endpoints: FxHashMap::default(),
+            send_jitter_ps: sc.send_jitter_ps,
+            jitter_rng: SeededRandom::new(rng.next_u64()),
+        };
+        let monitor = Monitor {
             path_links,
             path_names: sc.paths.iter().map(|p| p.name.clone()).collect(),
             path_capacity_bps,
             path_total_bytes: vec![0; sc.paths.len()],
-            captures,
-            cap_tx,
-            cap_rx,
             sample_interval_ps: sc.sample_interval_ps,
             duration_ps: sc.duration_ps,
-            end_ps: sc.duration_ps + opts.drain_ps,
             series: TimeSeries {
                 columns,
                 rows: Vec::new(),
             },
             register_columns,
-            send_jitter_ps: sc.send_jitter_ps,
-            jitter_rng: SeededRandom::new(rng.next_u64()),
-            events: 0,
-            seed: opts.seed,
-            io_error: None,
-            ctx: Ctx::new(),
-            program_timers: Slab::default(),
-            components: Vec::new(),
-            component_timers: Slab::default(),
-            udp_endpoints: FxHashMap::default(),
-            routes: wiring.routes,
-            interface_ips: wiring.interface_ips,
-            conns,
-            tunnels,
-            inner: Slab::default(),
-            tcp_parts: Slab::default(),
-            view_buf: Vec::new(),
-            tunnel_addrs,
             intervals,
+            seed: opts.seed,
         };
-        for n in 0..sim.nodes.len() as u32 {
+        let mut sim = Simulation { net, traffic, monitor };
+        for n in 0..sim.net.nodes.len() as u32 {
             sim.cache_stages(n);
         }
         Ok(sim)
@@ -283,22 +309,22 @@ impl Simulation {
     /// Ask `node`'s program once which stages it has (enqueue; dequeue per port), so the
     /// per-packet path skips the calls that would do nothing.
     fn cache_stages(&mut self, node: u32) {
-        let n = &mut self.nodes[node as usize];
+        let n = &mut self.net.nodes[node as usize];
         n.uses_enqueue = n.program.as_ref().is_some_and(|p| p.uses_enqueue());
         for (port, &l) in n.out_links.iter().enumerate() {
             let port = PortId::try_from(port).expect("ports fit a PortId");
-            self.links[l as usize].egress_stage = n.program.as_ref().is_some_and(|p| p.uses_dequeue(port));
+            self.net.links[l as usize].egress_stage = n.program.as_ref().is_some_and(|p| p.uses_dequeue(port));
         }
     }
 
     /// The time the run ends (the scenario's duration plus the drain time).
     pub fn end_ps(&self) -> TimePs {
-        self.end_ps
+        self.net.end_ps
     }
 
     /// Current simulated time.
     pub fn now_ps(&self) -> TimePs {
-        self.now
+        self.net.now
     }
 
     /// Check that the stores packets refer to hold exactly what the packets in the network
@@ -310,27 +336,30 @@ impl Simulation {
             tcp += usize::from(p.tcp != NO_TCP);
             inner += usize::from(p.inner != NO_INNER);
         };
-        for l in &self.links {
+        for l in &self.net.links {
             l.queues.iter().for_each(&mut count);
             l.on_wire.iter().for_each(&mut count);
             l.in_flight.iter().for_each(|f| count(&f.pkt));
         }
         // Inner packets waiting in TCP subtunnel streams, and the TCP parts they carry.
-        for c in &self.conns {
+        for c in &self.traffic.conns {
             inner += c.records.len();
         }
-        for i in 0..self.inner.capacity() {
-            if let Some(x) = self.inner.get(i) {
+        for i in 0..self.net.inner.capacity() {
+            if let Some(x) = self.net.inner.get(i) {
                 tcp += usize::from(x.pkt.tcp != NO_TCP);
             }
         }
-        if self.tcp_parts.len() != tcp {
-            return Err(format!("{} TCP parts held for {tcp} TCP packets", self.tcp_parts.len()));
+        if self.net.tcp_parts.len() != tcp {
+            return Err(format!(
+                "{} TCP parts held for {tcp} TCP packets",
+                self.net.tcp_parts.len()
+            ));
         }
-        if self.inner.len() != inner {
+        if self.net.inner.len() != inner {
             return Err(format!(
                 "{} inner packets held for {inner} references",
-                self.inner.len()
+                self.net.inner.len()
             ));
         }
         Ok(())
@@ -338,20 +367,20 @@ impl Simulation {
 
     /// Events pending in the event queue.
     pub fn pending_events(&self) -> usize {
-        self.queue.len()
+        self.net.queue.len()
     }
 
     /// Events processed so far.
     pub fn events(&self) -> u64 {
-        self.events
+        self.net.events
     }
 
     /// Process every event before `until` (capped at the end of the run).
     pub fn run_until(&mut self, until: TimePs) {
-        let until = until.min(self.end_ps);
-        while let Some((t, kind)) = self.queue.pop_before(until) {
-            self.now = t;
-            self.events += 1;
+        let until = until.min(self.net.end_ps);
+        while let Some((t, kind)) = self.net.queue.pop_before(until) {
+            self.net.now = t;
+            self.net.events += 1;
             match kind {
                 EventKind::TxDone(l) => self.on_tx_done(l),
                 EventKind::Arrive(l) => self.on_arrive(l),
@@ -364,24 +393,24 @@ impl Simulation {
                 EventKind::ComponentTimer(i) => self.on_component_timer(i),
             }
         }
-        self.now = self.now.max(until);
+        self.net.now = self.net.now.max(until);
     }
 
     /// Run to the end and collect the results.
     pub fn run(mut self) -> Result<RunOutput, SimError> {
-        self.run_until(self.end_ps);
+        self.run_until(self.net.end_ps);
         self.finish()
     }
 
     fn on_send(&mut self, fi: u32) {
-        let now = self.now;
-        let interval = self.sample_interval_ps;
-        let jitter = if self.send_jitter_ps > 0 {
-            self.jitter_rng.next_u64() % (self.send_jitter_ps + 1)
+        let now = self.net.now;
+        let interval = self.monitor.sample_interval_ps;
+        let jitter = if self.traffic.send_jitter_ps > 0 {
+            self.traffic.jitter_rng.next_u64() % (self.traffic.send_jitter_ps + 1)
         } else {
             0
         };
-        let f = &mut self.flows[fi as usize];
+        let f = &mut self.traffic.flows[fi as usize];
         let seq = f.next_seq;
         f.next_seq += 1;
         let pkt = Packet {
@@ -403,7 +432,9 @@ impl Simulation {
             f.start_ps + ((u128::from(seq + 1) * bits * u128::from(PS_PER_S)) / u128::from(f.rate_bps)) as u64;
         if nominal < f.stop_ps {
             // A packet sent late (a large jitter) must not send its successor in the past.
-            self.queue.schedule((nominal + jitter).max(now), EventKind::Send(fi));
+            self.net
+                .queue
+                .schedule((nominal + jitter).max(now), EventKind::Send(fi));
         }
         let src = f.src_node;
         let port = f.out_port;
@@ -421,15 +452,15 @@ impl Simulation {
     #[inline]
     fn output_to(&mut self, node: u32, port: PortId, queue: Option<u8>, mut pkt: Packet) {
         let ni = node as usize;
-        let Some(&l) = self.nodes[ni].out_links.get(usize::from(port)) else {
-            self.nodes[ni].dropped += 1;
+        let Some(&l) = self.net.nodes[ni].out_links.get(usize::from(port)) else {
+            self.net.nodes[ni].dropped += 1;
             self.release(&pkt);
             return;
         };
-        let link = &self.links[l as usize];
+        let link = &self.net.links[l as usize];
         let q = link.queues.clamp(queue.unwrap_or(pkt.meta.dscp >> 3));
         let depth = link.queues.queue_len(q);
-        if self.nodes[ni].uses_enqueue {
+        if self.net.nodes[ni].uses_enqueue {
             let meta = QueueMeta {
                 enq_qdepth_pkts: depth,
                 deq_qdepth_pkts: 0,
@@ -437,12 +468,12 @@ impl Simulation {
             };
             let verdict = self.call_program(node, |p, ctx| p.on_enqueue(&mut pkt.meta, port, meta, ctx));
             if verdict == Some(EgressVerdict::Drop) {
-                self.links[l as usize].stats.egress_drops += 1;
+                self.net.links[l as usize].stats.egress_drops += 1;
                 self.release(&pkt);
                 return;
             }
         }
-        let link = &mut self.links[l as usize];
+        let link = &mut self.net.links[l as usize];
         if link.on_wire.is_none() && link.queues.is_empty() {
             let meta = QueueMeta {
                 queue: q,
@@ -468,16 +499,16 @@ impl Simulation {
     /// generated packets are sent, timers scheduled. None if the node has no program.
     #[inline]
     fn call_program<T>(&mut self, node: u32, f: impl FnOnce(&mut dyn Program, &mut Ctx) -> T) -> Option<T> {
-        self.ctx.reset(self.now);
-        let out = self.nodes[node as usize]
+        self.net.ctx.reset(self.net.now);
+        let out = self.net.nodes[node as usize]
             .program
             .as_deref_mut()
-            .map(|p| f(p, &mut self.ctx));
-        if !self.ctx.emitted().is_empty() || !self.ctx.timers().is_empty() {
+            .map(|p| f(p, &mut self.net.ctx));
+        if !self.net.ctx.emitted().is_empty() || !self.net.ctx.timers().is_empty() {
             // Rare: take the context out, since sending may call programs again.
-            let ctx = std::mem::take(&mut self.ctx);
+            let ctx = std::mem::take(&mut self.net.ctx);
             self.program_effects(node, &ctx);
-            self.ctx = ctx;
+            self.net.ctx = ctx;
         }
         out
     }
@@ -485,17 +516,17 @@ impl Simulation {
     #[cold]
     fn program_effects(&mut self, node: u32, ctx: &Ctx) {
         for t in ctx.timers() {
-            let i = self.program_timers.insert((node, t.token));
-            self.queue.schedule(t.at_ps, EventKind::ProgramTimer(i));
+            let i = self.net.program_timers.insert((node, t.token));
+            self.net.queue.schedule(t.at_ps, EventKind::ProgramTimer(i));
         }
         for e in ctx.emitted() {
-            let pkt = Packet::bare(e.meta, CONTROL_FLOW, self.now);
+            let pkt = Packet::bare(e.meta, CONTROL_FLOW, self.net.now);
             self.output(node, e.port, pkt);
         }
     }
 
     fn on_program_timer(&mut self, i: u32) {
-        let (node, token) = self.program_timers.take(i);
+        let (node, token) = self.net.program_timers.take(i);
         self.call_program(node, |p, ctx| p.on_timer(token, ctx));
     }
 
@@ -503,11 +534,12 @@ impl Simulation {
     /// hook for programs a scenario cannot name yet (tests, experiments in code).
     pub fn install_program(&mut self, node: &str, program: Box<dyn Program>) -> Result<(), SimError> {
         let i = self
+            .net
             .nodes
             .iter()
             .position(|n| n.name == node && n.kind == NodeKind::Switch)
             .ok_or_else(|| SimError::Config(format!("no switch named `{node}`")))?;
-        self.nodes[i].program = Some(program);
+        self.net.nodes[i].program = Some(program);
         self.cache_stages(i as u32);
         self.call_program(i as u32, |p, ctx| p.start(ctx));
         Ok(())
@@ -517,7 +549,7 @@ impl Simulation {
     /// and what that holds). Every drop path calls this.
     pub(crate) fn release(&mut self, pkt: &Packet) {
         if pkt.tcp != NO_TCP {
-            self.tcp_parts.take(pkt.tcp);
+            self.net.tcp_parts.take(pkt.tcp);
         }
         if pkt.inner != NO_INNER {
             let inner = self.take_inner(pkt.inner);
@@ -529,51 +561,51 @@ impl Simulation {
     #[inline]
     fn start_tx(&mut self, l: u32, mut pkt: Packet, q: QueueMeta) -> bool {
         let li = l as usize;
-        let (from, from_port) = (self.links[li].from, self.links[li].from_port);
-        if self.links[li].egress_stage {
+        let (from, from_port) = (self.net.links[li].from, self.net.links[li].from_port);
+        if self.net.links[li].egress_stage {
             let verdict = self.call_program(from, |p, ctx| p.on_dequeue(&mut pkt.meta, from_port, q, ctx));
             if verdict == Some(EgressVerdict::Drop) {
-                self.links[li].stats.egress_drops += 1;
+                self.net.links[li].stats.egress_drops += 1;
                 self.release(&pkt);
                 return false;
             }
         }
-        if let Some(c) = self.cap_tx[li] {
+        if let Some(c) = self.net.cap_tx[li] {
             self.capture(c, &pkt, true);
         }
-        let link = &mut self.links[li];
-        let done = self.now + link.serialisation_ps(pkt.meta.wire_len_bytes);
+        let link = &mut self.net.links[li];
+        let done = self.net.now + link.serialisation_ps(pkt.meta.wire_len_bytes);
         link.stats.tx_pkts += 1;
         link.stats.tx_bytes += u64::from(pkt.meta.wire_len_bytes);
         link.on_wire = Some(pkt);
-        self.queue.schedule(done, EventKind::TxDone(l));
+        self.net.queue.schedule(done, EventKind::TxDone(l));
         true
     }
 
     fn on_tx_done(&mut self, l: u32) {
-        let link = &mut self.links[l as usize];
+        let link = &mut self.net.links[l as usize];
         let pkt = link.on_wire.take().expect("a TxDone event has a packet on the wire");
-        let arrive_ps = self.now + link.delay_ps;
-        let seq = self.queue.reserve_seq();
+        let arrive_ps = self.net.now + link.delay_ps;
+        let seq = self.net.queue.reserve_seq();
         self.start_next_tx(l);
-        let link = &mut self.links[l as usize];
+        let link = &mut self.net.links[l as usize];
         // With no propagation delay, the arrival is the very next event whenever nothing else
         // is due now: run it here rather than through the queue, in the same order.
-        if arrive_ps == self.now && link.in_flight.is_empty() && !self.queue.due_now() {
-            self.events += 1;
+        if arrive_ps == self.net.now && link.in_flight.is_empty() && !self.net.queue.due_now() {
+            self.net.events += 1;
             self.arrive(l, pkt);
             return;
         }
         link.in_flight.push_back(InFlight { arrive_ps, seq, pkt });
         if link.in_flight.len() == 1 {
-            self.queue.schedule_reserved(arrive_ps, seq, EventKind::Arrive(l));
+            self.net.queue.schedule_reserved(arrive_ps, seq, EventKind::Arrive(l));
         }
     }
 
     /// Serialise the next packet waiting on link `l`, past any the egress program drops.
     fn start_next_tx(&mut self, l: u32) {
-        while let Some(d) = self.links[l as usize].queues.pop() {
-            self.links[l as usize].queued_bytes -= u64::from(d.pkt.meta.wire_len_bytes);
+        while let Some(d) = self.net.links[l as usize].queues.pop() {
+            self.net.links[l as usize].queued_bytes -= u64::from(d.pkt.meta.wire_len_bytes);
             let meta = QueueMeta {
                 enq_qdepth_pkts: d.enq_depth,
                 deq_qdepth_pkts: d.deq_depth,
@@ -586,14 +618,15 @@ impl Simulation {
     }
 
     fn on_arrive(&mut self, l: u32) {
-        let link = &mut self.links[l as usize];
+        let link = &mut self.net.links[l as usize];
         let pkt = link
             .in_flight
             .pop_front()
             .expect("an Arrive event has a packet in flight")
             .pkt;
         if let Some(next) = link.in_flight.front() {
-            self.queue
+            self.net
+                .queue
                 .schedule_reserved(next.arrive_ps, next.seq, EventKind::Arrive(l));
         }
         self.arrive(l, pkt);
@@ -603,13 +636,13 @@ impl Simulation {
     #[inline]
     fn arrive(&mut self, l: u32, mut pkt: Packet) {
         let li = l as usize;
-        let link = &mut self.links[li];
+        let link = &mut self.net.links[li];
         if let Some(tag) = link.path_tag {
             link.stats.rx_bytes_interval += u64::from(pkt.meta.wire_len_bytes);
             pkt.path = tag;
         }
         let (to, to_port) = (link.to, link.to_port);
-        if let Some(c) = self.cap_rx[li] {
+        if let Some(c) = self.net.cap_rx[li] {
             self.capture(c, &pkt, false);
         }
         self.input(to, to_port, pkt);
@@ -617,10 +650,10 @@ impl Simulation {
 
     fn input(&mut self, node: u32, port: PortId, pkt: Packet) {
         let ni = node as usize;
-        if self.nodes[ni].kind == NodeKind::Host {
-            let n = &self.nodes[ni];
+        if self.net.nodes[ni].kind == NodeKind::Host {
+            let n = &self.net.nodes[ni];
             if pkt.meta.dst_ip != n.ip && !n.other_ips.contains(&pkt.meta.dst_ip) {
-                self.nodes[ni].dropped += 1;
+                self.net.nodes[ni].dropped += 1;
                 self.release(&pkt);
             } else if pkt.tcp != NO_TCP {
                 self.on_tcp_packet(pkt);
@@ -629,19 +662,19 @@ impl Simulation {
             } else if pkt.meta.proto == mpsched_core::packet::proto::UDP && self.component_datagram(node, &pkt) {
                 self.release(&pkt);
             } else {
-                self.nodes[ni].dropped += 1;
+                self.net.nodes[ni].dropped += 1;
                 self.release(&pkt);
             }
             return;
         }
-        if self.nodes[ni].tunnel_side.is_some() {
-            if self.tunnel_addrs.get(&pkt.meta.dst_ip) == Some(&node) {
+        if self.net.nodes[ni].tunnel_side.is_some() {
+            if self.traffic.tunnel_addrs.get(&pkt.meta.dst_ip) == Some(&node) {
                 if pkt.tcp != NO_TCP {
                     self.on_tcp_packet(pkt);
                 } else if pkt.inner != NO_INNER {
                     self.udp_subtunnel_arrival(node, port, pkt);
                 } else {
-                    self.nodes[ni].dropped += 1;
+                    self.net.nodes[ni].dropped += 1;
                     self.release(&pkt);
                 }
                 return;
@@ -667,14 +700,14 @@ impl Simulation {
             v
         });
         let Some(verdict) = verdict else {
-            self.nodes[ni].dropped += 1;
+            self.net.nodes[ni].dropped += 1;
             self.release(&pkt);
             return;
         };
         match verdict {
             Verdict::Forward(p) => self.output_to(node, p, queue, pkt),
             Verdict::Drop(_) => {
-                self.nodes[ni].dropped += 1;
+                self.net.nodes[ni].dropped += 1;
                 self.release(&pkt);
             }
             Verdict::Consume => {}
@@ -682,14 +715,14 @@ impl Simulation {
     }
 
     fn deliver(&mut self, pkt: Packet) {
-        let interval = self.sample_interval_ps;
-        let f = &mut self.flows[pkt.flow as usize];
+        let interval = self.monitor.sample_interval_ps;
+        let f = &mut self.traffic.flows[pkt.flow as usize];
         f.delivered += 1;
-        if self.now <= f.stop_ps {
+        if self.net.now <= f.stop_ps {
             f.delivered_payload_bytes += u64::from(pkt.payload_bytes);
         }
         f.rx_interval_bytes += u64::from(pkt.payload_bytes);
-        f.owd_sum_ps += u128::from(self.now - pkt.sent_ps);
+        f.owd_sum_ps += u128::from(self.net.now - pkt.sent_ps);
         match f.max_seq {
             Some(m) if pkt.seq < m => f.reordered += 1,
             _ => f.max_seq = Some(pkt.seq),
@@ -703,28 +736,28 @@ impl Simulation {
     }
 
     fn on_sample(&mut self) {
-        let secs = self.sample_interval_ps as f64 / PS_PER_S as f64;
+        let secs = self.monitor.sample_interval_ps as f64 / PS_PER_S as f64;
         let mbps = |bytes: u64| round(bytes as f64 * 8.0 / secs / 1e6, 4);
-        let mut row = vec![round(self.now as f64 / PS_PER_S as f64, 6)];
-        for (pi, &l) in self.path_links.iter().enumerate() {
-            let b = std::mem::take(&mut self.links[l as usize].stats.rx_bytes_interval);
-            self.path_total_bytes[pi] += b;
+        let mut row = vec![round(self.net.now as f64 / PS_PER_S as f64, 6)];
+        for (pi, &l) in self.monitor.path_links.iter().enumerate() {
+            let b = std::mem::take(&mut self.net.links[l as usize].stats.rx_bytes_interval);
+            self.monitor.path_total_bytes[pi] += b;
             row.push(mbps(b));
         }
-        for f in &mut self.flows {
+        for f in &mut self.traffic.flows {
             row.push(mbps(std::mem::take(&mut f.rx_interval_bytes)));
         }
-        for f in &mut self.flows {
+        for f in &mut self.traffic.flows {
             for &p in &f.split_paths {
                 row.push(mbps(f.per_path_interval_bytes[p]));
             }
             f.per_path_interval_bytes.iter_mut().for_each(|b| *b = 0);
         }
         // Loss columns, filled in at the end from send-time buckets.
-        row.resize(row.len() + self.flows.len(), 0.0);
-        for f in &mut self.flows {
+        row.resize(row.len() + self.traffic.flows.len(), 0.0);
+        for f in &mut self.traffic.flows {
             let Some(t) = f.tcp.as_mut() else { continue };
-            let c = &self.conns[t.conn as usize];
+            let c = &self.traffic.conns[t.conn as usize];
             let cwnd = c.sender.cwnd_bytes();
             t.cwnd_samples_sum += cwnd;
             t.cwnd_samples += 1;
@@ -734,11 +767,11 @@ impl Simulation {
             row.push((retx - t.retx_at_last_sample) as f64);
             t.retx_at_last_sample = retx;
         }
-        for t in &mut self.tunnels {
+        for t in &mut self.traffic.tunnels {
             for side in &mut t.sides {
                 if t.transport == SubtunnelTransport::Tcp {
                     for &c in &side.conns {
-                        let s = &self.conns[c as usize].sender;
+                        let s = &self.traffic.conns[c as usize].sender;
                         row.push(round(s.cwnd_bytes() as f64 / 1024.0, 3));
                         row.push(round(s.rtt().srtt_ns().unwrap_or(0) as f64 / 1e6, 3));
                         row.push(round(s.unacked_bytes() as f64 / 1024.0, 3));
@@ -750,9 +783,9 @@ impl Simulation {
             }
         }
         let mut cache: Option<(u32, Vec<(String, u64)>)> = None;
-        for &(node, k) in &self.register_columns {
+        for &(node, k) in &self.monitor.register_columns {
             if cache.as_ref().map(|c| c.0) != Some(node) {
-                let regs = self.nodes[node as usize]
+                let regs = self.net.nodes[node as usize]
                     .program
                     .as_ref()
                     .map(|p| p.registers())
@@ -762,17 +795,17 @@ impl Simulation {
             let v = cache.as_ref().and_then(|c| c.1.get(k)).map_or(0, |r| r.1);
             row.push(v as f64);
         }
-        self.series.rows.push(row);
-        let next = self.now + self.sample_interval_ps;
-        if next <= self.duration_ps {
-            self.queue.schedule(next, EventKind::Sample);
+        self.monitor.series.rows.push(row);
+        let next = self.net.now + self.monitor.sample_interval_ps;
+        if next <= self.monitor.duration_ps {
+            self.net.queue.schedule(next, EventKind::Sample);
         }
     }
 
     fn tcp_flow_figures(&self, f: &FlowState, t: &TcpFlowState, active_s: f64) -> FlowFigures {
-        let mut conns = vec![&self.conns[t.conn as usize]];
+        let mut conns = vec![&self.traffic.conns[t.conn as usize]];
         if let Some(rc) = t.response_conn {
-            conns.push(&self.conns[rc as usize]);
+            conns.push(&self.traffic.conns[rc as usize]);
         }
         let sum = |g: &dyn Fn(&Conn) -> u64| conns.iter().map(|c| g(c)).sum::<u64>();
         let sent = sum(&|c| c.sender.stats().segments_sent);
@@ -780,7 +813,7 @@ impl Simulation {
         let received = sum(&|c| c.receiver.stats().segments);
         let ooo = sum(&|c| c.receiver.stats().out_of_order_segments);
         let owd: u128 = conns.iter().map(|c| c.owd_sum_ps).sum();
-        let main = &self.conns[t.conn as usize];
+        let main = &self.traffic.conns[t.conn as usize];
         let pct = |a: u64, b: u64| {
             if b == 0 {
                 0.0
@@ -831,27 +864,27 @@ impl Simulation {
     }
 
     fn capture(&mut self, c: u32, pkt: &Packet, outgoing: bool) {
-        if self.io_error.is_some() {
+        if self.net.io_error.is_some() {
             return;
         }
-        let tcp = self.tcp_parts.get(pkt.tcp);
-        if let Err(e) = self.captures[c as usize].record(pkt, tcp, self.now, outgoing) {
-            self.io_error = Some(e);
+        let tcp = self.net.tcp_parts.get(pkt.tcp);
+        if let Err(e) = self.net.captures[c as usize].record(pkt, tcp, self.net.now, outgoing) {
+            self.net.io_error = Some(e);
         }
     }
 
     /// Collect the figures and the time series.
     pub fn finish(mut self) -> Result<RunOutput, SimError> {
-        if let Some(e) = self.io_error.take() {
+        if let Some(e) = self.net.io_error.take() {
             return Err(SimError::Io(e));
         }
-        let duration_s = self.duration_ps as f64 / PS_PER_S as f64;
+        let duration_s = self.monitor.duration_ps as f64 / PS_PER_S as f64;
         // Loss per sample interval, by send time.
-        let n_paths = self.path_links.len();
-        let split_cols: usize = self.flows.iter().map(|f| f.split_paths.len()).sum();
-        let loss_col0 = 1 + n_paths + self.flows.len() + split_cols;
-        for (k, row) in self.series.rows.iter_mut().enumerate() {
-            for (fi, f) in self.flows.iter().enumerate() {
+        let n_paths = self.monitor.path_links.len();
+        let split_cols: usize = self.traffic.flows.iter().map(|f| f.split_paths.len()).sum();
+        let loss_col0 = 1 + n_paths + self.traffic.flows.len() + split_cols;
+        for (k, row) in self.monitor.series.rows.iter_mut().enumerate() {
+            for (fi, f) in self.traffic.flows.iter().enumerate() {
                 // TCP: retransmitted segments in percent of segments sent in the interval.
                 let (sent, got) = match &f.tcp {
                     Some(t) => {
@@ -871,6 +904,7 @@ impl Simulation {
             }
         }
         let flows = self
+            .traffic
             .flows
             .iter()
             .map(|f| {
@@ -881,7 +915,7 @@ impl Simulation {
                     .iter()
                     .map(|&p| {
                         (
-                            self.path_names[p].clone(),
+                            self.monitor.path_names[p].clone(),
                             round(f.per_path_bytes[p] as f64 * 8.0 / active_s / 1e6, 4),
                         )
                     })
@@ -921,13 +955,13 @@ impl Simulation {
             .collect();
         let paths = (0..n_paths)
             .map(|p| PathFigures {
-                id: self.path_names[p].clone(),
-                mean_mbps: round(self.path_total_bytes[p] as f64 * 8.0 / duration_s / 1e6, 4),
-                capacity_mbps: round(self.path_capacity_bps[p] as f64 / 1e6, 4),
+                id: self.monitor.path_names[p].clone(),
+                mean_mbps: round(self.monitor.path_total_bytes[p] as f64 * 8.0 / duration_s / 1e6, 4),
+                capacity_mbps: round(self.monitor.path_capacity_bps[p] as f64 / 1e6, 4),
             })
             .collect();
         let mut counters: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-        for node in &self.nodes {
+        for node in &self.net.nodes {
             let mut c: BTreeMap<String, u64> = node
                 .program
                 .as_ref()
@@ -937,10 +971,10 @@ impl Simulation {
             counters.insert(node.name.clone(), c);
         }
         let mut q = BTreeMap::new();
-        for l in &self.links {
+        for l in &self.net.links {
             let name = format!(
                 "{}->{}",
-                self.nodes[l.from as usize].name, self.nodes[l.to as usize].name
+                self.net.nodes[l.from as usize].name, self.net.nodes[l.to as usize].name
             );
             q.insert(format!("{name}.tail_drops"), l.stats.tail_drops);
             q.insert(format!("{name}.max_depth_pkts"), u64::from(l.stats.max_depth_pkts));
@@ -949,19 +983,19 @@ impl Simulation {
         for (name, c) in self.component_counters() {
             counters.entry(name).or_default().extend(c);
         }
-        let captured_frames = self.captures.iter().map(|c| c.frames).sum();
+        let captured_frames = self.net.captures.iter().map(|c| c.frames).sum();
         let tunnels = self.tunnel_figures();
-        drop(self.captures);
+        drop(self.net.captures);
         Ok(RunOutput {
             figures: RunFigures {
-                seed: self.seed,
+                seed: self.monitor.seed,
                 flows,
                 paths,
                 counters,
                 tunnels,
             },
-            series: self.series,
-            events: self.events,
+            series: self.monitor.series,
+            events: self.net.events,
             captured_frames,
         })
     }

@@ -134,9 +134,9 @@ pub(crate) fn ps_to_ns(t: TimePs) -> u64 {
 impl Simulation {
     /// Send what connection `c` may send now, and keep its timer armed.
     pub(crate) fn pump(&mut self, c: u32) {
-        let now_ns = ps_to_ns(self.now);
+        let now_ns = ps_to_ns(self.net.now);
         loop {
-            let conn = &mut self.conns[c as usize];
+            let conn = &mut self.traffic.conns[c as usize];
             let Some(seg) = conn.sender.poll_transmit(now_ns) else {
                 break;
             };
@@ -149,8 +149,8 @@ impl Simulation {
             };
             let (node, port, owner) = (conn.src_node, conn.data_port, conn.owner);
             if let Owner::Flow(fi) | Owner::Response(fi) = owner {
-                let k = self.interval_index(self.now);
-                if let Some(t) = self.flows[fi as usize].tcp.as_mut() {
+                let k = self.interval_index(self.net.now);
+                if let Some(t) = self.traffic.flows[fi as usize].tcp.as_mut() {
                     t.segs_by_interval[k] += 1;
                     if seg.retransmission {
                         t.retx_by_interval[k] += 1;
@@ -161,9 +161,9 @@ impl Simulation {
                 Owner::Flow(f) | Owner::Response(f) => f,
                 Owner::Subtunnel(_) | Owner::Component(_) => crate::packet::CONTROL_FLOW,
             };
-            let mut pkt = Packet::bare(meta, flow, self.now);
+            let mut pkt = Packet::bare(meta, flow, self.net.now);
             pkt.payload_bytes = seg.len;
-            pkt.tcp = self.tcp_parts.insert(TcpPart {
+            pkt.tcp = self.net.tcp_parts.insert(TcpPart {
                 conn: c,
                 is_ack: false,
                 seg,
@@ -174,25 +174,25 @@ impl Simulation {
     }
 
     pub(crate) fn arm_timer(&mut self, c: u32) {
-        let conn = &mut self.conns[c as usize];
+        let conn = &mut self.traffic.conns[c as usize];
         let next = match (conn.sender.next_timer(), conn.receiver.next_timer()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         if let Some(ns) = next {
-            let at = (ns * 1000).max(self.now);
+            let at = (ns * 1000).max(self.net.now);
             // Schedule only when no timer event is pending at or before `at`.
             if conn.timer_at.map_or(true, |pending| pending > at) {
                 conn.timer_at = Some(at);
-                self.queue.schedule(at, EventKind::TcpTimer(c));
+                self.net.queue.schedule(at, EventKind::TcpTimer(c));
             }
         }
     }
 
     pub(crate) fn on_tcp_timer(&mut self, c: u32) {
-        let now_ns = ps_to_ns(self.now);
-        let conn = &mut self.conns[c as usize];
-        if conn.timer_at == Some(self.now) {
+        let now_ns = ps_to_ns(self.net.now);
+        let conn = &mut self.traffic.conns[c as usize];
+        if conn.timer_at == Some(self.net.now) {
             conn.timer_at = None;
         }
         conn.sender.on_timer(now_ns);
@@ -203,7 +203,7 @@ impl Simulation {
     }
 
     fn send_ack(&mut self, c: u32, seg: Segment) {
-        let conn = &self.conns[c as usize];
+        let conn = &self.traffic.conns[c as usize];
         let (node, port, mut meta) = (conn.dst_node, conn.ack_port, conn.ack_meta);
         meta.ext = HeaderExt::Tcp {
             flags: segment_flags(&seg),
@@ -213,8 +213,8 @@ impl Simulation {
             Owner::Flow(f) | Owner::Response(f) => f,
             Owner::Subtunnel(_) | Owner::Component(_) => crate::packet::CONTROL_FLOW,
         };
-        let mut pkt = Packet::bare(meta, flow, self.now);
-        pkt.tcp = self.tcp_parts.insert(TcpPart {
+        let mut pkt = Packet::bare(meta, flow, self.net.now);
+        pkt.tcp = self.net.tcp_parts.insert(TcpPart {
             conn: c,
             is_ack: true,
             seg,
@@ -224,16 +224,16 @@ impl Simulation {
 
     /// A TCP packet reached its end (host or tunnel end).
     pub(crate) fn on_tcp_packet(&mut self, pkt: Packet) {
-        let t = self.tcp_parts.take(pkt.tcp);
+        let t = self.net.tcp_parts.take(pkt.tcp);
         let c = t.conn;
-        let now_ns = ps_to_ns(self.now);
+        let now_ns = ps_to_ns(self.net.now);
         if t.is_ack {
-            self.conns[c as usize].sender.on_ack(now_ns, &t.seg);
+            self.traffic.conns[c as usize].sender.on_ack(now_ns, &t.seg);
             self.pump(c);
             return;
         }
-        let conn = &mut self.conns[c as usize];
-        conn.owd_sum_ps += u128::from(self.now - pkt.sent_ps);
+        let conn = &mut self.traffic.conns[c as usize];
+        conn.owd_sum_ps += u128::from(self.net.now - pkt.sent_ps);
         let out = conn.receiver.on_segment(now_ns, &t.seg, pkt.meta.ecn == Ecn::Ce);
         for ack in [out.prior_ack, out.ack].into_iter().flatten() {
             self.send_ack(c, ack);
@@ -245,14 +245,14 @@ impl Simulation {
     }
 
     fn on_delivered(&mut self, c: u32, bytes: u64) {
-        let owner = self.conns[c as usize].owner;
-        let rcv_nxt = self.conns[c as usize].receiver.rcv_nxt();
+        let owner = self.traffic.conns[c as usize].owner;
+        let rcv_nxt = self.traffic.conns[c as usize].receiver.rcv_nxt();
         match owner {
             Owner::Subtunnel(r) => self.on_subtunnel_delivered(r, c, rcv_nxt),
             Owner::Component(id) => self.call_component(id, |x, net| x.on_delivered(ConnId(c), rcv_nxt, net)),
             Owner::Flow(fi) => {
-                let now = self.now;
-                let f = &mut self.flows[fi as usize];
+                let now = self.net.now;
+                let f = &mut self.traffic.flows[fi as usize];
                 let app = f.tcp.as_ref().map(|t| t.app);
                 match app {
                     Some(TcpApp::RequestResponse {
@@ -267,7 +267,7 @@ impl Simulation {
                         let mut wrote = false;
                         while t.responses_written < complete {
                             t.responses_written += 1;
-                            self.conns[rc as usize].sender.write(response_bytes);
+                            self.traffic.conns[rc as usize].sender.write(response_bytes);
                             wrote = true;
                         }
                         if wrote {
@@ -286,8 +286,8 @@ impl Simulation {
                 }
             }
             Owner::Response(fi) => {
-                let now = self.now;
-                let f = &mut self.flows[fi as usize];
+                let now = self.net.now;
+                let f = &mut self.traffic.flows[fi as usize];
                 f.record_goodput(now, bytes);
                 let Some(TcpApp::RequestResponse {
                     request_bytes,
@@ -312,7 +312,7 @@ impl Simulation {
                     t.requests_written += 1;
                     t.requests_sent_ps.push_back(now);
                     let rq = t.conn;
-                    self.conns[rq as usize].sender.write(request_bytes);
+                    self.traffic.conns[rq as usize].sender.write(request_bytes);
                     self.pump(rq);
                 }
             }
@@ -320,33 +320,33 @@ impl Simulation {
     }
 
     pub(crate) fn on_app_start(&mut self, fi: u32) {
-        let now = self.now;
-        let f = &mut self.flows[fi as usize];
+        let now = self.net.now;
+        let f = &mut self.traffic.flows[fi as usize];
         let Some(t) = f.tcp.as_mut() else { return };
         let c = t.conn;
         match t.app {
-            TcpApp::Bulk => self.conns[c as usize].sender.write(u64::MAX / 4),
-            TcpApp::Transfer { size_bytes } => self.conns[c as usize].sender.write(size_bytes),
+            TcpApp::Bulk => self.traffic.conns[c as usize].sender.write(u64::MAX / 4),
+            TcpApp::Transfer { size_bytes } => self.traffic.conns[c as usize].sender.write(size_bytes),
             TcpApp::RequestResponse { request_bytes, .. } => {
                 t.requests_written = 1;
                 t.requests_sent_ps.push_back(now);
-                self.conns[c as usize].sender.write(request_bytes);
+                self.traffic.conns[c as usize].sender.write(request_bytes);
             }
         }
         self.pump(c);
     }
 
     pub(crate) fn on_app_stop(&mut self, fi: u32) {
-        let f = &mut self.flows[fi as usize];
+        let f = &mut self.traffic.flows[fi as usize];
         let Some(t) = f.tcp.as_mut() else { return };
         t.stopped = true;
         if t.app == TcpApp::Bulk {
-            self.conns[t.conn as usize].sender.discard_unsent();
+            self.traffic.conns[t.conn as usize].sender.discard_unsent();
         }
     }
 
     /// Index of the sample interval `t` falls in.
     pub(crate) fn interval_index(&self, t: TimePs) -> usize {
-        ((t / self.sample_interval_ps) as usize).min(self.intervals)
+        ((t / self.monitor.sample_interval_ps) as usize).min(self.monitor.intervals)
     }
 }

@@ -53,27 +53,27 @@ pub(crate) struct Inner {
 
 impl Simulation {
     fn store_inner(&mut self, inner: Inner) -> u32 {
-        self.inner.insert(inner)
+        self.net.inner.insert(inner)
     }
 
     pub(crate) fn take_inner(&mut self, i: u32) -> Inner {
-        self.inner.take(i)
+        self.net.inner.take(i)
     }
 
     /// Packets held inside tunnels: in UDP subtunnel datagrams still on their way and in TCP
     /// subtunnel streams not yet delivered in order.
     pub fn tunnel_packets_held(&self) -> usize {
-        self.inner.len()
+        self.net.inner.len()
     }
 
     /// What the scheduler sees of each subtunnel of `t` in direction `d`.
     fn views(&mut self, t: usize, d: usize) {
-        self.view_buf.clear();
-        let tun = &self.tunnels[t];
+        self.traffic.view_buf.clear();
+        let tun = &self.traffic.tunnels[t];
         for j in 0..tun.sides[d].ports.len() {
             let v = match tun.transport {
                 SubtunnelTransport::Tcp => {
-                    let c = &self.conns[tun.sides[d].conns[j] as usize];
+                    let c = &self.traffic.conns[tun.sides[d].conns[j] as usize];
                     SubtunnelView {
                         fill_bytes: c.sender.unacked_bytes(),
                         cwnd_bytes: c.sender.cwnd_bytes(),
@@ -82,44 +82,46 @@ impl Simulation {
                 }
                 SubtunnelTransport::Udp => {
                     let node = tun.sides[d].node as usize;
-                    let l = self.nodes[node].out_links[usize::from(tun.sides[d].ports[j])] as usize;
+                    let l = self.net.nodes[node].out_links[usize::from(tun.sides[d].ports[j])] as usize;
                     SubtunnelView {
-                        fill_bytes: self.links[l].queued_bytes,
+                        fill_bytes: self.net.links[l].queued_bytes,
                         cwnd_bytes: 0,
                         srtt_ns: 0,
                     }
                 }
             };
-            self.view_buf.push(v);
+            self.traffic.view_buf.push(v);
         }
     }
 
     /// If `pkt` arriving at `node` must enter a tunnel there, schedule and send it; the packet
     /// back if it is not tunnel traffic.
     pub(crate) fn tunnel_ingress(&mut self, node: u32, pkt: Packet) -> Result<(), Packet> {
-        let Some((t, d)) = self.nodes[node as usize].tunnel_side else {
+        let Some((t, d)) = self.net.nodes[node as usize].tunnel_side else {
             return Err(pkt);
         };
         let (ti, di) = (t as usize, d as usize);
-        if pkt.inner != NO_INNER || !self.tunnels[ti].sides[di].entry.carries(&pkt.meta) {
+        if pkt.inner != NO_INNER || !self.traffic.tunnels[ti].sides[di].entry.carries(&pkt.meta) {
             return Err(pkt);
         }
         self.views(ti, di);
-        let side = &mut self.tunnels[ti].sides[di];
-        let s = side.entry.schedule(&pkt.meta, self.now / 1000, &self.view_buf);
+        let side = &mut self.traffic.tunnels[ti].sides[di];
+        let s = side
+            .entry
+            .schedule(&pkt.meta, self.net.now / 1000, &self.traffic.view_buf);
         let (j, port) = (s.subtunnel, side.ports[s.subtunnel]);
         let idx = self.store_inner(Inner {
             pkt,
             entry_seq: s.entry_seq,
         });
-        match self.tunnels[ti].transport {
+        match self.traffic.tunnels[ti].transport {
             SubtunnelTransport::Tcp => {
-                let c = self.tunnels[ti].sides[di].conns[j];
+                let c = self.traffic.tunnels[ti].sides[di].conns[j];
                 let size = u64::from(s.ip_bytes + TCP_FRAMING_BYTES);
-                let buf = self.tunnels[ti].send_buffer_bytes;
-                let conn = &mut self.conns[c as usize];
+                let buf = self.traffic.tunnels[ti].send_buffer_bytes;
+                let conn = &mut self.traffic.conns[c as usize];
                 if conn.sender.unacked_bytes() + size > buf {
-                    self.tunnels[ti].sides[di].entry.note_send_buffer_drop();
+                    self.traffic.tunnels[ti].sides[di].entry.note_send_buffer_drop();
                     let dropped = self.take_inner(idx);
                     self.release(&dropped.pkt);
                     return Ok(());
@@ -131,9 +133,9 @@ impl Simulation {
             }
             SubtunnelTransport::Udp => {
                 let dir = if d == 0 { TunnelDir::Down } else { TunnelDir::Up };
-                let own_ip = self.nodes[node as usize].ip;
+                let own_ip = self.net.nodes[node as usize].ip;
                 let meta = udp_outer(own_ip, subtunnel_addr(ti, j, dir), &pkt.meta);
-                let mut outer = Packet::bare(meta, pkt.flow, self.now);
+                let mut outer = Packet::bare(meta, pkt.flow, self.net.now);
                 outer.payload_bytes = s.ip_bytes;
                 outer.inner = idx;
                 self.output(node, port, outer);
@@ -144,15 +146,15 @@ impl Simulation {
 
     /// A UDP subtunnel datagram reached the far end: decapsulate and forward.
     pub(crate) fn udp_subtunnel_arrival(&mut self, node: u32, port: PortId, outer: Packet) {
-        let (t, d_here) = self.nodes[node as usize].tunnel_side.expect("a tunnel end");
+        let (t, d_here) = self.net.nodes[node as usize].tunnel_side.expect("a tunnel end");
         let mut inner = self.take_inner(outer.inner);
         // Packets arriving here travel in the other end's direction.
         let d = 1 - d_here as usize;
-        let exit = &mut self.tunnels[t as usize].sides[d].exit;
+        let exit = &mut self.traffic.tunnels[t as usize].sides[d].exit;
         match exit.decapsulate(outer.meta.ecn, inner.pkt.meta.ecn) {
             Ok(ecn) => inner.pkt.meta.ecn = ecn,
             Err(_) => {
-                self.nodes[node as usize].dropped += 1;
+                self.net.nodes[node as usize].dropped += 1;
                 self.release(&inner.pkt);
                 return;
             }
@@ -163,10 +165,10 @@ impl Simulation {
     /// A TCP subtunnel's receiver delivered its stream up to `rcv_nxt`: forward every payload
     /// packet that is now complete.
     pub(crate) fn on_subtunnel_delivered(&mut self, r: TunnelRef, c: u32, rcv_nxt: u64) {
-        let node = self.conns[c as usize].dst_node;
+        let node = self.traffic.conns[c as usize].dst_node;
         let d = r.dir as usize;
-        let port = self.conns[c as usize].ack_port;
-        while let Some(idx) = self.conns[c as usize].records.pop_complete(rcv_nxt) {
+        let port = self.traffic.conns[c as usize].ack_port;
+        while let Some(idx) = self.traffic.conns[c as usize].records.pop_complete(rcv_nxt) {
             let inner = self.take_inner(idx);
             self.tunnel_egress(r.tunnel as usize, d, node, port, inner);
         }
@@ -174,14 +176,14 @@ impl Simulation {
 
     fn tunnel_egress(&mut self, t: usize, d: usize, node: u32, port: PortId, inner: Inner) {
         let key = FlowKey::of(&inner.pkt.meta);
-        self.tunnels[t].sides[d].exit.forward(&key, inner.entry_seq);
+        self.traffic.tunnels[t].sides[d].exit.forward(&key, inner.entry_seq);
         self.route(node, port, inner.pkt);
     }
 
     /// Figures per tunnel and direction.
     pub(crate) fn tunnel_figures(&self) -> Vec<TunnelFigures> {
         let mut out = Vec::new();
-        for t in &self.tunnels {
+        for t in &self.traffic.tunnels {
             for (d, side) in t.sides.iter().enumerate() {
                 let (entry, exit) = (side.entry.stats(), side.exit.stats());
                 out.push(TunnelFigures {
