@@ -181,164 +181,142 @@ pub struct PathThroughput {
 pub fn path_throughput(seconds: u32) -> Result<Vec<PathThroughput>, String> {
     let mut out = Vec::new();
     for mode in ["kernel forwarding", "eBPF routes", "eBPF WRR split over 2 paths"] {
-        let id = crate::backend::new_run_id();
-        let e = |x: ns::NsError| x.to_string();
-        let src = Netns::create(&format!("mps-{id}-bsrc")).map_err(e)?;
-        let sw = Netns::create(&format!("mps-{id}-bsw")).map_err(e)?;
-        let dst = Netns::create(&format!("mps-{id}-bdst")).map_err(e)?;
-        let link = |a: &Netns, an: &str, b: &Netns, bn: &str| -> Result<(), String> {
-            ns::ip(&[
-                "link",
-                "add",
-                an,
-                "netns",
-                a.name(),
-                "type",
-                "veth",
-                "peer",
-                "name",
-                bn,
-                "netns",
-                b.name(),
-            ])
-            .map_err(e)?;
-            a.ip(&["link", "set", an, "up"]).map_err(e)?;
-            b.ip(&["link", "set", bn, "up"]).map_err(e)?;
-            Ok(())
+        let path = BenchPath::create()?;
+        // Kept loaded (and attached) until the measurement is over.
+        let _dp = if mode == "kernel forwarding" {
+            path.kernel_forwarding()?;
+            None
+        } else {
+            Some(path.ebpf_switch(mode.contains("split"))?)
         };
-        link(&src, "e0", &sw, "e0")?;
-        link(&sw, "e1", &dst, "e0")?;
-        link(&sw, "e2", &dst, "e1")?;
-        // MACs: src 10, sw 11, dst 12 (node numbers of mac_for), port by port.
-        for (n, node, ifs) in [(&src, 10, 1u16), (&sw, 11, 3), (&dst, 12, 2)] {
+        let (udp_mbps, tcp_mbps) = path.iperf_goodput(seconds)?;
+        out.push(PathThroughput {
+            mode: mode.into(),
+            udp_mbps,
+            tcp_mbps,
+        });
+    }
+    Ok(out)
+}
+
+fn ns_err(x: ns::NsError) -> String {
+    x.to_string()
+}
+
+/// `src -- sw == dst`: one veth from src to sw, two from sw to dst (the split's two paths).
+/// MACs follow `mac_for` with node numbers src 10, sw 11, dst 12. The namespaces go with it.
+struct BenchPath {
+    src: Netns,
+    sw: Netns,
+    dst: Netns,
+}
+
+impl BenchPath {
+    fn create() -> Result<BenchPath, String> {
+        let id = crate::backend::new_run_id();
+        let p = BenchPath {
+            src: Netns::create(&format!("mps-{id}-bsrc")).map_err(ns_err)?,
+            sw: Netns::create(&format!("mps-{id}-bsw")).map_err(ns_err)?,
+            dst: Netns::create(&format!("mps-{id}-bdst")).map_err(ns_err)?,
+        };
+        veth(&p.src, "e0", &p.sw, "e0")?;
+        veth(&p.sw, "e1", &p.dst, "e0")?;
+        veth(&p.sw, "e2", &p.dst, "e1")?;
+        for (n, node, ifs) in [(&p.src, 10, 1u16), (&p.sw, 11, 3), (&p.dst, 12, 2)] {
             for k in 0..ifs {
                 let mac = mac_string(mac_for(node, k));
-                n.ip(&["link", "set", &format!("e{k}"), "address", &mac]).map_err(e)?;
+                n.ip(&["link", "set", &format!("e{k}"), "address", &mac])
+                    .map_err(ns_err)?;
             }
         }
-        src.ip(&["addr", "add", "10.0.0.1/24", "dev", "e0"]).map_err(e)?;
-        dst.ip(&["addr", "add", "10.0.0.3/32", "dev", "e0"]).map_err(e)?;
-        dst.ip(&["addr", "add", "10.0.0.3/32", "dev", "e1"]).map_err(e)?;
-        dst.ip(&["route", "add", "10.0.0.0/24", "dev", "e0"]).map_err(e)?;
-        dst.exec("sysctl", &["-q", "-w", "net.ipv4.conf.all.rp_filter=0"])
-            .map_err(e)?;
+        p.src.ip(&["addr", "add", "10.0.0.1/24", "dev", "e0"]).map_err(ns_err)?;
+        for dev in ["e0", "e1"] {
+            p.dst.ip(&["addr", "add", "10.0.0.3/32", "dev", dev]).map_err(ns_err)?;
+        }
+        p.dst
+            .ip(&["route", "add", "10.0.0.0/24", "dev", "e0"])
+            .map_err(ns_err)?;
+        // The split delivers on both of dst's interfaces: no reverse-path filtering.
         for i in ["e0", "e1", "all", "default"] {
-            let _ = dst.exec("sysctl", &["-q", "-w", &format!("net.ipv4.conf.{i}.rp_filter=0")]);
+            let _ = p
+                .dst
+                .exec("sysctl", &["-q", "-w", &format!("net.ipv4.conf.{i}.rp_filter=0")]);
         }
-        let sw_mac = |p: u16| mac_string(mac_for(11, p));
-        let src_mac = mac_string(mac_for(10, 0));
-        let dst_mac = |p: u16| mac_string(mac_for(12, p));
-        src.ip(&[
-            "neigh",
-            "replace",
-            "10.0.0.3",
-            "lladdr",
-            &sw_mac(0),
-            "dev",
-            "e0",
-            "nud",
-            "permanent",
-        ])
-        .map_err(e)?;
-        dst.ip(&[
-            "neigh",
-            "replace",
-            "10.0.0.1",
-            "lladdr",
-            &sw_mac(1),
-            "dev",
-            "e0",
-            "nud",
-            "permanent",
-        ])
-        .map_err(e)?;
-        let _dp;
-        if mode == "kernel forwarding" {
-            sw.exec("sysctl", &["-q", "-w", "net.ipv4.ip_forward=1"]).map_err(e)?;
-            sw.ip(&["route", "add", "10.0.0.1/32", "dev", "e0"]).map_err(e)?;
-            sw.ip(&["route", "add", "10.0.0.3/32", "dev", "e1"]).map_err(e)?;
-            sw.ip(&[
-                "neigh",
-                "replace",
-                "10.0.0.1",
-                "lladdr",
-                &src_mac,
-                "dev",
-                "e0",
-                "nud",
-                "permanent",
-            ])
-            .map_err(e)?;
-            sw.ip(&[
-                "neigh",
-                "replace",
-                "10.0.0.3",
-                "lladdr",
-                &dst_mac(0),
-                "dev",
-                "e1",
-                "nud",
-                "permanent",
-            ])
-            .map_err(e)?;
-        } else {
-            let mut cfg = SwitchConfig::forwarding(
-                OWN,
-                vec![
-                    Route {
-                        prefix: SRC,
-                        len: 32,
-                        port: 0,
-                    },
-                    Route {
-                        prefix: DST,
-                        len: 32,
-                        port: 1,
-                    },
-                ],
-            );
-            if mode.contains("split") {
-                cfg.splits.push(SplitGroupConfig {
-                    group: 0,
-                    src_ip: SRC,
-                    dst_ip: DST,
-                    ports: vec![1, 2],
-                    scheduler: SchedulerConfig::Wrr { weights: vec![1, 1] },
-                });
-            }
-            let mut ports = Vec::new();
-            for (p, peer) in [(0u16, src_mac.clone()), (1, dst_mac(0)), (2, dst_mac(1))] {
-                ports.push(crate::dataplane::PortBinding {
-                    ifindex: sw.ifindex(&format!("e{p}")).map_err(e)?,
-                    own_mac: mac_for(11, p),
-                    peer_mac: parse_mac(&peer),
-                });
-            }
-            let tables = NodeTables {
-                switch: cfg,
-                ports: ports.clone(),
-                markers: Vec::new(),
-                test_draws: Vec::new(),
-                test_clock: false,
-            };
-            let dp = sw
-                .enter(|| -> Result<Dataplane, String> {
-                    let mut dp = Dataplane::load(&tables).map_err(|e| e.to_string())?;
-                    for b in &ports {
-                        dp.attach(b.ifindex, false).map_err(|e| e.to_string())?;
-                    }
-                    Ok(dp)
-                })
-                .map_err(e)??;
-            _dp = Some(dp);
+        neigh(&p.src, "10.0.0.3", mac_for(11, 0), "e0")?;
+        neigh(&p.dst, "10.0.0.1", mac_for(11, 1), "e0")?;
+        Ok(p)
+    }
+
+    /// sw forwards with the kernel's own IPv4 routing.
+    fn kernel_forwarding(&self) -> Result<(), String> {
+        let sw = &self.sw;
+        sw.exec("sysctl", &["-q", "-w", "net.ipv4.ip_forward=1"])
+            .map_err(ns_err)?;
+        sw.ip(&["route", "add", "10.0.0.1/32", "dev", "e0"]).map_err(ns_err)?;
+        sw.ip(&["route", "add", "10.0.0.3/32", "dev", "e1"]).map_err(ns_err)?;
+        neigh(sw, "10.0.0.1", mac_for(10, 0), "e0")?;
+        neigh(sw, "10.0.0.3", mac_for(12, 0), "e1")
+    }
+
+    /// sw runs the eBPF switch with two routes, splitting src's traffic WRR 1:1 when `split`.
+    fn ebpf_switch(&self, split: bool) -> Result<Dataplane, String> {
+        let routes = vec![
+            Route {
+                prefix: SRC,
+                len: 32,
+                port: 0,
+            },
+            Route {
+                prefix: DST,
+                len: 32,
+                port: 1,
+            },
+        ];
+        let mut cfg = SwitchConfig::forwarding(OWN, routes);
+        if split {
+            cfg.splits.push(SplitGroupConfig {
+                group: 0,
+                src_ip: SRC,
+                dst_ip: DST,
+                ports: vec![1, 2],
+                scheduler: SchedulerConfig::Wrr { weights: vec![1, 1] },
+            });
         }
-        let mut server = dst.spawn("iperf3", &["-s", "-p", "5201"]).map_err(e)?;
+        let mut ports = Vec::new();
+        for (p, peer) in [(0u16, mac_for(10, 0)), (1, mac_for(12, 0)), (2, mac_for(12, 1))] {
+            ports.push(crate::dataplane::PortBinding {
+                ifindex: self.sw.ifindex(&format!("e{p}")).map_err(ns_err)?,
+                own_mac: mac_for(11, p),
+                peer_mac: peer,
+            });
+        }
+        let tables = NodeTables {
+            switch: cfg,
+            ports: ports.clone(),
+            markers: Vec::new(),
+            test_draws: Vec::new(),
+            test_clock: false,
+        };
+        self.sw
+            .enter(|| -> Result<Dataplane, String> {
+                let mut dp = Dataplane::load(&tables).map_err(|e| e.to_string())?;
+                for b in &ports {
+                    dp.attach(b.ifindex, false).map_err(|e| e.to_string())?;
+                }
+                Ok(dp)
+            })
+            .map_err(ns_err)?
+    }
+
+    /// iperf3 from src to dst for `seconds`: (UDP, TCP) goodput in Mbit/s.
+    fn iperf_goodput(&self, seconds: u32) -> Result<(f64, f64), String> {
+        let mut server = self.dst.spawn("iperf3", &["-s", "-p", "5201"]).map_err(ns_err)?;
         std::thread::sleep(Duration::from_millis(300));
         let secs = seconds.to_string();
         let run = |args: &[&str]| -> Result<f64, String> {
             let mut a = vec!["-c", "10.0.0.3", "-p", "5201", "-t", &secs, "-J"];
             a.extend_from_slice(args);
-            let o = src.exec("iperf3", &a).map_err(e)?;
+            let o = self.src.exec("iperf3", &a).map_err(ns_err)?;
             let v: serde_json::Value = serde_json::from_slice(&o.stdout).map_err(|x| x.to_string())?;
             let bps = v["end"]["sum_received"]["bits_per_second"]
                 .as_f64()
@@ -350,23 +328,50 @@ pub fn path_throughput(seconds: u32) -> Result<Vec<PathThroughput>, String> {
         let tcp = run(&[]);
         let _ = server.kill();
         let _ = server.wait();
-        out.push(PathThroughput {
-            mode: mode.into(),
-            udp_mbps: udp?,
-            tcp_mbps: tcp?,
-        });
+        Ok((udp?, tcp?))
     }
-    Ok(out)
+}
+
+/// A veth pair: `an` in `a`, `bn` in `b`, both up.
+fn veth(a: &Netns, an: &str, b: &Netns, bn: &str) -> Result<(), String> {
+    ns::ip(&[
+        "link",
+        "add",
+        an,
+        "netns",
+        a.name(),
+        "type",
+        "veth",
+        "peer",
+        "name",
+        bn,
+        "netns",
+        b.name(),
+    ])
+    .map_err(ns_err)?;
+    a.ip(&["link", "set", an, "up"]).map_err(ns_err)?;
+    b.ip(&["link", "set", bn, "up"]).map_err(ns_err)?;
+    Ok(())
+}
+
+/// A permanent neighbour entry: `ip` is at `mac` on `dev`.
+fn neigh(n: &Netns, ip: &str, mac: [u8; 6], dev: &str) -> Result<(), String> {
+    n.ip(&[
+        "neigh",
+        "replace",
+        ip,
+        "lladdr",
+        &mac_string(mac),
+        "dev",
+        dev,
+        "nud",
+        "permanent",
+    ])
+    .map_err(ns_err)?;
+    Ok(())
 }
 
 fn mac_string(m: [u8; 6]) -> String {
     m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
 
-fn parse_mac(s: &str) -> [u8; 6] {
-    let mut m = [0u8; 6];
-    for (i, p) in s.split(':').enumerate().take(6) {
-        m[i] = u8::from_str_radix(p, 16).unwrap_or(0);
-    }
-    m
-}
