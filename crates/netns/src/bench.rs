@@ -374,4 +374,3 @@ fn neigh(n: &Netns, ip: &str, mac: [u8; 6], dev: &str) -> Result<(), String> {
 fn mac_string(m: [u8; 6]) -> String {
     m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
-

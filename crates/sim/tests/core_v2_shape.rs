@@ -261,16 +261,10 @@ fn strict_priority_starves_the_lowest_class_under_a_saturated_high_one() {
     assert!((3.1..3.4).contains(&hi) && (3.1..3.4).contains(&lo), "{hi} {lo}");
 }
 
-/// A host with two interfaces, each to its own 10 Mbit/s path to the destination: two flows
-/// pinned to the two paths leave by the interface that starts each path and together carry
-/// twice what one path can (the shape MPTCP subflows and an ATSSS UE need).
-#[test]
-fn a_multi_homed_host_sends_each_flow_by_the_interface_its_path_starts_at() {
-    let text = r#"
-[scenario]
-name = "two-homes"
-duration = "10s"
-[[node]]
+/// A UE with a Wi-Fi and a cellular interface (10 Mbit/s each, `wifi_ip` and `cell_ip` extra
+/// keys on those links) to a core switch and a server, with a path through each access switch.
+fn two_homes(name: &str, duration: &str, wifi_ip: &str, cell_ip: &str) -> String {
+    let net = r#"[[node]]
 name = "ue"
 kind = "host"
 [[node]]
@@ -289,10 +283,12 @@ kind = "switch"
 a = "ue"
 b = "wifi"
 rate = "10Mbps"
+WIFI_IP
 [[link]]
 a = "ue"
 b = "cell"
 rate = "10Mbps"
+CELL_IP
 [[link]]
 a = "wifi"
 b = "core"
@@ -311,6 +307,18 @@ nodes = ["wifi", "core"]
 [[path]]
 name = "via-cell"
 nodes = ["cell", "core"]
+"#;
+    format!("[scenario]\nname = \"{name}\"\nduration = \"{duration}\"\n")
+        + &net.replace("WIFI_IP", wifi_ip).replace("CELL_IP", cell_ip)
+}
+
+/// A host with two interfaces, each to its own 10 Mbit/s path to the destination: two flows
+/// pinned to the two paths leave by the interface that starts each path and together carry
+/// twice what one path can (the shape MPTCP subflows and an ATSSS UE need).
+#[test]
+fn a_multi_homed_host_sends_each_flow_by_the_interface_its_path_starts_at() {
+    let text = two_homes("two-homes", "10s", "", "")
+        + r#"
 [[flow]]
 name = "a"
 src = "ue"
@@ -332,7 +340,7 @@ protocol = "tcp"
 path = "via-cell"
 start = "5s"
 "#;
-    let sc = Scenario::from_toml(text, "two-homes.toml").unwrap();
+    let sc = Scenario::from_toml(&text, "two-homes.toml").unwrap();
     let r = Simulation::new(&sc, &SimOptions::with_seed(1))
         .unwrap()
         .run()
@@ -360,53 +368,8 @@ start = "5s"
 /// interface they were addressed to. Read off captures of both interfaces.
 #[test]
 fn each_interface_of_a_multi_homed_host_has_its_own_address() {
-    let text = r#"
-[scenario]
-name = "two-addresses"
-duration = "2s"
-[[node]]
-name = "ue"
-kind = "host"
-[[node]]
-name = "srv"
-kind = "host"
-[[node]]
-name = "wifi"
-kind = "switch"
-[[node]]
-name = "cell"
-kind = "switch"
-[[node]]
-name = "core"
-kind = "switch"
-[[link]]
-a = "ue"
-b = "wifi"
-rate = "10Mbps"
-a_ip = "10.1.0.2"
-[[link]]
-a = "ue"
-b = "cell"
-rate = "10Mbps"
-a_ip = "10.2.0.2"
-[[link]]
-a = "wifi"
-b = "core"
-rate = "100Mbps"
-[[link]]
-a = "cell"
-b = "core"
-rate = "100Mbps"
-[[link]]
-a = "core"
-b = "srv"
-rate = "100Mbps"
-[[path]]
-name = "via-wifi"
-nodes = ["wifi", "core"]
-[[path]]
-name = "via-cell"
-nodes = ["cell", "core"]
+    let text = two_homes("two-addresses", "2s", "a_ip = \"10.1.0.2\"", "a_ip = \"10.2.0.2\"")
+        + r#"
 [[flow]]
 name = "a"
 src = "ue"
@@ -420,7 +383,7 @@ dst = "srv"
 protocol = "tcp"
 path = "via-cell"
 "#;
-    let sc = Scenario::from_toml(text, "two-addresses.toml").unwrap();
+    let sc = Scenario::from_toml(&text, "two-addresses.toml").unwrap();
     let dir = std::env::temp_dir().join(format!("mpsched-two-addresses-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut opts = SimOptions::with_seed(1);

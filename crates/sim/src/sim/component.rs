@@ -108,10 +108,7 @@ impl Net<'_> {
         };
         host(src)?;
         host(dst)?;
-        let (Some(there), Some(back)) = (
-            sim.net.routes.port(src as usize, dst as usize),
-            sim.net.routes.port(dst as usize, src as usize),
-        ) else {
+        let (Some(there), Some(back)) = (sim.host_port(src, dst), sim.host_port(dst, src)) else {
             return Err(SimError::Config(format!(
                 "no route between `{}` and `{}`",
                 sim.net.nodes[src as usize].name, sim.net.nodes[dst as usize].name
@@ -156,10 +153,7 @@ impl Net<'_> {
         ecn: Ecn,
     ) -> Result<(), SimError> {
         let sim = &mut *self.sim;
-        let (Some(out), Some(back)) = (
-            sim.net.routes.port(src as usize, dst as usize),
-            sim.net.routes.port(dst as usize, src as usize),
-        ) else {
+        let (Some(out), Some(back)) = (sim.host_port(src, dst), sim.host_port(dst, src)) else {
             return Err(SimError::Config(format!("no route from node {src} to node {dst}")));
         };
         let mut meta = PacketMeta::udp(

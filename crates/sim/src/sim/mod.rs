@@ -193,8 +193,10 @@ struct Network {
     io_error: Option<std::io::Error>,
     /// The time the run ends.
     end_ps: TimePs,
-    /// Routes between every pair of nodes (components open connections by them).
-    routes: mpsched_topo::Routes,
+    /// Routes between every pair of nodes, kept only when a host has several interfaces (a
+    /// component's connection from a host with one leaves by it; the dense table is 4 bytes
+    /// per pair of nodes, 16 MB at 2 000 nodes, so it goes once the tables are built).
+    routes: Option<mpsched_topo::Routes>,
     /// Per node, per port: the interface's address.
     interface_ips: Vec<Vec<Ipv4>>,
 }
@@ -254,6 +256,7 @@ impl Simulation {
         } = build::captures(opts, sc, &nodes, links.len())?;
         let (columns, register_columns) = build::series_columns(sc, &flows, &tunnels, &nodes);
         let queue = build::first_events(sc, &flows);
+        let multi_homed = nodes.iter().any(|n| n.kind == NodeKind::Host && n.out_links.len() > 1);
         let net = Network {
             now: 0,
             queue,
@@ -269,7 +272,7 @@ impl Simulation {
             cap_rx,
             io_error: None,
             end_ps: sc.duration_ps + opts.drain_ps,
-            routes: wiring.routes,
+            routes: multi_homed.then_some(wiring.routes),
             interface_ips: wiring.interface_ips,
         };
         let traffic = Traffic {
@@ -304,6 +307,16 @@ impl Simulation {
             sim.cache_stages(n);
         }
         Ok(sim)
+    }
+
+    /// The port host `host` sends to node `dst` by: its one interface, or (multi-homed) the one
+    /// its routes give; None if no route reaches.
+    pub(crate) fn host_port(&self, host: u32, dst: u32) -> Option<PortId> {
+        match &self.net.routes {
+            _ if self.net.nodes[host as usize].out_links.len() == 1 => Some(0),
+            Some(r) => r.port(host as usize, dst as usize),
+            None => None,
+        }
     }
 
     /// Ask `node`'s program once which stages it has (enqueue; dequeue per port), so the
