@@ -1,0 +1,258 @@
+//! `[[flow]]` and `[tcp]`: UDP and TCP flows, their applications and TCP settings.
+
+use super::*;
+
+/// `[[flow]]` entries: at least one, names unique.
+pub(super) fn flows_of(
+    ctx: &Ctx<'_>,
+    raw: &RawScenario,
+    nodes: &[Node],
+    duration_ps: u64,
+    node_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
+    path_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
+) -> Result<Vec<Flow>, ScenarioError> {
+    let mut flows: Vec<Flow> = Vec::new();
+    for (i, f) in raw.flow.iter().enumerate() {
+        let at = format!("flow[{i}]");
+        if flows.iter().any(|g: &Flow| g.name == f.name) {
+            return Err(ctx.err(format!("{at}.name"), format!("duplicate flow name `{}`", f.name)));
+        }
+        flows.push(flow_of(ctx, i, f, &raw.tcp, nodes, duration_ps, node_of, path_of)?);
+    }
+    if flows.is_empty() {
+        return Err(ctx.err("flow", "expected at least one [[flow]]"));
+    }
+    Ok(flows)
+}
+
+/// One `[[flow]]`: ends, protocol, rate or TCP application, times, ECN, DSCP, pinned path.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn flow_of(
+    ctx: &Ctx<'_>,
+    i: usize,
+    f: &RawFlow,
+    raw_tcp: &Option<RawTcp>,
+    nodes: &[Node],
+    duration_ps: u64,
+    node_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
+    path_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
+) -> Result<Flow, ScenarioError> {
+    let at = format!("flow[{i}]");
+    let src = node_of(format!("{at}.src"), &f.src)?;
+    let dst = node_of(format!("{at}.dst"), &f.dst)?;
+    for (k, n) in [("src", src), ("dst", dst)] {
+        if nodes[n].kind != NodeKind::Host {
+            return Err(ctx.err(
+                format!("{at}.{k}"),
+                format!("expected a host, `{}` is a switch", nodes[n].name),
+            ));
+        }
+    }
+    if src == dst {
+        return Err(ctx.err(format!("{at}.dst"), "source and destination are the same host"));
+    }
+    let (protocol, rate_bps, tcp) = flow_transport(ctx, &at, f, raw_tcp)?;
+    let payload = match &f.payload {
+        Some(p) => ctx.size(&format!("{at}.payload"), p)?,
+        None => u64::from(DEFAULT_PAYLOAD_BYTES),
+    };
+    if !(16..=65_507).contains(&payload) {
+        return Err(ctx.err(
+            format!("{at}.payload"),
+            format!("expected 16B to 65507B (iperf needs 16 bytes for its header), got {payload}B"),
+        ));
+    }
+    let start_ps = match &f.start {
+        Some(s) => ctx.time(&format!("{at}.start"), s)?,
+        None => 0,
+    };
+    let stop_ps = match &f.stop {
+        Some(s) => ctx.time(&format!("{at}.stop"), s)?,
+        None => duration_ps,
+    };
+    if stop_ps <= start_ps {
+        return Err(ctx.err(format!("{at}.stop"), "expected a stop time after the start time"));
+    }
+    if stop_ps > duration_ps {
+        return Err(ctx.err(
+            format!("{at}.stop"),
+            "expected a stop time within the scenario's duration",
+        ));
+    }
+    let ecn = match f.ecn.as_deref().unwrap_or("not-ect") {
+        "not-ect" | "none" => Ecn::NotEct,
+        "ect0" | "ect(0)" => Ecn::Ect0,
+        "ect1" | "ect(1)" => Ecn::Ect1,
+        e => {
+            return Err(ctx.err(
+                format!("{at}.ecn"),
+                format!("expected `not-ect`, `ect0` or `ect1`, got `{e}`"),
+            ))
+        }
+    };
+    let path = match &f.path {
+        Some(p) => Some(path_of(format!("{at}.path"), p)?),
+        None => None,
+    };
+    let dscp = f.dscp.unwrap_or(0);
+    if dscp > 63 {
+        return Err(ctx.err(format!("{at}.dscp"), format!("expected 0 to 63, got {dscp}")));
+    }
+    Ok(Flow {
+        name: f.name.clone(),
+        src,
+        dst,
+        protocol,
+        tcp,
+        rate_bps,
+        payload_bytes: payload as u32,
+        start_ps,
+        stop_ps,
+        ecn,
+        dscp,
+        path,
+        src_port: f.src_port.unwrap_or(40_000 + i as u16),
+        dst_port: f.dst_port.unwrap_or(5201),
+    })
+}
+
+/// A flow's protocol, and its offered rate (UDP) or TCP configuration and application.
+pub(super) fn flow_transport(
+    ctx: &Ctx<'_>,
+    at: &str,
+    f: &RawFlow,
+    raw_tcp: &Option<RawTcp>,
+) -> Result<(Protocol, u64, Option<TcpFlow>), ScenarioError> {
+    let tcp_defaults = tcp_config(ctx, "tcp", TcpConfig::default(), &raw_tcp.clone().unwrap_or_default())?;
+    let protocol = match f.protocol.as_deref().unwrap_or("udp") {
+        "udp" => Protocol::Udp,
+        "tcp" => Protocol::Tcp,
+        p => return Err(ctx.err(format!("{at}.protocol"), format!("expected `udp` or `tcp`, got `{p}`"))),
+    };
+    let (rate_bps, tcp) = match protocol {
+        Protocol::Udp => {
+            for (k, v) in [
+                ("size", f.size.is_some()),
+                ("request", f.request.is_some()),
+                ("response", f.response.is_some()),
+                ("requests", f.requests.is_some()),
+                ("tcp", f.tcp.is_some()),
+            ] {
+                if v {
+                    return Err(ctx.err(format!("{at}.{k}"), "applies to TCP flows only (`protocol = \"tcp\"`)"));
+                }
+            }
+            let r = f
+                .rate
+                .as_deref()
+                .ok_or_else(|| ctx.err(format!("{at}.rate"), "a UDP flow needs `rate`, e.g. \"4Mbps\""))?;
+            (ctx.rate(&format!("{at}.rate"), r)?, None)
+        }
+        Protocol::Tcp => {
+            if f.rate.is_some() {
+                return Err(ctx.err(
+                    format!("{at}.rate"),
+                    "a TCP flow's rate is what its congestion control finds; remove `rate`",
+                ));
+            }
+            if f.ecn.is_some() {
+                return Err(ctx.err(format!("{at}.ecn"), "for TCP, negotiate ECN with `tcp.ecn = true`"));
+            }
+            let config = tcp_config(
+                ctx,
+                &format!("{at}.tcp"),
+                tcp_defaults.clone(),
+                &f.tcp.clone().unwrap_or_default(),
+            )?;
+            let app = match (&f.size, &f.request, &f.response) {
+                (None, None, None) => {
+                    if f.requests.is_some() {
+                        return Err(ctx.err(format!("{at}.requests"), "needs `request` and `response`"));
+                    }
+                    TcpApp::Bulk
+                }
+                (Some(sz), None, None) => {
+                    let size_bytes = ctx.size(&format!("{at}.size"), sz)?;
+                    if size_bytes == 0 {
+                        return Err(ctx.err(format!("{at}.size"), "expected at least 1B"));
+                    }
+                    TcpApp::Transfer { size_bytes }
+                }
+                (None, Some(q), Some(r)) => {
+                    let request_bytes = ctx.size(&format!("{at}.request"), q)?;
+                    let response_bytes = ctx.size(&format!("{at}.response"), r)?;
+                    if request_bytes == 0 || response_bytes == 0 {
+                        return Err(ctx.err(format!("{at}.request"), "requests and responses need at least 1B"));
+                    }
+                    TcpApp::RequestResponse {
+                        request_bytes,
+                        response_bytes,
+                        count: f.requests.unwrap_or(0),
+                    }
+                }
+                _ => {
+                    return Err(ctx.err(
+                        at.to_string(),
+                        "a TCP flow is bulk (no `size`), a transfer (`size`) or request / response (`request` and `response`)",
+                    ))
+                }
+            };
+            (0, Some(TcpFlow { config, app }))
+        }
+    };
+    Ok((protocol, rate_bps, tcp))
+}
+
+pub(super) fn tcp_config(ctx: &Ctx<'_>, at: &str, base: TcpConfig, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
+    let mut c = base;
+    if let Some(cc) = &raw.cc {
+        c.cc = CcKind::parse(cc).ok_or_else(|| {
+            ctx.err(
+                format!("{at}.cc"),
+                format!("expected `reno`, `cubic` or `dctcp`, got `{cc}`"),
+            )
+        })?;
+    }
+    if let Some(m) = &raw.mss {
+        let v = ctx.size(&format!("{at}.mss"), m)?;
+        if !(64..=65_000).contains(&v) {
+            return Err(ctx.err(format!("{at}.mss"), format!("expected 64B to 65000B, got {v}B")));
+        }
+        c.mss_bytes = v as u32;
+    }
+    if let Some(w) = raw.initial_window {
+        if w == 0 {
+            return Err(ctx.err(format!("{at}.initial_window"), "expected at least 1 segment"));
+        }
+        c.initial_window_segments = w;
+    }
+    if let Some(t) = &raw.min_rto {
+        c.min_rto_ns = ctx.time(&format!("{at}.min_rto"), t)? / 1000;
+    }
+    if let Some(t) = &raw.delayed_ack {
+        c.delayed_ack_ns = ctx.time(&format!("{at}.delayed_ack"), t)? / 1000;
+    }
+    if let Some(n) = raw.delayed_ack_segments {
+        if n == 0 {
+            return Err(ctx.err(format!("{at}.delayed_ack_segments"), "expected at least 1"));
+        }
+        c.delayed_ack_segments = n;
+    }
+    if let Some(b) = raw.nodelay {
+        c.nodelay = b;
+    }
+    if let Some(w) = &raw.receive_window {
+        let v = ctx.size(&format!("{at}.receive_window"), w)?;
+        if v < u64::from(c.mss_bytes) {
+            return Err(ctx.err(format!("{at}.receive_window"), "expected at least one segment"));
+        }
+        c.receive_window_bytes = v;
+    }
+    if let Some(e) = raw.ecn {
+        c.ecn = e;
+    }
+    if c.cc == CcKind::Dctcp && !c.ecn {
+        return Err(ctx.err(format!("{at}.ecn"), "DCTCP needs ECN: set `ecn = true`"));
+    }
+    Ok(c)
+}

@@ -1,0 +1,688 @@
+//! The validated scenario: typed, with indices instead of names, every value in base units.
+//!
+//! One module per section of the file validates it ([`topology`]: nodes and links, [`splits`]:
+//! paths and splitting groups, [`flows`]: flows and TCP settings, [`tunnels`], [`variants`]);
+//! this one holds the types, the shared context that turns units and names into values with
+//! errors naming file and field, and `validate`, which runs the sections in order.
+
+use crate::schema::*;
+use crate::units::{parse_rate_bps, parse_size_bytes, parse_time_ps};
+use mpsched_core::packet::{parse_ipv4, Ecn, Ipv4};
+use mpsched_core::sched::{DwrrParams, SchedulerConfig};
+use mpsched_core::tunnel::{TunnelSchedulerConfig, DEFAULT_FLOW_TABLE_ENTRIES};
+use mpsched_core::MAX_PATHS;
+use mpsched_transport::cc::CcKind;
+use mpsched_transport::tcp::TcpConfig;
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+
+mod flows;
+mod splits;
+mod topology;
+mod tunnels;
+mod variants;
+
+use flows::*;
+use splits::*;
+use topology::*;
+pub use tunnels::tunnel_tcp_defaults;
+use tunnels::*;
+use variants::*;
+
+/// A scenario that failed to load: the file, the field and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// The file (or `<builtin:NAME>`).
+    pub file: String,
+    /// The field, as `link[2].rate`; empty for whole-file errors.
+    pub field: String,
+    /// What was expected, and what was found.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}: field `{}`: {}", self.file, self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+pub use mpsched_topo::{Link, Node, NodeKind, QueueDiscipline, MAX_QUEUES};
+
+/// Transport of a flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// UDP constant bit rate, as iperf `-u -b`.
+    Udp,
+    /// A TCP connection.
+    Tcp,
+}
+
+/// What a TCP flow's application does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpApp {
+    /// Send as fast as TCP allows from start to stop (iperf3 `-t`).
+    Bulk,
+    /// Send this many bytes and record the completion time (iperf3 `-n`).
+    Transfer {
+        /// Bytes to transfer.
+        size_bytes: u64,
+    },
+    /// The source sends a request, the destination answers; repeat.
+    RequestResponse {
+        /// Request size.
+        request_bytes: u64,
+        /// Response size.
+        response_bytes: u64,
+        /// Exchanges; 0 means until the flow stops.
+        count: u64,
+    },
+}
+
+/// A TCP flow's transport and application.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpFlow {
+    /// Connection settings.
+    pub config: TcpConfig,
+    /// Application.
+    pub app: TcpApp,
+}
+
+/// Transport of a tunnel's subtunnels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubtunnelTransport {
+    /// A TCP connection per subtunnel and direction; payload packets framed by an 8-byte
+    /// length header.
+    Tcp,
+    /// Each payload packet in a UDP datagram.
+    Udp,
+}
+
+impl SubtunnelTransport {
+    /// `tcp` or `udp`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SubtunnelTransport::Tcp => "tcp",
+            SubtunnelTransport::Udp => "udp",
+        }
+    }
+}
+
+/// A multipath tunnel between two switches. Traffic between the hosts behind `entry` and those
+/// behind `exit` is encapsulated at whichever end it reaches first and sent over a subtunnel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tunnel {
+    /// Name.
+    pub name: String,
+    /// The switch where the subtunnel paths start.
+    pub entry: usize,
+    /// The switch where they end.
+    pub exit: usize,
+    /// Path indices, entry to exit (the opposite direction uses them reversed).
+    pub subtunnels: Vec<usize>,
+    /// Scheduler at both ends.
+    pub scheduler: TunnelSchedulerConfig,
+    /// Subtunnel transport.
+    pub transport: SubtunnelTransport,
+    /// Send buffer of each TCP subtunnel, in bytes.
+    pub send_buffer_bytes: u64,
+    /// TCP settings of the subtunnels.
+    pub tcp: TcpConfig,
+}
+
+/// ns-3's default TCP send buffer (`TcpSocket::SndBufSize`), the AFMT prototype's.
+pub const DEFAULT_TUNNEL_SEND_BUFFER_BYTES: u64 = 131_072;
+
+/// A named path: node indices from splitting point to confluence point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Path {
+    /// Name.
+    pub name: String,
+    /// Node indices, first the splitting point, last the confluence point.
+    pub nodes: Vec<usize>,
+}
+
+/// A splitting group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Split {
+    /// Name (default `split<N>`).
+    pub name: String,
+    /// Source host.
+    pub src: usize,
+    /// Destination host.
+    pub dst: usize,
+    /// Path indices into [`Scenario::paths`].
+    pub paths: Vec<usize>,
+    /// The scheduler, as the control plane installs it.
+    pub scheduler: SchedulerConfig,
+    /// Egress ECN marking threshold on the paths' links, if any.
+    pub ecn_threshold_pkts: Option<u32>,
+    /// One feedback per this many CE arrivals at the confluence point.
+    pub feedback_every: u32,
+}
+
+/// A flow: UDP constant bit rate, or a TCP connection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flow {
+    /// Name.
+    pub name: String,
+    /// Source host.
+    pub src: usize,
+    /// Destination host.
+    pub dst: usize,
+    /// UDP or TCP.
+    pub protocol: Protocol,
+    /// TCP settings and application (TCP flows).
+    pub tcp: Option<TcpFlow>,
+    /// Offered rate, counted on UDP payload (as iperf's `-b`); 0 for TCP.
+    pub rate_bps: u64,
+    /// UDP payload per packet.
+    pub payload_bytes: u32,
+    /// Start time.
+    pub start_ps: u64,
+    /// Stop time.
+    pub stop_ps: u64,
+    /// ECN codepoint the source sets.
+    pub ecn: Ecn,
+    /// DSCP of its packets.
+    pub dscp: u8,
+    /// Path the flow's route is pinned to.
+    pub path: Option<usize>,
+    /// UDP source port.
+    pub src_port: u16,
+    /// UDP destination port.
+    pub dst_port: u16,
+}
+
+/// One configuration of the experiment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variant {
+    /// Name (`RS`, `WRR`, `SP1`, ...).
+    pub name: String,
+    raw: RawVariant,
+}
+
+/// A validated scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Short name.
+    pub name: String,
+    /// Human title.
+    pub title: String,
+    /// Paper, figure or table it reproduces.
+    pub reproduces: String,
+    /// Where it was loaded from.
+    pub origin: String,
+    /// Simulated duration.
+    pub duration_ps: u64,
+    /// Base seed.
+    pub seed: u64,
+    /// Repetitions (each with seed `seed + i`).
+    pub repetitions: u32,
+    /// Time series sampling interval.
+    pub sample_interval_ps: u64,
+    /// Each flow starts up to this much late (seeded), as hand-started iperf clients do.
+    pub start_jitter_ps: u64,
+    /// Each packet leaves up to this much after its nominal time (seeded, not accumulating).
+    pub send_jitter_ps: u64,
+    /// Nodes.
+    pub nodes: Vec<Node>,
+    /// Links.
+    pub links: Vec<Link>,
+    /// Paths.
+    pub paths: Vec<Path>,
+    /// Splitting groups.
+    pub splits: Vec<Split>,
+    /// Flows.
+    pub flows: Vec<Flow>,
+    /// Multipath tunnels.
+    pub tunnels: Vec<Tunnel>,
+    /// Variants; empty means the scenario runs as written.
+    pub variants: Vec<Variant>,
+    raw_splits: Vec<RawSplitKeep>,
+    raw_tunnels: Vec<RawTunnel>,
+}
+
+/// What a variant needs to re-validate a split.
+#[derive(Clone, Debug, PartialEq)]
+struct RawSplitKeep {
+    scheduler: String,
+    weights: Option<Vec<u16>>,
+    shares: Option<Vec<u32>>,
+    path: Option<String>,
+    dwrr: RawDwrr,
+}
+
+/// BMv2's default queue capacity.
+pub const DEFAULT_QUEUE_PKTS: u32 = 64;
+/// iperf's default UDP payload on a 1500-byte MTU.
+pub const DEFAULT_PAYLOAD_BYTES: u32 = 1470;
+/// The scheduler names a scenario may use.
+pub const SCHEDULERS: &[(&str, &str)] = &[
+    (
+        "rs",
+        "random splitting over per-path [lower, upper] ranges of a draw in [1, 100]",
+    ),
+    (
+        "wrr",
+        "weighted round robin, largest remaining weight first, ties to path 1",
+    ),
+    (
+        "dwrr",
+        "WRR whose weights follow ECN feedback from the confluence point",
+    ),
+    ("ecmp", "per-flow hashing of the 5-tuple"),
+    ("single", "everything on one path (SP1, SP2)"),
+];
+
+struct Ctx<'a> {
+    file: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, field: impl Into<String>, message: impl Into<String>) -> ScenarioError {
+        ScenarioError {
+            file: self.file.to_string(),
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    fn time(&self, field: &str, v: &str) -> Result<u64, ScenarioError> {
+        parse_time_ps(v).map_err(|e| {
+            self.err(
+                field,
+                format!("expected a time like `20s` or `6560ns`, got `{v}` ({e})"),
+            )
+        })
+    }
+
+    fn rate(&self, field: &str, v: &str) -> Result<u64, ScenarioError> {
+        let r =
+            parse_rate_bps(v).map_err(|e| self.err(field, format!("expected a rate like `4Mbps`, got `{v}` ({e})")))?;
+        if r == 0 {
+            return Err(self.err(field, "expected a rate above zero"));
+        }
+        Ok(r)
+    }
+
+    fn size(&self, field: &str, v: &str) -> Result<u64, ScenarioError> {
+        parse_size_bytes(v).map_err(|e| self.err(field, format!("expected a size like `1470B`, got `{v}` ({e})")))
+    }
+}
+
+impl Scenario {
+    /// Parse and validate scenario text. `origin` names the file in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        let raw: RawScenario = toml::from_str(text).map_err(|e| {
+            let (field, msg) = describe_toml_error(&e, text);
+            ScenarioError {
+                file: origin.to_string(),
+                field,
+                message: msg,
+            }
+        })?;
+        let sc = validate(raw, origin)?;
+        for v in &sc.variants {
+            sc.with_variant(&v.name)?;
+        }
+        Ok(sc)
+    }
+
+    /// Read, parse and validate a scenario file.
+    pub fn load(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: origin.clone(),
+            field: String::new(),
+            message: format!("cannot read: {e}"),
+        })?;
+        Self::from_toml(&text, &origin)
+    }
+
+    /// The scenario with variant `name` applied (its split and rates), validated.
+    pub fn with_variant(&self, name: &str) -> Result<Scenario, ScenarioError> {
+        let ctx = Ctx { file: &self.origin };
+        let (vi, v) = self
+            .variants
+            .iter()
+            .enumerate()
+            .find(|(_, v)| v.name == name)
+            .ok_or_else(|| ctx.err("variant", format!("no variant named `{name}`")))?;
+        let f = |k: &str| format!("variant[{vi}].{k}");
+        let raw = &v.raw;
+        let mut out = self.clone();
+        out.variants.clear();
+        if !self.splits.is_empty() || raw.scheduler.is_some() {
+            let si = match &raw.split {
+                Some(s) => self
+                    .splits
+                    .iter()
+                    .position(|x| &x.name == s)
+                    .ok_or_else(|| ctx.err(f("split"), format!("no split named `{s}`")))?,
+                None => 0,
+            };
+            if si >= self.splits.len() {
+                return Err(ctx.err(f("split"), "the scenario has no [[split]] to override"));
+            }
+            let base = &self.raw_splits[si];
+            let keep = RawSplitKeep {
+                scheduler: raw.scheduler.clone().unwrap_or_else(|| base.scheduler.clone()),
+                weights: raw.weights.clone().or_else(|| base.weights.clone()),
+                shares: raw.shares.clone().or_else(|| base.shares.clone()),
+                path: raw.path.clone().or_else(|| base.path.clone()),
+                dwrr: raw.dwrr.clone().unwrap_or_else(|| base.dwrr.clone()),
+            };
+            let split_paths: Vec<String> = self.splits[si]
+                .paths
+                .iter()
+                .map(|&p| self.paths[p].name.clone())
+                .collect();
+            let sched = scheduler_config(&ctx, &format!("variant[{vi}]"), &keep, &split_paths)?;
+            let s = &mut out.splits[si];
+            s.scheduler = sched;
+            if keep.scheduler == "dwrr" && s.ecn_threshold_pkts.is_none() {
+                s.ecn_threshold_pkts = Some(mpsched_core::marker::DEFAULT_ECN_THRESHOLD_PKTS);
+            }
+            out.raw_splits[si] = keep;
+        }
+        for (flow, rate) in &raw.rates {
+            let fi = out
+                .flows
+                .iter()
+                .position(|x| &x.name == flow)
+                .ok_or_else(|| ctx.err(format!("variant[{vi}].rates.{flow}"), format!("no flow named `{flow}`")))?;
+            if out.flows[fi].protocol != Protocol::Udp {
+                return Err(ctx.err(format!("variant[{vi}].rates.{flow}"), "rates apply to UDP flows"));
+            }
+            out.flows[fi].rate_bps = ctx.rate(&format!("variant[{vi}].rates.{flow}"), rate)?;
+        }
+        for (link, rate) in &raw.link_rates {
+            let li = out
+                .links
+                .iter()
+                .position(|x| x.name.as_deref() == Some(link))
+                .ok_or_else(|| {
+                    ctx.err(
+                        format!("variant[{vi}].link_rates.{link}"),
+                        format!("no link named `{link}`"),
+                    )
+                })?;
+            out.links[li].rate_bps = ctx.rate(&format!("variant[{vi}].link_rates.{link}"), rate)?;
+        }
+        if let Some(cc) = &raw.cc {
+            let kind = CcKind::parse(cc)
+                .ok_or_else(|| ctx.err(f("cc"), format!("expected `reno`, `cubic` or `dctcp`, got `{cc}`")))?;
+            for fl in out.flows.iter_mut() {
+                if let Some(t) = &mut fl.tcp {
+                    t.config.cc = kind;
+                    if kind == CcKind::Dctcp && !t.config.ecn {
+                        return Err(ctx.err(f("cc"), format!("DCTCP needs ECN, and flow `{}` has it off", fl.name)));
+                    }
+                }
+            }
+        }
+        if raw.tunnel_scheduler.is_some() || raw.tunnel_transport.is_some() {
+            if self.tunnels.is_empty() {
+                return Err(ctx.err(f("tunnel_scheduler"), "the scenario has no [[tunnel]]"));
+            }
+            for (ti, rt) in self.raw_tunnels.iter().enumerate() {
+                let mut rt = rt.clone();
+                if let Some(x) = &raw.tunnel_scheduler {
+                    rt.scheduler = x.clone();
+                }
+                if let Some(x) = &raw.tunnel_transport {
+                    rt.transport = x.clone();
+                }
+                out.tunnels[ti] = build_tunnel(&ctx, ti, &rt, &self.nodes, &self.paths).map_err(|mut e| {
+                    e.field = format!("variant[{vi}] -> {}", e.field);
+                    e
+                })?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The scenario with its timeline scaled so that it lasts `duration_ps` (flow starts and
+    /// stops scale with it).
+    pub fn scaled_to(&self, duration_ps: u64) -> Scenario {
+        let mut out = self.clone();
+        let scale = |t: u64| ((t as u128 * duration_ps as u128) / self.duration_ps.max(1) as u128) as u64;
+        for f in &mut out.flows {
+            f.start_ps = scale(f.start_ps);
+            f.stop_ps = scale(f.stop_ps);
+        }
+        out.duration_ps = duration_ps;
+        out
+    }
+
+    /// Index of the node called `name`.
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// The variant names, or an empty list.
+    pub fn variant_names(&self) -> Vec<String> {
+        self.variants.iter().map(|v| v.name.clone()).collect()
+    }
+}
+
+/// Name the field a TOML error points at (`link[2].rate`) from the table headers above it, and
+/// give the line and column.
+fn describe_toml_error(e: &toml::de::Error, text: &str) -> (String, String) {
+    let msg = e.message().trim().to_string();
+    let Some(span) = e.span() else {
+        return (String::new(), msg);
+    };
+    let before = &text[..span.start.min(text.len())];
+    let line_no = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    let mut table = String::new();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for line in before.lines() {
+        let t = line.trim();
+        if let Some(name) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
+            let name = name.trim().to_string();
+            let c = counts.entry(name.clone()).or_insert(0);
+            table = format!("{name}[{c}]");
+            *c += 1;
+        } else if let Some(name) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
+            let name = name.trim();
+            // A sub-table of an array entry (`[split.dwrr]`) belongs to the latest entry.
+            table = match name.split_once('.') {
+                Some((head, tail)) if counts.contains_key(head) => {
+                    format!("{head}[{}].{tail}", counts[head] - 1)
+                }
+                _ => name.to_string(),
+            };
+        }
+    }
+    let this_line = text[before.rfind('\n').map_or(0, |i| i + 1)..]
+        .lines()
+        .next()
+        .unwrap_or("");
+    let key = this_line
+        .split_once('=')
+        .map(|(k, _)| k.trim().to_string())
+        .filter(|k| !k.is_empty() && !k.starts_with('['));
+    let field = match key {
+        Some(k) if !table.is_empty() => format!("{table}.{k}"),
+        Some(k) => k,
+        None => table,
+    };
+    (field, format!("{msg} (line {line_no}, column {col})"))
+}
+
+fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
+    let ctx = Ctx { file: origin };
+    let m = &raw.scenario;
+    if m.name.trim().is_empty() {
+        return Err(ctx.err("scenario.name", "expected a non-empty name"));
+    }
+    let duration_ps = ctx.time("scenario.duration", &m.duration)?;
+    if duration_ps == 0 {
+        return Err(ctx.err("scenario.duration", "expected a duration above zero"));
+    }
+    let default_queue = m.queue_pkts.unwrap_or(DEFAULT_QUEUE_PKTS);
+    let sample_interval_ps = match &m.sample_interval {
+        Some(s) => ctx.time("scenario.sample_interval", s)?,
+        None => 1_000_000_000_000,
+    };
+    if sample_interval_ps == 0 {
+        return Err(ctx.err("scenario.sample_interval", "expected an interval above zero"));
+    }
+    let start_jitter_ps = match &m.start_jitter {
+        Some(s) => ctx.time("scenario.start_jitter", s)?,
+        None => 0,
+    };
+    let send_jitter_ps = match &m.send_jitter {
+        Some(s) => ctx.time("scenario.send_jitter", s)?,
+        None => 0,
+    };
+    let repetitions = m.repetitions.unwrap_or(1);
+    if repetitions == 0 {
+        return Err(ctx.err("scenario.repetitions", "expected at least 1"));
+    }
+
+    let nodes = nodes_of(&ctx, &raw.node)?;
+    let node_of = |field: String, name: &str| {
+        nodes
+            .iter()
+            .position(|n| n.name == name)
+            .ok_or_else(|| ctx.err(field, format!("no node named `{name}`")))
+    };
+
+    let links = links_of(&ctx, &raw.link, &nodes, &node_of, default_queue)?;
+    let paths = paths_of(&ctx, &raw.path, &nodes, &links, &node_of)?;
+    let path_of = |field: String, name: &str| {
+        paths
+            .iter()
+            .position(|p| p.name == name)
+            .ok_or_else(|| ctx.err(field, format!("no path named `{name}`")))
+    };
+
+    let (splits, raw_splits) = splits_of(&ctx, &raw.split, &paths, &node_of, &path_of)?;
+    splits_use_node_addresses(&ctx, &splits, &nodes, &links)?;
+    let flows = flows_of(&ctx, &raw, &nodes, duration_ps, &node_of, &path_of)?;
+    let tunnels = tunnels_of(&ctx, &raw.tunnel, &nodes, &paths, &splits)?;
+    let variants = variants_of(&ctx, &raw.variant)?;
+
+    Ok(Scenario {
+        name: m.name.clone(),
+        title: m.title.clone(),
+        reproduces: m.reproduces.clone(),
+        origin: origin.to_string(),
+        duration_ps,
+        seed: m.seed.unwrap_or(1),
+        repetitions,
+        sample_interval_ps,
+        start_jitter_ps,
+        send_jitter_ps,
+        nodes,
+        links,
+        paths,
+        splits,
+        flows,
+        tunnels,
+        variants,
+        raw_splits,
+        raw_tunnels: raw.tunnel,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtin::BUILTIN;
+
+    #[test]
+    fn every_builtin_scenario_validates_with_every_variant() {
+        for (name, path, text) in BUILTIN {
+            let sc = Scenario::from_toml(text, path).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!sc.reproduces.is_empty(), "{name} must say what it reproduces");
+            for v in sc.variant_names() {
+                sc.with_variant(&v).unwrap();
+            }
+        }
+    }
+
+    fn s1() -> String {
+        BUILTIN[0].2.to_string()
+    }
+
+    fn err(text: &str) -> ScenarioError {
+        Scenario::from_toml(text, "x.toml").unwrap_err()
+    }
+
+    #[test]
+    fn a_bad_rate_names_file_field_and_expectation() {
+        let e = err(&s1().replacen("rate = \"4Mbps\"", "rate = \"4 Mbs\"", 1));
+        assert_eq!(e.file, "x.toml");
+        assert_eq!(e.field, "link[2].rate");
+        assert!(e.message.contains("expected a rate"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_with_its_table() {
+        let e = err(&s1().replacen("payload = \"1470B\"", "payload = \"1470B\"\npayloda = 3", 1));
+        assert_eq!(e.field, "flow[0].payloda", "{e}");
+        assert!(e.message.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn unknown_names_and_schedulers_are_errors() {
+        assert_eq!(err(&s1().replacen("b = \"ap2\"", "b = \"ap9\"", 1)).field, "link[2].b");
+        let e = err(&s1().replacen("scheduler = \"wrr\"", "scheduler = \"wfq\"", 1));
+        assert_eq!(e.field, "split[0].scheduler");
+        assert!(e.message.contains("rs, wrr, dwrr"));
+        let e = err(&s1().replacen("weights = [1, 1]", "weights = [1, 1, 1]", 1));
+        assert_eq!(e.field, "split[0].weights");
+    }
+
+    #[test]
+    fn variants_override_scheduler_and_rates() {
+        let sc = Scenario::from_toml(BUILTIN[2].2, "s3a").unwrap();
+        let v = sc.with_variant("WRR-10M").unwrap();
+        assert_eq!(v.flows[0].rate_bps, 10_000_000);
+        assert_eq!(v.splits[0].scheduler, SchedulerConfig::Wrr { weights: vec![2, 1] });
+        let sp = Scenario::from_toml(&s1(), "s1").unwrap().with_variant("SP2").unwrap();
+        assert_eq!(sp.splits[0].scheduler, SchedulerConfig::Single { path: 1 });
+    }
+
+    #[test]
+    fn scaling_the_duration_scales_the_timeline() {
+        let sc = Scenario::from_toml(BUILTIN[3].2, "s3b").unwrap();
+        let short = sc.scaled_to(10_000_000_000_000);
+        assert_eq!(short.flows[1].start_ps, 2_000_000_000_000);
+        assert_eq!(short.flows[1].stop_ps, 9_000_000_000_000);
+    }
+
+    fn afmt_text() -> String {
+        crate::builtin::find("afmt/three-subtunnels").unwrap().1.to_string()
+    }
+
+    #[test]
+    fn tunnels_and_tcp_flows_validate_with_clear_errors() {
+        let sc = Scenario::from_toml(&afmt_text(), "a").unwrap();
+        assert_eq!(sc.tunnels.len(), 1);
+        assert_eq!(sc.tunnels[0].send_buffer_bytes, 131_072);
+        assert!(sc.tunnels[0].tcp.nodelay);
+        let rr = sc.with_variant("RR").unwrap();
+        assert_eq!(rr.tunnels[0].transport, SubtunnelTransport::Udp);
+        assert_eq!(sc.flows[0].tcp.as_ref().unwrap().config.mss_bytes, 1420);
+        let e = err(&afmt_text().replacen("transport = \"tcp\"", "transport = \"udp\"", 1));
+        assert_eq!(e.field, "tunnel[0].transport");
+        assert!(e.message.contains("AFMT"), "{e}");
+        let e = err(&afmt_text().replacen("protocol = \"tcp\"", "protocol = \"tcp\"\nrate = \"1Mbps\"", 1));
+        assert_eq!(e.field, "flow[0].rate");
+        let e = err(&afmt_text().replacen("cc = \"reno\"", "cc = \"vegas\"", 1));
+        assert_eq!(e.field, "tcp.cc");
+        let e = err(&afmt_text().replacen("subtunnels = [\"up16\"", "subtunnels = [\"nope\"", 1));
+        assert_eq!(e.field, "tunnel[0].subtunnels[0]");
+    }
+}

@@ -1,0 +1,193 @@
+//! `[[node]]` and `[[link]]`: hosts and switches, their addresses, links with rates, delays, queues and interface addresses.
+
+use super::*;
+
+/// `[[node]]`: names, kinds and addresses (hosts 10.0.0.N and switches 10.255.0.N by default).
+pub(super) fn nodes_of(ctx: &Ctx<'_>, raw_nodes: &[RawNode]) -> Result<Vec<Node>, ScenarioError> {
+    let mut nodes = Vec::new();
+    let mut names = HashSet::new();
+    let (mut hosts, mut switches) = (0u32, 0u32);
+    for (i, n) in raw_nodes.iter().enumerate() {
+        if !names.insert(n.name.clone()) {
+            return Err(ctx.err(format!("node[{i}].name"), format!("duplicate node name `{}`", n.name)));
+        }
+        if n.name.is_empty() || n.name.contains(':') || n.name.contains(char::is_whitespace) {
+            return Err(ctx.err(format!("node[{i}].name"), "expected a name without spaces or `:`"));
+        }
+        let kind = match n.kind.as_str() {
+            "host" => NodeKind::Host,
+            "switch" | "ap" => NodeKind::Switch,
+            k => {
+                return Err(ctx.err(
+                    format!("node[{i}].kind"),
+                    format!("expected `host` or `switch`, got `{k}`"),
+                ))
+            }
+        };
+        let ip = match &n.ip {
+            Some(s) => parse_ipv4(s)
+                .ok_or_else(|| ctx.err(format!("node[{i}].ip"), format!("expected an IPv4 address, got `{s}`")))?,
+            None => match kind {
+                NodeKind::Host => {
+                    hosts += 1;
+                    0x0a00_0000 + hosts
+                }
+                NodeKind::Switch => {
+                    switches += 1;
+                    0x0aff_0000 + switches
+                }
+            },
+        };
+        nodes.push(Node {
+            name: n.name.clone(),
+            kind,
+            ip,
+        });
+    }
+    let mut ips = HashSet::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if !ips.insert(n.ip) {
+            return Err(ctx.err(format!("node[{i}].ip"), "duplicate address"));
+        }
+    }
+    Ok(nodes)
+}
+
+/// `[[link]]`: ends, rate, delay, queues; every host has a link (several make it multi-homed).
+pub(super) fn links_of(
+    ctx: &Ctx<'_>,
+    raw_links: &[RawLink],
+    nodes: &[Node],
+    node_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
+    default_queue: u32,
+) -> Result<Vec<Link>, ScenarioError> {
+    let mut links = Vec::new();
+    let mut pairs = HashSet::new();
+    for (i, l) in raw_links.iter().enumerate() {
+        let a = node_of(format!("link[{i}].a"), &l.a)?;
+        let b = node_of(format!("link[{i}].b"), &l.b)?;
+        if a == b {
+            return Err(ctx.err(format!("link[{i}].b"), "a link needs two different nodes"));
+        }
+        if !pairs.insert((a.min(b), a.max(b))) {
+            return Err(ctx.err(
+                format!("link[{i}]"),
+                format!("a second link between `{}` and `{}`", l.a, l.b),
+            ));
+        }
+        let rate_bps = ctx.rate(&format!("link[{i}].rate"), &l.rate)?;
+        let delay_ps = match &l.delay {
+            Some(d) => ctx.time(&format!("link[{i}].delay"), d)?,
+            None => 0,
+        };
+        let queue_pkts = l.queue_pkts.unwrap_or(default_queue);
+        if queue_pkts == 0 {
+            return Err(ctx.err(format!("link[{i}].queue_pkts"), "expected at least 1"));
+        }
+        if let Some(n) = &l.name {
+            if links.iter().any(|x: &Link| x.name.as_deref() == Some(n)) {
+                return Err(ctx.err(format!("link[{i}].name"), format!("duplicate link name `{n}`")));
+            }
+        }
+        if l.ecn_threshold_pkts == Some(0) {
+            return Err(ctx.err(format!("link[{i}].ecn_threshold_pkts"), "expected at least 1"));
+        }
+        let (queues, discipline) = link_queues(ctx, i, l)?;
+        let a_ip = interface_ip(ctx, i, "a", l.a_ip.as_deref(), &nodes[a])?;
+        let b_ip = interface_ip(ctx, i, "b", l.b_ip.as_deref(), &nodes[b])?;
+        links.push(Link {
+            a,
+            b,
+            rate_bps,
+            delay_ps,
+            queue_pkts,
+            name: l.name.clone(),
+            ecn_threshold_pkts: l.ecn_threshold_pkts,
+            a_ip,
+            b_ip,
+            queues,
+            discipline,
+        });
+    }
+    for (i, n) in nodes.iter().enumerate() {
+        if n.kind == NodeKind::Host && !links.iter().any(|l| l.a == i || l.b == i) {
+            return Err(ctx.err(format!("node[{i}]"), format!("host `{}` needs a link", n.name)));
+        }
+    }
+    // Every address names one interface: no interface address is another's or a node's.
+    let mut seen: HashSet<Ipv4> = nodes.iter().map(|n| n.ip).collect();
+    for (i, l) in links.iter().enumerate() {
+        for (end, ip, node) in [("a", l.a_ip, l.a), ("b", l.b_ip, l.b)] {
+            if let Some(ip) = ip.filter(|&ip| ip != nodes[node].ip) {
+                if !seen.insert(ip) {
+                    return Err(ctx.err(format!("link[{i}].{end}_ip"), "duplicate address"));
+                }
+            }
+        }
+    }
+    Ok(links)
+}
+
+/// A link's output queues: how many and their discipline.
+pub(super) fn link_queues(ctx: &Ctx<'_>, i: usize, l: &RawLink) -> Result<(u8, QueueDiscipline), ScenarioError> {
+    let queues = l.queues.unwrap_or(1);
+    if !(1..=MAX_QUEUES).contains(&queues) {
+        return Err(ctx.err(
+            format!("link[{i}].queues"),
+            format!("expected 1 to {MAX_QUEUES}, got {queues}"),
+        ));
+    }
+    let weights = || -> Result<Vec<u32>, ScenarioError> {
+        let w = l.queue_weights.clone().unwrap_or_else(|| vec![1; usize::from(queues)]);
+        if w.len() != usize::from(queues) || w.contains(&0) {
+            return Err(ctx.err(
+                format!("link[{i}].queue_weights"),
+                format!("expected {queues} weights of at least 1"),
+            ));
+        }
+        Ok(w)
+    };
+    let default = if queues > 1 { "strict-priority" } else { "fifo" };
+    let discipline = match l.discipline.as_deref().unwrap_or(default) {
+        "fifo" if queues == 1 => QueueDiscipline::Fifo,
+        "fifo" => {
+            return Err(ctx.err(
+                format!("link[{i}].discipline"),
+                "`fifo` has one queue; with several choose `strict-priority`, `wrr` or `drr`",
+            ))
+        }
+        "strict-priority" => QueueDiscipline::StrictPriority,
+        "wrr" => QueueDiscipline::Wrr(weights()?),
+        "drr" => QueueDiscipline::Drr(weights()?),
+        d => {
+            return Err(ctx.err(
+                format!("link[{i}].discipline"),
+                format!("expected `fifo`, `strict-priority`, `wrr` or `drr`, got `{d}`"),
+            ))
+        }
+    };
+    if l.queue_weights.is_some() && !matches!(discipline, QueueDiscipline::Wrr(_) | QueueDiscipline::Drr(_)) {
+        return Err(ctx.err(format!("link[{i}].queue_weights"), "weights need `wrr` or `drr`"));
+    }
+    Ok((queues, discipline))
+}
+
+/// `link[i].a_ip` / `b_ip`: the address of a host's interface on the link.
+pub(super) fn interface_ip(
+    ctx: &Ctx<'_>,
+    i: usize,
+    end: &str,
+    raw: Option<&str>,
+    node: &Node,
+) -> Result<Option<Ipv4>, ScenarioError> {
+    let Some(s) = raw else { return Ok(None) };
+    let field = format!("link[{i}].{end}_ip");
+    if node.kind != NodeKind::Host {
+        return Err(ctx.err(
+            field,
+            format!("`{}` is a switch: only hosts take an address per interface", node.name),
+        ));
+    }
+    let ip = parse_ipv4(s).ok_or_else(|| ctx.err(field, format!("expected an IPv4 address, got `{s}`")))?;
+    Ok(Some(ip))
+}
