@@ -23,6 +23,8 @@ pub struct RateSender {
     cc: Box<dyn CongestionControl>,
     packet_bytes: u32,
     next_send_ns: TimeNs,
+    /// When the last packet went (None before the first).
+    last_send_ns: Option<TimeNs>,
     stats: RateSenderStats,
 }
 
@@ -41,6 +43,7 @@ impl RateSender {
             cc,
             packet_bytes,
             next_send_ns: start_ns,
+            last_send_ns: None,
             stats: RateSenderStats::default(),
         })
     }
@@ -66,10 +69,10 @@ impl RateSender {
             return None;
         }
         let bytes = self.packet_bytes;
-        let rate = self.cc.pacing_rate_bps().unwrap_or(1).max(1);
-        let gap_ns = (u128::from(bytes) * 8 * 1_000_000_000 / u128::from(rate)) as u64;
+        let gap_ns = self.gap_ns();
         // Keep the average rate when polled a little late; never bank credit for idle time.
         self.next_send_ns = self.next_send_ns.max(now.saturating_sub(gap_ns)) + gap_ns;
+        self.last_send_ns = Some(now);
         self.cc.on_sent(now, u64::from(bytes));
         self.stats.packets += 1;
         self.stats.bytes += u64::from(bytes);
@@ -80,12 +83,17 @@ impl RateSender {
     pub fn on_notification(&mut self, now: TimeNs) {
         self.stats.notifications += 1;
         self.cc.on_congestion(now, CongestionSignal::Notification, 0);
-        // A cut takes effect from the next packet: respace it at the new rate.
+        // A cut takes effect at once: the next packet goes one gap at the new rate after the
+        // last, not when the old rate had it due.
+        if let Some(last) = self.last_send_ns {
+            self.next_send_ns = self.next_send_ns.max(last + self.gap_ns());
+        }
+    }
+
+    /// The time one packet takes at the controller's rate.
+    fn gap_ns(&self) -> u64 {
         let rate = self.cc.pacing_rate_bps().unwrap_or(1).max(1);
-        let gap_ns = (u128::from(self.packet_bytes) * 8 * 1_000_000_000 / u128::from(rate)) as u64;
-        self.next_send_ns = self
-            .next_send_ns
-            .max(now + gap_ns.min(self.next_send_ns.saturating_sub(now)));
+        (u128::from(self.packet_bytes) * 8 * 1_000_000_000 / u128::from(rate)) as u64
     }
 
     /// The controller.
@@ -124,9 +132,10 @@ mod tests {
                 after.push(t);
             }
         }
-        // At half the rate: one every 20 us (the controller's 55 us timer lifts the rate
-        // towards its target once, at 105 us, after this window).
-        assert_eq!(after, [50_000, 70_000, 90_000]);
+        // At half the rate at once: the packet due at 50 us under the old rate goes one new
+        // gap after the last (40 us), then one every 20 us (the controller's 55 us timer lifts
+        // the rate towards its target at 105 us, after this window).
+        assert_eq!(after, [60_000, 80_000]);
         assert_eq!(s.stats().notifications, 1);
     }
 
