@@ -330,3 +330,43 @@ fn rate_based_senders_slow_down_when_a_switch_notifies_them() {
     let (p0, p1) = (n["sender0_packets"] as f64, n["sender1_packets"] as f64);
     assert!((p0 / (p0 + p1) - 0.5).abs() < 0.15, "shares {p0} {p1}");
 }
+
+/// What a component asks for that cannot be is an error it can handle, not a panic.
+struct Misuse {
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl Component for Misuse {
+    fn name(&self) -> &str {
+        "misuse"
+    }
+
+    fn start(&mut self, net: &mut Net<'_>) {
+        let (h1, s1) = (net.host("h1").unwrap(), 3);
+        assert_eq!(net.host("s1"), None, "a switch is not a host");
+        let cfg = TcpConfig::default();
+        let mut e = self.errors.lock().unwrap();
+        e.push(net.open_tcp(h1, s1, (1, 2), &cfg).unwrap_err().to_string());
+        e.push(net.open_tcp(h1, 99, (1, 2), &cfg).unwrap_err().to_string());
+        e.push(net.send_udp(99, h1, (1, 2), 100, Ecn::NotEct).unwrap_err().to_string());
+        net.bind_udp(h1, 7).unwrap();
+        e.push(net.bind_udp(h1, 7).unwrap_err().to_string());
+        e.push(net.bind_udp(s1, 7).unwrap_err().to_string());
+    }
+}
+
+#[test]
+fn a_component_gets_errors_for_what_cannot_be() {
+    let sc = Scenario::from_toml(NET, "dumbbell.toml").unwrap();
+    let mut sim = Simulation::new(&sc, &SimOptions::with_seed(1)).unwrap();
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    sim.add_component(Box::new(Misuse { errors: errors.clone() }));
+    let e = errors.lock().unwrap().clone();
+    assert_eq!(e.len(), 5);
+    assert!(e[0].contains("node 3 is not a host"), "{e:?}");
+    assert!(e[1].contains("node 99 is not a host"), "{e:?}");
+    assert!(e[2].contains("node 99 is not a host"), "{e:?}");
+    assert!(e[3].contains("bound already"), "{e:?}");
+    assert!(e[4].contains("not a host"), "{e:?}");
+    sim.run().unwrap();
+}

@@ -98,16 +98,8 @@ impl Net<'_> {
     /// with `cfg`. Each end sends by the interface its routes give and from that interface's
     /// address. Its receiver's deliveries come back through [`Component::on_delivered`].
     pub fn open_tcp(&mut self, src: u32, dst: u32, ports: (u16, u16), cfg: &TcpConfig) -> Result<ConnId, SimError> {
+        self.hosts(&[src, dst])?;
         let sim = &mut *self.sim;
-        let host = |n: u32| {
-            sim.net
-                .nodes
-                .get(n as usize)
-                .filter(|x| x.kind == NodeKind::Host)
-                .ok_or_else(|| SimError::Config(format!("node {n} is not a host")))
-        };
-        host(src)?;
-        host(dst)?;
         let (Some(there), Some(back)) = (sim.host_port(src, dst), sim.host_port(dst, src)) else {
             return Err(SimError::Config(format!(
                 "no route between `{}` and `{}`",
@@ -131,6 +123,7 @@ impl Net<'_> {
     /// Datagrams arriving at `host` on UDP port `port` go to this component's
     /// [`Component::on_packet`]. Fails if another component holds the port.
     pub fn bind_udp(&mut self, host: u32, port: u16) -> Result<(), SimError> {
+        self.hosts(&[host])?;
         match self.sim.traffic.udp_endpoints.entry((host, port)) {
             std::collections::hash_map::Entry::Occupied(_) => Err(SimError::Config(format!(
                 "UDP port {port} of node {host} is bound already"
@@ -152,6 +145,7 @@ impl Net<'_> {
         wire_bytes: u32,
         ecn: Ecn,
     ) -> Result<(), SimError> {
+        self.hosts(&[src, dst])?;
         let sim = &mut *self.sim;
         let (Some(out), Some(back)) = (sim.host_port(src, dst), sim.host_port(dst, src)) else {
             return Err(SimError::Config(format!("no route from node {src} to node {dst}")));
@@ -173,6 +167,22 @@ impl Net<'_> {
     pub fn write(&mut self, conn: ConnId, bytes: u64) {
         self.sim.traffic.conns[conn.0 as usize].sender.write(bytes);
         self.sim.pump(conn.0);
+    }
+
+    /// Check that each of `nodes` is a host.
+    fn hosts(&self, nodes: &[u32]) -> Result<(), SimError> {
+        for &n in nodes {
+            if !self
+                .sim
+                .net
+                .nodes
+                .get(n as usize)
+                .is_some_and(|x| x.kind == NodeKind::Host)
+            {
+                return Err(SimError::Config(format!("node {n} is not a host")));
+            }
+        }
+        Ok(())
     }
 
     /// Counters of connection `conn`'s sender and receiver.
