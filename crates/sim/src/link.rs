@@ -2,7 +2,7 @@
 //! a serialiser at a fixed rate, and a propagation delay. A full-duplex scenario link is two.
 
 use crate::event::{TimePs, PS_PER_S};
-use crate::packet::Packet;
+use crate::packet::PacketId;
 use crate::queue::PortQueues;
 use mpsched_core::packet::PortId;
 use std::collections::VecDeque;
@@ -28,7 +28,7 @@ pub struct Link {
     /// Wire bytes of the packets waiting (kept with `queues`).
     pub queued_bytes: u64,
     /// The packet being serialised.
-    pub on_wire: Option<Packet>,
+    pub on_wire: Option<PacketId>,
     /// Packets in propagation, oldest first (constant delay keeps them in order). Only the
     /// oldest has an arrival event pending, so the event queue holds one event per link, not one
     /// per packet on the wire.
@@ -50,7 +50,7 @@ pub struct InFlight {
     /// equal-time events as of that moment.
     pub seq: u64,
     /// The packet.
-    pub pkt: Packet,
+    pub pkt: PacketId,
 }
 
 /// Per-link counters.

@@ -80,6 +80,10 @@ pub fn segment_flags(seg: &Segment) -> u8 {
     flags
 }
 
+/// A packet in the simulation's pool: queues, wires and events hold these 4-byte handles, and
+/// the 64-byte packet stays where it is.
+pub type PacketId = u32;
+
 /// A store of values that packets refer to by a small index (a packet's TCP part, a tunnel's
 /// inner packet): slots are reused, so it holds at most as many as are alive at once.
 #[derive(Debug)]
@@ -125,6 +129,18 @@ impl<T> Slab<T> {
     #[inline]
     pub fn get(&self, i: u32) -> Option<&T> {
         self.items.get(i as usize).and_then(Option::as_ref)
+    }
+
+    /// The value at `i`, which must be held.
+    #[inline]
+    pub fn at(&self, i: u32) -> &T {
+        self.items[i as usize].as_ref().expect("a held slab slot")
+    }
+
+    /// The value at `i`, which must be held, to change.
+    #[inline]
+    pub fn at_mut(&mut self, i: u32) -> &mut T {
+        self.items[i as usize].as_mut().expect("a held slab slot")
     }
 
     /// Slots, held or free: indices run below this.

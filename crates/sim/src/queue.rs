@@ -12,7 +12,7 @@
 //!
 //! A single-queue port takes the FIFO path without consulting a discipline.
 
-use crate::packet::Packet;
+use crate::packet::PacketId;
 use std::collections::VecDeque;
 
 /// The bytes of one DRR quantum: a full-sized Ethernet frame.
@@ -21,14 +21,14 @@ pub const DRR_QUANTUM_BYTES: u64 = 1514;
 /// How a port with several queues chooses the next packet (the scenario's spelling of it).
 pub use mpsched_topo::QueueDiscipline as Discipline;
 
-/// A packet waiting, with the depth of its queue when it arrived.
-type Waiting = (Packet, u32);
+/// A packet waiting, with the depth of its queue when it arrived and its wire bytes.
+type Waiting = (PacketId, u32, u32);
 
 /// What [`PortQueues::pop`] hands the serialiser.
 #[derive(Clone, Copy, Debug)]
 pub struct Dequeued {
     /// The packet.
-    pub pkt: Packet,
+    pub pkt: PacketId,
     /// Packets its queue held when it arrived (not counting itself).
     pub enq_depth: u32,
     /// Packets still in its queue.
@@ -94,19 +94,19 @@ impl PortQueues {
         q.min((self.queues.len() - 1) as u8)
     }
 
-    /// Enqueue `pkt` in queue `q` (clamped); false (and the packet is handed back) when the
-    /// queue is full.
+    /// Enqueue `pkt` of `wire_bytes` in queue `q` (clamped): the depth it found, or None (and
+    /// nothing enqueued) when the queue is full.
     #[inline]
-    pub fn push(&mut self, q: u8, pkt: Packet) -> Result<u32, Packet> {
+    pub fn push(&mut self, q: u8, pkt: PacketId, wire_bytes: u32) -> Option<u32> {
         let q = usize::from(self.clamp(q));
         let fifo = &mut self.queues[q];
         let depth = fifo.len() as u32;
         if depth >= self.capacity_pkts {
-            return Err(pkt);
+            return None;
         }
-        fifo.push_back((pkt, depth));
+        fifo.push_back((pkt, depth, wire_bytes));
         self.len += 1;
-        Ok(depth)
+        Some(depth)
     }
 
     /// The next packet the discipline serves.
@@ -116,7 +116,7 @@ impl PortQueues {
             return None;
         }
         let q = if self.queues.len() == 1 { 0 } else { self.choose() };
-        let (pkt, enq_depth) = self.queues[q].pop_front()?;
+        let (pkt, enq_depth, _) = self.queues[q].pop_front()?;
         self.len -= 1;
         Some(Dequeued {
             pkt,
@@ -127,8 +127,8 @@ impl PortQueues {
     }
 
     /// The iterator over every waiting packet (for checks and statistics).
-    pub fn iter(&self) -> impl Iterator<Item = &Packet> {
-        self.queues.iter().flat_map(|q| q.iter().map(|(p, _)| p))
+    pub fn iter(&self) -> impl Iterator<Item = PacketId> + '_ {
+        self.queues.iter().flat_map(|q| q.iter().map(|&(p, _, _)| p))
     }
 
     /// Which non-empty queue serves next (several queues, at least one packet).
@@ -151,10 +151,10 @@ impl PortQueues {
         }
     }
 
-    /// What sending `p` costs against the allowance.
-    fn cost(&self, p: &Packet) -> u64 {
+    /// What sending a packet of `wire_bytes` costs against the allowance.
+    fn cost(&self, wire_bytes: u32) -> u64 {
         match self.discipline {
-            Discipline::Drr(_) => u64::from(p.meta.wire_len_bytes),
+            Discipline::Drr(_) => u64::from(wire_bytes),
             _ => 1,
         }
     }
@@ -166,7 +166,7 @@ impl PortQueues {
         let n = self.queues.len();
         loop {
             let i = self.cursor;
-            match self.queues[i].front().map(|(p, _)| self.cost(p)) {
+            match self.queues[i].front().map(|&(_, _, b)| self.cost(b)) {
                 Some(c) if self.credit[i] >= c => {
                     self.credit[i] -= c;
                     return i;
@@ -185,11 +185,6 @@ impl PortQueues {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mpsched_core::packet::PacketMeta;
-
-    fn pkt(q: u32, bytes: u32) -> Packet {
-        Packet::bare(PacketMeta::udp(q, 0, 0, 0, bytes), q, 0)
-    }
 
     fn served(p: &mut PortQueues, n: usize) -> Vec<u8> {
         (0..n).filter_map(|_| p.pop()).map(|d| d.queue).collect()
@@ -198,7 +193,8 @@ mod tests {
     fn fill(p: &mut PortQueues, per_queue: usize, bytes: &[u32]) {
         for (q, &b) in bytes.iter().enumerate() {
             for _ in 0..per_queue {
-                p.push(q as u8, pkt(q as u32, b)).unwrap();
+                // The packet's handle says its size, for the test to read back.
+                p.push(q as u8, b, b).unwrap();
             }
         }
     }
@@ -228,7 +224,7 @@ mod tests {
         let mut bytes = [0u64; 2];
         for _ in 0..3000 {
             let d = p.pop().unwrap();
-            bytes[usize::from(d.queue)] += u64::from(d.pkt.meta.wire_len_bytes);
+            bytes[usize::from(d.queue)] += u64::from(d.pkt);
         }
         let ratio = bytes[0] as f64 / bytes[1] as f64;
         assert!((0.9..1.1).contains(&ratio), "{bytes:?}");
@@ -237,14 +233,10 @@ mod tests {
     #[test]
     fn a_full_queue_refuses_and_depths_are_per_queue() {
         let mut p = PortQueues::new(2, 2, Discipline::StrictPriority);
-        assert_eq!(p.push(0, pkt(0, 1)).unwrap(), 0);
-        assert_eq!(p.push(0, pkt(0, 1)).unwrap(), 1);
-        assert!(p.push(0, pkt(0, 1)).is_err());
-        assert_eq!(
-            p.push(7, pkt(1, 1)).unwrap(),
-            0,
-            "clamped to the last queue, its own depth"
-        );
+        assert_eq!(p.push(0, 0, 1).unwrap(), 0);
+        assert_eq!(p.push(0, 0, 1).unwrap(), 1);
+        assert!(p.push(0, 0, 1).is_none());
+        assert_eq!(p.push(7, 1, 1).unwrap(), 0, "clamped to the last queue, its own depth");
         let d = p.pop().unwrap();
         assert_eq!((d.queue, d.enq_depth, d.deq_depth), (1, 0, 0));
         assert_eq!(p.len(), 2);

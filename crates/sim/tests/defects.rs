@@ -136,3 +136,36 @@ fn stores_hold_exactly_what_packets_refer_to() {
         }
     }
 }
+
+/// A program that consumes every packet it is given (as a switch consumes what is addressed to
+/// it).
+struct Sink;
+
+impl mpsched_core::program::Program for Sink {
+    fn ingress(
+        &mut self,
+        _pkt: &mut mpsched_core::packet::PacketMeta,
+        _ctx: &mut mpsched_core::program::Ctx,
+    ) -> mpsched_core::program::Verdict {
+        mpsched_core::program::Verdict::Consume
+    }
+}
+
+/// A packet a program consumes is freed with what it holds: a TCP segment swallowed by a switch
+/// leaves neither its slot in the packet pool nor its TCP part behind.
+#[test]
+fn a_consumed_packet_is_freed() {
+    let (path, text) = mpsched_scenario::builtin::find("tcp/two-flows").unwrap();
+    let sc = Scenario::from_toml(text, path).unwrap().with_variant("reno").unwrap();
+    let mut sim = Simulation::new(&sc, &SimOptions::with_seed(sc.seed)).unwrap();
+    let switch = sc
+        .nodes
+        .iter()
+        .find(|n| n.kind == mpsched_scenario::NodeKind::Switch)
+        .unwrap();
+    sim.install_program(&switch.name, Box::new(Sink)).unwrap();
+    for k in 1..=10 {
+        sim.run_until(k * 100_000_000_000);
+        sim.check_held().unwrap_or_else(|e| panic!("at {k} x 100 ms: {e}"));
+    }
+}

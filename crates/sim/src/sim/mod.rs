@@ -7,7 +7,7 @@ mod tunnel;
 
 use crate::event::{EventKind, EventQueue, TimePs, PS_PER_S};
 use crate::link::{InFlight, Link};
-use crate::packet::{Packet, Slab, TcpPart, CONTROL_FLOW, NO_INNER, NO_PATH, NO_TCP};
+use crate::packet::{Packet, PacketId, Slab, TcpPart, CONTROL_FLOW, NO_INNER, NO_PATH, NO_TCP};
 use crate::pcap::Capture;
 use crate::queue::PortQueues;
 use crate::series::TimeSeries;
@@ -185,6 +185,8 @@ struct Network {
     tcp_parts: Slab<TcpPart>,
     /// Packets inside UDP subtunnels and TCP subtunnel streams.
     inner: Slab<tunnel::Inner>,
+    /// Packets in queues, on wires and in flight, which those hold by handle.
+    pool: Slab<Packet>,
     captures: Vec<Capture>,
     /// Per link: capture index recording its transmissions / arrivals.
     cap_tx: Vec<Option<u32>>,
@@ -267,6 +269,7 @@ impl Simulation {
             program_timers: Slab::default(),
             tcp_parts: Slab::default(),
             inner: Slab::default(),
+            pool: Slab::default(),
             captures,
             cap_tx,
             cap_rx,
@@ -345,14 +348,23 @@ impl Simulation {
     pub fn check_held(&self) -> Result<(), String> {
         let mut tcp = 0;
         let mut inner = 0;
-        let mut count = |p: &Packet| {
+        let mut pooled = 0;
+        let mut count = |id: PacketId| {
+            let p = self.net.pool.at(id);
             tcp += usize::from(p.tcp != NO_TCP);
             inner += usize::from(p.inner != NO_INNER);
+            pooled += 1;
         };
         for l in &self.net.links {
             l.queues.iter().for_each(&mut count);
-            l.on_wire.iter().for_each(&mut count);
-            l.in_flight.iter().for_each(|f| count(&f.pkt));
+            l.on_wire.iter().for_each(|&id| count(id));
+            l.in_flight.iter().for_each(|f| count(f.pkt));
+        }
+        if self.net.pool.len() != pooled {
+            return Err(format!(
+                "{} packets held in the pool for {pooled} in queues, on wires and in flight",
+                self.net.pool.len()
+            ));
         }
         // Inner packets waiting in TCP subtunnel streams, and the TCP parts they carry.
         for c in &self.traffic.conns {
@@ -457,32 +469,45 @@ impl Simulation {
     /// Send `pkt` out of `port` of `node`, in the queue its DSCP class selects.
     #[inline]
     fn output(&mut self, node: u32, port: PortId, pkt: Packet) {
-        self.output_to(node, port, None, pkt);
+        let id = self.net.pool.insert(pkt);
+        self.output_to(node, port, None, id);
     }
 
-    /// Send `pkt` out of `port` of `node` in egress queue `queue` (a program's choice), or by
-    /// default the queue of its DSCP class (`dscp >> 3`); clamped to the port's queues.
+    /// A packet's handle is done with: free it and what it holds.
     #[inline]
-    fn output_to(&mut self, node: u32, port: PortId, queue: Option<u8>, mut pkt: Packet) {
+    fn drop_packet(&mut self, id: PacketId) {
+        let pkt = self.net.pool.take(id);
+        self.release(&pkt);
+    }
+
+    /// Send packet `id` out of `port` of `node` in egress queue `queue` (a program's choice), or
+    /// by default the queue of its DSCP class (`dscp >> 3`); clamped to the port's queues.
+    #[inline]
+    fn output_to(&mut self, node: u32, port: PortId, queue: Option<u8>, id: PacketId) {
         let ni = node as usize;
         let Some(&l) = self.net.nodes[ni].out_links.get(usize::from(port)) else {
             self.net.nodes[ni].dropped += 1;
-            self.release(&pkt);
+            self.drop_packet(id);
             return;
         };
         let link = &self.net.links[l as usize];
-        let q = link.queues.clamp(queue.unwrap_or(pkt.meta.dscp >> 3));
-        let depth = link.queues.queue_len(q);
+        let (dscp, wire_bytes) = {
+            let m = &self.net.pool.at(id).meta;
+            (m.dscp, m.wire_len_bytes)
+        };
+        let q = link.queues.clamp(queue.unwrap_or(dscp >> 3));
         if self.net.nodes[ni].uses_enqueue {
             let meta = QueueMeta {
-                enq_qdepth_pkts: depth,
+                enq_qdepth_pkts: link.queues.queue_len(q),
                 deq_qdepth_pkts: 0,
                 queue: q,
             };
-            let verdict = self.call_program(node, |p, ctx| p.on_enqueue(&mut pkt.meta, port, meta, ctx));
+            let mut m = self.net.pool.at(id).meta;
+            let verdict = self.call_program(node, |p, ctx| p.on_enqueue(&mut m, port, meta, ctx));
+            self.net.pool.at_mut(id).meta = m;
             if verdict == Some(EgressVerdict::Drop) {
                 self.net.links[l as usize].stats.egress_drops += 1;
-                self.release(&pkt);
+                self.drop_packet(id);
                 return;
             }
         }
@@ -492,18 +517,17 @@ impl Simulation {
                 queue: q,
                 ..QueueMeta::default()
             };
-            self.start_tx(l, pkt, meta);
+            self.start_tx(l, id, meta);
             return;
         }
-        let bytes = u64::from(pkt.meta.wire_len_bytes);
-        match link.queues.push(q, pkt) {
-            Ok(depth) => {
-                link.queued_bytes += bytes;
+        match link.queues.push(q, id, wire_bytes) {
+            Some(depth) => {
+                link.queued_bytes += u64::from(wire_bytes);
                 link.stats.max_depth_pkts = link.stats.max_depth_pkts.max(depth + 1);
             }
-            Err(pkt) => {
+            None => {
                 link.stats.tail_drops += 1;
-                self.release(&pkt);
+                self.drop_packet(id);
             }
         }
     }
@@ -572,25 +596,29 @@ impl Simulation {
 
     /// Run the egress program and put the packet on the wire; false if the program dropped it.
     #[inline]
-    fn start_tx(&mut self, l: u32, mut pkt: Packet, q: QueueMeta) -> bool {
+    fn start_tx(&mut self, l: u32, id: PacketId, q: QueueMeta) -> bool {
         let li = l as usize;
         let (from, from_port) = (self.net.links[li].from, self.net.links[li].from_port);
         if self.net.links[li].egress_stage {
-            let verdict = self.call_program(from, |p, ctx| p.on_dequeue(&mut pkt.meta, from_port, q, ctx));
+            let mut m = self.net.pool.at(id).meta;
+            let verdict = self.call_program(from, |p, ctx| p.on_dequeue(&mut m, from_port, q, ctx));
+            self.net.pool.at_mut(id).meta = m;
             if verdict == Some(EgressVerdict::Drop) {
                 self.net.links[li].stats.egress_drops += 1;
-                self.release(&pkt);
+                self.drop_packet(id);
                 return false;
             }
         }
         if let Some(c) = self.net.cap_tx[li] {
+            let pkt = *self.net.pool.at(id);
             self.capture(c, &pkt, true);
         }
+        let wire_bytes = self.net.pool.at(id).meta.wire_len_bytes;
         let link = &mut self.net.links[li];
-        let done = self.net.now + link.serialisation_ps(pkt.meta.wire_len_bytes);
+        let done = self.net.now + link.serialisation_ps(wire_bytes);
         link.stats.tx_pkts += 1;
-        link.stats.tx_bytes += u64::from(pkt.meta.wire_len_bytes);
-        link.on_wire = Some(pkt);
+        link.stats.tx_bytes += u64::from(wire_bytes);
+        link.on_wire = Some(id);
         self.net.queue.schedule(done, EventKind::TxDone(l));
         true
     }
@@ -618,7 +646,8 @@ impl Simulation {
     /// Serialise the next packet waiting on link `l`, past any the egress program drops.
     fn start_next_tx(&mut self, l: u32) {
         while let Some(d) = self.net.links[l as usize].queues.pop() {
-            self.net.links[l as usize].queued_bytes -= u64::from(d.pkt.meta.wire_len_bytes);
+            let bytes = self.net.pool.at(d.pkt).meta.wire_len_bytes;
+            self.net.links[l as usize].queued_bytes -= u64::from(bytes);
             let meta = QueueMeta {
                 enq_qdepth_pkts: d.enq_depth,
                 deq_qdepth_pkts: d.deq_depth,
@@ -645,25 +674,28 @@ impl Simulation {
         self.arrive(l, pkt);
     }
 
-    /// `pkt` reaches the far end of link `l`.
+    /// Packet `id` reaches the far end of link `l`.
     #[inline]
-    fn arrive(&mut self, l: u32, mut pkt: Packet) {
+    fn arrive(&mut self, l: u32, id: PacketId) {
         let li = l as usize;
         let link = &mut self.net.links[li];
         if let Some(tag) = link.path_tag {
+            let pkt = self.net.pool.at_mut(id);
             link.stats.rx_bytes_interval += u64::from(pkt.meta.wire_len_bytes);
             pkt.path = tag;
         }
         let (to, to_port) = (link.to, link.to_port);
         if let Some(c) = self.net.cap_rx[li] {
+            let pkt = *self.net.pool.at(id);
             self.capture(c, &pkt, false);
         }
-        self.input(to, to_port, pkt);
+        self.input(to, to_port, id);
     }
 
-    fn input(&mut self, node: u32, port: PortId, pkt: Packet) {
+    fn input(&mut self, node: u32, port: PortId, id: PacketId) {
         let ni = node as usize;
         if self.net.nodes[ni].kind == NodeKind::Host {
+            let pkt = self.net.pool.take(id);
             let n = &self.net.nodes[ni];
             if pkt.meta.dst_ip != n.ip && !n.other_ips.contains(&pkt.meta.dst_ip) {
                 self.net.nodes[ni].dropped += 1;
@@ -681,6 +713,7 @@ impl Simulation {
             return;
         }
         if self.net.nodes[ni].tunnel_side.is_some() {
+            let pkt = self.net.pool.take(id);
             if self.traffic.tunnel_addrs.get(&pkt.meta.dst_ip) == Some(&node) {
                 if pkt.tcp != NO_TCP {
                     self.on_tcp_packet(pkt);
@@ -696,34 +729,42 @@ impl Simulation {
                 Ok(()) => return,
                 Err(p) => p,
             };
-            self.route(node, port, pkt);
+            self.route_packet(node, port, pkt);
             return;
         }
-        self.route(node, port, pkt);
+        self.route(node, port, id);
     }
 
-    /// Run the node's program on `pkt` and act on its verdict.
-    fn route(&mut self, node: u32, port: PortId, mut pkt: Packet) {
+    /// [`Simulation::route`] for a packet not in the pool yet.
+    fn route_packet(&mut self, node: u32, port: PortId, pkt: Packet) {
+        let id = self.net.pool.insert(pkt);
+        self.route(node, port, id);
+    }
+
+    /// Run the node's program on packet `id` and act on its verdict.
+    fn route(&mut self, node: u32, port: PortId, id: PacketId) {
         let ni = node as usize;
-        pkt.meta.ingress_port = port;
+        let mut meta = self.net.pool.at(id).meta;
+        meta.ingress_port = port;
         let mut queue = None;
         let verdict = self.call_program(node, |p, ctx| {
-            let v = p.ingress(&mut pkt.meta, ctx);
+            let v = p.ingress(&mut meta, ctx);
             queue = ctx.queue();
             v
         });
+        self.net.pool.at_mut(id).meta = meta;
         let Some(verdict) = verdict else {
             self.net.nodes[ni].dropped += 1;
-            self.release(&pkt);
+            self.drop_packet(id);
             return;
         };
         match verdict {
-            Verdict::Forward(p) => self.output_to(node, p, queue, pkt),
+            Verdict::Forward(p) => self.output_to(node, p, queue, id),
             Verdict::Drop(_) => {
                 self.net.nodes[ni].dropped += 1;
-                self.release(&pkt);
+                self.drop_packet(id);
             }
-            Verdict::Consume => {}
+            Verdict::Consume => self.drop_packet(id),
         }
     }
 

@@ -177,7 +177,7 @@ impl Simulation {
     fn tunnel_egress(&mut self, t: usize, d: usize, node: u32, port: PortId, inner: Inner) {
         let key = FlowKey::of(&inner.pkt.meta);
         self.traffic.tunnels[t].sides[d].exit.forward(&key, inner.entry_seq);
-        self.route(node, port, inner.pkt);
+        self.route_packet(node, port, inner.pkt);
     }
 
     /// Figures per tunnel and direction.
