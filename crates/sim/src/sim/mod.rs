@@ -348,17 +348,22 @@ impl Simulation {
     pub fn check_held(&self) -> Result<(), String> {
         let mut tcp = 0;
         let mut inner = 0;
-        let mut pooled = 0;
-        let mut count = |id: PacketId| {
-            let p = self.net.pool.at(id);
-            tcp += usize::from(p.tcp != NO_TCP);
-            inner += usize::from(p.inner != NO_INNER);
-            pooled += 1;
+        let (mut pooled, mut dangling) = (0, 0);
+        let mut count = |id: PacketId| match self.net.pool.get(id) {
+            Some(p) => {
+                tcp += usize::from(p.tcp != NO_TCP);
+                inner += usize::from(p.inner != NO_INNER);
+                pooled += 1;
+            }
+            None => dangling += 1,
         };
         for l in &self.net.links {
             l.queues.iter().for_each(&mut count);
             l.on_wire.iter().for_each(|&id| count(id));
             l.in_flight.iter().for_each(|f| count(f.pkt));
+        }
+        if dangling > 0 {
+            return Err(format!("{dangling} handles to packets no longer in the pool"));
         }
         if self.net.pool.len() != pooled {
             return Err(format!(
