@@ -40,34 +40,49 @@ pub struct Dequeued {
 /// A port's queues.
 #[derive(Clone, Debug)]
 pub struct PortQueues {
-    queues: Vec<VecDeque<Waiting>>,
+    /// The one queue of a single-queue port, the common case, kept inline (no pointer to
+    /// follow per packet).
+    fifo: VecDeque<Waiting>,
     capacity_pkts: u32,
+    len: usize,
+    /// A port with several queues: all of them and the discipline's state.
+    multi: Option<Box<MultiQueue>>,
+}
+
+/// Several queues under a discipline.
+#[derive(Clone, Debug)]
+struct MultiQueue {
+    queues: Vec<VecDeque<Waiting>>,
     discipline: Discipline,
     /// Round-robin state: the queue being served and what it may still send (packets for WRR,
     /// bytes for DRR).
     cursor: usize,
     credit: Vec<u64>,
-    len: usize,
 }
 
 impl PortQueues {
     /// `n` queues (at least one) of `capacity_pkts` each under `discipline`.
     pub fn new(n: usize, capacity_pkts: u32, discipline: Discipline) -> Self {
-        let n = n.max(1);
+        let multi = (n > 1).then(|| {
+            Box::new(MultiQueue {
+                queues: (0..n).map(|_| VecDeque::new()).collect(),
+                discipline,
+                cursor: 0,
+                credit: vec![0; n],
+            })
+        });
         PortQueues {
-            queues: (0..n).map(|_| VecDeque::new()).collect(),
+            fifo: VecDeque::new(),
             capacity_pkts,
-            discipline,
-            cursor: 0,
-            credit: vec![0; n],
             len: 0,
+            multi,
         }
     }
 
     /// Number of queues.
     #[inline]
     pub fn n_queues(&self) -> usize {
-        self.queues.len()
+        self.multi.as_ref().map_or(1, |m| m.queues.len())
     }
 
     /// Packets waiting in all queues.
@@ -82,16 +97,32 @@ impl PortQueues {
         self.len == 0
     }
 
+    #[inline]
+    fn queue(&self, q: usize) -> &VecDeque<Waiting> {
+        match &self.multi {
+            None => &self.fifo,
+            Some(m) => &m.queues[q],
+        }
+    }
+
+    #[inline]
+    fn queue_mut(&mut self, q: usize) -> &mut VecDeque<Waiting> {
+        match &mut self.multi {
+            None => &mut self.fifo,
+            Some(m) => &mut m.queues[q],
+        }
+    }
+
     /// Packets waiting in queue `q`.
     #[inline]
     pub fn queue_len(&self, q: u8) -> u32 {
-        self.queues[usize::from(q)].len() as u32
+        self.queue(usize::from(q)).len() as u32
     }
 
     /// The queue a packet asking for `q` goes to: `q` clamped to the port's queues.
     #[inline]
     pub fn clamp(&self, q: u8) -> u8 {
-        q.min((self.queues.len() - 1) as u8)
+        q.min((self.n_queues() - 1) as u8)
     }
 
     /// Enqueue `pkt` of `wire_bytes` in queue `q` (clamped): the depth it found, or None (and
@@ -99,9 +130,10 @@ impl PortQueues {
     #[inline]
     pub fn push(&mut self, q: u8, pkt: PacketId, wire_bytes: u32) -> Option<u32> {
         let q = usize::from(self.clamp(q));
-        let fifo = &mut self.queues[q];
+        let capacity = self.capacity_pkts;
+        let fifo = self.queue_mut(q);
         let depth = fifo.len() as u32;
-        if depth >= self.capacity_pkts {
+        if depth >= capacity {
             return None;
         }
         fifo.push_back((pkt, depth, wire_bytes));
@@ -115,23 +147,30 @@ impl PortQueues {
         if self.len == 0 {
             return None;
         }
-        let q = if self.queues.len() == 1 { 0 } else { self.choose() };
-        let (pkt, enq_depth, _) = self.queues[q].pop_front()?;
+        let q = self.multi.as_mut().map_or(0, |m| m.choose());
+        let fifo = self.queue_mut(q);
+        let (pkt, enq_depth, _) = fifo.pop_front()?;
+        let deq_depth = fifo.len() as u32;
         self.len -= 1;
         Some(Dequeued {
             pkt,
             enq_depth,
-            deq_depth: self.queues[q].len() as u32,
+            deq_depth,
             queue: q as u8,
         })
     }
 
     /// The iterator over every waiting packet (for checks and statistics).
     pub fn iter(&self) -> impl Iterator<Item = PacketId> + '_ {
-        self.queues.iter().flat_map(|q| q.iter().map(|&(p, _, _)| p))
+        let more = self.multi.iter().flat_map(|m| m.queues.iter());
+        std::iter::once(&self.fifo)
+            .chain(more)
+            .flat_map(|q| q.iter().map(|&(p, _, _)| p))
     }
+}
 
-    /// Which non-empty queue serves next (several queues, at least one packet).
+impl MultiQueue {
+    /// Which non-empty queue serves next (at least one packet waits).
     fn choose(&mut self) -> usize {
         match self.discipline {
             Discipline::Fifo | Discipline::StrictPriority => (0..self.queues.len())
