@@ -21,7 +21,7 @@ pub struct RunArgs {
     /// A scenario file, or a built-in name (see `mpsched list`). Default: the built-in
     /// scenario 3b of Motohashi et al. with DWRR.
     scenario: Option<String>,
-    /// Output directory (default: out/<scenario name>).
+    /// Output directory (default: out/SCENARIO_NAME).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Base seed (repetition i uses seed + i).

@@ -30,7 +30,7 @@ impl Dctcp {
         }
     }
 
-    /// alpha, scaled by [`ALPHA_SCALE`].
+    /// alpha, scaled by 1024 (1024 is 1).
     pub fn alpha_scaled(&self) -> u64 {
         self.alpha
     }
