@@ -96,8 +96,6 @@ pub const FEEDBACK_EVERY: u32 = DEFAULT_FEEDBACK_EVERY;
 
 struct SplitGroup {
     group: u8,
-    src_ip: Ipv4,
-    dst_ip: Ipv4,
     ports: [PortId; MAX_PATHS],
     n_paths: usize,
     sched: Scheduler,
@@ -109,12 +107,6 @@ struct SplitGroup {
 struct Roles {
     confluence: Option<u32>,
     split: Option<u32>,
-}
-
-struct ConfluenceEntry {
-    src_ip: Ipv4,
-    dst_ip: Ipv4,
-    conf: Confluence,
 }
 
 /// Drop and consume counters.
@@ -133,7 +125,7 @@ pub struct MultipathSwitch {
     own_ip: Ipv4,
     lpm: Ipv4Lpm,
     splits: Vec<SplitGroup>,
-    confluences: Vec<ConfluenceEntry>,
+    confluences: Vec<Confluence>,
     /// The flow table: (src, dst) -> this node's roles for that pair, one hash lookup per
     /// packet however many groups the node holds (first entry wins, as a P4 table's first match).
     roles: FxHashMap<(Ipv4, Ipv4), Roles>,
@@ -162,8 +154,6 @@ impl MultipathSwitch {
             ports[..s.ports.len()].copy_from_slice(&s.ports);
             splits.push(SplitGroup {
                 group: s.group,
-                src_ip: s.src_ip,
-                dst_ip: s.dst_ip,
                 ports,
                 n_paths: s.ports.len(),
                 sched,
@@ -180,19 +170,15 @@ impl MultipathSwitch {
                         c.group
                     )));
                 }
-                Ok(ConfluenceEntry {
-                    src_ip: c.src_ip,
-                    dst_ip: c.dst_ip,
-                    conf: Confluence::new(
-                        c.group,
-                        &c.path_ingress_ports,
-                        &c.return_ports,
-                        c.feedback_every,
-                        config.own_ip,
-                        c.splitter_ip,
-                        config.feedback_port,
-                    ),
-                })
+                Ok(Confluence::new(
+                    c.group,
+                    &c.path_ingress_ports,
+                    &c.return_ports,
+                    c.feedback_every,
+                    config.own_ip,
+                    c.splitter_ip,
+                    config.feedback_port,
+                ))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut markers = Vec::new();
@@ -204,12 +190,12 @@ impl MultipathSwitch {
             markers[p] = Some(EcnMarker::new(threshold));
         }
         let mut roles: FxHashMap<(Ipv4, Ipv4), Roles> = FxHashMap::default();
-        for (i, c) in confluences.iter().enumerate() {
+        for (i, c) in config.confluences.iter().enumerate() {
             let r = roles.entry((c.src_ip, c.dst_ip)).or_default();
             r.confluence = r.confluence.or(Some(i as u32));
         }
         let mut split_of_group = FxHashMap::default();
-        for (i, sg) in splits.iter().enumerate() {
+        for (i, sg) in config.splits.iter().enumerate() {
             let r = roles.entry((sg.src_ip, sg.dst_ip)).or_default();
             r.split = r.split.or(Some(i as u32));
             split_of_group.entry(sg.group).or_insert(i);
@@ -277,12 +263,12 @@ impl MultipathSwitch {
             }
         }
         for c in &self.confluences {
-            let g = format!("confluence{}", c.conf.group());
-            for (i, p) in c.conf.ce_pending().iter().enumerate() {
+            let g = format!("confluence{}", c.group());
+            for (i, p) in c.ce_pending().iter().enumerate() {
                 out.insert(format!("{g}.ce_pending{i}"), u64::from(*p));
             }
-            out.insert(format!("{g}.ce_arrivals"), c.conf.ce_arrivals);
-            out.insert(format!("{g}.feedback_sent"), c.conf.feedback_sent);
+            out.insert(format!("{g}.ce_arrivals"), c.ce_arrivals);
+            out.insert(format!("{g}.feedback_sent"), c.feedback_sent);
         }
     }
 
@@ -328,7 +314,7 @@ impl Program for MultipathSwitch {
             self.roles.get(&(pkt.src_ip, pkt.dst_ip)).copied().unwrap_or_default()
         };
         if let Some(c) = roles.confluence {
-            if let Some(e) = self.confluences[c as usize].conf.on_arrival(pkt) {
+            if let Some(e) = self.confluences[c as usize].on_arrival(pkt) {
                 ctx.emit(e.port, e.meta);
             }
         }
@@ -389,9 +375,9 @@ impl Program for MultipathSwitch {
             }
         }
         for c in &self.confluences {
-            let g = c.conf.group();
-            out.push((format!("group{g}_ce_arrivals"), c.conf.ce_arrivals));
-            out.push((format!("group{g}_feedback_sent"), c.conf.feedback_sent));
+            let g = c.group();
+            out.push((format!("group{g}_ce_arrivals"), c.ce_arrivals));
+            out.push((format!("group{g}_feedback_sent"), c.feedback_sent));
         }
         for (p, m) in self.markers.iter().enumerate() {
             if let Some(m) = m {
