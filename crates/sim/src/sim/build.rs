@@ -50,7 +50,6 @@ pub(super) fn network(sc: &Scenario) -> (Vec<NodeState>, Vec<Link>) {
             name: x.name.clone(),
             kind: x.kind,
             ip: x.ip,
-            other_ips: Vec::new(),
             out_links: Vec::new(),
             peers: Vec::new(),
             program: None,
@@ -88,11 +87,6 @@ pub(super) fn network(sc: &Scenario) -> (Vec<NodeState>, Vec<Link>) {
         nodes[l.a].peers.push((l.b as u32, pb));
         nodes[l.b].out_links.push(ib);
         nodes[l.b].peers.push((l.a as u32, pa));
-        for (n, ip) in [(l.a, l.a_ip), (l.b, l.b_ip)] {
-            if let Some(ip) = ip.filter(|&ip| ip != nodes[n].ip) {
-                nodes[n].other_ips.push(ip);
-            }
-        }
     }
     (nodes, links)
 }

@@ -89,8 +89,6 @@ struct NodeState {
     name: String,
     kind: NodeKind,
     ip: Ipv4,
-    /// A host's interface addresses other than `ip` (an address per interface).
-    other_ips: Vec<Ipv4>,
     /// Per port: the outgoing link.
     out_links: Vec<u32>,
     /// Per port: (peer node, peer port).
@@ -315,11 +313,10 @@ impl Simulation {
     /// The port host `host` sends to node `dst` by: its one interface, or (multi-homed) the one
     /// its routes give; None if no route reaches.
     pub(crate) fn host_port(&self, host: u32, dst: u32) -> Option<PortId> {
-        match &self.net.routes {
-            _ if self.net.nodes[host as usize].out_links.len() == 1 => Some(0),
-            Some(r) => r.port(host as usize, dst as usize),
-            None => None,
+        if self.net.nodes[host as usize].out_links.len() == 1 {
+            return Some(0);
         }
+        self.net.routes.as_ref()?.port(host as usize, dst as usize)
     }
 
     /// Ask `node`'s program once which stages it has (enqueue; dequeue per port), so the
@@ -701,8 +698,8 @@ impl Simulation {
         let ni = node as usize;
         if self.net.nodes[ni].kind == NodeKind::Host {
             let pkt = self.net.pool.take(id);
-            let n = &self.net.nodes[ni];
-            if pkt.meta.dst_ip != n.ip && !n.other_ips.contains(&pkt.meta.dst_ip) {
+            let dst = pkt.meta.dst_ip;
+            if dst != self.net.nodes[ni].ip && !self.net.interface_ips[ni].contains(&dst) {
                 self.net.nodes[ni].dropped += 1;
                 self.release(&pkt);
             } else if pkt.tcp != NO_TCP {
