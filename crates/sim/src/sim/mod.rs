@@ -504,9 +504,7 @@ impl Simulation {
                 deq_qdepth_pkts: 0,
                 queue: q,
             };
-            let mut m = self.net.pool.at(id).meta;
-            let verdict = self.call_program(node, |p, ctx| p.on_enqueue(&mut m, port, meta, ctx));
-            self.net.pool.at_mut(id).meta = m;
+            let verdict = self.call_program_on(node, id, |p, m, ctx| p.on_enqueue(m, port, meta, ctx));
             if verdict == Some(EgressVerdict::Drop) {
                 self.net.links[l as usize].stats.egress_drops += 1;
                 self.drop_packet(id);
@@ -543,13 +541,39 @@ impl Simulation {
             .program
             .as_deref_mut()
             .map(|p| f(p, &mut self.net.ctx));
+        self.apply_program_effects(node);
+        out
+    }
+
+    /// [`Simulation::call_program`] on the headers of pooled packet `id`, which the program
+    /// reads and rewrites where they lie (no copy in and out).
+    #[inline]
+    fn call_program_on<T>(
+        &mut self,
+        node: u32,
+        id: PacketId,
+        f: impl FnOnce(&mut dyn Program, &mut PacketMeta, &mut Ctx) -> T,
+    ) -> Option<T> {
+        let net = &mut self.net;
+        net.ctx.reset(net.now);
+        let meta = &mut net.pool.at_mut(id).meta;
+        let out = net.nodes[node as usize]
+            .program
+            .as_deref_mut()
+            .map(|p| f(p, meta, &mut net.ctx));
+        self.apply_program_effects(node);
+        out
+    }
+
+    /// Send what the last program call emitted and schedule the timers it asked for.
+    #[inline]
+    fn apply_program_effects(&mut self, node: u32) {
         if !self.net.ctx.emitted().is_empty() || !self.net.ctx.timers().is_empty() {
             // Rare: take the context out, since sending may call programs again.
             let ctx = std::mem::take(&mut self.net.ctx);
             self.program_effects(node, &ctx);
             self.net.ctx = ctx;
         }
-        out
     }
 
     #[cold]
@@ -602,9 +626,7 @@ impl Simulation {
         let li = l as usize;
         let (from, from_port) = (self.net.links[li].from, self.net.links[li].from_port);
         if self.net.links[li].egress_stage {
-            let mut m = self.net.pool.at(id).meta;
-            let verdict = self.call_program(from, |p, ctx| p.on_dequeue(&mut m, from_port, q, ctx));
-            self.net.pool.at_mut(id).meta = m;
+            let verdict = self.call_program_on(from, id, |p, m, ctx| p.on_dequeue(m, from_port, q, ctx));
             if verdict == Some(EgressVerdict::Drop) {
                 self.net.links[li].stats.egress_drops += 1;
                 self.drop_packet(id);
@@ -746,15 +768,13 @@ impl Simulation {
     /// Run the node's program on packet `id` and act on its verdict.
     fn route(&mut self, node: u32, port: PortId, id: PacketId) {
         let ni = node as usize;
-        let mut meta = self.net.pool.at(id).meta;
-        meta.ingress_port = port;
         let mut queue = None;
-        let verdict = self.call_program(node, |p, ctx| {
-            let v = p.ingress(&mut meta, ctx);
+        let verdict = self.call_program_on(node, id, |p, meta, ctx| {
+            meta.ingress_port = port;
+            let v = p.ingress(meta, ctx);
             queue = ctx.queue();
             v
         });
-        self.net.pool.at_mut(id).meta = meta;
         let Some(verdict) = verdict else {
             self.net.nodes[ni].dropped += 1;
             self.drop_packet(id);
