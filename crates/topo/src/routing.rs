@@ -34,17 +34,13 @@ impl Routes {
         for to in 0..n {
             r.search_from(g, to, &mut q);
         }
-        for from in 0..n {
-            for to in 0..n {
-                if from != to {
-                    let first = r.equal_cost_ports(g, from, to).next();
-                    r.next[from * n + to] = first.unwrap_or(NONE);
-                }
-            }
-        }
         r
     }
 
+    /// Hop counts to `to`, and every node's lowest port on a shortest path to it: a node `v`
+    /// one hop further than a forwarding node `u` may leave through any of its ports to `u`
+    /// (the candidates [`Routes::equal_cost_ports`] lists), found as the search reaches `v`
+    /// from `u`, so no node's ports are scanned once per destination.
     fn search_from(&mut self, g: &Graph, to: NodeId, q: &mut VecDeque<NodeId>) {
         let n = self.n;
         let hops = &mut self.hops[to * n..(to + 1) * n];
@@ -55,10 +51,16 @@ impl Routes {
             if u != to && g.nodes[u].kind == NodeKind::Host {
                 continue;
             }
+            let further = hops[u].saturating_add(1).min(NONE - 1);
             for e in &g.ports[u] {
-                if hops[e.peer] == NONE {
-                    hops[e.peer] = hops[u].saturating_add(1).min(NONE - 1);
-                    q.push_back(e.peer);
+                let v = e.peer;
+                if hops[v] == NONE {
+                    hops[v] = further;
+                    q.push_back(v);
+                }
+                if hops[v] == further && v != to {
+                    let next = &mut self.next[v * n + to];
+                    *next = (*next).min(e.peer_port);
                 }
             }
         }
@@ -218,5 +220,38 @@ mod tests {
         assert_eq!(r.port(0, 7), None);
         assert_eq!(r.walk(&g, 0, 7), None);
         assert_eq!(r.hops(7, 0), None);
+    }
+
+    proptest::proptest! {
+        /// On any graph (hosts and switches, parallel links, parts unreachable), the next hop
+        /// the search records is the lowest of the equal-cost ports, or none when none is.
+        #[test]
+        fn next_hop_is_the_lowest_equal_cost_port(
+            kinds in proptest::collection::vec(proptest::bool::ANY, 2..12),
+            pairs in proptest::collection::vec((0usize..12, 0usize..12), 0..30),
+        ) {
+            let nodes: Vec<Node> = kinds
+                .iter()
+                .enumerate()
+                .map(|(i, &host)| {
+                    let kind = if host { NodeKind::Host } else { NodeKind::Switch };
+                    node(&format!("n{i}"), kind, i as u32)
+                })
+                .collect();
+            let n = nodes.len();
+            let links: Vec<Link> = pairs
+                .iter()
+                .map(|&(a, b)| (a % n, b % n))
+                .filter(|(a, b)| a != b)
+                .map(|(a, b)| link(a, b))
+                .collect();
+            let g = Graph::new(&nodes, &links);
+            let r = Routes::shortest(&g);
+            for from in 0..n {
+                for to in (0..n).filter(|&t| t != from) {
+                    proptest::prop_assert_eq!(r.port(from, to), r.equal_cost_ports(&g, from, to).next());
+                }
+            }
+        }
     }
 }

@@ -12,9 +12,10 @@ pub(super) fn flows_of(
     path_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
 ) -> Result<Vec<Flow>, ScenarioError> {
     let mut flows: Vec<Flow> = Vec::new();
+    let mut names = HashSet::new();
     for (i, f) in raw.flow.iter().enumerate() {
         let at = format!("flow[{i}]");
-        if flows.iter().any(|g: &Flow| g.name == f.name) {
+        if !names.insert(f.name.as_str()) {
             return Err(ctx.err(format!("{at}.name"), format!("duplicate flow name `{}`", f.name)));
         }
         flows.push(flow_of(ctx, i, f, &raw.tcp, nodes, duration_ps, node_of, path_of)?);

@@ -13,7 +13,7 @@ use mpsched_core::tunnel::{TunnelSchedulerConfig, DEFAULT_FLOW_TABLE_ENTRIES};
 use mpsched_core::MAX_PATHS;
 use mpsched_transport::cc::CcKind;
 use mpsched_transport::tcp::TcpConfig;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 mod flows;
@@ -550,10 +550,12 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
     }
 
     let nodes = nodes_of(&ctx, &raw.node)?;
+    // By name in one probe: links and flows name nodes thousands of times at scale.
+    let node_index: HashMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
     let node_of = |field: String, name: &str| {
-        nodes
-            .iter()
-            .position(|n| n.name == name)
+        node_index
+            .get(name)
+            .copied()
             .ok_or_else(|| ctx.err(field, format!("no node named `{name}`")))
     };
 

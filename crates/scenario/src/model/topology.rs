@@ -63,6 +63,7 @@ pub(super) fn links_of(
 ) -> Result<Vec<Link>, ScenarioError> {
     let mut links = Vec::new();
     let mut pairs = HashSet::new();
+    let mut link_names = HashSet::new();
     for (i, l) in raw_links.iter().enumerate() {
         let a = node_of(format!("link[{i}].a"), &l.a)?;
         let b = node_of(format!("link[{i}].b"), &l.b)?;
@@ -85,7 +86,7 @@ pub(super) fn links_of(
             return Err(ctx.err(format!("link[{i}].queue_pkts"), "expected at least 1"));
         }
         if let Some(n) = &l.name {
-            if links.iter().any(|x: &Link| x.name.as_deref() == Some(n)) {
+            if !link_names.insert(n.as_str()) {
                 return Err(ctx.err(format!("link[{i}].name"), format!("duplicate link name `{n}`")));
             }
         }
@@ -109,8 +110,13 @@ pub(super) fn links_of(
             discipline,
         });
     }
+    let mut linked = vec![false; nodes.len()];
+    for l in &links {
+        linked[l.a] = true;
+        linked[l.b] = true;
+    }
     for (i, n) in nodes.iter().enumerate() {
-        if n.kind == NodeKind::Host && !links.iter().any(|l| l.a == i || l.b == i) {
+        if n.kind == NodeKind::Host && !linked[i] {
             return Err(ctx.err(format!("node[{i}]"), format!("host `{}` needs a link", n.name)));
         }
     }
