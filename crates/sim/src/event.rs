@@ -61,11 +61,10 @@ pub struct EventQueue {
     /// Bucket 128 does not fit the mask's 128 bits; it is tracked apart.
     top_occupied: bool,
     len: usize,
-    /// The key the buckets are filed around: the last popped, or after a look ahead the
-    /// earliest pending.
+    /// The key the buckets are filed around: the last popped, (time, seq). A look ahead
+    /// (`pop_before` past its limit) finds the minimum without moving anything, so every key
+    /// that may be scheduled lies above it.
     last: (TimePs, u64),
-    /// The last key popped: (time, seq).
-    popped: (TimePs, u64),
     next_seq: u64,
     now: TimePs,
 }
@@ -78,7 +77,6 @@ impl Default for EventQueue {
             top_occupied: false,
             len: 0,
             last: (0, 0),
-            popped: (0, 0),
             next_seq: 0,
             now: 0,
         }
@@ -137,8 +135,8 @@ impl EventQueue {
     /// gives it a fresh sequence number).
     #[inline]
     pub fn schedule_reserved(&mut self, time: TimePs, seq: u64, kind: EventKind) {
-        let ok = (time, seq) > self.popped;
-        debug_assert!(ok, "event {kind:?} at ({time}, {seq}) lies before {:?}", self.popped);
+        let ok = (time, seq) > self.last;
+        debug_assert!(ok, "event {kind:?} at ({time}, {seq}) lies before {:?}", self.last);
         if ok {
             self.insert(Entry { time, seq, kind });
         } else {
@@ -148,12 +146,6 @@ impl EventQueue {
 
     #[inline]
     fn insert(&mut self, e: Entry) {
-        if (e.time, e.seq) < self.last {
-            // Only after a look ahead that did not pop (`pop_before` past its limit): the
-            // buckets are kept around the earliest pending key; put them back around the key
-            // popped last, which lies before every key that may be scheduled.
-            self.rebase();
-        }
         let b = bucket_of(e.time, e.seq, self.last);
         self.buckets[b].push(e);
         self.mark(b);
@@ -166,20 +158,6 @@ impl EventQueue {
             self.occupied |= 1 << b;
         } else {
             self.top_occupied = true;
-        }
-    }
-
-    /// Re-file every pending event around the last key popped.
-    #[cold]
-    fn rebase(&mut self) {
-        let all: Vec<Entry> = self.buckets.iter_mut().flat_map(std::mem::take).collect();
-        self.occupied = 0;
-        self.top_occupied = false;
-        self.last = self.popped;
-        for e in all {
-            let b = bucket_of(e.time, e.seq, self.last);
-            self.buckets[b].push(e);
-            self.mark(b);
         }
     }
 
@@ -201,37 +179,6 @@ impl EventQueue {
         }
     }
 
-    /// Make the lowest non-empty bucket hold the minimum alone (bucket 0, or any bucket with
-    /// one entry: the common case when few events are pending), redistributing the lowest
-    /// bucket around its minimum when it holds several. Returns that bucket.
-    #[inline]
-    fn settle(&mut self) -> Option<usize> {
-        let b = self.lowest()?;
-        if b == 0 || self.buckets[b].len() == 1 {
-            return Some(b);
-        }
-        self.redistribute(b);
-        Some(0)
-    }
-
-    fn redistribute(&mut self, b: usize) {
-        let mut entries = std::mem::take(&mut self.buckets[b]);
-        self.unmark(b);
-        let min = entries
-            .iter()
-            .map(|e| (e.time, e.seq))
-            .min()
-            .expect("an occupied bucket has entries");
-        self.last = min;
-        for e in entries.drain(..) {
-            let nb = bucket_of(e.time, e.seq, min);
-            self.buckets[nb].push(e);
-            self.mark(nb);
-        }
-        // Keep the emptied vector's capacity for the next time this bucket fills.
-        self.buckets[b] = entries;
-    }
-
     #[inline]
     fn unmark(&mut self, b: usize) {
         if b < 128 {
@@ -244,31 +191,73 @@ impl EventQueue {
     /// Remove and return the earliest event if it is due before `until`.
     #[inline]
     pub fn pop_before(&mut self, until: TimePs) -> Option<(TimePs, EventKind)> {
-        let b = self.settle()?;
-        if self.buckets[b][0].time >= until {
+        let (b, i) = self.find_min()?;
+        if self.buckets[b][i].time >= until {
             return None;
         }
-        Some(self.take_min(b))
+        Some(self.take(b, i))
     }
 
     /// Remove and return the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(TimePs, EventKind)> {
-        let b = self.settle()?;
-        Some(self.take_min(b))
+        let (b, i) = self.find_min()?;
+        Some(self.take(b, i))
     }
 
-    /// Take the one entry of settled bucket `b`: the minimum. The buckets above stay filed
-    /// correctly around it (it agrees with the old reference key above bit `b`).
+    /// Where the minimum lies: the lowest non-empty bucket, and its index there. Most
+    /// buckets hold one to three events when popped; those sizes take no loop, so there is
+    /// no loop exit to mispredict.
     #[inline]
-    fn take_min(&mut self, b: usize) -> (TimePs, EventKind) {
-        let e = self.buckets[b].pop().expect("settled");
+    fn find_min(&self) -> Option<(usize, usize)> {
+        let b = self.lowest()?;
+        let v = &self.buckets[b];
+        // One 128-bit number per key: compared without a branch.
+        let key = |i: usize| (u128::from(v[i].time) << 64) | u128::from(v[i].seq);
+        let i = match v.len() {
+            1 => 0,
+            2 => usize::from(key(1) < key(0)),
+            3 => {
+                let m = usize::from(key(1) < key(0));
+                if key(2) < key(m) {
+                    2
+                } else {
+                    m
+                }
+            }
+            n => (0..n).min_by_key(|&i| key(i)).expect("an occupied bucket has entries"),
+        };
+        Some((b, i))
+    }
+
+    /// Remove entry `i` of bucket `b`, the minimum, and re-file the bucket's others around it
+    /// (the buckets above stay filed correctly: the minimum agrees with the old reference key
+    /// above bit `b`).
+    #[inline]
+    fn take(&mut self, b: usize, i: usize) -> (TimePs, EventKind) {
+        let v = &mut self.buckets[b];
+        let e = v.swap_remove(i);
+        let at = (e.time, e.seq);
+        if !v.is_empty() {
+            self.refile(b, at);
+        }
         self.unmark(b);
         self.len -= 1;
         self.now = e.time;
-        self.last = (e.time, e.seq);
-        self.popped = self.last;
+        self.last = at;
         (e.time, e.kind)
+    }
+
+    /// Move what is left in bucket `b` to the buckets of reference key `at`.
+    fn refile(&mut self, b: usize, at: (TimePs, u64)) {
+        let mut rest = std::mem::take(&mut self.buckets[b]);
+        for r in rest.drain(..) {
+            let nb = bucket_of(r.time, r.seq, at);
+            self.buckets[nb].push(r);
+            self.mark(nb);
+        }
+        // Keep the emptied vector's capacity for the next time this bucket fills.
+        self.buckets[b] = rest;
     }
 
     /// Number of pending events.
