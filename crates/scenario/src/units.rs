@@ -61,14 +61,20 @@ pub fn parse_quantity(text: &str, units: &[(&str, u64)]) -> Result<u64, String> 
 pub const RATE_UNITS: &[(&str, u64)] = &[
     ("bps", 1),
     ("bit/s", 1),
+    ("bit", 1),
     ("kbps", 1_000),
     ("Kbps", 1_000),
     ("kbit/s", 1_000),
+    ("kbit", 1_000),
     ("Mbps", 1_000_000),
     ("Mbit/s", 1_000_000),
+    ("Mbit", 1_000_000),
     ("Gbps", 1_000_000_000),
     ("Gbit/s", 1_000_000_000),
+    ("Gbit", 1_000_000_000),
     ("Tbps", 1_000_000_000_000),
+    ("Tbit/s", 1_000_000_000_000),
+    ("Tbit", 1_000_000_000_000),
 ];
 
 /// Size units, to bytes.
@@ -79,6 +85,9 @@ pub const SIZE_UNITS: &[(&str, u64)] = &[
     ("MB", 1_000_000),
     ("MiB", 1_048_576),
     ("GB", 1_000_000_000),
+    ("GiB", 1 << 30),
+    ("TB", 1_000_000_000_000),
+    ("TiB", 1 << 40),
 ];
 
 /// Time units, to picoseconds.
@@ -123,6 +132,22 @@ mod tests {
         assert_eq!(parse_time_ps("20s"), Ok(20_000_000_000_000));
         assert_eq!(parse_time_ps("0.25s"), Ok(250_000_000_000));
         assert_eq!(parse_time_ps("5.12ns"), Ok(5_120));
+    }
+
+    #[test]
+    fn binary_sizes_and_bit_rates_of_every_prefix() {
+        assert_eq!(parse_size_bytes("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size_bytes("1.5GiB"), Ok(3 << 29));
+        assert_eq!(parse_size_bytes("1TiB"), Ok(1 << 40));
+        assert_eq!(parse_size_bytes("3TB"), Ok(3_000_000_000_000));
+        assert_eq!(parse_rate_bps("10Gbit"), Ok(10_000_000_000));
+        assert_eq!(parse_rate_bps("100 Mbit"), Ok(100_000_000));
+        assert_eq!(parse_rate_bps("64kbit"), Ok(64_000));
+        assert_eq!(parse_rate_bps("1Tbit/s"), Ok(1_000_000_000_000));
+        assert_eq!(parse_rate_bps("9600bit"), Ok(9_600));
+        // A size is not a rate, nor the other way round.
+        assert!(parse_rate_bps("1GiB").is_err());
+        assert!(parse_size_bytes("1Gbit").is_err());
     }
 
     #[test]

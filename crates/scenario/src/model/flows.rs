@@ -2,6 +2,62 @@
 
 use super::*;
 
+/// Every flow's hosts are connected: linked directly, or through switches (hosts do not
+/// forward, so a path through another host does not count). Otherwise the simulator would
+/// report 100 % loss without a word and the kernel backend fail after the whole run.
+/// Linear: switches joined into components by one union-find pass over the links.
+pub(super) fn flows_are_routable(
+    ctx: &Ctx<'_>,
+    flows: &[Flow],
+    nodes: &[Node],
+    links: &[Link],
+) -> Result<(), ScenarioError> {
+    let mut parent: Vec<usize> = (0..nodes.len()).collect();
+    fn root(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    let is_switch = |i: usize| nodes[i].kind == NodeKind::Switch;
+    let mut direct = HashSet::new();
+    for l in links {
+        if is_switch(l.a) && is_switch(l.b) {
+            let (ra, rb) = (root(&mut parent, l.a), root(&mut parent, l.b));
+            parent[ra] = rb;
+        } else if !is_switch(l.a) && !is_switch(l.b) {
+            direct.insert((l.a.min(l.b), l.a.max(l.b)));
+        }
+    }
+    // Per host: the components of the switches it is linked to.
+    let mut reach: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for l in links {
+        for (host, switch) in [(l.a, l.b), (l.b, l.a)] {
+            if !is_switch(host) && is_switch(switch) {
+                let r = root(&mut parent, switch);
+                if !reach[host].contains(&r) {
+                    reach[host].push(r);
+                }
+            }
+        }
+    }
+    for (i, f) in flows.iter().enumerate() {
+        let (a, b) = (f.src, f.dst);
+        let connected = direct.contains(&(a.min(b), a.max(b))) || reach[a].iter().any(|r| reach[b].contains(r));
+        if !connected {
+            return Err(ctx.err(
+                format!("flow[{i}]"),
+                format!(
+                    "no route from `{}` to `{}`: no chain of switches links them (hosts do not forward)",
+                    nodes[a].name, nodes[b].name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `[[flow]]` entries: at least one, names unique.
 pub(super) fn flows_of(
     ctx: &Ctx<'_>,
@@ -15,6 +71,7 @@ pub(super) fn flows_of(
     let mut names = HashSet::new();
     for (i, f) in raw.flow.iter().enumerate() {
         let at = format!("flow[{i}]");
+        check_name(ctx, format!("{at}.name"), &f.name)?;
         if !names.insert(f.name.as_str()) {
             return Err(ctx.err(format!("{at}.name"), format!("duplicate flow name `{}`", f.name)));
         }
@@ -112,7 +169,9 @@ pub(super) fn flow_of(
         ecn,
         dscp,
         path,
-        src_port: f.src_port.unwrap_or(40_000 + i as u16),
+        // Flow i's default source port: 40 000 + i, wrapping within 40 000-65 535 past
+        // 25 536 flows (it overflowed there before, a panic in debug builds).
+        src_port: f.src_port.unwrap_or(40_000 + (i % 25_536) as u16),
         dst_port: f.dst_port.unwrap_or(5201),
     })
 }

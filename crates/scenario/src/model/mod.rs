@@ -482,9 +482,15 @@ fn describe_toml_error(e: &toml::de::Error, text: &str) -> (String, String) {
     let before = &text[..span.start.min(text.len())];
     let line_no = before.matches('\n').count() + 1;
     let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    // An error about a whole table (a missing key, an unknown table) points at its header:
+    // count that header too, or the table before it would be blamed.
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[line_start..].find('\n').map_or(text.len(), |i| line_start + i);
+    let at_header = text[line_start..line_end].trim_start().starts_with('[');
+    let scanned = if at_header { &text[..line_end] } else { before };
     let mut table = String::new();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for line in before.lines() {
+    for line in scanned.lines() {
         let t = line.trim();
         if let Some(name) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
             let name = name.trim().to_string();
@@ -513,17 +519,41 @@ fn describe_toml_error(e: &toml::de::Error, text: &str) -> (String, String) {
     let field = match key {
         Some(k) if !table.is_empty() => format!("{table}.{k}"),
         Some(k) => k,
+        // An unknown table is named as written, not as an entry of itself.
+        None if at_header && msg.starts_with("unknown field") => table
+            .split_once('[')
+            .map_or(table.clone(), |(head, _)| head.to_string()),
         None => table,
     };
     (field, format!("{msg} (line {line_no}, column {col})"))
 }
 
+/// Longest name a scenario may give anything.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// Names reach file paths (`out/NAME`, `NODE-IFACE.pcap`, a variant's folder), namespace names
+/// and CSV headers, so every name a scenario gives takes one safe form: ASCII letters, digits,
+/// `_`, `-` and `.`, starting with a letter or digit, at most [`MAX_NAME_LEN`] characters. No
+/// `/`, no `..` at the start, nothing a CSV or a shell must quote.
+fn check_name(ctx: &Ctx<'_>, field: impl Into<String>, name: &str) -> Result<(), ScenarioError> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let first_ok = name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
+    if name.len() > MAX_NAME_LEN || !first_ok || !name.chars().all(ok_char) {
+        return Err(ctx.err(
+            field,
+            format!(
+                "expected a name of letters, digits, `_`, `-` and `.` that starts with a letter or digit, at most {MAX_NAME_LEN} characters; got `{}`",
+                name.escape_debug()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
     let ctx = Ctx { file: origin };
     let m = &raw.scenario;
-    if m.name.trim().is_empty() {
-        return Err(ctx.err("scenario.name", "expected a non-empty name"));
-    }
+    check_name(&ctx, "scenario.name", &m.name)?;
     let duration_ps = ctx.time("scenario.duration", &m.duration)?;
     if duration_ps == 0 {
         return Err(ctx.err("scenario.duration", "expected a duration above zero"));
@@ -561,20 +591,22 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
 
     let links = links_of(&ctx, &raw.link, &nodes, &node_of, default_queue)?;
     let paths = paths_of(&ctx, &raw.path, &nodes, &links, &node_of)?;
+    let path_index: HashMap<&str, usize> = paths.iter().enumerate().map(|(i, p)| (p.name.as_str(), i)).collect();
     let path_of = |field: String, name: &str| {
-        paths
-            .iter()
-            .position(|p| p.name == name)
+        path_index
+            .get(name)
+            .copied()
             .ok_or_else(|| ctx.err(field, format!("no path named `{name}`")))
     };
 
     let (splits, raw_splits) = splits_of(&ctx, &raw.split, &paths, &node_of, &path_of)?;
     splits_use_node_addresses(&ctx, &splits, &nodes, &links)?;
     let flows = flows_of(&ctx, &raw, &nodes, duration_ps, &node_of, &path_of)?;
+    flows_are_routable(&ctx, &flows, &nodes, &links)?;
     let tunnels = tunnels_of(&ctx, &raw.tunnel, &nodes, &paths, &splits)?;
     let variants = variants_of(&ctx, &raw.variant)?;
 
-    Ok(Scenario {
+    let sc = Scenario {
         name: m.name.clone(),
         title: m.title.clone(),
         reproduces: m.reproduces.clone(),
@@ -594,7 +626,53 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         variants,
         raw_splits,
         raw_tunnels: raw.tunnel,
-    })
+    };
+    sc.check_bounds()?;
+    Ok(sc)
+}
+
+/// Most sample intervals a run may have: each adds a row to every time series.
+pub const MAX_SAMPLES: u64 = 1_000_000;
+/// Most (interval, series) cells a run may keep: per flow and path, a few counters per
+/// interval (about 40 bytes a cell, so 1 GB at the bound).
+pub const MAX_SAMPLE_CELLS: u64 = 25_000_000;
+/// Most entries of a tunnel entry's flow table (AFMT), about 90 bytes each.
+pub const MAX_FLOW_TABLE_ENTRIES: u32 = 1 << 22;
+
+impl Scenario {
+    /// The bounds on what a scenario sizes allocations with, and a timeline in which every
+    /// flow lasts, checked at validation and again after a command-line flag changes the
+    /// scenario (`--duration`), so that no value can ask for more memory than the machine has
+    /// (the process would abort, not report) and no flag can make a flow last no time (its
+    /// rate would be 0 / 0).
+    pub fn check_bounds(&self) -> Result<(), ScenarioError> {
+        let ctx = Ctx { file: &self.origin };
+        for (i, f) in self.flows.iter().enumerate() {
+            if f.stop_ps <= f.start_ps {
+                return Err(ctx.err(
+                    format!("flow[{i}].stop"),
+                    format!(
+                        "flow `{}` would last no time ({} ps to {} ps): the run is too short for it",
+                        f.name, f.start_ps, f.stop_ps
+                    ),
+                ));
+            }
+        }
+        let intervals = self.duration_ps.div_ceil(self.sample_interval_ps);
+        let series = (self.flows.len() + self.paths.len() + 1) as u64;
+        let cells = intervals.saturating_mul(series);
+        if intervals > MAX_SAMPLES || cells > MAX_SAMPLE_CELLS {
+            let need = (self.duration_ps / MAX_SAMPLES).max(self.duration_ps.saturating_mul(series) / MAX_SAMPLE_CELLS);
+            return Err(ctx.err(
+                "scenario.sample_interval",
+                format!(
+                    "{intervals} samples of {series} series over the run; at most {MAX_SAMPLES} samples and {MAX_SAMPLE_CELLS} cells: use an interval of at least {} ns",
+                    need / 1000 + 1
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -10,10 +10,13 @@ pub(super) fn paths_of(
     links: &[Link],
     node_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
 ) -> Result<Vec<Path>, ScenarioError> {
-    let linked = |x: usize, y: usize| links.iter().any(|l| (l.a == x && l.b == y) || (l.a == y && l.b == x));
+    let pairs: HashSet<(usize, usize)> = links.iter().map(|l| (l.a.min(l.b), l.a.max(l.b))).collect();
+    let linked = |x: usize, y: usize| pairs.contains(&(x.min(y), x.max(y)));
     let mut paths = Vec::new();
+    let mut names = HashSet::new();
     for (i, p) in raw_paths.iter().enumerate() {
-        if paths.iter().any(|q: &Path| q.name == p.name) {
+        check_name(ctx, format!("path[{i}].name"), &p.name)?;
+        if !names.insert(p.name.as_str()) {
             return Err(ctx.err(format!("path[{i}].name"), format!("duplicate path name `{}`", p.name)));
         }
         if p.nodes.len() < 2 {

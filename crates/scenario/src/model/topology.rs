@@ -8,11 +8,9 @@ pub(super) fn nodes_of(ctx: &Ctx<'_>, raw_nodes: &[RawNode]) -> Result<Vec<Node>
     let mut names = HashSet::new();
     let (mut hosts, mut switches) = (0u32, 0u32);
     for (i, n) in raw_nodes.iter().enumerate() {
+        check_name(ctx, format!("node[{i}].name"), &n.name)?;
         if !names.insert(n.name.clone()) {
             return Err(ctx.err(format!("node[{i}].name"), format!("duplicate node name `{}`", n.name)));
-        }
-        if n.name.is_empty() || n.name.contains(':') || n.name.contains(char::is_whitespace) {
-            return Err(ctx.err(format!("node[{i}].name"), "expected a name without spaces or `:`"));
         }
         let kind = match n.kind.as_str() {
             "host" => NodeKind::Host,
@@ -86,6 +84,7 @@ pub(super) fn links_of(
             return Err(ctx.err(format!("link[{i}].queue_pkts"), "expected at least 1"));
         }
         if let Some(n) = &l.name {
+            check_name(ctx, format!("link[{i}].name"), n)?;
             if !link_names.insert(n.as_str()) {
                 return Err(ctx.err(format!("link[{i}].name"), format!("duplicate link name `{n}`")));
             }

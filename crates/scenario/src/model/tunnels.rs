@@ -12,6 +12,7 @@ pub(super) fn tunnels_of(
 ) -> Result<Vec<Tunnel>, ScenarioError> {
     let mut tunnels = Vec::new();
     for (i, t) in raw_tunnels.iter().enumerate() {
+        check_name(ctx, format!("tunnel[{i}].name"), &t.name)?;
         if tunnels.iter().any(|x: &Tunnel| x.name == t.name) {
             return Err(ctx.err(
                 format!("tunnel[{i}].name"),
@@ -104,8 +105,11 @@ pub(super) fn build_tunnel(
                     "AFMT reads each subtunnel's cwnd and SRTT, so it needs `transport = \"tcp\"`",
                 ));
             }
-            if entries == 0 {
-                return Err(ctx.err(format!("{at}.flow_table_entries"), "expected at least 1"));
+            if entries == 0 || entries > MAX_FLOW_TABLE_ENTRIES {
+                return Err(ctx.err(
+                    format!("{at}.flow_table_entries"),
+                    format!("expected 1 to {MAX_FLOW_TABLE_ENTRIES} entries (about 90 bytes each), got {entries}"),
+                ));
             }
             TunnelSchedulerConfig::Afmt {
                 flow_table_entries: entries,

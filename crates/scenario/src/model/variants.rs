@@ -7,6 +7,7 @@ pub(super) fn variants_of(ctx: &Ctx<'_>, raw_variants: &[RawVariant]) -> Result<
     let mut variants = Vec::new();
     let mut seen = BTreeMap::new();
     for (i, v) in raw_variants.iter().enumerate() {
+        check_name(ctx, format!("variant[{i}].name"), &v.name)?;
         if seen.insert(v.name.clone(), i).is_some() {
             return Err(ctx.err(
                 format!("variant[{i}].name"),
