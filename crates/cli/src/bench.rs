@@ -50,27 +50,27 @@ fn dataplane(a: &BenchArgs) -> anyhow::Result<()> {
     let paths = mpsched_netns::bench::path_throughput(a.iperf_seconds).map_err(anyhow::Error::msg)?;
     if a.json {
         let v = serde_json::json!({ "ebpf": costs, "rust_decisions_per_s": decisions, "throughput": paths });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    println!(
+    outln!(
         "eBPF programs under BPF_PROG_TEST_RUN ({} repeats each, 64-byte frames):",
         a.bpf_repeat
     );
     for c in &costs {
-        println!("  {:<16} {:>7.1} ns/packet  {:>6.2} Mpps", c.name, c.ns_per_pkt, c.mpps);
+        outln!("  {:<16} {:>7.1} ns/packet  {:>6.2} Mpps", c.name, c.ns_per_pkt, c.mpps);
     }
-    println!("Rust programs (the reference), decisions per second:");
+    outln!("Rust programs (the reference), decisions per second:");
     for (n, d) in &decisions {
-        println!("  {n:<16} {:>7.1} M decisions/s  {:>6.2} ns/decision", d / 1e6, 1e9 / d);
+        outln!("  {n:<16} {:>7.1} M decisions/s  {:>6.2} ns/decision", d / 1e6, 1e9 / d);
     }
-    println!(
+    outln!(
         "Throughput src -> sw -> dst through namespaces ({} s iperf3 each):",
         a.iperf_seconds
     );
     let base = paths.first().map(|p| (p.udp_mbps, p.tcp_mbps)).unwrap_or((1.0, 1.0));
     for p in &paths {
-        println!(
+        outln!(
             "  {:<30} UDP {:>8.0} Mbit/s ({:.2}x)   TCP {:>8.0} Mbit/s ({:.2}x)",
             p.mode,
             p.udp_mbps,
@@ -174,12 +174,12 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
                 "sim_s_per_wall_s": tcp_s as f64 / wall_tcp, "goodput_gbps": tcp_gbps },
             "decisions_per_s": decisions.iter().map(|(n, d)| (n.clone(), serde_json::Value::from(*d))).collect::<serde_json::Map<_, _>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    println!("simulator (engine time only: building the network and collecting results are apart)");
-    println!("{} for {} s simulated:", sc.title, a.seconds);
-    println!(
+    outln!("simulator (engine time only: building the network and collecting results are apart)");
+    outln!("{} for {} s simulated:", sc.title, a.seconds);
+    outln!(
         "  {} events in {:.2} s wall: {:.1} M events/s ({:.2} simulated s per wall s; flow delivered {:.0} Mbit/s)",
         out.events,
         wall,
@@ -187,18 +187,19 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         a.seconds as f64 / wall,
         delivered
     );
-    println!(
+    outln!(
         "scenario 3b (DWRR), 100 s simulated: {} events in {:.3} s wall",
-        out3b.events, wall_3b
+        out3b.events,
+        wall_3b
     );
-    println!(
+    outln!(
         "AFMT, three subtunnels, {afmt_s} s simulated: {} events in {:.3} s wall: {:.1} simulated s per wall s ({:.1} M events/s)",
         out_afmt.events,
         wall_afmt,
         afmt_s / wall_afmt,
         out_afmt.events as f64 / wall_afmt / 1e6
     );
-    println!(
+    outln!(
         "one CUBIC flow through 10 Gbit/s, {tcp_s} s simulated: {} events in {:.2} s wall: {:.2} simulated s per wall s \
          ({:.1} M events/s; goodput {:.2} Gbit/s)",
         out_tcp.events,
@@ -207,9 +208,9 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         out_tcp.events as f64 / wall_tcp / 1e6,
         tcp_gbps
     );
-    println!("scheduler decisions ({} each):", a.decisions);
+    outln!("scheduler decisions ({} each):", a.decisions);
     for (n, d) in &decisions {
-        println!("  {n:<14} {:>8.1} M decisions/s  {:>6.2} ns/decision", d / 1e6, 1e9 / d);
+        outln!("  {n:<14} {:>8.1} M decisions/s  {:>6.2} ns/decision", d / 1e6, 1e9 / d);
     }
     Ok(())
 }

@@ -42,6 +42,10 @@ fn ratio(a: f64, b: f64) -> f64 {
 
 pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
     let (sc, variants) = resolve_scenario(a.scenario.as_deref(), a.duration.as_deref(), &a.variants)?;
+    if let Some(dir) = &a.out {
+        // Before the runs: a bad folder is an input error, not a lost hour.
+        crate::run::create_out_dir(dir)?;
+    }
     let plan = Plan {
         variants,
         seed: None,
@@ -55,11 +59,15 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
         track_queues: None::<Duration>,
     };
     let kernel = run_netns(&sc, &plan, opts)?;
-    println!("{} — {}", sc.name, sc.title);
-    println!("delivered goodput per flow and wire rate per path, Mbit/s; ratio = netns / sim\n");
-    println!(
+    outln!("{} — {}", sc.name, sc.title);
+    outln!("delivered goodput per flow and wire rate per path, Mbit/s; ratio = netns / sim\n");
+    outln!(
         "{:<10} {:<14} {:>10} {:>10} {:>8}",
-        "variant", "flow / path", "sim", "netns", "ratio"
+        "variant",
+        "flow / path",
+        "sim",
+        "netns",
+        "ratio"
     );
     let mut rows = Vec::new();
     for (s, k) in sim.iter().zip(&kernel) {
@@ -67,23 +75,28 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
         let (ss, ks): (&Summary, &Summary) = (&s.summary, &k.summary);
         for (fs, fk) in ss.flows.iter().zip(&ks.flows) {
             let r = ratio(fk.delivered_mbps, fs.delivered_mbps);
-            println!(
+            outln!(
                 "{v:<10} {:<14} {:>10.3} {:>10.3} {:>8.3}",
-                fs.id, fs.delivered_mbps, fk.delivered_mbps, r
+                fs.id,
+                fs.delivered_mbps,
+                fk.delivered_mbps,
+                r
             );
             rows.push(serde_json::json!({"variant": v, "flow": fs.id, "sim_mbps": fs.delivered_mbps, "netns_mbps": fk.delivered_mbps, "ratio": r}));
         }
         for (ps, pk) in ss.paths.iter().zip(&ks.paths) {
             let r = ratio(pk.mean_mbps, ps.mean_mbps);
-            println!(
+            outln!(
                 "{v:<10} {:<14} {:>10.3} {:>10.3} {:>8.3}",
-                ps.id, ps.mean_mbps, pk.mean_mbps, r
+                ps.id,
+                ps.mean_mbps,
+                pk.mean_mbps,
+                r
             );
             rows.push(serde_json::json!({"variant": v, "path": ps.id, "sim_mbps": ps.mean_mbps, "netns_mbps": pk.mean_mbps, "ratio": r}));
         }
     }
     if let Some(dir) = a.out {
-        std::fs::create_dir_all(&dir)?;
         let v = serde_json::json!({
             "scenario": sc.name,
             "rows": rows,

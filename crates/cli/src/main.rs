@@ -1,14 +1,35 @@
 //! `mpsched`: run multipath scheduling scenarios, trace schedulers, benchmark.
 
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// `println!` that returns [`StdoutError`] from the enclosing function instead of panicking
+/// when standard output is a closed pipe or a full disk.
+macro_rules! outln {
+    () => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout()).map_err($crate::StdoutError)?
+    }};
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*).map_err($crate::StdoutError)?
+    }};
+}
+
+/// `print!` as [`outln!`] is `println!`.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout(), $($arg)*).map_err($crate::StdoutError)?
+    }};
+}
+
 mod bench;
 mod compare;
 mod plot;
 mod run;
 mod trace;
 mod vectors;
-
-use clap::{Parser, Subcommand};
-use std::process::ExitCode;
 
 /// Multipath packet scheduling on programmable data planes: RS, WRR, DWRR and more, in a
 /// deterministic simulator.
@@ -30,6 +51,9 @@ enum Command {
     Trace(trace::TraceArgs),
     /// List the built-in scenarios and the schedulers.
     List,
+    /// Validate a scenario (a file, or a built-in name) without running it, and say what it
+    /// holds.
+    Check(run::CheckArgs),
     /// Benchmark the simulator and the scheduler programs.
     Bench(bench::BenchArgs),
     /// Conformance vectors shared by the Rust and eBPF programs.
@@ -47,6 +71,19 @@ impl std::fmt::Display for UsageError {
 }
 
 impl std::error::Error for UsageError {}
+
+/// Standard output could not be written: a reader that went away (`mpsched list | head -1`)
+/// or a full disk. The first ends the program quietly, as Unix tools do; the second is an error.
+#[derive(Debug)]
+pub struct StdoutError(pub std::io::Error);
+
+impl std::fmt::Display for StdoutError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot write to standard output: {}", self.0)
+    }
+}
+
+impl std::error::Error for StdoutError {}
 
 /// Set by SIGINT / SIGTERM; long runs poll it and clean up before exiting.
 pub fn stop_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
@@ -70,16 +107,21 @@ fn main() -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Trace(a) => trace::trace(a),
         Command::Compare(a) => compare::compare(a),
-        Command::List => {
-            run::list();
-            Ok(())
-        }
+        Command::List => run::list(),
+        Command::Check(a) => run::check(a),
         Command::Bench(a) => bench::bench(a),
         Command::Vectors(a) => vectors::vectors(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            if let Some(StdoutError(io)) = e.downcast_ref() {
+                if io.kind() == std::io::ErrorKind::BrokenPipe {
+                    return ExitCode::SUCCESS;
+                }
+                eprintln!("error: {e}");
+                return ExitCode::from(1);
+            }
             if let Some(mpsched_netns::backend::NetnsError::Interrupted(_)) = e.downcast_ref() {
                 eprintln!("error: {e}");
                 return ExitCode::from(130);

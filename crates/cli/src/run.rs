@@ -57,6 +57,37 @@ pub struct RunArgs {
     no_plot: bool,
 }
 
+/// Arguments of `mpsched check`.
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    /// A scenario file, or a built-in name.
+    scenario: String,
+}
+
+/// `mpsched check`: validate and summarise; exit 2 with file and field when invalid.
+pub fn check(a: CheckArgs) -> anyhow::Result<()> {
+    let (sc, _) = resolve(Some(&a.scenario))?;
+    outln!(
+        "{}: valid: {} nodes, {} links, {} paths, {} splits, {} flows, {} tunnels, {} variants, {} s",
+        sc.name,
+        sc.nodes.len(),
+        sc.links.len(),
+        sc.paths.len(),
+        sc.splits.len(),
+        sc.flows.len(),
+        sc.tunnels.len(),
+        sc.variants.len(),
+        sc.duration_ps as f64 / 1e12
+    );
+    Ok(())
+}
+
+/// Create the output folder, or say why not as an input error (exit 2): the path is the user's.
+pub fn create_out_dir(out: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| UsageError(format!("--out: cannot create `{}`: {e}", out.display())).into())
+}
+
 fn resolve(arg: Option<&str>) -> anyhow::Result<(Scenario, bool)> {
     match arg {
         None => {
@@ -102,6 +133,9 @@ pub fn resolve_scenario(
             return Err(UsageError("--duration must be above zero".into()).into());
         }
         sc = sc.scaled_to(ps);
+        // The flag goes through the bounds a file does.
+        sc.check_bounds()
+            .map_err(|e| UsageError(format!("--duration {d}: {e}")))?;
     }
     let mut variants = variants.to_vec();
     if is_default && variants.is_empty() {
@@ -129,9 +163,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             UsageError("--pcap is a sim option; on netns capture with tcpdump inside the namespaces".into()).into(),
         );
     }
+    if a.repetitions == Some(0) {
+        return Err(UsageError("--repetitions: expected at least 1 (as `scenario.repetitions`)".into()).into());
+    }
     let (sc, variants) = resolve_scenario(a.scenario.as_deref(), a.duration.as_deref(), &a.variants)?;
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("out").join(&sc.name));
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    create_out_dir(&out)?;
     let multi = if variants.is_empty() {
         sc.variants.len() > 1
     } else {
@@ -169,7 +206,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         };
         let results = run_netns(&sc, &plan, opts)?;
         finish(&sc, &out, multi, &results, !a.no_plot, "netns")?;
-        println!("\nResults in {}", out.display());
+        outln!("\nResults in {}", out.display());
         return Ok(());
     }
     let total = planned_ps(&sc, &plan);
@@ -196,7 +233,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
     let events: u64 = results.iter().map(|r| r.events).sum();
     let engine_s: f64 = results.iter().map(|r| r.engine_s).sum();
     // The rate is the engine's alone: building the network and writing results are apart.
-    println!(
+    outln!(
         "\n{} events in {:.2} s of engine time ({:.1} M events/s); {:.2} s wall with setup and output. Results in {}",
         events,
         engine_s,
@@ -251,13 +288,12 @@ pub fn finish(
         total_goodput_png(&sc.name, &lines, &tunnelled, &path)
             .with_context(|| format!("drawing {}", path.display()))?;
     }
-    print_table(sc, results);
-    print_tcp_and_tunnels(results);
-    Ok(())
+    print_table(sc, results)?;
+    print_tcp_and_tunnels(results)
 }
 
 /// TCP and tunnel figures of each variant's first repetition, when there are any.
-fn print_tcp_and_tunnels(results: &[VariantResult]) {
+fn print_tcp_and_tunnels(results: &[VariantResult]) -> anyhow::Result<()> {
     let has_tcp = results.iter().any(|r| {
         r.summary
             .repetitions
@@ -265,10 +301,18 @@ fn print_tcp_and_tunnels(results: &[VariantResult]) {
             .is_some_and(|x| x.flows.iter().any(|f| f.tcp.is_some()))
     });
     if has_tcp {
-        println!();
-        println!(
+        outln!();
+        outln!(
             "{:<12} {:<12} {:>6} {:>12} {:>9} {:>7} {:>7} {:>9} {:>10}",
-            "variant", "tcp flow", "cc", "goodput MiB", "retx", "RTOs", "ECN cut", "SRTT ms", "cwnd KiB"
+            "variant",
+            "tcp flow",
+            "cc",
+            "goodput MiB",
+            "retx",
+            "RTOs",
+            "ECN cut",
+            "SRTT ms",
+            "cwnd KiB"
         );
         for r in results {
             let Some(run) = r.summary.repetitions.first() else {
@@ -276,7 +320,7 @@ fn print_tcp_and_tunnels(results: &[VariantResult]) {
             };
             for f in &run.flows {
                 let Some(t) = &f.tcp else { continue };
-                println!(
+                outln!(
                     "{:<12} {:<12} {:>6} {:>12.2} {:>9} {:>7} {:>7} {:>9.2} {:>10.1}",
                     r.variant.as_deref().unwrap_or("-"),
                     f.id,
@@ -297,15 +341,22 @@ fn print_tcp_and_tunnels(results: &[VariantResult]) {
         .filter(|(_, x)| !x.tunnels.is_empty())
         .collect();
     if !tunnels.is_empty() {
-        println!();
-        println!(
+        outln!();
+        outln!(
             "{:<12} {:<10} {:>6} {:>5} {:>11} {:>11} {:>10} {:>9}  per subtunnel",
-            "variant", "tunnel", "sched", "over", "scheduled", "forwarded", "reorder %", "buf drop"
+            "variant",
+            "tunnel",
+            "sched",
+            "over",
+            "scheduled",
+            "forwarded",
+            "reorder %",
+            "buf drop"
         );
         for (r, x) in tunnels {
             for t in &x.tunnels {
                 let per: Vec<String> = t.per_subtunnel_pkts.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                println!(
+                outln!(
                     "{:<12} {:<10} {:>6} {:>5} {:>11} {:>11} {:>10.2} {:>9}  {}",
                     r.variant.as_deref().unwrap_or("-"),
                     t.id,
@@ -320,6 +371,7 @@ fn print_tcp_and_tunnels(results: &[VariantResult]) {
             }
         }
     }
+    Ok(())
 }
 
 /// An experiment's failure as the CLI reports it: input problems (a bad variant, a capture
@@ -418,24 +470,30 @@ fn fmt_spread(s: &Summary, f: usize) -> String {
     }
 }
 
-fn print_table(sc: &Scenario, results: &[VariantResult]) {
-    println!("{} — {}", sc.name, sc.title);
+fn print_table(sc: &Scenario, results: &[VariantResult]) -> anyhow::Result<()> {
+    outln!("{} — {}", sc.name, sc.title);
     if !sc.reproduces.is_empty() {
-        println!("reproduces: {}", sc.reproduces);
+        outln!("reproduces: {}", sc.reproduces);
     }
     let reps = results.first().map_or(1, |r| r.summary.repetitions.len());
     if reps > 1 {
-        println!("{reps} repetitions: delivered shown as mean [min-max]");
+        outln!("{reps} repetitions: delivered shown as mean [min-max]");
     }
-    println!();
-    println!(
+    outln!();
+    outln!(
         "{:<10} {:<8} {:>9} {:>22} {:>8} {:>9} {:>8}",
-        "variant", "flow", "offered", "delivered Mbit/s", "loss %", "OWD ms", "reord %"
+        "variant",
+        "flow",
+        "offered",
+        "delivered Mbit/s",
+        "loss %",
+        "OWD ms",
+        "reord %"
     );
     for r in results {
         let v = r.variant.as_deref().unwrap_or("-");
         for (i, f) in r.summary.flows.iter().enumerate() {
-            println!(
+            outln!(
                 "{:<10} {:<8} {:>9.2} {:>22} {:>8.2} {:>9.2} {:>8.2}",
                 v,
                 f.id,
@@ -447,18 +505,18 @@ fn print_table(sc: &Scenario, results: &[VariantResult]) {
             );
         }
     }
-    println!();
-    print!("{:<10}", "variant");
+    outln!();
+    out!("{:<10}", "variant");
     for p in &sc.paths {
-        print!(" {:>18}", format!("{} Mbit/s", p.name));
+        out!(" {:>18}", format!("{} Mbit/s", p.name));
     }
-    println!("   (wire, into the confluence point)");
+    outln!("   (wire, into the confluence point)");
     for r in results {
-        print!("{:<10}", r.variant.as_deref().unwrap_or("-"));
+        out!("{:<10}", r.variant.as_deref().unwrap_or("-"));
         for p in &r.summary.paths {
-            print!(" {:>18}", format!("{:.2} / {:.2}", p.mean_mbps, p.capacity_mbps));
+            out!(" {:>18}", format!("{:.2} / {:.2}", p.mean_mbps, p.capacity_mbps));
         }
-        println!();
+        outln!();
     }
     for r in results {
         let Some(first) = r.summary.repetitions.first() else {
@@ -473,7 +531,7 @@ fn print_table(sc: &Scenario, results: &[VariantResult]) {
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
             if !windows.is_empty() {
-                println!(
+                outln!(
                     "{:<10} {node}: {}",
                     r.variant.as_deref().unwrap_or("-"),
                     windows.join(" ")
@@ -481,26 +539,28 @@ fn print_table(sc: &Scenario, results: &[VariantResult]) {
             }
         }
     }
+    Ok(())
 }
 
-pub fn list() {
-    println!("Built-in scenarios (mpsched run NAME):");
+pub fn list() -> anyhow::Result<()> {
+    outln!("Built-in scenarios (mpsched run NAME):");
     for (name, path, text) in BUILTIN {
         match Scenario::from_toml(text, path) {
             Ok(sc) => {
                 let v = sc.variant_names();
-                println!("  {name:<38} {}", sc.reproduces);
-                println!("  {:<38} {}", "", sc.title);
+                outln!("  {name:<38} {}", sc.reproduces);
+                outln!("  {:<38} {}", "", sc.title);
                 if !v.is_empty() {
-                    println!("  {:<38} variants: {}", "", v.join(", "));
+                    outln!("  {:<38} variants: {}", "", v.join(", "));
                 }
             }
-            Err(e) => println!("  {name:<38} (invalid: {e})"),
+            Err(e) => outln!("  {name:<38} (invalid: {e})"),
         }
     }
-    println!("  default: {} (variant DWRR)", builtin::DEFAULT);
-    println!("\nSchedulers:");
+    outln!("  default: {} (variant DWRR)", builtin::DEFAULT);
+    outln!("\nSchedulers:");
     for (name, what) in SCHEDULERS {
-        println!("  {name:<8} {what}");
+        outln!("  {name:<8} {what}");
     }
+    Ok(())
 }

@@ -4,6 +4,7 @@ use crate::UsageError;
 use mpsched_core::packet::PacketMeta;
 use mpsched_core::rng::SeededRandom;
 use mpsched_core::sched::{Decision, DwrrParams, Scheduler, SchedulerConfig};
+use std::io::Write;
 
 /// Arguments of `mpsched trace`.
 #[derive(clap::Args)]
@@ -20,9 +21,9 @@ pub struct TraceArgs {
     /// Number of paths when neither weights nor shares give it.
     #[arg(long)]
     paths: Option<usize>,
-    /// Number of packets.
+    /// Number of packets (written as they are decided, so any number runs in constant memory).
     #[arg(long, default_value_t = 12)]
-    packets: usize,
+    packets: u64,
     /// Seed of RS's random source.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -79,30 +80,42 @@ pub fn trace(a: TraceArgs) -> anyhow::Result<()> {
     };
     let mut sched =
         Scheduler::new(&config, n, Box::new(SeededRandom::new(a.seed))).map_err(|e| UsageError(e.to_string()))?;
+    let rs_ranges = match &sched {
+        Scheduler::Rs(rs) => Some(rs.ranges().to_vec()),
+        _ => None,
+    };
     let meta = PacketMeta::udp(0x0a00_0001, 0x0a00_0003, 40_000, 5201, 1512);
-    let mut paths = Vec::with_capacity(a.packets);
-    for _ in 0..a.packets {
-        match sched.select(&meta) {
-            Decision::Path(p) => paths.push(u32::from(p) + 1),
-            Decision::Drop => paths.push(0),
-        }
-    }
+    // Each packet's path is written as it is decided: any --packets runs in constant memory.
+    let mut next_path = || match sched.select(&meta) {
+        Decision::Path(p) => u32::from(p) + 1,
+        Decision::Drop => 0,
+    };
+    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    let io = crate::StdoutError;
     if a.json {
-        let mut obj = serde_json::Map::new();
-        obj.insert("scheduler".into(), a.scheduler.clone().into());
+        let mut head = serde_json::Map::new();
+        head.insert("scheduler".into(), a.scheduler.clone().into());
         if !a.weights.is_empty() {
-            obj.insert("weights".into(), serde_json::to_value(&a.weights)?);
+            head.insert("weights".into(), serde_json::to_value(&a.weights)?);
         }
-        if let Scheduler::Rs(rs) = &sched {
-            obj.insert("ranges".into(), serde_json::to_value(rs.ranges())?);
-            obj.insert("seed".into(), a.seed.into());
+        if let Some(ranges) = &rs_ranges {
+            head.insert("ranges".into(), serde_json::to_value(ranges)?);
+            head.insert("seed".into(), a.seed.into());
         }
-        obj.insert("paths".into(), serde_json::to_value(&paths)?);
-        println!("{}", serde_json::Value::Object(obj));
+        // The object's other members, then `"paths": [...]` written number by number.
+        let head = serde_json::Value::Object(head).to_string();
+        let head = head.strip_suffix('}').unwrap_or(&head);
+        write!(w, "{head},\"paths\":[").map_err(io)?;
+        for i in 0..a.packets {
+            let sep = if i == 0 { "" } else { "," };
+            write!(w, "{sep}{}", next_path()).map_err(io)?;
+        }
+        writeln!(w, "]}}").map_err(io)?;
     } else {
-        for (i, p) in paths.iter().enumerate() {
-            println!("packet {:>4}  path {p}", i + 1);
+        for i in 0..a.packets {
+            writeln!(w, "packet {:>4}  path {}", i + 1, next_path()).map_err(io)?;
         }
     }
+    w.flush().map_err(io)?;
     Ok(())
 }

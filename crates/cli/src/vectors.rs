@@ -56,7 +56,7 @@ pub fn vectors(a: VectorsArgs) -> anyhow::Result<()> {
                 fill_expectations(&mut set).map_err(anyhow::Error::msg)?;
                 let path = dir.join(format!("{}.json", set.name));
                 std::fs::write(&path, serde_json::to_string_pretty(&set)? + "\n")?;
-                println!("wrote {} ({} steps)", path.display(), set.steps.len());
+                outln!("wrote {} ({} steps)", path.display(), set.steps.len());
             }
             Ok(())
         }
@@ -66,12 +66,12 @@ pub fn vectors(a: VectorsArgs) -> anyhow::Result<()> {
             for set in &sets {
                 let (init, res) = run_rust(set).map_err(anyhow::Error::msg)?;
                 let errs = compare(set, &init, &res);
-                report("rust", set, &errs);
+                report("rust", set, &errs)?;
                 failures += errs.len();
                 if !rust_only {
                     let (init, res) = mpsched_netns::vectors::run_ebpf(set).map_err(anyhow::Error::msg)?;
                     let errs = compare(set, &init, &res);
-                    report("ebpf", set, &errs);
+                    report("ebpf", set, &errs)?;
                     failures += errs.len();
                 }
             }
@@ -83,13 +83,14 @@ pub fn vectors(a: VectorsArgs) -> anyhow::Result<()> {
     }
 }
 
-fn report(who: &str, set: &VectorSet, errs: &[String]) {
+fn report(who: &str, set: &VectorSet, errs: &[String]) -> anyhow::Result<()> {
     if errs.is_empty() {
-        println!("{who:<4} {:<24} {:>3} steps agree", set.name, set.steps.len());
+        outln!("{who:<4} {:<24} {:>3} steps agree", set.name, set.steps.len());
     } else {
-        println!("{who:<4} {:<24} {} differences:", set.name, errs.len());
+        outln!("{who:<4} {:<24} {} differences:", set.name, errs.len());
         for e in errs.iter().take(20) {
-            println!("     {e}");
+            outln!("     {e}");
         }
     }
+    Ok(())
 }
