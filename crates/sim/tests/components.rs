@@ -190,7 +190,7 @@ impl Program for Notifier {
             return EgressVerdict::Transmit;
         };
         let now = ctx.now_ps();
-        let due = self.last_ps.get(&pkt.src_ip).map_or(true, |&t| now >= t + 50_000_000);
+        let due = self.last_ps.get(&pkt.src_ip).is_none_or(|&t| now >= t + 50_000_000);
         if pkt.dst_port == DATA_PORT && q.enq_qdepth_pkts >= k && due {
             self.last_ps.insert(pkt.src_ip, now);
             self.sent += 1;

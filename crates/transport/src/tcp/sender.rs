@@ -338,7 +338,7 @@ impl TcpSender {
             if self.in_recovery {
                 let w = self.cc.window_bytes() + mss;
                 self.cc.set_window(w);
-            } else if self.dupacks == self.cfg.dupack_threshold && self.recover.map_or(true, |r| ack >= r) {
+            } else if self.dupacks == self.cfg.dupack_threshold && self.recover.is_none_or(|r| ack >= r) {
                 self.recover = Some(self.snd_max);
                 let flight = self.snd_nxt - self.snd_una;
                 self.cc.on_congestion(now, CongestionSignal::Loss, flight);
@@ -354,7 +354,7 @@ impl TcpSender {
         if self.cfg.ecn
             && seg.ece
             && !self.in_recovery
-            && self.ecn_hold_until.map_or(true, |h| self.snd_una > h)
+            && self.ecn_hold_until.is_none_or(|h| self.snd_una > h)
             && self.snd_max > 0
         {
             let flight = self.snd_nxt - self.snd_una;
