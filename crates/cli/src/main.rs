@@ -54,6 +54,9 @@ enum Command {
     /// Validate a scenario (a file, or a built-in name) without running it, and say what it
     /// holds.
     Check(run::CheckArgs),
+    /// Remove what kernel runs that did not finish left behind (root): their network
+    /// namespaces, the eBPF programs attached in them and the processes running in them.
+    Clean,
     /// Benchmark the simulator and the scheduler programs.
     Bench(bench::BenchArgs),
     /// Conformance vectors shared by the Rust and eBPF programs.
@@ -109,6 +112,7 @@ fn main() -> ExitCode {
         Command::Compare(a) => compare::compare(a),
         Command::List => run::list(),
         Command::Check(a) => run::check(a),
+        Command::Clean => run::clean(),
         Command::Bench(a) => bench::bench(a),
         Command::Vectors(a) => vectors::vectors(a),
     };

@@ -57,6 +57,41 @@ pub struct RunArgs {
     no_plot: bool,
 }
 
+/// Say so when earlier kernel runs left namespaces behind (a SIGKILL leaves no chance to
+/// clean up): they hold interfaces, programs and iperf3 processes until removed.
+fn warn_of_leftovers() {
+    if !mpsched_netns::ns::is_root() {
+        return;
+    }
+    let left = mpsched_netns::backend::leftovers();
+    if !left.is_empty() {
+        eprintln!(
+            "warning: {} network namespaces left by earlier runs that did not finish (killed?): {}; `mpsched clean` removes them",
+            left.len(),
+            left.join(", ")
+        );
+    }
+}
+
+/// `mpsched clean`: remove what unfinished kernel runs left.
+pub fn clean() -> anyhow::Result<()> {
+    if !mpsched_netns::ns::is_root() {
+        return Err(UsageError("mpsched clean removes network namespaces: run it as root".into()).into());
+    }
+    let done = mpsched_netns::backend::clean()?;
+    if done.namespaces.is_empty() {
+        outln!("nothing to clean: no namespace left by an unfinished run");
+    } else {
+        outln!(
+            "removed {} namespaces (with their interfaces, qdiscs and eBPF programs) and killed {} processes in them: {}",
+            done.namespaces.len(),
+            done.processes,
+            done.namespaces.join(", ")
+        );
+    }
+    Ok(())
+}
+
 /// Arguments of `mpsched check`.
 #[derive(clap::Args)]
 pub struct CheckArgs {
@@ -397,6 +432,7 @@ fn experiment_error(e: ExperimentError) -> anyhow::Error {
 /// Run a plan on the netns backend through the experiment runner, with a progress bar of the
 /// real time it takes.
 pub fn run_netns(sc: &Scenario, plan: &Plan, opts: NetnsOptions) -> anyhow::Result<Vec<VariantResult>> {
+    warn_of_leftovers();
     let backend = NetnsBackend { opts };
     let reps = plan.repetitions.unwrap_or(backend.default_repetitions(sc)).max(1);
     if plan.repetitions.is_none() && sc.repetitions > 1 {

@@ -43,6 +43,10 @@ const TESTS: &[(&str, fn())] = &[
         nothing_is_left_after_a_failed_or_interrupted_run_and_runs_do_not_collide,
     ),
     (
+        "after_sigkill_the_next_run_warns_and_clean_leaves_nothing",
+        after_sigkill_the_next_run_warns_and_clean_leaves_nothing,
+    ),
+    (
         "propagation_delay_needs_netem_or_ignore_delay",
         propagation_delay_needs_netem_or_ignore_delay,
     ),
@@ -420,4 +424,99 @@ fn ports_with_several_queues_are_refused_before_anything_is_made() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("link[2]") && err.contains("queues"), "{err}");
     assert_clean("after a refused multi-queue scenario");
+}
+
+/// Hardening item 7: SIGKILL leaves namespaces, programs and iperf3 processes that nothing can
+/// clean up in the killed process. The next run names them, `mpsched clean` removes them all,
+/// and a run in progress is never taken for a leftover.
+fn after_sigkill_the_next_run_warns_and_clean_leaves_nothing() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    assert_clean("before");
+    let mut child = mpsched()
+        .args([
+            "run",
+            "s3b-dwrr-two-flows",
+            "--backend",
+            "netns",
+            "--duration",
+            "60",
+            "--no-plot",
+            "--out",
+        ])
+        .arg(tmp("killed"))
+        .spawn()
+        .unwrap();
+    let prefix = format!("mps-{}x", child.id());
+    let t = Instant::now();
+    while our_namespaces().len() < 8 && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let made: Vec<String> = our_namespaces()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert!(made.len() >= 8, "the run never built its namespaces: {made:?}");
+    // While it runs, its namespaces are not leftovers.
+    let o = mpsched().arg("clean").output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("nothing to clean"),
+        "a live run's namespaces were taken: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    child.kill().unwrap(); // SIGKILL: no handler runs
+    child.wait().unwrap();
+    let left = our_namespaces();
+    assert!(made.iter().all(|n| left.contains(n)), "SIGKILL leaves them: {left:?}");
+    let in_them: Vec<String> = made
+        .iter()
+        .flat_map(|n| {
+            let o = Command::new("ip").args(["netns", "pids", n]).output().unwrap();
+            let pids = String::from_utf8_lossy(&o.stdout).into_owned();
+            pids.split_whitespace().map(str::to_string).collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(!in_them.is_empty(), "iperf3 servers outlive the killed run");
+
+    // The next kernel run says so.
+    let o = mpsched()
+        .args([
+            "run",
+            "s1-homogeneous",
+            "--backend",
+            "netns",
+            "--variant",
+            "WRR",
+            "--duration",
+            "1",
+            "--no-plot",
+            "--out",
+        ])
+        .arg(tmp("after-kill"))
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{e}");
+    assert!(
+        e.contains("left by earlier runs that did not finish") && e.contains(&made[0]) && e.contains("mpsched clean"),
+        "{e}"
+    );
+
+    let o = mpsched().arg("clean").output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains(&format!("removed {} namespaces", made.len())), "{out}");
+    assert_clean("after mpsched clean");
+    // Killed processes whose parent died may stay zombies until init reaps them: not running.
+    let running = |p: &String| {
+        std::fs::read_to_string(format!("/proc/{p}/status"))
+            .is_ok_and(|st| st.lines().any(|l| l.starts_with("State:") && !l.contains("zombie")))
+    };
+    let t = Instant::now();
+    while in_them.iter().any(running) && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let alive: Vec<&String> = in_them.iter().filter(|p| running(p)).collect();
+    assert!(alive.is_empty(), "processes of the killed run remain: {alive:?}");
 }

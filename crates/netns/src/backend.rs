@@ -85,7 +85,8 @@ pub fn new_run_id() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    format!("{:06x}", (t as u64 ^ (u64::from(std::process::id()) << 20)) & 0xff_ffff)
+    // The process id first: what a namespace's name says about its owner (see `leftovers`).
+    format!("{}x{:04x}", std::process::id(), (t as u64) & 0xffff)
 }
 
 /// Check what a scenario needs: root, iperf3, tc, and netem for propagation delay.
@@ -1122,9 +1123,53 @@ fn qdisc_backlog_bytes(n: &Netns, ifname: &str) -> Option<u64> {
         .and_then(|q| q["backlog"].as_u64())
 }
 
-/// Namespaces left by earlier runs (all whose names start with [`NS_PREFIX`]).
+/// The process that made namespace `name`, from its name (`mps-PIDxRAND-NODE`, or
+/// `mps-probe-PIDxRAND`); None for a name of another form (an older version's).
+pub fn owner_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(NS_PREFIX)?;
+    let rest = rest.strip_prefix("probe-").unwrap_or(rest);
+    rest.split_once('x')?.0.parse().ok()
+}
+
+/// Namespaces left by runs that did not finish: this backend's names whose owning process is
+/// gone (killed with SIGKILL, or the machine lost power), or that carry no owner. A run in
+/// progress, this one or another, is not among them.
 pub fn leftovers() -> Vec<String> {
-    ns::list().into_iter().filter(|n| n.starts_with(NS_PREFIX)).collect()
+    ns::list()
+        .into_iter()
+        .filter(|n| n.starts_with(NS_PREFIX))
+        .filter(|n| !owner_pid(n).is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists()))
+        .collect()
+}
+
+/// What [`clean`] removed.
+#[derive(Debug, Default)]
+pub struct Cleaned {
+    /// Namespaces deleted (their interfaces, qdiscs and attached programs with them).
+    pub namespaces: Vec<String>,
+    /// Processes killed inside them (iperf3 servers and clients).
+    pub processes: usize,
+}
+
+/// Remove what [`leftovers`] finds: kill every process inside each namespace, then delete it,
+/// which takes its interfaces, their qdiscs and the eBPF programs attached to them (the
+/// programs and maps are freed once nothing holds them; nothing of ours is pinned).
+pub fn clean() -> Result<Cleaned, NetnsError> {
+    let mut done = Cleaned::default();
+    for name in leftovers() {
+        let pids = ns::ip(&["netns", "pids", &name])
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        for pid in pids.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+            // SAFETY: kill(2) with a pid the kernel listed in the namespace; no memory involved.
+            if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
+                done.processes += 1;
+            }
+        }
+        ns::ip(&["netns", "del", &name])?;
+        done.namespaces.push(name);
+    }
+    Ok(done)
 }
 
 #[cfg(test)]
