@@ -182,7 +182,7 @@ impl Simulation {
         if let Some(ns) = next {
             let at = (ns * 1000).max(self.net.now);
             // Schedule only when no timer event is pending at or before `at`.
-            if conn.timer_at.map_or(true, |pending| pending > at) {
+            if conn.timer_at.is_none_or(|pending| pending > at) {
                 conn.timer_at = Some(at);
                 self.net.queue.schedule(at, EventKind::TcpTimer(c));
             }
