@@ -407,9 +407,11 @@ impl Build<'_> {
 
 /// Run `sc` (one variant, one repetition) on the kernel.
 pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun, NetnsError> {
-    let use_netem = preflight(sc, opts)?;
+    // What the scenario asks of the data plane first: pure checks, nothing made yet (the
+    // preflight probes the kernel with a scratch namespace).
     let w = sc.wiring().map_err(NetnsError::Unsupported)?;
     check_kernel_limits(sc, &w)?;
+    let use_netem = preflight(sc, opts)?;
     let b = Build {
         sc,
         w: &w,
@@ -1038,9 +1040,36 @@ pub fn check_kernel_limits(sc: &Scenario, w: &mpsched_topo::Wiring) -> Result<()
         if let Some(&(what, n, max)) = checks.iter().find(|c| c.1 > c.2) {
             return Err(over(what, n, max));
         }
+        if let Some(g) = cfg
+            .splits
+            .iter()
+            .find(|g| matches!(g.scheduler, mpsched_core::sched::SchedulerConfig::Ecmp))
+        {
+            return Err(NetnsError::Unsupported(format!(
+                "switch `{name}`, splitting group {}: ECMP is not in the kernel data plane yet (RS, WRR, DWRR and \
+                 single are); use --backend sim",
+                g.group
+            )));
+        }
+    }
+    // htb keeps rates in bytes per second: below 8 bit/s tc has no rate to give it.
+    if let Some((i, l)) = sc
+        .links
+        .iter()
+        .enumerate()
+        .find(|(_, l)| l.rate_bps < MIN_KERNEL_RATE_BPS)
+    {
+        return Err(NetnsError::Unsupported(format!(
+            "link[{i}] runs at {} bit/s; the kernel's htb counts whole bytes per second, so at least {MIN_KERNEL_RATE_BPS} bit/s; \
+             use --backend sim",
+            l.rate_bps
+        )));
     }
     Ok(())
 }
+
+/// The slowest link htb can shape: one byte per second.
+pub const MIN_KERNEL_RATE_BPS: u64 = 8;
 
 /// The limit of a link's leaf qdisc: the scenario's queue, plus room for the packets netem
 /// holds while it delays them.
@@ -1198,6 +1227,33 @@ mod tests {
         let fits = fits.replace("[[link]]\na = \"h16\"\nb = \"hub\"\nrate = \"1Gbps\"\n", "");
         let sc = Scenario::from_toml(&fits, "star.toml").unwrap();
         check_kernel_limits(&sc, &sc.wiring().unwrap()).unwrap();
+    }
+
+    /// Hardening item 6: what the kernel would refuse only after the namespaces exist (ECMP
+    /// in a group, a rate htb cannot hold) is refused here, before anything is made.
+    #[test]
+    fn ecmp_and_sub_byte_rates_are_refused_before_anything_is_made() {
+        let base = "[scenario]\nname = \"x\"\nduration = \"1s\"\n\
+            [[node]]\nname = \"h1\"\nkind = \"host\"\n[[node]]\nname = \"s1\"\nkind = \"switch\"\n\
+            [[node]]\nname = \"s2\"\nkind = \"switch\"\n[[node]]\nname = \"s3\"\nkind = \"switch\"\n\
+            [[node]]\nname = \"s4\"\nkind = \"switch\"\n[[node]]\nname = \"h2\"\nkind = \"host\"\n\
+            [[link]]\na = \"h1\"\nb = \"s1\"\nrate = \"RATE\"\n[[link]]\na = \"s1\"\nb = \"s2\"\nrate = \"1Gbps\"\n\
+            [[link]]\na = \"s1\"\nb = \"s3\"\nrate = \"1Gbps\"\n[[link]]\na = \"s2\"\nb = \"s4\"\nrate = \"1Gbps\"\n\
+            [[link]]\na = \"s3\"\nb = \"s4\"\nrate = \"1Gbps\"\n[[link]]\na = \"s4\"\nb = \"h2\"\nrate = \"1Gbps\"\n\
+            [[path]]\nname = \"p1\"\nnodes = [\"s1\", \"s2\", \"s4\"]\n\
+            [[path]]\nname = \"p2\"\nnodes = [\"s1\", \"s3\", \"s4\"]\n\
+            [[split]]\nname = \"g\"\nsrc = \"h1\"\ndst = \"h2\"\npaths = [\"p1\", \"p2\"]\nSCHED\n\
+            [[flow]]\nname = \"f\"\nsrc = \"h1\"\ndst = \"h2\"\nrate = \"1Mbps\"\n";
+        let check = |rate: &str, sched: &str| {
+            let sc = Scenario::from_toml(&base.replace("RATE", rate).replace("SCHED", sched), "x.toml").unwrap();
+            check_kernel_limits(&sc, &sc.wiring().unwrap()).map_err(|e| e.to_string())
+        };
+        let (ecmp, wrr) = ("scheduler = \"ecmp\"", "scheduler = \"wrr\"\nweights = [1, 1]");
+        let err = check("1Gbps", ecmp).unwrap_err();
+        assert!(err.contains("`s1`") && err.contains("ECMP"), "{err}");
+        let err = check("1bps", wrr).unwrap_err();
+        assert!(err.contains("link[0]") && err.contains("at least 8 bit/s"), "{err}");
+        check("8bps", wrr).unwrap();
     }
 
     /// Defect 8: netem's limit counted the packets it was delaying, so once rate x delay
