@@ -493,6 +493,7 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
         .collect();
     let end = Duration::from_nanos(sc.duration_ps / 1000);
     let mut next_sample = sample_every;
+    let mut last_sample_at = Duration::ZERO;
     let mut next_track = opts.track_queues.unwrap_or(Duration::MAX);
     loop {
         b.check_stop()?;
@@ -556,9 +557,13 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
             next_track += opts.track_queues.unwrap_or(Duration::MAX);
         }
         if now >= next_sample {
+            // Bytes over the time that really passed since the last reading: the loop wakes
+            // every few milliseconds, not exactly on the interval.
+            let span_s = (now - last_sample_at).as_secs_f64().max(1e-9);
+            last_sample_at = now;
             for (pi, (node, ifname)) in monitors.iter().enumerate() {
                 let rx = rx_bytes(&live.nss[*node], ifname).unwrap_or(last_rx[pi]);
-                let mbps = (rx - last_rx[pi]) as f64 * 8.0 / sample_every.as_secs_f64() / 1e6;
+                let mbps = (rx - last_rx[pi]) as f64 * 8.0 / span_s / 1e6;
                 path_samples[pi].push(mbps);
                 last_rx[pi] = rx;
             }
@@ -1052,6 +1057,14 @@ pub fn check_kernel_limits(sc: &Scenario, w: &mpsched_topo::Wiring) -> Result<()
             )));
         }
     }
+    if sc.sample_interval_ps < MIN_KERNEL_SAMPLE_INTERVAL_PS {
+        return Err(NetnsError::Unsupported(format!(
+            "scenario.sample_interval is {} µs; on the kernel at least {} ms: iperf3 reports every 0.1 s at \
+             the finest and the sampler reads /proc/net/dev every few milliseconds; use --backend sim for finer",
+            sc.sample_interval_ps / 1_000_000,
+            MIN_KERNEL_SAMPLE_INTERVAL_PS / 1_000_000_000
+        )));
+    }
     // htb keeps rates in bytes per second: below 8 bit/s tc has no rate to give it.
     if let Some((i, l)) = sc
         .links
@@ -1067,6 +1080,9 @@ pub fn check_kernel_limits(sc: &Scenario, w: &mpsched_topo::Wiring) -> Result<()
     }
     Ok(())
 }
+
+/// The finest sample interval the kernel backend resolves (iperf3's finest report interval).
+pub const MIN_KERNEL_SAMPLE_INTERVAL_PS: u64 = 100_000_000_000;
 
 /// The slowest link htb can shape: one byte per second.
 pub const MIN_KERNEL_RATE_BPS: u64 = 8;
@@ -1232,7 +1248,7 @@ mod tests {
     /// Hardening item 6: what the kernel would refuse only after the namespaces exist (ECMP
     /// in a group, a rate htb cannot hold) is refused here, before anything is made.
     #[test]
-    fn ecmp_and_sub_byte_rates_are_refused_before_anything_is_made() {
+    fn ecmp_sub_byte_rates_and_fine_samples_are_refused_before_anything_is_made() {
         let base = "[scenario]\nname = \"x\"\nduration = \"1s\"\n\
             [[node]]\nname = \"h1\"\nkind = \"host\"\n[[node]]\nname = \"s1\"\nkind = \"switch\"\n\
             [[node]]\nname = \"s2\"\nkind = \"switch\"\n[[node]]\nname = \"s3\"\nkind = \"switch\"\n\
@@ -1254,6 +1270,18 @@ mod tests {
         let err = check("1bps", wrr).unwrap_err();
         assert!(err.contains("link[0]") && err.contains("at least 8 bit/s"), "{err}");
         check("8bps", wrr).unwrap();
+        // Item 12: a sample interval finer than the sampler resolves (4 362 Mbit/s on a
+        // 4 Mbit/s link at 1 µs) is refused too.
+        let fine = base
+            .replace("RATE", "1Gbps")
+            .replace("SCHED", wrr)
+            .replace("duration = \"1s\"", "duration = \"1s\"\nsample_interval = \"1ms\"");
+        let sc = Scenario::from_toml(&fine, "x.toml").unwrap();
+        let err = check_kernel_limits(&sc, &sc.wiring().unwrap()).unwrap_err().to_string();
+        assert!(
+            err.contains("sample_interval") && err.contains("at least 100 ms"),
+            "{err}"
+        );
     }
 
     /// Defect 8: netem's limit counted the packets it was delaying, so once rate x delay
