@@ -92,6 +92,11 @@ pub fn clean() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A figure, or `-` where the backend does not measure it.
+fn or_dash(v: Option<String>) -> String {
+    v.unwrap_or_else(|| "-".into())
+}
+
 /// Arguments of `mpsched check`.
 #[derive(clap::Args)]
 pub struct CheckArgs {
@@ -362,8 +367,8 @@ fn print_tcp_and_tunnels(results: &[VariantResult]) -> anyhow::Result<()> {
                     t.cc,
                     f.delivered_mib,
                     t.retransmitted_segments,
-                    t.rtos,
-                    t.ecn_reductions,
+                    or_dash(t.rtos.map(|x| x.to_string())),
+                    or_dash(t.ecn_reductions.map(|x| x.to_string())),
                     t.srtt_ms,
                     t.mean_cwnd_kib
                 );
@@ -530,13 +535,13 @@ fn print_table(sc: &Scenario, results: &[VariantResult]) -> anyhow::Result<()> {
         let v = r.variant.as_deref().unwrap_or("-");
         for (i, f) in r.summary.flows.iter().enumerate() {
             outln!(
-                "{:<10} {:<8} {:>9.2} {:>22} {:>8.2} {:>9.2} {:>8.2}",
+                "{:<10} {:<8} {:>9.2} {:>22} {:>8} {:>9} {:>8.2}",
                 v,
                 f.id,
                 f.offered_mbps,
                 fmt_spread(&r.summary, i),
-                f.loss_pct,
-                f.mean_owd_ms,
+                or_dash(f.loss_pct.map(|x| format!("{x:.2}"))),
+                or_dash(f.mean_owd_ms.map(|x| format!("{x:.2}"))),
                 f.reordered_pct
             );
         }

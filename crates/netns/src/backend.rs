@@ -768,15 +768,16 @@ fn udp_flow_figures(f: &Flow, server: &serde_json::Value, intervals: usize) -> (
         id: f.name.clone(),
         offered_mbps: f.rate_bps as f64 / 1e6,
         delivered_mbps: round(bytes * 8.0 / active_s / 1e6, 4),
-        loss_pct: round(
+        loss_pct: Some(round(
             if packets > 0 {
                 lost as f64 * 100.0 / packets as f64
             } else {
                 0.0
             },
             4,
-        ),
-        mean_owd_ms: 0.0,
+        )),
+        // iperf3 reports jitter, not one-way delay.
+        mean_owd_ms: None,
         reordered_pct: round(
             if packets > 0 {
                 ooo as f64 * 100.0 / packets as f64
@@ -963,8 +964,10 @@ fn tcp_flow_figures(
         id: f.name.clone(),
         offered_mbps: 0.0,
         delivered_mbps: round(bytes * 8.0 / active_s / 1e6, 4),
-        loss_pct: 0.0,
-        mean_owd_ms: 0.0,
+        // iperf3 counts a TCP flow's retransmissions (below), not its losses, and no delay;
+        // nor timeouts, fast retransmits or ECN figures (`TcpFigures::default()`: None).
+        loss_pct: None,
+        mean_owd_ms: None,
         reordered_pct: 0.0,
         sent_pkts: 0,
         delivered_pkts: 0,
@@ -1282,6 +1285,36 @@ mod tests {
             err.contains("sample_interval") && err.contains("at least 100 ms"),
             "{err}"
         );
+    }
+
+    /// Hardening item 15: what iperf3 does not measure is absent (`-` in tables, `null` in
+    /// JSON), not zero: one-way delay of every flow, a TCP flow's loss, timeouts, fast
+    /// retransmits and ECN figures; what it does measure stays.
+    #[test]
+    fn figures_the_kernel_does_not_measure_are_absent_not_zero() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/tcp/two-flows.toml"
+        ))
+        .unwrap();
+        let sc = Scenario::from_toml(&text, "two-flows.toml").unwrap();
+        let f = &sc.flows[0];
+        let server =
+            serde_json::json!({"end": {"sum_received": {"bytes": 1_000_000.0, "packets": 700, "lost_packets": 7}}});
+        let (udp, _) = super::udp_flow_figures(f, &server, 4);
+        assert_eq!(udp.mean_owd_ms, None);
+        assert_eq!(udp.loss_pct, Some(1.0), "iperf3 counts UDP losses");
+        let t = f.tcp.as_ref().expect("a TCP flow");
+        let client = serde_json::json!({"end": {"streams": [{"sender": {"retransmits": 246}}]}});
+        let (tcp, _) = super::tcp_flow_figures(f, t, &server, &client, 4, 1.0);
+        assert_eq!((tcp.loss_pct, tcp.mean_owd_ms), (None, None));
+        let figs = tcp.tcp.as_ref().unwrap();
+        assert_eq!(
+            (figs.rtos, figs.fast_retransmits, figs.ecn_reductions, figs.ce_segments),
+            (None, None, None, None)
+        );
+        let json = serde_json::to_value(&tcp).unwrap();
+        assert!(json["loss_pct"].is_null() && json["mean_owd_ms"].is_null() && json["tcp"]["rtos"].is_null());
     }
 
     /// Defect 8: netem's limit counted the packets it was delaying, so once rate x delay

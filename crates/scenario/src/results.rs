@@ -21,10 +21,12 @@ pub struct FlowFigures {
     pub offered_mbps: f64,
     /// Payload that arrived while the flow was active, over its active time, Mbit/s.
     pub delivered_mbps: f64,
-    /// Packets lost, percent of packets sent.
-    pub loss_pct: f64,
-    /// Mean one-way delay of delivered packets, ms.
-    pub mean_owd_ms: f64,
+    /// Packets lost, percent of packets sent; None where the backend does not measure it
+    /// (a TCP flow on netns: iperf3 counts retransmissions, not losses).
+    pub loss_pct: Option<f64>,
+    /// Mean one-way delay of delivered packets, ms; None where the backend does not measure
+    /// it (netns: iperf3 reports jitter, not delay).
+    pub mean_owd_ms: Option<f64>,
     /// Packets that arrived after a later-sent packet of the same flow, percent of delivered.
     pub reordered_pct: f64,
     /// Packets sent.
@@ -50,14 +52,14 @@ pub struct TcpFigures {
     pub cc: String,
     /// Segments retransmitted.
     pub retransmitted_segments: u64,
-    /// Fast retransmits (entries into loss recovery).
-    pub fast_retransmits: u64,
-    /// Retransmission timeouts.
-    pub rtos: u64,
-    /// Window reductions on ECN-Echo.
-    pub ecn_reductions: u64,
-    /// Segments that arrived with CE.
-    pub ce_segments: u64,
+    /// Fast retransmits (entries into loss recovery); None where not measured (netns).
+    pub fast_retransmits: Option<u64>,
+    /// Retransmission timeouts; None where not measured (netns).
+    pub rtos: Option<u64>,
+    /// Window reductions on ECN-Echo; None where not measured (netns).
+    pub ecn_reductions: Option<u64>,
+    /// Segments that arrived with CE; None where not measured (netns).
+    pub ce_segments: Option<u64>,
     /// Smoothed RTT at the end, ms.
     pub srtt_ms: f64,
     /// Mean of the per-interval congestion window samples, KiB.
@@ -171,10 +173,10 @@ pub struct FlowSummary {
     pub offered_mbps: f64,
     /// Mean delivered payload rate, Mbit/s.
     pub delivered_mbps: f64,
-    /// Mean loss, percent.
-    pub loss_pct: f64,
-    /// Mean one-way delay, ms.
-    pub mean_owd_ms: f64,
+    /// Mean loss, percent; None where not measured.
+    pub loss_pct: Option<f64>,
+    /// Mean one-way delay, ms; None where not measured.
+    pub mean_owd_ms: Option<f64>,
     /// Mean reordering, percent.
     pub reordered_pct: f64,
     /// Delivered rate over repetitions.
@@ -241,13 +243,20 @@ impl Summary {
                 .enumerate()
                 .map(|(i, f)| {
                     let col = |g: fn(&FlowFigures) -> f64| runs.iter().map(|r| g(&r.flows[i])).collect::<Vec<_>>();
+                    // A figure measured in every repetition has a mean; otherwise none.
+                    let mean_of = |g: fn(&FlowFigures) -> Option<f64>| {
+                        runs.iter()
+                            .map(|r| g(&r.flows[i]))
+                            .collect::<Option<Vec<f64>>>()
+                            .map(mean)
+                    };
                     let delivered = col(|f| f.delivered_mbps);
                     FlowSummary {
                         id: f.id.clone(),
                         offered_mbps: f.offered_mbps,
                         delivered_mbps: mean(delivered.clone()),
-                        loss_pct: mean(col(|f| f.loss_pct)),
-                        mean_owd_ms: mean(col(|f| f.mean_owd_ms)),
+                        loss_pct: mean_of(|f| f.loss_pct),
+                        mean_owd_ms: mean_of(|f| f.mean_owd_ms),
                         reordered_pct: mean(col(|f| f.reordered_pct)),
                         delivered_spread_mbps: Spread::of(&delivered),
                         delivered_mib: mean(col(|f| f.delivered_mib)),

@@ -351,7 +351,8 @@ start = "5s"
     let (a, b) = (mbps(&r, "a"), mbps(&r, "b"));
     assert!(a > 8.99 && b > 4.0, "{a} {b}");
     assert_eq!(
-        r.flows[0].loss_pct, 0.0,
+        r.flows[0].loss_pct,
+        Some(0.0),
         "flow a alone on the Wi-Fi interface loses nothing"
     );
     // The TCP flow shares the cellular interface with b from 5 s: the two together fill it.

@@ -901,12 +901,12 @@ impl Simulation {
             id: f.name.clone(),
             offered_mbps: 0.0,
             delivered_mbps: round(f.delivered_payload_bytes as f64 * 8.0 / active_s / 1e6, 4),
-            loss_pct: pct(retx, sent),
-            mean_owd_ms: if received == 0 {
+            loss_pct: Some(pct(retx, sent)),
+            mean_owd_ms: Some(if received == 0 {
                 0.0
             } else {
                 round(owd as f64 / received as f64 / 1e9, 4)
-            },
+            }),
             reordered_pct: pct(ooo, received),
             sent_pkts: sent,
             delivered_pkts: received,
@@ -915,10 +915,10 @@ impl Simulation {
             tcp: Some(TcpFigures {
                 cc: main.sender.controller().name().to_string(),
                 retransmitted_segments: retx,
-                fast_retransmits: sum(&|c| c.sender.stats().fast_retransmits),
-                rtos: sum(&|c| c.sender.stats().rtos),
-                ecn_reductions: sum(&|c| c.sender.stats().ecn_reductions),
-                ce_segments: sum(&|c| c.receiver.stats().ce_segments),
+                fast_retransmits: Some(sum(&|c| c.sender.stats().fast_retransmits)),
+                rtos: Some(sum(&|c| c.sender.stats().rtos)),
+                ecn_reductions: Some(sum(&|c| c.sender.stats().ecn_reductions)),
+                ce_segments: Some(sum(&|c| c.receiver.stats().ce_segments)),
                 srtt_ms: round(main.sender.rtt().srtt_ns().unwrap_or(0) as f64 / 1e6, 3),
                 mean_cwnd_kib: if t.cwnd_samples == 0 {
                     0.0
@@ -1003,16 +1003,16 @@ impl Simulation {
                     id: f.name.clone(),
                     offered_mbps: round(f.offered_mbps, 4),
                     delivered_mbps: round(f.delivered_payload_bytes as f64 * 8.0 / active_s / 1e6, 4),
-                    loss_pct: if sent == 0 {
+                    loss_pct: Some(if sent == 0 {
                         0.0
                     } else {
                         round(100.0 * (sent - f.delivered.min(sent)) as f64 / sent as f64, 4)
-                    },
-                    mean_owd_ms: if f.delivered == 0 {
+                    }),
+                    mean_owd_ms: Some(if f.delivered == 0 {
                         0.0
                     } else {
                         round(f.owd_sum_ps as f64 / f.delivered as f64 / 1e9, 4)
-                    },
+                    }),
                     reordered_pct: if f.delivered == 0 {
                         0.0
                     } else {
