@@ -392,6 +392,8 @@ impl Build<'_> {
                     "-s",
                     "-1",
                     "-J",
+                    "-i",
+                    &report_interval(sc),
                     "-B",
                     &ipv4_to_string(sc.nodes[f.dst].ip),
                     "-p",
@@ -663,7 +665,7 @@ fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[String]) -> Resu
             tcp_series.push((f.name.clone(), cols[1..].to_vec()));
             continue;
         }
-        let (fig, col) = udp_flow_figures(f, &server, intervals);
+        let (fig, col) = udp_flow_figures(f, &server, intervals, sample_every.as_secs_f64());
         flows.push(fig);
         flow_series.push(col);
     }
@@ -750,7 +752,12 @@ fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[String]) -> Resu
 }
 
 /// A UDP flow's figures and per-interval goodput from its iperf3 server report.
-fn udp_flow_figures(f: &Flow, server: &serde_json::Value, intervals: usize) -> (FlowFigures, Vec<f64>) {
+fn udp_flow_figures(
+    f: &Flow,
+    server: &serde_json::Value,
+    intervals: usize,
+    interval_s: f64,
+) -> (FlowFigures, Vec<f64>) {
     // iperf3 3.12's server leaves end.sum.bytes at 0 for UDP; sum_received has them.
     let sum = &server["end"]["sum_received"];
     let bytes = sum["bytes"].as_f64().unwrap_or(0.0);
@@ -792,18 +799,30 @@ fn udp_flow_figures(f: &Flow, server: &serde_json::Value, intervals: usize) -> (
         delivered_mib: round(bytes / f64::from(1u32 << 20), 4),
         tcp: None,
     };
-    // Per-second goodput at the receiver, placed on the scenario's clock.
+    // Goodput at the receiver per sample interval, placed on the scenario's clock.
     let mut col = vec![0.0; intervals];
     let start_s = f.start_ps as f64 / PS_PER_S as f64;
     for iv in server["intervals"].as_array().into_iter().flatten() {
         let s = &iv["sum"];
-        let t_end = start_s + s["end"].as_f64().unwrap_or(0.0);
-        let idx = (t_end.ceil() as usize).saturating_sub(1);
-        if idx < intervals {
-            col[idx] += s["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
+        let k = report_slot(start_s, s["end"].as_f64().unwrap_or(0.0), interval_s);
+        if k < intervals {
+            col[k] += s["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
         }
     }
     (fig, col)
+}
+
+/// iperf3's report interval (`-i`): the scenario's sample interval, in seconds.
+fn report_interval(sc: &Scenario) -> String {
+    format!("{}", sc.sample_interval_ps as f64 / PS_PER_S as f64)
+}
+
+/// The sample interval an iperf3 report belongs to: the one its end is nearest to. iperf3
+/// stamps an interval's end a little past the boundary (1.000046 s), and the last one of a
+/// run a little before it; rounding up, as before, put every report one interval late and
+/// dropped the last.
+fn report_slot(start_s: f64, end_s: f64, interval_s: f64) -> usize {
+    (((start_s + end_s) / interval_s).round() as usize).saturating_sub(1)
 }
 
 /// The kernel data plane as a backend of the experiment runner: one run is one [`run`] with a
@@ -901,6 +920,8 @@ fn tcp_client_args(sc: &Scenario, f: &Flow, t: &TcpFlow, dur_s: f64) -> Vec<Stri
         "-C".into(),
         t.config.cc.linux_name().into(),
         "-J".into(),
+        "-i".into(),
+        report_interval(sc),
     ];
     // TCP_MAXSEG clamps the MSS before Linux takes the 12 bytes of timestamps off it.
     if t.config.mss_bytes != mpsched_transport::tcp::DEFAULT_MSS_BYTES {
@@ -940,9 +961,9 @@ fn tcp_flow_figures(
     let active_s = (f.stop_ps - f.start_ps) as f64 / PS_PER_S as f64;
     let mut cols = vec![vec![0.0; intervals]; 4];
     let start_s = f.start_ps as f64 / PS_PER_S as f64;
-    let slot = |end: f64| ((start_s + end) / interval_s).ceil() as usize;
+    let slot = |end: f64| report_slot(start_s, end, interval_s);
     for iv in server["intervals"].as_array().into_iter().flatten() {
-        let k = slot(iv["sum"]["end"].as_f64().unwrap_or(0.0)).saturating_sub(1);
+        let k = slot(iv["sum"]["end"].as_f64().unwrap_or(0.0));
         if k < intervals {
             cols[0][k] += iv["sum"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
         }
@@ -950,7 +971,7 @@ fn tcp_flow_figures(
     let (mut cwnd_sum, mut cwnd_n) = (0.0, 0.0);
     for iv in client["intervals"].as_array().into_iter().flatten() {
         let st = &iv["streams"][0];
-        let k = slot(st["end"].as_f64().unwrap_or(0.0)).saturating_sub(1);
+        let k = slot(st["end"].as_f64().unwrap_or(0.0));
         if k < intervals {
             let cwnd = st["snd_cwnd"].as_f64().unwrap_or(0.0) / 1024.0;
             cols[1][k] = cwnd;
@@ -1301,7 +1322,7 @@ mod tests {
         let f = &sc.flows[0];
         let server =
             serde_json::json!({"end": {"sum_received": {"bytes": 1_000_000.0, "packets": 700, "lost_packets": 7}}});
-        let (udp, _) = super::udp_flow_figures(f, &server, 4);
+        let (udp, _) = super::udp_flow_figures(f, &server, 4, 1.0);
         assert_eq!(udp.mean_owd_ms, None);
         assert_eq!(udp.loss_pct, Some(1.0), "iperf3 counts UDP losses");
         let t = f.tcp.as_ref().expect("a TCP flow");
@@ -1315,6 +1336,34 @@ mod tests {
         );
         let json = serde_json::to_value(&tcp).unwrap();
         assert!(json["loss_pct"].is_null() && json["mean_owd_ms"].is_null() && json["tcp"]["rtos"].is_null());
+    }
+
+    /// Hardening item 14: iperf3 stamps a report's end just past the boundary (1.000046 s);
+    /// each report lands in the interval it ends, from the first to the last, at any sample
+    /// interval (rounding up put every one an interval late and dropped the last).
+    #[test]
+    fn iperf3_reports_land_in_the_interval_they_end() {
+        assert_eq!(super::report_slot(0.0, 1.000046, 1.0), 0);
+        assert_eq!(super::report_slot(0.0, 3.9998, 1.0), 3, "the last, a little short");
+        assert_eq!(
+            super::report_slot(2.0, 0.50002, 0.5),
+            4,
+            "a flow starting at 2 s, 0.5 s samples"
+        );
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/motohashi2022/s1-homogeneous.toml"
+        ))
+        .unwrap();
+        let sc = Scenario::from_toml(&text, "s1.toml").unwrap();
+        let ends = [1.000046, 2.000031, 3.000102, 3.999870];
+        let intervals: Vec<_> = ends
+            .iter()
+            .map(|e| serde_json::json!({"sum": {"end": e, "bits_per_second": 8e6}}))
+            .collect();
+        let server = serde_json::json!({"intervals": intervals, "end": {"sum_received": {}}});
+        let (_, col) = super::udp_flow_figures(&sc.flows[0], &server, 4, 1.0);
+        assert_eq!(col, vec![8.0; 4], "every second filled, none late, the last kept");
     }
 
     /// Defect 8: netem's limit counted the packets it was delaying, so once rate x delay
