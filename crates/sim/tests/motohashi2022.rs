@@ -172,3 +172,36 @@ fn the_same_scenario_and_seed_give_byte_identical_summaries() {
     assert_eq!(rs(5), rs(5));
     assert_ne!(rs(5), rs(6));
 }
+
+/// Hardening item 19: a DWRR split that names no `weight_scale` gets one fine enough to move
+/// (2:1 gets 16, as scenario 3 chose): at scale 1 a 2:1 split has no step but to 1:2 and, in
+/// scenario 3b, never moved (flow1's delay 39.5 ms against 11.0).
+#[test]
+fn dwrr_without_a_weight_scale_gets_one_that_can_move() {
+    let (path, text) = builtin::find("s3b-dwrr-two-flows").unwrap();
+    assert!(text.contains("\nweight_scale = 16"));
+    let named = Scenario::from_toml(text, path).unwrap();
+    let unnamed: String = text
+        .lines()
+        .filter(|l| !l.starts_with("weight_scale"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let unnamed = Scenario::from_toml(&unnamed, path).unwrap();
+    assert_eq!(unnamed.splits, named.splits, "2:1 gets scale 16");
+    let plan = Plan {
+        variants: vec!["DWRR".into()],
+        ..Plan::default()
+    };
+    let r = run_plan(&unnamed, &plan, |_| {}).unwrap();
+    let s = by_variant(&r, "DWRR");
+    let moves = s.repetitions[0].counters["ap1"]["group0_dwrr_adjustments"];
+    assert!(moves > 0, "the weights moved");
+    assert!(s.flows[0].mean_owd_ms.unwrap() < 20.0, "{:?}", s.flows[0].mean_owd_ms);
+    assert_eq!(mpsched_core::sched::DwrrParams::scale_for(&[2, 1]), 16);
+    assert_eq!(mpsched_core::sched::DwrrParams::scale_for(&[30, 30]), 1);
+    assert_eq!(
+        mpsched_core::sched::DwrrParams::scale_for(&[60_000, 1]),
+        1,
+        "registers stay 16-bit"
+    );
+}

@@ -49,6 +49,24 @@ pub struct DwrrParams {
     pub max_step: u16,
 }
 
+impl DwrrParams {
+    /// Register steps per round that a scenario's default `weight_scale` aims at: one step
+    /// then moves about 2 % of a split flow. Scenario 3 of Motohashi et al. chose 16 for 2:1
+    /// (48 per round) against Fig. 11; at scale 1 a 2:1 split has no step but to 1:2, and
+    /// flips between them every window.
+    pub const DEFAULT_ROUND: u32 = 48;
+
+    /// The `weight_scale` a scenario gets when it names none: the smallest that gives a round
+    /// of at least [`DwrrParams::DEFAULT_ROUND`] register units, within 16-bit registers.
+    /// ([`DwrrParams::default`] keeps 1, the paper's exact WRR patterns for `mpsched trace`.)
+    pub fn scale_for(weights: &[u16]) -> u16 {
+        let sum: u32 = weights.iter().map(|&w| u32::from(w)).sum::<u32>().max(1);
+        let max = u32::from(weights.iter().copied().max().unwrap_or(1).max(1));
+        let want = Self::DEFAULT_ROUND.div_ceil(sum);
+        want.min(u32::from(u16::MAX) / max).max(1) as u16
+    }
+}
+
 impl Default for DwrrParams {
     fn default() -> Self {
         DwrrParams {

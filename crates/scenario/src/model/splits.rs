@@ -206,7 +206,7 @@ pub(super) fn scheduler_config(
                 let params = DwrrParams {
                     groups: r.groups.unwrap_or(d.groups),
                     avoidance_drop_pkts: r.avoidance_drop_pkts.unwrap_or(d.avoidance_drop_pkts),
-                    weight_scale: r.weight_scale.unwrap_or(d.weight_scale),
+                    weight_scale: r.weight_scale.unwrap_or_else(|| DwrrParams::scale_for(&weights)),
                     min_weight: r.min_weight.unwrap_or(d.min_weight),
                     max_step: r.max_step.unwrap_or(d.max_step),
                 };
