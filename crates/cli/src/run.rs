@@ -567,7 +567,12 @@ fn print_table(sc: &Scenario, results: &[VariantResult]) -> anyhow::Result<()> {
             let windows: Vec<String> = c
                 .iter()
                 .filter(|(k, v)| {
-                    **v > 0 && (k.contains("dwrr_") || k.contains("feedback") || k.ends_with("_ce_marked"))
+                    let field = k.rsplit_once('.').map_or(k.as_str(), |(_, f)| f);
+                    **v > 0
+                        && matches!(
+                            field,
+                            "windows" | "adjustments" | "avoidance_drops" | "feedback_rx" | "feedback_sent" | "marked"
+                        )
                 })
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();

@@ -283,6 +283,28 @@ impl MultipathSwitch {
     }
 }
 
+/// Whether `name`, in the naming of [`MultipathSwitch::snapshot`] and the eBPF maps, is a
+/// counter (grows with traffic: results report it) rather than a register (state: weights,
+/// cursors, pending marks, a marker's backlog).
+pub fn is_counter(name: &str) -> bool {
+    let field = name.rsplit_once('.').map_or(name, |(_, f)| f);
+    name.starts_with("counter.")
+        || field.ends_with("_pkts")
+        || matches!(
+            field,
+            "feedback_rx"
+                | "windows"
+                | "adjustments"
+                | "avoidance_events"
+                | "avoidance_drops"
+                | "ce_arrivals"
+                | "feedback_sent"
+                | "marked"
+                | "not_ect_over_threshold"
+                | "overflow"
+        )
+}
+
 impl Program for MultipathSwitch {
     fn ingress(&mut self, pkt: &mut PacketMeta, ctx: &mut Ctx) -> Verdict {
         if pkt.dst_ip == self.own_ip {
@@ -352,40 +374,19 @@ impl Program for MultipathSwitch {
         EgressVerdict::Transmit
     }
 
+    /// The counters of [`MultipathSwitch::snapshot`] (not its registers), under the same
+    /// names the kernel backend reads from the eBPF maps, and the ECN markers' as
+    /// `marker<p>.*`: one set of names in every backend's results.
     fn counters(&self) -> Vec<(String, u64)> {
-        let c = &self.counters;
-        let mut out = vec![
-            ("drop_no_route".to_string(), c.no_route),
-            ("drop_ttl_expired".to_string(), c.ttl_expired),
-            ("drop_congestion_avoidance".to_string(), c.avoidance),
-            ("feedback_rx".to_string(), c.feedback_rx),
-            ("feedback_unknown_group".to_string(), c.feedback_unknown_group),
-        ];
-        for s in &self.splits {
-            let g = s.group;
-            for (i, n) in s.pkts[..s.n_paths].iter().enumerate() {
-                out.push((format!("group{g}_path{}_pkts", i + 1), *n));
-            }
-            if let Some(d) = s.sched.as_dwrr() {
-                let st = d.stats();
-                out.push((format!("group{g}_dwrr_windows"), st.windows));
-                out.push((format!("group{g}_dwrr_adjustments"), st.adjustments));
-                out.push((format!("group{g}_dwrr_avoidance_events"), st.avoidance_events));
-                out.push((format!("group{g}_dwrr_avoidance_drops"), st.avoidance_drops));
-            }
-        }
-        for c in &self.confluences {
-            let g = c.group();
-            out.push((format!("group{g}_ce_arrivals"), c.ce_arrivals));
-            out.push((format!("group{g}_feedback_sent"), c.feedback_sent));
-        }
+        let mut all = BTreeMap::new();
+        self.snapshot(&mut all);
         for (p, m) in self.markers.iter().enumerate() {
             if let Some(m) = m {
-                out.push((format!("port{p}_ce_marked"), m.marked));
-                out.push((format!("port{p}_not_ect_over_threshold"), m.not_ect_over_threshold));
+                all.insert(format!("marker{p}.marked"), m.marked);
+                all.insert(format!("marker{p}.not_ect_over_threshold"), m.not_ect_over_threshold);
             }
         }
-        out
+        all.into_iter().filter(|(k, _)| is_counter(k)).collect()
     }
 
     fn registers(&self) -> Vec<(String, u64)> {
@@ -500,12 +501,37 @@ mod tests {
             assert_eq!(sw.ingress(&mut fb, &mut Ctx::new()), Verdict::Consume);
             let c: BTreeMap<_, _> = sw.counters().into_iter().collect();
             let key = if group == 199 {
-                "feedback_rx"
+                "counter.feedback_rx"
             } else {
-                "feedback_unknown_group"
+                "counter.feedback_unknown_group"
             };
             assert_eq!(c[key], counted, "group {group}");
         }
+    }
+
+    /// Hardening item 17: results name a switch's counters as the vectors and the eBPF maps
+    /// do, so both backends' `counters` read alike; registers stay out.
+    #[test]
+    fn result_counters_are_the_snapshots_counters_by_the_same_names() {
+        let sw = splitter(SchedulerConfig::Dwrr {
+            weights: vec![2, 1],
+            params: Default::default(),
+        });
+        let mut snap = BTreeMap::new();
+        sw.snapshot(&mut snap);
+        let counters: BTreeMap<_, _> = sw.counters().into_iter().collect();
+        for (k, v) in &snap {
+            assert_eq!(counters.get(k), is_counter(k).then_some(v), "{k}");
+        }
+        for k in [
+            "counter.feedback_rx",
+            "split0.adjustments",
+            "split0.windows",
+            "split0.path0_pkts",
+        ] {
+            assert!(counters.contains_key(k), "{k} in {counters:?}");
+        }
+        assert!(!counters.keys().any(|k| k.contains("weight") || k.contains("cursor")));
     }
 
     #[test]

@@ -731,7 +731,11 @@ fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[String]) -> Resu
         if let Ok(s) = dp.snapshot() {
             counters.insert(
                 sc.nodes[*i].name.clone(),
-                s.into_iter().filter(|(_, v)| *v > 0).collect(),
+                // The counters, by the names the simulator's results use too (the
+                // registers are the vectors' business, not the results').
+                s.into_iter()
+                    .filter(|(k, v)| *v > 0 && mpsched_core::switch::is_counter(k))
+                    .collect(),
             );
         }
     }

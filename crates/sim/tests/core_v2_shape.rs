@@ -358,7 +358,7 @@ start = "5s"
     // The TCP flow shares the cellular interface with b from 5 s: the two together fill it.
     let c = mbps(&r, "c");
     assert!(c > 0.3, "TCP over the cellular interface gets a share: {c}");
-    assert_eq!(r.counters["wifi"]["drop_no_route"], 0);
+    assert_eq!(r.counters["wifi"]["counter.no_route"], 0);
     let q = &r.counters["queues"];
     assert_eq!(q["ue->wifi.tail_drops"], 0, "nothing queues on the Wi-Fi side");
 }

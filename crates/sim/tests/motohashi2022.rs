@@ -130,11 +130,11 @@ fn scenario_3a_congestion_avoidance_engages_at_10_mbps() {
         by_variant(&rs, "DWRR-10M"),
         by_variant(&rs, "WRR-10M"),
     );
-    assert_eq!(ap1(d8, "group0_dwrr_avoidance_events"), 0, "no congestion at 8 Mbps");
+    assert_eq!(ap1(d8, "split0.avoidance_events"), 0, "no congestion at 8 Mbps");
     assert_eq!(d8.flows[0].loss_pct, Some(0.0));
-    let events = ap1(d10, "group0_dwrr_avoidance_events");
+    let events = ap1(d10, "split0.avoidance_events");
     assert!(events >= 50, "congestion avoidance engaged {events} times at 10 Mbps");
-    assert_eq!(ap1(d10, "group0_dwrr_avoidance_drops"), 32 * events);
+    assert_eq!(ap1(d10, "split0.avoidance_drops"), 32 * events);
     // Both saturate both paths; DWRR delivers as much as WRR to within 0.1 % (see
     // docs/reproduction.md) with a lower delay.
     let (dd, wd) = (d10.flows[0].delivered_mbps, w10.flows[0].delivered_mbps);
@@ -194,7 +194,7 @@ fn dwrr_without_a_weight_scale_gets_one_that_can_move() {
     };
     let r = run_plan(&unnamed, &plan, |_| {}).unwrap();
     let s = by_variant(&r, "DWRR");
-    let moves = s.repetitions[0].counters["ap1"]["group0_dwrr_adjustments"];
+    let moves = s.repetitions[0].counters["ap1"]["split0.adjustments"];
     assert!(moves > 0, "the weights moved");
     assert!(s.flows[0].mean_owd_ms.unwrap() < 20.0, "{:?}", s.flows[0].mean_owd_ms);
     assert_eq!(mpsched_core::sched::DwrrParams::scale_for(&[2, 1]), 16);
