@@ -5,7 +5,7 @@ use crate::run::{resolve_scenario, run_netns};
 use anyhow::Context;
 use mpsched_netns::backend::NetnsOptions;
 use mpsched_scenario::results::Summary;
-use mpsched_sim::experiment::{run_plan, Plan};
+use mpsched_sim::experiment::{run_plan, Plan, VariantResult};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -23,7 +23,8 @@ pub struct CompareArgs {
     /// Run links with propagation delay without it on netns when the kernel lacks netem.
     #[arg(long)]
     ignore_delay: bool,
-    /// Also write both summaries and the comparison as JSON into this directory.
+    /// Also write both summaries and the comparison into this directory: compare.json,
+    /// compare.csv and compare.png (the two backends' bars side by side).
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -59,42 +60,31 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
         track_queues: None::<Duration>,
     };
     let kernel = run_netns(&sc, &plan, opts)?;
+    let rows = rows_of(&sim, &kernel);
     outln!("{} — {}", sc.name, sc.title);
-    outln!("delivered goodput per flow and wire rate per path, Mbit/s; ratio = netns / sim\n");
+    outln!("delivered goodput per flow and wire rate per path, Mbit/s; ratio = netns / sim; loss %, - where not measured\n");
     outln!(
-        "{:<10} {:<14} {:>10} {:>10} {:>8}",
+        "{:<10} {:<14} {:>10} {:>10} {:>8} {:>10} {:>10}",
         "variant",
         "flow / path",
         "sim",
         "netns",
-        "ratio"
+        "ratio",
+        "sim loss",
+        "netns loss"
     );
-    let mut rows = Vec::new();
-    for (s, k) in sim.iter().zip(&kernel) {
-        let v = s.variant.as_deref().unwrap_or("-");
-        let (ss, ks): (&Summary, &Summary) = (&s.summary, &k.summary);
-        for (fs, fk) in ss.flows.iter().zip(&ks.flows) {
-            let r = ratio(fk.delivered_mbps, fs.delivered_mbps);
-            outln!(
-                "{v:<10} {:<14} {:>10.3} {:>10.3} {:>8.3}",
-                fs.id,
-                fs.delivered_mbps,
-                fk.delivered_mbps,
-                r
-            );
-            rows.push(serde_json::json!({"variant": v, "flow": fs.id, "sim_mbps": fs.delivered_mbps, "netns_mbps": fk.delivered_mbps, "ratio": r}));
-        }
-        for (ps, pk) in ss.paths.iter().zip(&ks.paths) {
-            let r = ratio(pk.mean_mbps, ps.mean_mbps);
-            outln!(
-                "{v:<10} {:<14} {:>10.3} {:>10.3} {:>8.3}",
-                ps.id,
-                ps.mean_mbps,
-                pk.mean_mbps,
-                r
-            );
-            rows.push(serde_json::json!({"variant": v, "path": ps.id, "sim_mbps": ps.mean_mbps, "netns_mbps": pk.mean_mbps, "ratio": r}));
-        }
+    let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+    for r in &rows {
+        outln!(
+            "{:<10} {:<14} {:>10.3} {:>10.3} {:>8.3} {:>10} {:>10}",
+            r.variant,
+            r.id,
+            r.sim_mbps,
+            r.netns_mbps,
+            r.ratio,
+            pct(r.sim_loss_pct),
+            pct(r.netns_loss_pct)
+        );
     }
     if let Some(dir) = a.out {
         let v = serde_json::json!({
@@ -106,6 +96,85 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
         let p = dir.join("compare.json");
         std::fs::write(&p, serde_json::to_string_pretty(&v)? + "\n")
             .with_context(|| format!("writing {}", p.display()))?;
+        let p = dir.join("compare.csv");
+        std::fs::write(&p, csv(&rows)).with_context(|| format!("writing {}", p.display()))?;
+        let p = dir.join("compare.png");
+        crate::plot::compare_png(&format!("{}: simulator and kernel", sc.name), &rows, &p)
+            .with_context(|| format!("drawing {}", p.display()))?;
+        outln!("\nWrote compare.json, compare.csv and compare.png in {}", dir.display());
     }
     Ok(())
+}
+
+/// One line of the comparison: a flow's goodput or a path's wire rate on both backends.
+#[derive(serde::Serialize)]
+pub struct CompareRow {
+    /// The variant, or `-`.
+    pub variant: String,
+    /// `flow` or `path`.
+    pub kind: &'static str,
+    /// The flow's or path's name.
+    pub id: String,
+    /// Mbit/s in the simulator and on the kernel.
+    pub sim_mbps: f64,
+    pub netns_mbps: f64,
+    /// netns / sim.
+    pub ratio: f64,
+    /// A flow's loss, percent; None for a path, or where the backend does not measure it.
+    pub sim_loss_pct: Option<f64>,
+    pub netns_loss_pct: Option<f64>,
+}
+
+fn rows_of(sim: &[VariantResult], kernel: &[VariantResult]) -> Vec<CompareRow> {
+    let mut rows = Vec::new();
+    for (s, k) in sim.iter().zip(kernel) {
+        let v = s.variant.as_deref().unwrap_or("-").to_string();
+        let (ss, ks): (&Summary, &Summary) = (&s.summary, &k.summary);
+        for (fs, fk) in ss.flows.iter().zip(&ks.flows) {
+            rows.push(CompareRow {
+                variant: v.clone(),
+                kind: "flow",
+                id: fs.id.clone(),
+                sim_mbps: fs.delivered_mbps,
+                netns_mbps: fk.delivered_mbps,
+                ratio: ratio(fk.delivered_mbps, fs.delivered_mbps),
+                sim_loss_pct: fs.loss_pct,
+                netns_loss_pct: fk.loss_pct,
+            });
+        }
+        for (ps, pk) in ss.paths.iter().zip(&ks.paths) {
+            rows.push(CompareRow {
+                variant: v.clone(),
+                kind: "path",
+                id: ps.id.clone(),
+                sim_mbps: ps.mean_mbps,
+                netns_mbps: pk.mean_mbps,
+                ratio: ratio(pk.mean_mbps, ps.mean_mbps),
+                sim_loss_pct: None,
+                netns_loss_pct: None,
+            });
+        }
+    }
+    rows
+}
+
+/// The rows as CSV (names are of the scenario's safe character set; an absent figure is an
+/// empty field).
+fn csv(rows: &[CompareRow]) -> String {
+    let opt = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
+    let mut out = String::from("variant,kind,id,sim_mbps,netns_mbps,ratio,sim_loss_pct,netns_loss_pct\n");
+    for r in rows {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{}\n",
+            r.variant,
+            r.kind,
+            r.id,
+            r.sim_mbps,
+            r.netns_mbps,
+            r.ratio,
+            opt(r.sim_loss_pct),
+            opt(r.netns_loss_pct)
+        ));
+    }
+    out
 }

@@ -145,3 +145,60 @@ pub fn total_goodput_png(
     root.present()?;
     Ok(())
 }
+
+/// The comparison as grouped bars: per flow and path, the simulator's and the kernel's rate
+/// side by side (a bar each, labelled below).
+pub fn compare_png(title: &str, rows: &[crate::compare::CompareRow], out: &Path) -> anyhow::Result<()> {
+    let width = (160 + 90 * rows.len() as u32).clamp(700, 4000);
+    let root = BitMapBackend::new(out, (width, 560)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let top = rows
+        .iter()
+        .map(|r| r.sim_mbps.max(r.netns_mbps))
+        .fold(0.0_f64, f64::max)
+        .max(1e-6)
+        * 1.15;
+    let n = rows.len().max(1) as f64;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(70)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..n, 0.0..top)?;
+    let label = |x: &f64| {
+        let i = *x as usize;
+        rows.get(i)
+            .filter(|_| (x.fract() - 0.5).abs() < 1e-9)
+            .map(|r| format!("{} {}", r.variant, r.id))
+            .unwrap_or_default()
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(2 * rows.len() + 1)
+        .x_label_formatter(&label)
+        .y_desc("Mbit/s (flows: goodput; paths: wire rate)")
+        .draw()?;
+    for (k, (name, color)) in [("simulator", COLORS[0]), ("kernel (netns)", COLORS[2])]
+        .into_iter()
+        .enumerate()
+    {
+        let bars = rows.iter().enumerate().map(|(i, r)| {
+            let v = if k == 0 { r.sim_mbps } else { r.netns_mbps };
+            let x0 = i as f64 + 0.1 + 0.4 * k as f64;
+            Rectangle::new([(x0, 0.0), (x0 + 0.38, v)], color.filled())
+        });
+        chart
+            .draw_series(bars)?
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

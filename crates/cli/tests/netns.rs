@@ -47,6 +47,10 @@ const TESTS: &[(&str, fn())] = &[
         after_sigkill_the_next_run_warns_and_clean_leaves_nothing,
     ),
     (
+        "compare_shows_loss_and_path_rates_and_writes_csv_and_png",
+        compare_shows_loss_and_path_rates_and_writes_csv_and_png,
+    ),
+    (
         "propagation_delay_needs_netem_or_ignore_delay",
         propagation_delay_needs_netem_or_ignore_delay,
     ),
@@ -519,4 +523,47 @@ fn after_sigkill_the_next_run_warns_and_clean_leaves_nothing() {
     }
     let alive: Vec<&String> = in_them.iter().filter(|p| running(p)).collect();
     assert!(alive.is_empty(), "processes of the killed run remain: {alive:?}");
+}
+
+/// Hardening item 16: `compare` shows loss beside goodput and the per-path rates, and writes
+/// compare.csv and a side-by-side PNG.
+fn compare_shows_loss_and_path_rates_and_writes_csv_and_png() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("compare");
+    let o = mpsched()
+        .args([
+            "compare",
+            "s3b-dwrr-two-flows",
+            "--duration",
+            "4",
+            "--variant",
+            "DWRR",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains("sim loss") && out.contains("netns loss") && out.contains("path2"),
+        "{out}"
+    );
+    let csv = std::fs::read_to_string(dir.join("compare.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("variant,kind,id,sim_mbps,netns_mbps,ratio,sim_loss_pct,netns_loss_pct")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(rows.iter().all(|r| r.len() == 8), "{csv}");
+    assert!(
+        rows.iter()
+            .any(|r| r[1] == "flow" && r[2] == "flow1" && !r[7].is_empty()),
+        "{csv}"
+    );
+    assert!(rows.iter().any(|r| r[1] == "path" && r[2] == "path1"), "{csv}");
+    let png = std::fs::read(dir.join("compare.png")).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "compare.png is a PNG");
+    assert_clean("after compare");
 }
