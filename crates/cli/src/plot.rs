@@ -1,21 +1,61 @@
-//! The throughput plot: per-path throughput at the confluence point and per-flow goodput over
-//! time, like Figs. 10 and 11 of Motohashi et al.
+//! The throughput plot: per-path throughput at the confluence point, per-flow goodput and
+//! DWRR's weights over time, like Figs. 10 and 11 of Motohashi et al.; the comparison's bars.
 
 use mpsched_sim::TimeSeries;
 use plotters::prelude::*;
 use std::path::Path;
 
-const COLORS: [RGBColor; 6] = [
+/// Tableau's ten: distinct enough that eight paths never share a colour.
+const COLORS: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(44, 160, 44),
     RGBColor(214, 39, 40),
     RGBColor(255, 127, 14),
     RGBColor(148, 103, 189),
     RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
 ];
 
-/// Draw `series` into a PNG at `out`: top panel the `*_mbps` columns of `paths`, bottom panel
-/// those of `flows`.
+/// The panels of a run's plot, top to bottom.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Panel {
+    /// Wire rate per path into the confluence point (scenarios with paths).
+    Paths,
+    /// Goodput per flow at the receiver.
+    Flows,
+    /// DWRR's weight registers (columns `*_weightN`), when the run has them.
+    Weights,
+}
+
+/// Which panels a run's plot has: no empty path panel for a scenario without paths (TCP
+/// runs), and a weights panel for DWRR.
+pub fn panels_for(series: &TimeSeries, paths: &[String]) -> Vec<Panel> {
+    let mut out = Vec::new();
+    if !paths.is_empty() {
+        out.push(Panel::Paths);
+    }
+    out.push(Panel::Flows);
+    if !weight_columns(series).is_empty() {
+        out.push(Panel::Weights);
+    }
+    out
+}
+
+fn weight_columns(series: &TimeSeries) -> Vec<String> {
+    series
+        .columns
+        .iter()
+        .filter(|c| c.rsplit_once("_weight").is_some_and(|(_, n)| n.parse::<u32>().is_ok()))
+        .cloned()
+        .collect()
+}
+
+/// Draw `series` into a PNG at `out`, one panel per [`panels_for`]: the `*_mbps` columns of
+/// `paths`, those of `flows`, and DWRR's weights. `title` names the scenario, the variant and
+/// the backend.
 pub fn throughput_png(
     series: &TimeSeries,
     title: &str,
@@ -23,47 +63,38 @@ pub fn throughput_png(
     flows: &[String],
     out: &Path,
 ) -> anyhow::Result<()> {
-    let root = BitMapBackend::new(out, (1100, 760)).into_drawing_area();
+    let panels = panels_for(series, paths);
+    let root = BitMapBackend::new(out, (1100, 40 + 360 * panels.len() as u32)).into_drawing_area();
     root.fill(&WHITE)?;
-    let (top, bottom) = root.split_vertically(380);
+    let (head, body) = root.split_vertically(40);
+    head.titled(title, ("sans-serif", 22))?;
     let t = series.values("time_s").unwrap_or_default();
     let t_max = t.last().copied().unwrap_or(1.0).max(1.0);
-    panel(
-        &top,
-        &format!("{title}: throughput per path (wire, into the confluence point)"),
-        &t,
-        t_max,
-        series,
-        paths,
-    )?;
-    panel(
-        &bottom,
-        "goodput per flow (UDP payload at the receiver)",
-        &t,
-        t_max,
-        series,
-        flows,
-    )?;
+    for (area, panel) in body.split_evenly((panels.len(), 1)).iter().zip(&panels) {
+        let (caption, y_desc, names): (&str, &str, Vec<String>) = match panel {
+            Panel::Paths => (
+                "throughput per path (wire, into the confluence point)",
+                "Mbit/s",
+                paths.iter().map(|p| format!("{p}_mbps")).collect(),
+            ),
+            Panel::Flows => (
+                "goodput per flow (payload at the receiver)",
+                "Mbit/s",
+                flows.iter().map(|f| format!("{f}_mbps")).collect(),
+            ),
+            Panel::Weights => ("DWRR weights (registers)", "weight", weight_columns(series)),
+        };
+        let lines: Vec<(String, Vec<f64>, Vec<f64>)> = names
+            .iter()
+            .filter_map(|n| {
+                let label = n.strip_suffix("_mbps").unwrap_or(n).to_string();
+                series.values(n).map(|v| (label, t.clone(), v))
+            })
+            .collect();
+        draw_lines(area, caption, y_desc, t_max, &lines)?;
+    }
     root.present()?;
     Ok(())
-}
-
-fn panel<DB: DrawingBackend>(
-    area: &DrawingArea<DB, plotters::coord::Shift>,
-    caption: &str,
-    t: &[f64],
-    t_max: f64,
-    series: &TimeSeries,
-    names: &[String],
-) -> anyhow::Result<()>
-where
-    DB::ErrorType: 'static,
-{
-    let lines: Vec<(String, Vec<f64>, Vec<f64>)> = names
-        .iter()
-        .filter_map(|n| series.values(&format!("{n}_mbps")).map(|v| (n.clone(), t.to_vec(), v)))
-        .collect();
-    draw_lines(area, caption, "Mbit/s", t_max, &lines, SeriesLabelPosition::LowerRight)
 }
 
 /// One chart of named lines (name, times, values) against time, with a legend.
@@ -73,7 +104,6 @@ fn draw_lines<DB: DrawingBackend>(
     y_desc: &str,
     t_max: f64,
     lines: &[(String, Vec<f64>, Vec<f64>)],
-    legend_at: SeriesLabelPosition,
 ) -> anyhow::Result<()>
 where
     DB::ErrorType: 'static,
@@ -83,7 +113,9 @@ where
         .flat_map(|(_, _, v)| v.iter().copied())
         .fold(1.0f64, f64::max)
         * 1.15;
-    let mut chart = ChartBuilder::on(area)
+    // The legend goes beside the chart, never over the data.
+    let (plot_area, legend_area) = area.split_horizontally(area.dim_in_pixel().0.saturating_sub(LEGEND_PX));
+    let mut chart = ChartBuilder::on(&plot_area)
         .caption(caption, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(36)
@@ -92,22 +124,19 @@ where
     chart.configure_mesh().x_desc("time (s)").y_desc(y_desc).draw()?;
     for (i, (name, t, v)) in lines.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
-        chart
-            .draw_series(LineSeries::new(
-                t.iter().copied().zip(v.iter().copied()),
-                c.stroke_width(2),
-            ))?
-            .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        chart.draw_series(LineSeries::new(
+            t.iter().copied().zip(v.iter().copied()),
+            c.stroke_width(2),
+        ))?;
+        let y = 40 + 20 * i as i32;
+        legend_area.draw(&PathElement::new(vec![(4, y), (26, y)], c.stroke_width(3)))?;
+        legend_area.draw(&Text::new(name.clone(), (32, y - 7), ("sans-serif", 14)))?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(legend_at)
-        .draw()?;
     Ok(())
 }
+
+/// Width of the legend column beside each chart, pixels.
+const LEGEND_PX: u32 = 190;
 
 /// Total goodput of `flows` over time, one line per variant, in MiB/s (as the AFMT paper's
 /// Figs. 4 and 5 plot it).
@@ -140,7 +169,6 @@ pub fn total_goodput_png(
         "MiB/s",
         t_max,
         &lines,
-        SeriesLabelPosition::UpperRight,
     )?;
     root.present()?;
     Ok(())
@@ -201,4 +229,37 @@ pub fn compare_png(title: &str, rows: &[crate::compare::CompareRow], out: &Path)
         .draw()?;
     root.present()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(columns: &[&str]) -> TimeSeries {
+        TimeSeries {
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            rows: vec![vec![0.0; columns.len()]],
+        }
+    }
+
+    /// Hardening item 18: no empty path panel in a TCP run, a weights panel for DWRR, and a
+    /// palette in which eight paths never share a colour.
+    #[test]
+    fn panels_follow_the_run_and_eight_series_have_eight_colours() {
+        let tcp = series(&["time_s", "tcp1_mbps", "tcp2_mbps"]);
+        assert_eq!(panels_for(&tcp, &[]), vec![Panel::Flows]);
+        let dwrr = series(&[
+            "time_s",
+            "path1_mbps",
+            "flow1_mbps",
+            "ap1_group0_weight1",
+            "ap1_group0_weight2",
+        ]);
+        assert_eq!(
+            panels_for(&dwrr, &["path1".into()]),
+            vec![Panel::Paths, Panel::Flows, Panel::Weights]
+        );
+        let distinct: std::collections::HashSet<_> = COLORS[..8].iter().map(|c| (c.0, c.1, c.2)).collect();
+        assert_eq!(distinct.len(), 8);
+    }
 }

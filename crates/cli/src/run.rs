@@ -92,6 +92,15 @@ pub fn clean() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How a plot's title names the backend a run used.
+fn backend_name(backend: &str) -> &str {
+    match backend {
+        "sim" => "simulator",
+        "netns" => "Linux kernel (netns, eBPF)",
+        other => other,
+    }
+}
+
 /// A figure, or `-` where the backend does not measure it.
 fn or_dash(v: Option<String>) -> String {
     v.unwrap_or_else(|| "-".into())
@@ -488,8 +497,8 @@ fn write_outputs(dir: &Path, r: &VariantResult, plot: bool) -> anyhow::Result<()
     }
     if plot {
         let title = match &r.variant {
-            Some(v) => format!("{} ({v})", r.summary.scenario),
-            None => r.summary.scenario.clone(),
+            Some(v) => format!("{} ({v}), {}", r.summary.scenario, backend_name(&r.summary.backend)),
+            None => format!("{}, {}", r.summary.scenario, backend_name(&r.summary.backend)),
         };
         let paths: Vec<String> = r.scenario.paths.iter().map(|p| p.name.clone()).collect();
         let flows: Vec<String> = r.scenario.flows.iter().map(|f| f.name.clone()).collect();
