@@ -110,6 +110,31 @@ fn assert_clean(when: &str) {
     assert!(pinned.is_empty(), "{when}: pinned objects left behind: {pinned:?}");
 }
 
+/// A 60-second kernel run of scenario 3b, returned once its eight namespaces exist and its
+/// traffic has started.
+fn start_long_kernel_run(out: &str) -> std::process::Child {
+    let child = mpsched()
+        .args([
+            "run",
+            "s3b-dwrr-two-flows",
+            "--backend",
+            "netns",
+            "--duration",
+            "60",
+            "--no-plot",
+            "--out",
+        ])
+        .arg(tmp(out))
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while our_namespaces().len() < 8 && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    child
+}
+
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("mpsched-netns-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -231,25 +256,7 @@ fn nothing_is_left_after_a_failed_or_interrupted_run_and_runs_do_not_collide() {
     assert_clean("after a scenario that failed validation");
 
     // SIGINT part-way: exit 130, everything removed.
-    let mut child = mpsched()
-        .args([
-            "run",
-            "s3b-dwrr-two-flows",
-            "--backend",
-            "netns",
-            "--duration",
-            "60",
-            "--no-plot",
-            "--out",
-        ])
-        .arg(tmp("interrupted"))
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    while our_namespaces().len() < 8 && t.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    std::thread::sleep(Duration::from_secs(3));
+    let mut child = start_long_kernel_run("interrupted");
     assert!(!our_namespaces().is_empty(), "the run never built its namespaces");
     Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -436,26 +443,8 @@ fn ports_with_several_queues_are_refused_before_anything_is_made() {
 fn after_sigkill_the_next_run_warns_and_clean_leaves_nothing() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     assert_clean("before");
-    let mut child = mpsched()
-        .args([
-            "run",
-            "s3b-dwrr-two-flows",
-            "--backend",
-            "netns",
-            "--duration",
-            "60",
-            "--no-plot",
-            "--out",
-        ])
-        .arg(tmp("killed"))
-        .spawn()
-        .unwrap();
+    let mut child = start_long_kernel_run("killed");
     let prefix = format!("mps-{}x", child.id());
-    let t = Instant::now();
-    while our_namespaces().len() < 8 && t.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    std::thread::sleep(Duration::from_secs(3));
     let made: Vec<String> = our_namespaces()
         .into_iter()
         .filter(|n| n.starts_with(&prefix))
