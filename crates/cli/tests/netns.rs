@@ -168,7 +168,7 @@ fn compare_within_10pct(scenario: &str, duration: &str, variants: &[&str]) -> se
     let v = summary(&dir);
     let mut checked = 0;
     for row in v["rows"].as_array().unwrap() {
-        if row.get("flow").is_some() {
+        if row["kind"] == "flow" {
             checked += 1;
             let r = row["ratio"].as_f64().unwrap();
             assert!(
@@ -230,11 +230,12 @@ fn scenario_3b_dwrr_moves_flow1_off_path2_on_the_kernel() {
         counters["split0.feedback_rx"].as_u64().unwrap_or(0) > 0,
         "no feedback reached the splitter: {counters}"
     );
-    let w1 = counters["split0.weight0"].as_u64().unwrap();
-    let w2 = counters["split0.weight1"].as_u64().unwrap();
+    // Results carry counters, not registers: each adjustment moves one unit off the congested
+    // path2, so five or more take 32:16 past 3:1 (37:11).
+    let moved = counters["split0.adjustments"].as_u64().unwrap_or(0);
     assert!(
-        w1 > 3 * w2,
-        "weights stayed near 32:16 ({w1}:{w2}): DWRR did not move flow1 off path2"
+        moved >= 5,
+        "{moved} adjustments: the weights stayed near 32:16, DWRR did not move flow1 off path2 ({counters})"
     );
 }
 
