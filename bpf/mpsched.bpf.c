@@ -606,6 +606,12 @@ int mps_ingress(struct __sk_buff *skb)
 			__u32 k = g;
 			struct mps_split *s = g >= 0 ? bpf_map_lookup_elem(&splits, &k) : NULL;
 
+			/* MultipathSwitch::on_feedback: only from a port the group's feedback arrives on. */
+			if (s && (in_port < 0 || in_port >= MPS_MAX_PORTS ||
+				  !((s->feedback_ports >> in_port) & 1))) {
+				count(MPS_C_FEEDBACK_UNTRUSTED_PORT);
+				return TC_ACT_SHOT;
+			}
 			/* Dwrr::on_feedback; other schedulers ignore feedback. */
 			if (s && s->sched == MPS_SCHED_DWRR && path < s->n_paths &&
 			    path < MPS_MAX_PATHS) {

@@ -89,6 +89,10 @@ struct mps_split {
 	__u16 groups_left;
 	__u16 min_weight;
 	__u16 max_step;
+	/* Bit p set: feedback arriving on port p is trusted (it is where the routes from the
+	 * confluence point arrive); feedback on any other port is forged and is not counted. */
+	__u16 feedback_ports;
+	__u16 pad;
 	__u32 drop_left;
 	__u32 avoidance_drop_pkts;
 	__u64 path_pkts[MPS_MAX_PATHS];
@@ -98,7 +102,7 @@ struct mps_split {
 	__u64 avoidance_events;
 	__u64 avoidance_drops;
 };
-#define MPS_SIZEOF_SPLIT 232
+#define MPS_SIZEOF_SPLIT 240
 
 /* Map "confluences": array of MPS_MAX_GROUPS; the first n_confluences slots are live. */
 struct mps_confluence {
@@ -147,6 +151,7 @@ enum mps_counter {
 	MPS_C_NOT_IPV4,
 	MPS_C_MALFORMED,
 	MPS_C_REDIRECT_FAILED,
+	MPS_C_FEEDBACK_UNTRUSTED_PORT,
 	MPS_C_MAX,
 };
 

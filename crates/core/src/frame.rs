@@ -266,6 +266,7 @@ mod tests {
             dst_ip: 0x0a00_0003,
             ports: vec![1, 2],
             scheduler: SchedulerConfig::Wrr { weights: vec![2, 1] },
+            feedback_ports: vec![1, 2],
         });
         let markers = [MarkerConfig {
             port: 1,

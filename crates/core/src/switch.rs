@@ -6,7 +6,9 @@
 //! matches, and a passing point (plain IPv4 forwarding) for everything else.
 //!
 //! Ingress control flow, per packet:
-//! 1. addressed to this node: a feedback packet is counted for its splitting group; consumed;
+//! 1. addressed to this node: a feedback packet is counted for its splitting group if it arrived
+//!    on a port feedback of that group can arrive on (see [`SplitGroupConfig::feedback_ports`]);
+//!    consumed either way;
 //! 2. TTL check and decrement;
 //! 3. confluence table on (src, dst): count CE arrivals, maybe emit a feedback packet;
 //! 4. split table on (src, dst): the group's scheduler picks the path (or drops);
@@ -39,6 +41,11 @@ pub struct SplitGroupConfig {
     pub ports: Vec<PortId>,
     /// The scheduler.
     pub scheduler: SchedulerConfig,
+    /// The ports feedback packets of this group arrive on: where the routes from the confluence
+    /// point's return ports reach this node. Feedback arriving on any other port is forged (or
+    /// misrouted) and is not counted: a host off the return routes cannot steer the weights.
+    #[serde(default)]
+    pub feedback_ports: Vec<PortId>,
 }
 
 /// A confluence entry: where the paths of a group arrive and how feedback goes back.
@@ -91,6 +98,9 @@ impl SwitchConfig {
     }
 }
 
+/// Ports a splitting group can trust feedback from are numbered below this (a 64-bit mask).
+pub const MAX_FEEDBACK_PORTS: usize = 64;
+
 /// Default for [`ConfluenceConfig::feedback_every`].
 pub const FEEDBACK_EVERY: u32 = DEFAULT_FEEDBACK_EVERY;
 
@@ -100,6 +110,8 @@ struct SplitGroup {
     n_paths: usize,
     sched: Scheduler,
     pkts: [u64; MAX_PATHS],
+    /// Bit `p` set: feedback arriving on port `p` is trusted.
+    feedback_port_mask: u64,
 }
 
 /// What a node does for one (src, dst) pair: indices into its confluence and split tables.
@@ -117,6 +129,7 @@ struct SwitchCounters {
     avoidance: u64,
     feedback_rx: u64,
     feedback_unknown_group: u64,
+    feedback_untrusted_port: u64,
     local: u64,
 }
 
@@ -152,12 +165,23 @@ impl MultipathSwitch {
             let sched = Scheduler::new(&s.scheduler, s.ports.len(), rng_for_group(s.group))?;
             let mut ports = [0; MAX_PATHS];
             ports[..s.ports.len()].copy_from_slice(&s.ports);
+            let mut feedback_port_mask = 0u64;
+            for &p in &s.feedback_ports {
+                if usize::from(p) >= MAX_FEEDBACK_PORTS {
+                    return Err(ConfigError(format!(
+                        "split group {}: feedback port {p} is beyond the {MAX_FEEDBACK_PORTS} a port mask holds",
+                        s.group
+                    )));
+                }
+                feedback_port_mask |= 1 << p;
+            }
             splits.push(SplitGroup {
                 group: s.group,
                 ports,
                 n_paths: s.ports.len(),
                 sched,
                 pkts: [0; MAX_PATHS],
+                feedback_port_mask,
             });
         }
         let confluences = config
@@ -223,6 +247,7 @@ impl MultipathSwitch {
             ("avoidance", c.avoidance),
             ("feedback_rx", c.feedback_rx),
             ("feedback_unknown_group", c.feedback_unknown_group),
+            ("feedback_untrusted_port", c.feedback_untrusted_port),
             ("local", c.local),
         ] {
             out.insert(format!("counter.{k}"), v);
@@ -272,6 +297,23 @@ impl MultipathSwitch {
         }
     }
 
+    /// A feedback packet for `group` / `path` arrived on `port`: counted by the group's scheduler
+    /// only if the port is one the group's feedback arrives on.
+    fn on_feedback(&mut self, group: u8, path: u8, port: PortId) {
+        let Some(&i) = self.split_of_group.get(&group) else {
+            self.counters.feedback_unknown_group += 1;
+            return;
+        };
+        let s = &mut self.splits[i];
+        if usize::from(port) >= MAX_FEEDBACK_PORTS || s.feedback_port_mask & (1 << port) == 0 {
+            self.counters.feedback_untrusted_port += 1;
+        } else if s.sched.on_feedback(path) {
+            self.counters.feedback_rx += 1;
+        } else {
+            self.counters.feedback_unknown_group += 1;
+        }
+    }
+
     /// This node's own address.
     pub fn own_ip(&self) -> Ipv4 {
         self.own_ip
@@ -309,15 +351,7 @@ impl Program for MultipathSwitch {
     fn ingress(&mut self, pkt: &mut PacketMeta, ctx: &mut Ctx) -> Verdict {
         if pkt.dst_ip == self.own_ip {
             if let Some(fb) = pkt.feedback() {
-                let counted = match self.split_of_group.get(&fb.group) {
-                    Some(&i) => self.splits[i].sched.on_feedback(fb.path),
-                    None => false,
-                };
-                if counted {
-                    self.counters.feedback_rx += 1;
-                } else {
-                    self.counters.feedback_unknown_group += 1;
-                }
+                self.on_feedback(fb.group, fb.path, pkt.ingress_port);
             } else {
                 self.counters.local += 1;
             }
@@ -429,6 +463,7 @@ mod tests {
             dst_ip: STA3,
             ports: vec![1, 2],
             scheduler: sched,
+            feedback_ports: vec![1, 2],
         });
         cfg.ecn_markers = vec![(1, 60), (2, 60)];
         MultipathSwitch::new(&cfg, |_| Box::new(SeededRandom::new(1))).unwrap()
@@ -470,6 +505,7 @@ mod tests {
                     weights: vec![1, 1],
                     params: DwrrParams::default(),
                 },
+                feedback_ports: vec![5],
             });
         }
         cfg.splits.push(SplitGroupConfig {
@@ -478,6 +514,7 @@ mod tests {
             dst_ip: STA3,
             ports: vec![7, 8],
             scheduler: SchedulerConfig::Wrr { weights: vec![1, 1] },
+            feedback_ports: vec![7, 8],
         });
         let mut sw = MultipathSwitch::new(&cfg, |_| Box::new(SeededRandom::new(1))).unwrap();
         for i in [0u32, 1, 2, 3, 150, 199] {
@@ -498,6 +535,7 @@ mod tests {
         for (group, counted) in [(199u8, 1), (251, 1)] {
             let mut fb = PacketMeta::udp(CONFLUENCE, SPLITTER, 50_000, 50_000, 60);
             fb.ext = crate::packet::HeaderExt::Feedback(crate::packet::FeedbackInfo { group, path: 0 });
+            fb.ingress_port = 5;
             assert_eq!(sw.ingress(&mut fb, &mut Ctx::new()), Verdict::Consume);
             let c: BTreeMap<_, _> = sw.counters().into_iter().collect();
             let key = if group == 199 {
@@ -540,10 +578,38 @@ mod tests {
             weights: vec![2, 1],
             params: DwrrParams::default(),
         });
-        let mut fb = PacketMeta::udp(CONFLUENCE, SPLITTER, 50_000, 50_000, 60);
-        fb.ext = crate::packet::HeaderExt::Feedback(crate::packet::FeedbackInfo { group: 0, path: 1 });
-        assert_eq!(sw.ingress(&mut fb, &mut Ctx::new()), Verdict::Consume);
+        let feedback_on = |sw: &mut MultipathSwitch, port: PortId| {
+            let mut fb = PacketMeta::udp(CONFLUENCE, SPLITTER, 50_000, 50_000, 60);
+            fb.ext = crate::packet::HeaderExt::Feedback(crate::packet::FeedbackInfo { group: 0, path: 1 });
+            fb.ingress_port = port;
+            assert_eq!(sw.ingress(&mut fb, &mut Ctx::new()), Verdict::Consume);
+        };
+        feedback_on(&mut sw, 2);
         assert_eq!(sw.scheduler(0).unwrap().as_dwrr().unwrap().adjust(), &[0, 1]);
+        // Hardening item 11: the same packet from the sender's side (port 0), or from a port
+        // beyond any mask, is forged: consumed, counted as such, and the weights do not hear it.
+        feedback_on(&mut sw, 0);
+        feedback_on(&mut sw, 300);
+        assert_eq!(sw.scheduler(0).unwrap().as_dwrr().unwrap().adjust(), &[0, 1]);
+        let c: BTreeMap<_, _> = sw.counters().into_iter().collect();
+        assert_eq!((c["counter.feedback_rx"], c["counter.feedback_untrusted_port"]), (1, 2));
+    }
+
+    #[test]
+    fn a_feedback_port_beyond_the_mask_is_a_configuration_error() {
+        let mut cfg = SwitchConfig::forwarding(SPLITTER, Vec::new());
+        cfg.splits.push(SplitGroupConfig {
+            group: 3,
+            src_ip: STA1,
+            dst_ip: STA3,
+            ports: vec![1, 2],
+            scheduler: SchedulerConfig::Wrr { weights: vec![1, 1] },
+            feedback_ports: vec![MAX_FEEDBACK_PORTS as PortId],
+        });
+        let err = MultipathSwitch::new(&cfg, |_| Box::new(SeededRandom::new(1)))
+            .err()
+            .unwrap();
+        assert!(err.0.contains("feedback port 64"), "{}", err.0);
     }
 
     #[test]

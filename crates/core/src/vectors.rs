@@ -413,6 +413,7 @@ fn splitter(scheduler: SchedulerConfig, n_paths: usize) -> SwitchConfig {
         dst_ip: STA3,
         ports: (1..=n_paths as PortId).collect(),
         scheduler,
+        feedback_ports: (1..=n_paths as PortId).collect(),
     });
     cfg
 }
@@ -542,6 +543,11 @@ fn dwrr_sets(sets: &mut Vec<VectorSet>) {
     steps.extend(data_steps(6, "avoidance drops 4, then WRR resumes"));
     steps.push(ingress("feedback for an unknown group", 1, &feedback(7, 0)));
     steps.push(ingress("feedback for a path out of range", 1, &feedback(0, 5)));
+    steps.push(ingress(
+        "forged feedback from the sender's side (port 0): untrusted, not counted",
+        0,
+        &feedback(0, 0),
+    ));
     let mut bad_magic = feedback(0, 1);
     let n = bad_magic.len();
     bad_magic[n - 8] = b'X';

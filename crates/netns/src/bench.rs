@@ -53,6 +53,7 @@ fn splitter(sched: SchedulerConfig, n: usize) -> SwitchConfig {
         dst_ip: DST,
         ports: (1..=n as u16).collect(),
         scheduler: sched,
+        feedback_ports: (1..=n as u16).collect(),
     });
     c
 }
@@ -280,6 +281,7 @@ impl BenchPath {
                 dst_ip: DST,
                 ports: vec![1, 2],
                 scheduler: SchedulerConfig::Wrr { weights: vec![1, 1] },
+                feedback_ports: vec![1, 2],
             });
         }
         let mut ports = Vec::new();

@@ -391,6 +391,16 @@ fn split_registers(s: &mpsched_core::switch::SplitGroupConfig) -> Result<layout:
         ..Default::default()
     };
     v.ports[..n].copy_from_slice(&s.ports);
+    for &p in &s.feedback_ports {
+        if usize::from(p) >= layout::MAX_PORTS {
+            return Err(DataplaneError::Config(format!(
+                "group {}: feedback port {p} is beyond the eBPF program's {} ports",
+                s.group,
+                layout::MAX_PORTS
+            )));
+        }
+        v.feedback_ports |= 1 << p;
+    }
     // Build the Rust scheduler to validate the configuration and take its initial registers.
     let sched = mpsched_core::sched::Scheduler::new(&s.scheduler, n, Box::new(mpsched_core::rng::SeededRandom::new(0)))
         .map_err(|e| DataplaneError::Config(format!("group {}: {e}", s.group)))?;

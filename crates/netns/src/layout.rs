@@ -60,6 +60,8 @@ pub struct Split {
     pub groups_left: u16,
     pub min_weight: u16,
     pub max_step: u16,
+    pub feedback_ports: u16,
+    pub pad: u16,
     pub drop_left: u32,
     pub avoidance_drop_pkts: u32,
     pub path_pkts: [u64; MAX_PATHS],
@@ -126,7 +128,7 @@ pub struct RouteKey {
 }
 
 /// `enum mps_counter`, in order, with the names the Rust programs give them.
-pub const COUNTERS: [&str; 9] = [
+pub const COUNTERS: [&str; 10] = [
     "no_route",
     "ttl_expired",
     "avoidance",
@@ -136,6 +138,7 @@ pub const COUNTERS: [&str; 9] = [
     "not_ipv4",
     "malformed",
     "redirect_failed",
+    "feedback_untrusted_port",
 ];
 
 const _: () = {

@@ -274,7 +274,11 @@ fn replay(
                 }
             }
             (Hook::Ingress, TC_ACT_SHOT) => {
-                if delta("counter.feedback_rx") + delta("counter.feedback_unknown_group") > 0 {
+                if delta("counter.feedback_rx")
+                    + delta("counter.feedback_unknown_group")
+                    + delta("counter.feedback_untrusted_port")
+                    > 0
+                {
                     obs.action = "consume".into();
                 } else {
                     obs.action = "drop".into();

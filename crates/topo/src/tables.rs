@@ -173,7 +173,7 @@ fn switch_tables(
     let mut cfg = SwitchConfig::forwarding(g.nodes[i].ip, node_routes);
     let mut markers = BTreeMap::new();
     for (group, s) in intents.splits.iter().enumerate() {
-        split_entries(g, s, group as u8, i, &mut cfg, &mut markers)?;
+        split_entries(g, routes, s, group as u8, i, &mut cfg, &mut markers)?;
     }
     for l in g.links {
         if let Some(th) = l.ecn_threshold_pkts {
@@ -212,10 +212,38 @@ fn interface_routes<'g>(g: &'g Graph, routes: &'g Routes, i: NodeId) -> impl Ite
     })
 }
 
+/// The splitting point's ports that feedback of a group arrives on. The confluence point sends a
+/// feedback packet back over one of the paths (its return port towards the path's last hop);
+/// from there the routes to the splitting point carry it, which need not be the path reversed.
+fn feedback_ports(g: &Graph, routes: &Routes, s: &SplitIntent, group: u8) -> Result<Vec<PortId>, String> {
+    let mut ports = Vec::new();
+    for p in &s.paths {
+        let (splitter, confluence, first_back) = (p[0], p[p.len() - 1], p[p.len() - 2]);
+        let walk = routes.walk(g, first_back, splitter).ok_or_else(|| {
+            format!(
+                "feedback of group {group} sent from `{}` by `{}` has no route back to `{}`",
+                g.nodes[confluence].name, g.nodes[first_back].name, g.nodes[splitter].name
+            )
+        })?;
+        let last_hop = if walk.len() >= 2 {
+            walk[walk.len() - 2]
+        } else {
+            confluence
+        };
+        let port = linked(g, splitter, last_hop)?;
+        if !ports.contains(&port) {
+            ports.push(port);
+        }
+    }
+    ports.sort_unstable();
+    Ok(ports)
+}
+
 /// Node `i`'s part in splitting group `group`: a split entry at the splitting point, a
 /// confluence entry at the confluence point (DWRR's feedback), markers along the paths.
 fn split_entries(
     g: &Graph,
+    routes: &Routes,
     s: &SplitIntent,
     group: u8,
     i: NodeId,
@@ -232,6 +260,7 @@ fn split_entries(
             dst_ip: g.nodes[s.dst].ip,
             ports: s.paths.iter().map(|p| linked(g, i, p[1])).collect::<Result<_, _>>()?,
             scheduler: s.scheduler.clone(),
+            feedback_ports: feedback_ports(g, routes, s, group)?,
         });
     }
     // The confluence point's feedback is part of DWRR; other schedulers ignore it.
@@ -259,4 +288,89 @@ fn split_entries(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::NodeKind::{Host, Switch};
+    use mpsched_core::sched::DwrrParams;
+
+    fn node(name: &str, kind: NodeKind, i: u32) -> Node {
+        Node {
+            name: name.into(),
+            kind,
+            ip: 0x0a00_0000 + i,
+        }
+    }
+
+    fn link(a: NodeId, b: NodeId) -> Link {
+        Link {
+            a,
+            b,
+            rate_bps: 1_000_000,
+            delay_ps: 0,
+            queue_pkts: 10,
+            name: None,
+            ecn_threshold_pkts: None,
+            a_ip: None,
+            b_ip: None,
+            queues: 1,
+            discipline: Default::default(),
+        }
+    }
+
+    /// h0 - s1, paths s1-s2-s4 and s1-s5-s6-s7-s4, s4 - h8; a shortcut s7 - s2 means feedback
+    /// the confluence point sends back over the long path returns by s2, not by s5.
+    #[test]
+    fn feedback_ports_follow_the_routes_back_not_the_paths() {
+        let names = ["h0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "h8"];
+        let nodes: Vec<Node> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| node(n, if n.starts_with('h') { Host } else { Switch }, i as u32))
+            .collect();
+        let links = vec![
+            link(0, 1),
+            link(1, 2),
+            link(2, 4),
+            link(1, 5),
+            link(5, 6),
+            link(6, 7),
+            link(7, 4),
+            link(7, 2),
+            link(4, 8),
+            link(1, 3),
+        ];
+        let split = |paths: Vec<Vec<NodeId>>| Intents {
+            splits: vec![SplitIntent {
+                src: 0,
+                dst: 8,
+                paths,
+                scheduler: SchedulerConfig::Dwrr {
+                    weights: vec![1, 1],
+                    params: DwrrParams::default(),
+                },
+                feedback_every: 16,
+                ecn_threshold_pkts: None,
+            }],
+            ..Intents::default()
+        };
+        let w = Wiring::build(&nodes, &links, &split(vec![vec![1, 2, 4], vec![1, 5, 6, 7, 4]])).unwrap();
+        let s1 = w.switches[1].as_ref().unwrap();
+        let to_s2 = w.port_to(1, 2).unwrap();
+        assert_eq!(s1.splits[0].ports, [to_s2, w.port_to(1, 5).unwrap()]);
+        assert_eq!(
+            s1.splits[0].feedback_ports,
+            [to_s2],
+            "both paths' feedback comes back by s2"
+        );
+        // One-hop paths: the confluence point is the splitting point's neighbour.
+        let w = Wiring::build(&nodes, &links, &split(vec![vec![2, 4], vec![2, 7, 4]])).unwrap();
+        let s2 = w.switches[2].as_ref().unwrap();
+        assert_eq!(
+            s2.splits[0].feedback_ports,
+            [w.port_to(2, 4).unwrap(), w.port_to(2, 7).unwrap()]
+        );
+    }
 }
