@@ -540,8 +540,14 @@ int mps_ingress(struct __sk_buff *skb)
 		count(MPS_C_MALFORMED); /* Runt */
 		return TC_ACT_SHOT;
 	}
+	/* A VLAN-tagged frame is not ours to split (wire::parse_frame: not IPv4). By the time TC
+	 * sees it the kernel has moved the tag to skb->vlan_tci, so the frame looks untagged. */
+	if (skb->vlan_present) {
+		count(MPS_C_NOT_IPV4);
+		return TC_ACT_OK;
+	}
 	if (eth->h_proto != bpf_htons(ETH_P_IP)) {
-		count(MPS_C_NOT_IPV4); /* ARP, IPv6: the node's own stack */
+		count(MPS_C_NOT_IPV4); /* ARP, IPv6, a tag still in the frame: the node's own stack */
 		return TC_ACT_OK;
 	}
 	if (len < sizeof(struct ethhdr) + sizeof(struct iphdr)) {

@@ -37,6 +37,26 @@ pub enum Hook {
     Egress,
 }
 
+/// How a step's frame reaches the eBPF program (the Rust programs take every frame as written).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// Handed to the program as written, by `BPF_PROG_TEST_RUN`.
+    #[default]
+    TestRun,
+    /// Sent into the port's veth peer, so the kernel's receive path runs before the program
+    /// does, as on a live node: it moves an 802.1Q / 802.1ad tag out of the frame into
+    /// `skb->vlan_tci`, which `BPF_PROG_TEST_RUN` cannot present (it refuses a context with
+    /// `vlan_tci` set).
+    Wire,
+}
+
+impl Delivery {
+    fn is_test_run(&self) -> bool {
+        *self == Delivery::TestRun
+    }
+}
+
 /// One node's configuration and a sequence of frames.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VectorSet {
@@ -75,6 +95,9 @@ pub struct Step {
     pub time_ns: u64,
     /// The frame, hex.
     pub frame: String,
+    /// How the frame reaches the eBPF program (ingress only).
+    #[serde(default, skip_serializing_if = "Delivery::is_test_run")]
+    pub delivery: Delivery,
     /// The expected outcome (filled by `mpsched vectors write`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<Expect>,
@@ -371,7 +394,16 @@ fn ingress(note: impl Into<String>, port: PortId, frame: &[u8]) -> Step {
         port,
         time_ns: 0,
         frame: to_hex(frame),
+        delivery: Delivery::TestRun,
         expect: None,
+    }
+}
+
+/// An ingress step whose frame crosses the port's veth pair into the program (see [`Delivery`]).
+fn ingress_wire(note: impl Into<String>, port: PortId, frame: &[u8]) -> Step {
+    Step {
+        delivery: Delivery::Wire,
+        ..ingress(note, port, frame)
     }
 }
 
@@ -382,6 +414,7 @@ fn egress(note: impl Into<String>, port: PortId, time_ns: u64, frame: &[u8]) -> 
         port,
         time_ns,
         frame: to_hex(frame),
+        delivery: Delivery::TestRun,
         expect: None,
     }
 }
@@ -446,6 +479,7 @@ pub fn standard_sets() -> Vec<VectorSet> {
     confluence_set(&mut sets);
     marker_set(&mut sets);
     malformed_set(&mut sets);
+    vlan_set(&mut sets);
     sets
 }
 
@@ -781,6 +815,54 @@ fn malformed_set(sets: &mut Vec<VectorSet>) {
     sets.push(set(
         "malformed",
         "Malformed and special frames: each forwarded, handed to the stack, or counted and dropped",
+        splitter(SchedulerConfig::Wrr { weights: vec![1, 1] }, 2),
+        3,
+        steps,
+    ));
+}
+
+/// `frame` with a VLAN tag (TPID, then PCP 0 / DEI 0 / `vid`) after the MAC addresses.
+fn tagged(frame: &[u8], tpid: u16, vid: u16) -> Vec<u8> {
+    let mut out = frame[..12].to_vec();
+    out.extend_from_slice(&tpid.to_be_bytes());
+    out.extend_from_slice(&(vid & 0x0fff).to_be_bytes());
+    out.extend_from_slice(&frame[12..]);
+    out
+}
+
+/// 802.1Q and 802.1ad frames: the switch routes untagged IPv4 only (as the papers' P4 parsers,
+/// Ethernet then IPv4); a tagged frame is not its to split, wherever the tag is held.
+fn vlan_set(sets: &mut Vec<VectorSet>) {
+    let good = udp(STA1, STA3, Ecn::Ect0, 64);
+    let q = tagged(&good, 0x8100, 10);
+    let steps = vec![
+        ingress("untagged split packet, handed to the program: path 1", 0, &good),
+        ingress_wire(
+            "untagged split packet across the veth pair: path 2 (the live path reaches the program)",
+            0,
+            &good,
+        ),
+        ingress("802.1Q (VID 10) in the frame: to the node's stack", 0, &q),
+        ingress_wire(
+            "802.1Q (VID 10) across the veth pair: the kernel moves the tag to skb->vlan_tci; still to the stack",
+            0,
+            &q,
+        ),
+        ingress_wire(
+            "802.1Q priority tag (VID 0) across the veth pair: to the stack",
+            0,
+            &tagged(&good, 0x8100, 0),
+        ),
+        ingress_wire(
+            "802.1ad outer tag (VID 20) over 802.1Q (VID 10) across the veth pair: to the stack",
+            0,
+            &tagged(&q, 0x88a8, 20),
+        ),
+        ingress_wire("untagged again: WRR resumes where it was (path 1)", 0, &good),
+    ];
+    sets.push(set(
+        "vlan",
+        "802.1Q / 802.1ad frames are not split: to the node's stack, whether the tag is in the frame or the kernel has moved it to skb->vlan_tci",
         splitter(SchedulerConfig::Wrr { weights: vec![1, 1] }, 2),
         3,
         steps,

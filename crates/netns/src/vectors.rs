@@ -6,12 +6,16 @@
 //! shot, pass to the stack), the frame it left (its destination MAC names the port; a feedback
 //! packet is parsed), and the maps (counters say why a frame was dropped; per-port counters say
 //! where the data packet went when the frame itself became a feedback packet).
+//!
+//! A step may instead be delivered on the wire: sent into its port's veth peer, so that the
+//! kernel's receive path runs first (it moves a VLAN tag into `skb->vlan_tci`), with the
+//! program attached to the ports; its outcome is then read from the counters alone.
 
 use crate::dataplane::{Dataplane, NodeTables, PortBinding};
 use crate::ns::{is_root, Netns};
 use libbpf_rs::ProgramInput;
 use mpsched_core::packet::PortId;
-use mpsched_core::vectors::{chosen_path, from_hex, EmitObserved, Hook, Observed, StepResult, VectorSet};
+use mpsched_core::vectors::{chosen_path, from_hex, Delivery, EmitObserved, Hook, Observed, StepResult, VectorSet};
 use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
 use mpsched_core::wire::{internet_checksum, mac_for, parse_frame};
 use std::collections::BTreeMap;
@@ -182,6 +186,17 @@ impl Tap {
         })
     }
 
+    /// Send `frame` out of the port this socket is bound to (it arrives at the veth's peer).
+    fn send(&self, frame: &[u8]) -> Result<(), String> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: frame is readable for its length; the socket is bound to one interface.
+        let n = unsafe { libc::send(self.0.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+        if n != frame.len() as isize {
+            return Err(format!("send on the wire: {}", std::io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+
     /// Discard whatever has arrived.
     fn drain(&self) {
         while self.next(0).is_some() {}
@@ -194,11 +209,15 @@ fn replay(
     ports: &[PortBinding],
     taps: &[Tap],
 ) -> Result<(BTreeMap<String, u64>, Vec<StepResult>), String> {
-    let dp = Dataplane::load(tables).map_err(|e| e.to_string())?;
+    let mut dp = Dataplane::load(tables).map_err(|e| e.to_string())?;
+    if set.steps.iter().any(|st| st.delivery == Delivery::Wire) {
+        for p in ports {
+            dp.attach(p.ifindex, false).map_err(|e| e.to_string())?;
+        }
+    }
     let initial = dp.snapshot().map_err(|e| e.to_string())?;
     let mut prev = initial.clone();
     let mut results = Vec::new();
-    let fb_port = set.config.feedback_port;
     for (i, st) in set.steps.iter().enumerate() {
         let at = format!("{} step {i} ({})", set.name, st.note);
         let frame = from_hex(&st.frame).map_err(|e| format!("{at}: {e}"))?;
@@ -209,100 +228,192 @@ fn replay(
         if st.hook == Hook::Egress {
             dp.set_test_clock(st.time_ns).map_err(|e| e.to_string())?;
         }
-        let prog = match st.hook {
-            Hook::Ingress => "mps_ingress",
-            Hook::Egress => "mps_egress",
-        };
         taps.iter().for_each(Tap::drain);
-        let (retval, out_frame, _) = test_run(&dp, prog, port, &frame, 1).map_err(|e| format!("{at}: {e}"))?;
-        let regs = dp.snapshot().map_err(|e| e.to_string())?;
-        let delta = |k: &str| regs.get(k).copied().unwrap_or(0) - prev.get(k).copied().unwrap_or(0);
-        let mut obs = Observed {
-            action: String::new(),
-            port: None,
-            drop_reason: None,
-            path: chosen_path(&prev, &regs),
-            ttl: None,
-            ecn: None,
-            emit: None,
-        };
-        match (st.hook, retval) {
-            (Hook::Egress, TC_ACT_OK) => {
-                obs.action = "transmit".into();
-                if let Ok(m) = parse_frame(&out_frame, fb_port) {
-                    obs.ecn = Some(m.ecn);
-                } else if out_frame.len() >= 34 && out_frame[12..14] == [0x08, 0x00] {
-                    obs.ecn = Some(mpsched_core::packet::Ecn::from_bits(out_frame[15]));
-                }
-            }
-            (Hook::Ingress, TC_ACT_REDIRECT) => {
-                obs.action = "redirect".into();
-                check_ipv4_checksum(&out_frame).map_err(|e| format!("{at}: {e}"))?;
-                let out_port =
-                    port_of_mac(&out_frame).ok_or_else(|| format!("{at}: output frame to an unknown MAC"))?;
-                let meta = parse_frame(&out_frame, fb_port).map_err(|e| format!("{at}: output frame: {e:?}"))?;
-                let sent: Vec<PortId> = (0..set.n_ports as PortId)
-                    .flat_map(|p| (0..delta(&format!("port{p}.tx_pkts"))).map(move |_| p))
-                    .collect();
-                // The frame left is a feedback packet this node made, not the data packet.
-                if let Some(fb) = meta.feedback().filter(|_| meta.src_ip == set.config.own_ip) {
-                    obs.emit = Some(EmitObserved {
-                        port: out_port,
-                        dst_ip: meta.dst_ip,
-                        group: fb.group,
-                        path: fb.path,
-                    });
-                    let mut others = sent.clone();
-                    if let Some(k) = others.iter().position(|&p| p == out_port) {
-                        others.remove(k);
-                    }
-                    obs.port = others.first().copied();
-                    // The data copy left by bpf_clone_redirect: read it where it arrived.
-                    if let Some(p) = obs.port {
-                        let copy = taps[usize::from(p)]
-                            .next(1000)
-                            .ok_or_else(|| format!("{at}: the data copy never reached port {p}'s peer"))?;
-                        check_ipv4_checksum(&copy).map_err(|e| format!("{at}: data copy: {e}"))?;
-                        let m = parse_frame(&copy, fb_port).map_err(|e| format!("{at}: data copy: {e:?}"))?;
-                        obs.ttl = Some(m.ttl);
-                        obs.ecn = Some(m.ecn);
-                    }
-                } else {
-                    obs.port = Some(out_port);
-                    obs.ttl = Some(meta.ttl);
-                    obs.ecn = Some(meta.ecn);
-                }
-            }
-            (Hook::Ingress, TC_ACT_SHOT) => {
-                if delta("counter.feedback_rx")
-                    + delta("counter.feedback_unknown_group")
-                    + delta("counter.feedback_untrusted_port")
-                    > 0
-                {
-                    obs.action = "consume".into();
-                } else {
-                    obs.action = "drop".into();
-                    obs.drop_reason = [
-                        ("counter.no_route", "no_route"),
-                        ("counter.ttl_expired", "ttl_expired"),
-                        ("counter.avoidance", "congestion_avoidance"),
-                        ("counter.malformed", "malformed"),
-                    ]
-                    .iter()
-                    .find(|(k, _)| delta(k) > 0)
-                    .map(|(_, n)| n.to_string());
-                }
-            }
-            (Hook::Ingress, TC_ACT_OK) => obs.action = "to_stack".into(),
-            (_, r) => return Err(format!("{at}: unexpected return code {r}")),
+        let (observed, regs) = match (st.hook, st.delivery) {
+            (Hook::Ingress, Delivery::Wire) => on_the_wire(set, &dp, taps, st.port, &frame, &prev),
+            (hook, _) => by_test_run(set, &dp, taps, hook, port, &frame, &prev),
         }
+        .map_err(|e| format!("{at}: {e}"))?;
         prev = regs.clone();
         results.push(StepResult {
-            observed: obs,
+            observed,
             registers: regs,
         });
     }
+    dp.detach_all();
     Ok((initial, results))
+}
+
+/// The increment of counter `k` from `prev` to `regs`.
+fn delta_of(prev: &BTreeMap<String, u64>, regs: &BTreeMap<String, u64>, k: &str) -> u64 {
+    regs.get(k).copied().unwrap_or(0) - prev.get(k).copied().unwrap_or(0)
+}
+
+fn observed(path: Option<u8>) -> Observed {
+    Observed {
+        action: String::new(),
+        port: None,
+        drop_reason: None,
+        path,
+        ttl: None,
+        ecn: None,
+        emit: None,
+    }
+}
+
+/// One frame through `BPF_PROG_TEST_RUN`: what it did, and the registers after.
+fn by_test_run(
+    set: &VectorSet,
+    dp: &Dataplane,
+    taps: &[Tap],
+    hook: Hook,
+    ifindex: u32,
+    frame: &[u8],
+    prev: &BTreeMap<String, u64>,
+) -> Result<(Observed, BTreeMap<String, u64>), String> {
+    let prog = match hook {
+        Hook::Ingress => "mps_ingress",
+        Hook::Egress => "mps_egress",
+    };
+    let fb_port = set.config.feedback_port;
+    let (retval, out_frame, _) = test_run(dp, prog, ifindex, frame, 1)?;
+    let regs = dp.snapshot().map_err(|e| e.to_string())?;
+    let delta = |k: &str| delta_of(prev, &regs, k);
+    let mut obs = observed(chosen_path(prev, &regs));
+    match (hook, retval) {
+        (Hook::Egress, TC_ACT_OK) => {
+            obs.action = "transmit".into();
+            if let Ok(m) = parse_frame(&out_frame, fb_port) {
+                obs.ecn = Some(m.ecn);
+            } else if out_frame.len() >= 34 && out_frame[12..14] == [0x08, 0x00] {
+                obs.ecn = Some(mpsched_core::packet::Ecn::from_bits(out_frame[15]));
+            }
+        }
+        (Hook::Ingress, TC_ACT_REDIRECT) => {
+            check_ipv4_checksum(&out_frame)?;
+            let out_port = port_of_mac(&out_frame).ok_or("output frame to an unknown MAC")?;
+            let meta = parse_frame(&out_frame, fb_port).map_err(|e| format!("output frame: {e:?}"))?;
+            obs.action = "redirect".into();
+            // The frame left is a feedback packet this node made, not the data packet.
+            if let Some(fb) = meta.feedback().filter(|_| meta.src_ip == set.config.own_ip) {
+                obs.emit = Some(EmitObserved {
+                    port: out_port,
+                    dst_ip: meta.dst_ip,
+                    group: fb.group,
+                    path: fb.path,
+                });
+                let mut sent: Vec<PortId> = (0..set.n_ports as PortId)
+                    .flat_map(|p| (0..delta(&format!("port{p}.tx_pkts"))).map(move |_| p))
+                    .collect();
+                if let Some(k) = sent.iter().position(|&p| p == out_port) {
+                    sent.remove(k);
+                }
+                obs.port = sent.first().copied();
+                // The data copy left by bpf_clone_redirect: read it where it arrived.
+                if let Some(p) = obs.port {
+                    let (ttl, ecn) = arrived_at(taps, p, fb_port)?;
+                    (obs.ttl, obs.ecn) = (Some(ttl), Some(ecn));
+                }
+            } else {
+                obs.port = Some(out_port);
+                obs.ttl = Some(meta.ttl);
+                obs.ecn = Some(meta.ecn);
+            }
+        }
+        (Hook::Ingress, TC_ACT_SHOT) => shot(&mut obs, &delta),
+        (Hook::Ingress, TC_ACT_OK) => obs.action = "to_stack".into(),
+        (_, r) => return Err(format!("unexpected return code {r}")),
+    }
+    Ok((obs, regs))
+}
+
+/// A shot frame: consumed if a feedback counter moved, otherwise dropped for the drop counter
+/// that moved.
+fn shot(obs: &mut Observed, delta: &impl Fn(&str) -> u64) {
+    let feedback = [
+        "counter.feedback_rx",
+        "counter.feedback_unknown_group",
+        "counter.feedback_untrusted_port",
+    ];
+    if feedback.iter().any(|k| delta(k) > 0) {
+        obs.action = "consume".into();
+        return;
+    }
+    obs.action = "drop".into();
+    obs.drop_reason = [
+        ("counter.no_route", "no_route"),
+        ("counter.ttl_expired", "ttl_expired"),
+        ("counter.avoidance", "congestion_avoidance"),
+        ("counter.malformed", "malformed"),
+    ]
+    .iter()
+    .find(|(k, _)| delta(k) > 0)
+    .map(|(_, n)| n.to_string());
+}
+
+/// The TTL and ECN of the frame that arrived at port `p`'s veth peer.
+fn arrived_at(taps: &[Tap], p: PortId, fb_port: u16) -> Result<(u8, mpsched_core::packet::Ecn), String> {
+    let copy = taps[usize::from(p)]
+        .next(1000)
+        .ok_or_else(|| format!("nothing reached port {p}'s peer"))?;
+    check_ipv4_checksum(&copy)?;
+    let m = parse_frame(&copy, fb_port).map_err(|e| format!("frame at port {p}'s peer: {e:?}"))?;
+    Ok((m.ttl, m.ecn))
+}
+
+/// One frame sent into port `port`'s veth peer, so that the kernel's receive path runs before
+/// the attached program: what the program did, read from its counters (the program's run ends
+/// in softirq context, so they are polled until its outcome shows), and the registers after.
+fn on_the_wire(
+    set: &VectorSet,
+    dp: &Dataplane,
+    taps: &[Tap],
+    port: PortId,
+    frame: &[u8],
+    prev: &BTreeMap<String, u64>,
+) -> Result<(Observed, BTreeMap<String, u64>), String> {
+    let tap = taps.get(usize::from(port)).ok_or("no such port")?;
+    tap.send(frame)?;
+    let outcome = [
+        "counter.not_ipv4",
+        "counter.local",
+        "counter.no_route",
+        "counter.ttl_expired",
+        "counter.avoidance",
+        "counter.malformed",
+        "counter.feedback_rx",
+        "counter.feedback_unknown_group",
+        "counter.feedback_untrusted_port",
+        "counter.redirect_failed",
+    ];
+    let tx = |p: PortId| format!("port{p}.tx_pkts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let regs = loop {
+        let regs = dp.snapshot().map_err(|e| e.to_string())?;
+        let delta = |k: &str| delta_of(prev, &regs, k);
+        if outcome.iter().any(|k| delta(k) > 0) || (0..set.n_ports as PortId).any(|p| delta(&tx(p)) > 0) {
+            break regs;
+        }
+        if std::time::Instant::now() > deadline {
+            return Err("sent on the wire, but the program showed no outcome within 2 s".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
+    let delta = |k: &str| delta_of(prev, &regs, k);
+    let mut obs = observed(chosen_path(prev, &regs));
+    if let Some(p) = (0..set.n_ports as PortId).find(|&p| delta(&tx(p)) > 0) {
+        obs.action = "redirect".into();
+        obs.port = Some(p);
+        let (ttl, ecn) = arrived_at(taps, p, set.config.feedback_port)?;
+        (obs.ttl, obs.ecn) = (Some(ttl), Some(ecn));
+    } else if delta("counter.not_ipv4") + delta("counter.local") > 0 {
+        obs.action = "to_stack".into();
+    } else if delta("counter.redirect_failed") > 0 {
+        return Err("the redirect failed".into());
+    } else {
+        shot(&mut obs, &delta);
+    }
+    Ok((obs, regs))
 }
 
 /// The port whose peer MAC a frame is addressed to.
