@@ -1,6 +1,6 @@
 //! The `mpsched` command as a user runs it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn mpsched(args: &[&str]) -> Output {
@@ -18,11 +18,12 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mpsched-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh folder under the temporary directory, removed when the guard drops.
+fn tmpdir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("mpsched-cli-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn trace_paths(args: &[&str]) -> Vec<u64> {
@@ -132,7 +133,8 @@ fn trace_refuses_bad_input_with_exit_code_2() {
 
 #[test]
 fn an_invalid_scenario_names_file_and_field_and_exits_2_without_a_panic() {
-    let dir = tmpdir("invalid");
+    let dir_guard = tmpdir("invalid");
+    let dir = dir_guard.path();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/motohashi2022/s1-homogeneous.toml");
     let text = std::fs::read_to_string(src)
         .unwrap()
@@ -157,7 +159,8 @@ fn an_invalid_scenario_names_file_and_field_and_exits_2_without_a_panic() {
 
 #[test]
 fn run_writes_summary_timeseries_plot_and_pcap_and_repeats_byte_for_byte() {
-    let dir = tmpdir("run");
+    let dir_guard = tmpdir("run");
+    let dir = dir_guard.path();
     let run = |out: &Path| {
         let o = mpsched(&[
             "run",
@@ -228,7 +231,8 @@ fn tshark_reads_the_pcap_with_ip_udp_and_ecn() {
         eprintln!("skipping: tshark not installed (scripts/install-deps.sh installs it)");
         return;
     }
-    let dir = tmpdir("tshark");
+    let dir_guard = tmpdir("tshark");
+    let dir = dir_guard.path();
     let o = mpsched(&[
         "run",
         "--duration",

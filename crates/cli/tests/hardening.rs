@@ -1,7 +1,7 @@
 //! The hardening issue's cases, one test per item, as a hostile user would try them. Each
 //! failed on the main branch before the fix (the fixtures' first lines say what they try).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -24,16 +24,18 @@ fn fixture(name: &str) -> String {
     p.to_str().unwrap().to_string()
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mpsched-hardening-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh folder under the temporary directory, removed when the guard drops.
+fn tmpdir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("mpsched-hardening-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// `mpsched run FIXTURE` exits 2, names the field, and says `want`; no panic.
 fn refused(name: &str, field: &str, want: &str) {
-    let out = tmpdir(name);
+    let out_guard = tmpdir(name);
+    let out = out_guard.path();
     let o = mpsched(&["run", &fixture(name), "--no-plot", "--out", out.to_str().unwrap()]);
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{name}: {e}");
@@ -89,7 +91,8 @@ fn item02_a_closed_or_full_stdout_is_not_a_panic() {
         stderr(&o)
     );
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
-    let out = tmpdir("item02");
+    let out_guard = tmpdir("item02");
+    let out = out_guard.path();
     let o = shell(&format!(
         "set -o pipefail; \"$MPSCHED\" run --duration 1 --no-plot --out {} | true",
         out.display()
@@ -135,7 +138,8 @@ fn item05_a_flow_without_a_route_is_refused_at_validation() {
 
 #[test]
 fn item08_flags_go_through_the_scenario_checks() {
-    let out = tmpdir("item08");
+    let out_guard = tmpdir("item08");
+    let out = out_guard.path();
     let o = mpsched(&["run", "--duration", "1ps", "--no-plot", "--out", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--duration 1ps") && stderr(&o).contains("would last no time"));
@@ -151,7 +155,8 @@ fn item08_flags_go_through_the_scenario_checks() {
 fn item10_validation_is_linear_in_flows() {
     // 100 000 flows between one pair of hosts: a duplicate-name check per pair of flows took
     // minutes here (5e9 comparisons); one pass takes seconds even in a debug build.
-    let dir = tmpdir("item10");
+    let dir_guard = tmpdir("item10");
+    let dir = dir_guard.path();
     let base = std::fs::read_to_string(fixture("base.toml")).unwrap();
     let mut text = base.split("[[flow]]").next().unwrap().to_string();
     for i in 0..100_000 {

@@ -39,6 +39,10 @@ const TESTS: &[(&str, fn())] = &[
         scenario_3b_dwrr_moves_flow1_off_path2_on_the_kernel,
     ),
     (
+        "feedback_forged_by_a_host_is_not_counted",
+        feedback_forged_by_a_host_is_not_counted,
+    ),
+    (
         "nothing_is_left_after_a_failed_or_interrupted_run_and_runs_do_not_collide",
         nothing_is_left_after_a_failed_or_interrupted_run_and_runs_do_not_collide,
     ),
@@ -83,7 +87,24 @@ fn main() {
             .with_ignored_flag(!root && !ci)
         })
         .collect();
-    libtest_mimic::run(&args, trials).exit();
+    let conclusion = libtest_mimic::run(&args, trials);
+    // Outputs stay for a look after a failure; after a pass they go.
+    if !conclusion.has_failed() {
+        remove_tmp_dirs();
+    }
+    conclusion.exit();
+}
+
+/// Remove the output folders this process's tests made under the temporary directory.
+fn remove_tmp_dirs() {
+    let prefix = format!("mpsched-netns-{}-", std::process::id());
+    if let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
 }
 
 fn our_namespaces() -> Vec<String> {
@@ -237,6 +258,55 @@ fn scenario_3b_dwrr_moves_flow1_off_path2_on_the_kernel() {
         moved >= 5,
         "{moved} adjustments: the weights stayed near 32:16, DWRR did not move flow1 off path2 ({counters})"
     );
+}
+
+/// Hardening item 11: a host beside the sender (sta2) sends DWRR feedback packets to the
+/// splitting point (ap1, 10.255.0.1) during a kernel run. They arrive on the port towards the
+/// hosts, where genuine feedback never comes: all are counted as untrusted, none reaches the
+/// weights. (Before the fix each one counted: the closing note of the change measured flow1's
+/// loss rising from 1.3 % to 17 % under 3 000 of them.)
+fn feedback_forged_by_a_host_is_not_counted() {
+    const FORGED: u64 = 1000;
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tmp("forged");
+    let run = mpsched()
+        .args(["run", "s3b-dwrr-two-flows", "--backend", "netns", "--variant", "DWRR"])
+        .args(["--duration", "15", "--no-plot", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    let sta2 = loop {
+        if let Some(n) = our_namespaces().into_iter().find(|n| n.ends_with("-sta2")) {
+            break n;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "the run made no sta2 namespace");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_secs(3));
+    // bash's /dev/udp: one datagram per write, "MPFB" | group 0 | path 0 (path1 congested).
+    let forge = format!(
+        "exec 3>/dev/udp/10.255.0.1/50000; for i in $(seq {FORGED}); do printf 'MPFB\\0\\0\\0\\0' >&3; sleep 0.005; done"
+    );
+    let sent = Command::new("ip")
+        .args(["netns", "exec", &sta2, "bash", "-c", &forge])
+        .output()
+        .unwrap();
+    ok(&sent);
+    let status = run.wait_with_output().unwrap();
+    ok(&status);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let c = &v["repetitions"][0]["counters"]["ap1"];
+    let untrusted = c["counter.feedback_untrusted_port"].as_u64().unwrap_or(0);
+    let counted = c["split0.feedback_rx"].as_u64().unwrap_or(0);
+    assert_eq!(untrusted, FORGED, "forged feedback not all refused: {c}");
+    assert!(
+        counted < FORGED / 4,
+        "{counted} feedback packets counted: forged ones reached the weights ({c})"
+    );
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 fn nothing_is_left_after_a_failed_or_interrupted_run_and_runs_do_not_collide() {
