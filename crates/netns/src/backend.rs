@@ -3,7 +3,8 @@
 //! One network namespace per node (`mps-<run id>-<node>`), one veth pair per link created
 //! directly inside the two namespaces (interface `e<port>` is the node's port `port`), htb at
 //! the link's rate on every interface with a pfifo of the scenario's queue capacity (netem
-//! instead when the scenario has propagation delay and the kernel has it), the eBPF switch
+//! instead wherever the kernel has it: the link's `rate`, so each frame takes its serialisation
+//! time, and its propagation delay), the eBPF switch
 //! program on every switch interface (the kernel's own forwarding stays off there, so every
 //! forwarding decision is the program's), the egress marker on the path interfaces that mark,
 //! static neighbour entries instead of ARP, iperf3 servers and UDP clients for the flows, and a
@@ -89,7 +90,8 @@ pub fn new_run_id() -> String {
     format!("{}x{:04x}", std::process::id(), (t as u64) & 0xffff)
 }
 
-/// Check what a scenario needs: root, iperf3, tc, and netem for propagation delay.
+/// Check what a scenario needs: root, iperf3, tc, and netem for propagation delay. Returns
+/// whether the kernel has netem (then links get serialisation delay and propagation delay).
 pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError> {
     if !is_root() {
         return Err(NetnsError::Missing(
@@ -159,18 +161,13 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             )));
         }
     }
-    let delayed: Vec<usize> = (0..sc.links.len()).filter(|&i| sc.links[i].delay_ps > 0).collect();
-    if delayed.is_empty() {
-        return Ok(false);
-    }
     let have_netem = kernel_has_qdisc("netem");
-    if have_netem {
-        return Ok(true);
+    let Some(i) = sc.links.iter().position(|l| l.delay_ps > 0) else {
+        return Ok(have_netem);
+    };
+    if have_netem || opts.ignore_delay {
+        return Ok(have_netem);
     }
-    if opts.ignore_delay {
-        return Ok(false);
-    }
-    let i = delayed[0];
     Err(NetnsError::Missing(format!(
         "link[{i}] has a propagation delay of {} ns, which needs the netem qdisc, and this kernel has no sch_netem; \
          pass --ignore-delay to run without the delay, or use --backend sim",
@@ -221,7 +218,8 @@ struct Build<'a> {
     w: &'a mpsched_topo::Wiring,
     opts: &'a NetnsOptions,
     run_id: &'a str,
-    use_netem: bool,
+    /// The kernel has netem: links get its serialisation delay (`rate`) and propagation delay.
+    have_netem: bool,
     /// The scenario's largest data frame: the unit of the marker's thresholds and of netem's
     /// delay line.
     ref_frame: u64,
@@ -288,11 +286,11 @@ impl Build<'_> {
                 n.ip(&["link", "set", ifname, "up"])?;
                 // Offloads would let TCP hand htb 64 KB super-packets.
                 let _ = n.exec("ethtool", &["-K", ifname, "tso", "off", "gso", "off", "gro", "off"]);
-                let delay_ps = if b.use_netem { l.delay_ps } else { 0 };
+                let delay_ps = if b.have_netem { l.delay_ps } else { 0 };
                 // Whatever can arrive at the node may leave through this interface.
                 let in_rate_bps: u64 = w.ports[node].iter().map(|e| sc.links[e.link].rate_bps).sum();
                 let limit = netem_limit_pkts(l.queue_pkts, in_rate_bps, delay_ps, b.ref_frame);
-                shape(n, ifname, l.rate_bps, limit, delay_ps)?;
+                shape(n, ifname, l.rate_bps, limit, delay_ps, b.have_netem)?;
             }
             b.check_stop()?;
         }
@@ -413,13 +411,13 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
     // preflight probes the kernel with a scratch namespace).
     let w = sc.wiring().map_err(NetnsError::Unsupported)?;
     check_kernel_limits(sc, &w)?;
-    let use_netem = preflight(sc, opts)?;
+    let have_netem = preflight(sc, opts)?;
     let b = Build {
         sc,
         w: &w,
         opts,
         run_id,
-        use_netem,
+        have_netem,
         ref_frame: sc
             .flows
             .iter()
@@ -746,6 +744,7 @@ fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[String]) -> Resu
             flows,
             paths,
             counters,
+            link_model: Some(link_model(b.have_netem).into()),
         },
         series: TimeSeries {
             columns: series_cols,
@@ -1134,8 +1133,27 @@ pub fn netem_limit_pkts(queue_pkts: u32, in_rate_bps: u64, delay_ps: u64, frame_
     u32::try_from(u128::from(queue) + frames).unwrap_or(u32::MAX)
 }
 
-/// htb at `rate_bps` with a FIFO of `queue_pkts` packets (netem with the delay when asked).
-fn shape(n: &Netns, ifname: &str, rate_bps: u64, queue_pkts: u32, delay_ps: u64) -> Result<(), NetnsError> {
+/// What a run's `link_model` says, by whether the kernel has netem.
+pub fn link_model(have_netem: bool) -> &'static str {
+    if have_netem {
+        "htb + netem rate: each frame takes its serialisation time at the link's rate, as in the simulator"
+    } else {
+        "htb + pfifo: no serialisation delay (this kernel has no netem); a frame on a slow idle path \
+         leaves at once, so reordering across paths reads lower than in the simulator"
+    }
+}
+
+/// htb at `rate_bps` over a leaf of `queue_pkts` packets: netem where the kernel has it (with
+/// `rate`, so that a frame is delayed by its serialisation time, which htb alone does not do, and
+/// the propagation delay), otherwise a pfifo.
+fn shape(
+    n: &Netns,
+    ifname: &str,
+    rate_bps: u64,
+    queue_pkts: u32,
+    delay_ps: u64,
+    netem: bool,
+) -> Result<(), NetnsError> {
     let rate = format!("{rate_bps}bit");
     n.exec(
         "tc",
@@ -1151,25 +1169,25 @@ fn shape(n: &Netns, ifname: &str, rate_bps: u64, queue_pkts: u32, delay_ps: u64)
             "quantum", "1514",
         ],
     )?;
-    let limit = queue_pkts.max(1).to_string();
-    if delay_ps > 0 {
-        let delay = format!("{}us", (delay_ps / 1_000_000).max(1));
-        n.exec(
-            "tc",
-            &[
-                "qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:", "netem", "delay", &delay, "limit",
-                &limit,
-            ],
-        )?;
-    } else {
-        n.exec(
-            "tc",
-            &[
-                "qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:", "pfifo", "limit", &limit,
-            ],
-        )?;
-    }
+    let mut args = vec!["qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:"];
+    let leaf = leaf_qdisc(rate_bps, queue_pkts, delay_ps, netem);
+    args.extend(leaf.iter().map(String::as_str));
+    n.exec("tc", &args)?;
     Ok(())
+}
+
+/// The leaf qdisc of a link's htb class, as `tc` arguments after `handle 10:`.
+fn leaf_qdisc(rate_bps: u64, queue_pkts: u32, delay_ps: u64, netem: bool) -> Vec<String> {
+    let limit = queue_pkts.max(1).to_string();
+    if !netem {
+        return vec!["pfifo".into(), "limit".into(), limit];
+    }
+    let mut a = vec!["netem".to_string()];
+    if delay_ps > 0 {
+        a.extend(["delay".into(), format!("{}us", (delay_ps / 1_000_000).max(1))]);
+    }
+    a.extend(["rate".into(), format!("{rate_bps}bit"), "limit".into(), limit]);
+    a
 }
 
 /// Received bytes of an interface, read from the namespace's /proc/net/dev.
@@ -1247,7 +1265,7 @@ pub fn clean() -> Result<Cleaned, NetnsError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_kernel_limits, netem_limit_pkts};
+    use super::{check_kernel_limits, leaf_qdisc, netem_limit_pkts};
     use mpsched_scenario::Scenario;
 
     /// A switch with more ports than the eBPF program holds is refused by name, before anything
@@ -1368,6 +1386,21 @@ mod tests {
         let server = serde_json::json!({"intervals": intervals, "end": {"sum_received": {}}});
         let (_, col) = super::udp_flow_figures(&sc.flows[0], &server, 4, 1.0);
         assert_eq!(col, vec![8.0; 4], "every second filled, none late, the last kept");
+    }
+
+    /// Hardening item 20: where the kernel has netem, every link's leaf is netem with the link's
+    /// rate (serialisation delay) and its propagation delay; otherwise a pfifo, delay refused
+    /// or ignored before this point.
+    #[test]
+    fn links_get_serialisation_delay_from_netem_where_the_kernel_has_it() {
+        let args = |r, q, d, n| leaf_qdisc(r, q, d, n).join(" ");
+        assert_eq!(args(3_000_000, 64, 0, false), "pfifo limit 64");
+        assert_eq!(args(3_000_000, 64, 0, true), "netem rate 3000000bit limit 64");
+        assert_eq!(
+            args(6_000_000, 80, 2_000_000_000, true),
+            "netem delay 2000us rate 6000000bit limit 80"
+        );
+        assert_eq!(args(1, 0, 0, false), "pfifo limit 1", "never a zero limit");
     }
 
     /// Defect 8: netem's limit counted the packets it was delaying, so once rate x delay

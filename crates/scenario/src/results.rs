@@ -125,6 +125,10 @@ pub struct RunFigures {
     /// Multipath tunnels, per direction.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tunnels: Vec<TunnelFigures>,
+    /// How the kernel backend shaped the links (netns only): whether a frame's serialisation
+    /// delay was emulated, which reordering across paths depends on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_model: Option<String>,
 }
 
 /// Mean, min and max of a figure over repetitions.

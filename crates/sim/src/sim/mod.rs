@@ -1069,6 +1069,7 @@ impl Simulation {
                 paths,
                 counters,
                 tunnels,
+                link_model: None,
             },
             series: self.monitor.series,
             events: self.net.events,
