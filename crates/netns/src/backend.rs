@@ -1138,8 +1138,8 @@ pub fn link_model(have_netem: bool) -> &'static str {
     if have_netem {
         "htb + netem rate: each frame takes its serialisation time at the link's rate, as in the simulator"
     } else {
-        "htb + pfifo: no serialisation delay (this kernel has no netem); a frame on a slow idle path \
-         leaves at once, so reordering across paths reads lower than in the simulator"
+        "htb + pfifo: no serialisation delay (this kernel has no netem); frames leave in token-bucket \
+         bursts, so reordering across paths is not comparable with the simulator's"
     }
 }
 
