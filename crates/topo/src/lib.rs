@@ -23,6 +23,8 @@ pub mod addressing;
 pub mod graph;
 pub mod routing;
 pub mod tables;
+#[cfg(test)]
+mod testing;
 
 pub use graph::{Graph, Link, Node, NodeId, NodeKind, PortEnd, QueueDiscipline, MAX_QUEUES};
 pub use routing::Routes;

@@ -126,30 +126,7 @@ impl Routes {
 mod tests {
     use super::*;
     use crate::graph::{Link, Node};
-
-    fn node(name: &str, kind: NodeKind, i: u32) -> Node {
-        Node {
-            name: name.into(),
-            kind,
-            ip: 0x0a00_0000 + i,
-        }
-    }
-
-    fn link(a: NodeId, b: NodeId) -> Link {
-        Link {
-            a,
-            b,
-            rate_bps: 1,
-            delay_ps: 0,
-            queue_pkts: 1,
-            name: None,
-            ecn_threshold_pkts: None,
-            a_ip: None,
-            b_ip: None,
-            queues: 1,
-            discipline: Default::default(),
-        }
-    }
+    use crate::testing::{link, node};
 
     /// h0 - s1 = {s2, s3} = s4 - h5: two equal-cost paths; h6 hangs off both s2 and s3.
     fn diamond() -> (Vec<Node>, Vec<Link>) {

@@ -294,31 +294,8 @@ fn split_entries(
 mod tests {
     use super::*;
     use crate::graph::NodeKind::{Host, Switch};
+    use crate::testing::{link, node};
     use mpsched_core::sched::DwrrParams;
-
-    fn node(name: &str, kind: NodeKind, i: u32) -> Node {
-        Node {
-            name: name.into(),
-            kind,
-            ip: 0x0a00_0000 + i,
-        }
-    }
-
-    fn link(a: NodeId, b: NodeId) -> Link {
-        Link {
-            a,
-            b,
-            rate_bps: 1_000_000,
-            delay_ps: 0,
-            queue_pkts: 10,
-            name: None,
-            ecn_threshold_pkts: None,
-            a_ip: None,
-            b_ip: None,
-            queues: 1,
-            discipline: Default::default(),
-        }
-    }
 
     /// h0 - s1, paths s1-s2-s4 and s1-s5-s6-s7-s4, s4 - h8; a shortcut s7 - s2 means feedback
     /// the confluence point sends back over the long path returns by s2, not by s5.
