@@ -555,18 +555,20 @@ fn print_table(sc: &Scenario, results: &[VariantResult]) -> anyhow::Result<()> {
             );
         }
     }
-    outln!();
-    out!("{:<10}", "variant");
-    for p in &sc.paths {
-        out!(" {:>18}", format!("{} Mbit/s", p.name));
-    }
-    outln!("   (wire, into the confluence point)");
-    for r in results {
-        out!("{:<10}", r.variant.as_deref().unwrap_or("-"));
-        for p in &r.summary.paths {
-            out!(" {:>18}", format!("{:.2} / {:.2}", p.mean_mbps, p.capacity_mbps));
-        }
+    if !sc.paths.is_empty() {
         outln!();
+        out!("{:<10}", "variant");
+        for p in &sc.paths {
+            out!(" {:>18}", format!("{} Mbit/s", p.name));
+        }
+        outln!("   (wire, into the confluence point)");
+        for r in results {
+            out!("{:<10}", r.variant.as_deref().unwrap_or("-"));
+            for p in &r.summary.paths {
+                out!(" {:>18}", format!("{:.2} / {:.2}", p.mean_mbps, p.capacity_mbps));
+            }
+            outln!();
+        }
     }
     for r in results {
         let Some(first) = r.summary.repetitions.first() else {

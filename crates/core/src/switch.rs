@@ -22,7 +22,7 @@ use crate::packet::{Ipv4, PacketMeta, PortId};
 use crate::program::{Ctx, DropReason, EgressVerdict, Program, QueueMeta, Verdict};
 use crate::rng::RandomSource;
 use crate::sched::{ConfigError, Decision, Scheduler, SchedulerConfig};
-use crate::table::{Ipv4Lpm, Route};
+use crate::table::{Ipv4Lpm, Route, ECMP_GROUP};
 use crate::MAX_PATHS;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
@@ -82,6 +82,13 @@ pub struct SwitchConfig {
     pub confluences: Vec<ConfluenceConfig>,
     /// Egress ECN markers: (port, threshold in packets).
     pub ecn_markers: Vec<(PortId, u32)>,
+    /// ECMP groups that routes name ([`crate::table::ECMP_GROUP`]): each a set of ports, one
+    /// chosen per flow by the 5-tuple hash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ecmp_groups: Vec<Vec<PortId>>,
+    /// This switch's ECMP hash seed (the control plane gives each switch its own).
+    #[serde(default)]
+    pub hash_seed: u32,
 }
 
 impl SwitchConfig {
@@ -94,6 +101,8 @@ impl SwitchConfig {
             splits: Vec::new(),
             confluences: Vec::new(),
             ecn_markers: Vec::new(),
+            ecmp_groups: Vec::new(),
+            hash_seed: 0,
         }
     }
 }
@@ -146,6 +155,8 @@ pub struct MultipathSwitch {
     split_of_group: FxHashMap<u8, usize>,
     /// Indexed by port.
     markers: Vec<Option<EcnMarker>>,
+    ecmp_groups: Vec<Vec<PortId>>,
+    hash_seed: u32,
     counters: SwitchCounters,
 }
 
@@ -232,6 +243,8 @@ impl MultipathSwitch {
             roles,
             split_of_group,
             markers,
+            ecmp_groups: ecmp_groups_of(config)?,
+            hash_seed: config.hash_seed,
             counters: SwitchCounters::default(),
         })
     }
@@ -325,6 +338,30 @@ impl MultipathSwitch {
     }
 }
 
+/// The ECMP groups of `config`, checked: none empty, none beyond the index a route can name,
+/// and every group a route names present.
+fn ecmp_groups_of(config: &SwitchConfig) -> Result<Vec<Vec<PortId>>, ConfigError> {
+    let groups = &config.ecmp_groups;
+    if groups.len() > usize::from(!ECMP_GROUP) + 1 {
+        return Err(ConfigError(format!("{} ECMP groups; at most 32768", groups.len())));
+    }
+    if let Some(i) = groups.iter().position(Vec::is_empty) {
+        return Err(ConfigError(format!("ECMP group {i} has no ports")));
+    }
+    for r in config.routes.iter().filter(|r| r.port & ECMP_GROUP != 0) {
+        let g = usize::from(r.port & !ECMP_GROUP);
+        if g >= groups.len() {
+            return Err(ConfigError(format!(
+                "a route to {}/{} names ECMP group {g}, and there are {}",
+                crate::packet::ipv4_to_string(r.prefix),
+                r.len,
+                groups.len()
+            )));
+        }
+    }
+    Ok(groups.clone())
+}
+
 /// Whether `name`, in the naming of [`MultipathSwitch::snapshot`] and the eBPF maps, is a
 /// counter (grows with traffic: results report it) rather than a register (state: weights,
 /// cursors, pending marks, a marker's backlog).
@@ -388,6 +425,13 @@ impl Program for MultipathSwitch {
             };
         }
         match self.lpm.lookup(pkt.dst_ip) {
+            Some(port) if port & ECMP_GROUP != 0 => {
+                // Groups are checked at configuration: every index routes name exists, no
+                // group is empty.
+                let group = &self.ecmp_groups[usize::from(port & !ECMP_GROUP)];
+                let h = crate::sched::Ecmp::seeded_hash(pkt, self.hash_seed);
+                Verdict::Forward(group[h as usize % group.len()])
+            }
             Some(port) => Verdict::Forward(port),
             None => {
                 self.counters.no_route += 1;
@@ -672,5 +716,84 @@ mod tests {
             }
         }
         assert_eq!(emitted, 2);
+    }
+
+    fn ecmp_router(seed: u32, ports: Vec<PortId>) -> MultipathSwitch {
+        let mut cfg = SwitchConfig::forwarding(
+            SPLITTER,
+            vec![Route {
+                prefix: STA3,
+                len: 32,
+                port: ECMP_GROUP,
+            }],
+        );
+        cfg.ecmp_groups = vec![ports];
+        cfg.hash_seed = seed;
+        MultipathSwitch::new(&cfg, |_| Box::new(SeededRandom::new(1))).unwrap()
+    }
+
+    fn port_of_flow(sw: &mut MultipathSwitch, src_port: u16) -> PortId {
+        let mut p = PacketMeta::udp(STA1, STA3, src_port, 5201, 1000);
+        match sw.ingress(&mut p, &mut Ctx::new()) {
+            Verdict::Forward(port) => port,
+            v => panic!("{v:?}"),
+        }
+    }
+
+    /// ECMP routing: a flow keeps its port, and 4 000 flows spread evenly over four.
+    #[test]
+    fn ecmp_routes_spread_flows_evenly_and_keep_each_flow_on_one_port() {
+        let mut sw = ecmp_router(7, vec![1, 2, 3, 4]);
+        let mut per_port = [0u32; 5];
+        for sp in 0..4000u16 {
+            let port = port_of_flow(&mut sw, 10_000 + sp);
+            assert_eq!(port_of_flow(&mut sw, 10_000 + sp), port, "flow {sp} moved");
+            per_port[usize::from(port)] += 1;
+        }
+        for &n in &per_port[1..] {
+            assert!((850..=1150).contains(&n), "uneven: {per_port:?}");
+        }
+    }
+
+    /// Two tiers of switches with two uplinks each: with one seed every flow takes the same
+    /// uplink index at both (hash polarisation: half the 2 x 2 paths unused); with a seed per
+    /// switch the four combinations are about equally used.
+    #[test]
+    fn a_seed_per_switch_avoids_hash_polarisation() {
+        let combos = |seed_a: u32, seed_b: u32| {
+            let (mut a, mut b) = (ecmp_router(seed_a, vec![0, 1]), ecmp_router(seed_b, vec![0, 1]));
+            let mut n = [0u32; 4];
+            for sp in 0..4000u16 {
+                let (x, y) = (port_of_flow(&mut a, sp), port_of_flow(&mut b, sp));
+                n[usize::from(x * 2 + y)] += 1;
+            }
+            n
+        };
+        let same = combos(5, 5);
+        assert_eq!(same[1] + same[2], 0, "one seed: correlated, {same:?}");
+        let own = combos(5, 6);
+        assert!(own.iter().all(|&c| (850..=1150).contains(&c)), "{own:?}");
+    }
+
+    #[test]
+    fn a_route_to_a_missing_ecmp_group_is_a_configuration_error() {
+        let mut cfg = SwitchConfig::forwarding(
+            SPLITTER,
+            vec![Route {
+                prefix: STA3,
+                len: 32,
+                port: ECMP_GROUP | 2,
+            }],
+        );
+        cfg.ecmp_groups = vec![vec![1]];
+        let err = MultipathSwitch::new(&cfg, |_| Box::new(SeededRandom::new(1)))
+            .err()
+            .unwrap();
+        assert!(err.0.contains("ECMP group 2"), "{}", err.0);
+        cfg.ecmp_groups = vec![vec![1], vec![], vec![2]];
+        let err = MultipathSwitch::new(&cfg, |_| Box::new(SeededRandom::new(1)))
+            .err()
+            .unwrap();
+        assert!(err.0.contains("group 1 has no ports"), "{}", err.0);
     }
 }

@@ -2,6 +2,11 @@
 
 use crate::packet::{Ipv4, PortId};
 
+/// A route's `port` with this bit set names an ECMP group (the rest of the bits its index in
+/// [`crate::switch::SwitchConfig::ecmp_groups`]) instead of a port, as a P4 route action
+/// `set_ecmp_group` beside `set_nhop`.
+pub const ECMP_GROUP: PortId = 0x8000;
+
 /// One IPv4 route: `prefix/len -> port`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Route {
@@ -9,7 +14,7 @@ pub struct Route {
     pub prefix: Ipv4,
     /// Prefix length, 0 to 32.
     pub len: u8,
-    /// Egress port.
+    /// Egress port, or an ECMP group ([`ECMP_GROUP`] set).
     pub port: PortId,
 }
 

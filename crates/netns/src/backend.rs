@@ -1072,6 +1072,13 @@ pub fn check_kernel_limits(sc: &Scenario, w: &mpsched_topo::Wiring) -> Result<()
         if let Some(&(what, n, max)) = checks.iter().find(|c| c.1 > c.2) {
             return Err(over(what, n, max));
         }
+        if !cfg.ecmp_groups.is_empty() {
+            return Err(NetnsError::Unsupported(format!(
+                "switch `{name}` routes over equal-cost next hops (ECMP, the default with a [topology]); the \
+                 eBPF data plane has no ECMP routing yet; set [scenario] routing = \"shortest\" for one path \
+                 per destination, or use --backend sim"
+            )));
+        }
         if let Some(g) = cfg
             .splits
             .iter()

@@ -52,6 +52,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "scenarios/afmt/single-path.toml",
         include_str!("../../../scenarios/afmt/single-path.toml"),
     ),
+    (
+        "dc/fat-tree-k4-permutation",
+        "scenarios/dc/fat-tree-k4-permutation.toml",
+        include_str!("../../../scenarios/dc/fat-tree-k4-permutation.toml"),
+    ),
 ];
 
 /// The scenario `mpsched run` uses when given none: scenario 3b with DWRR.

@@ -8,6 +8,7 @@ impl Scenario {
     pub fn intents(&self) -> Intents {
         let path = |p: usize| self.paths[p].nodes.clone();
         Intents {
+            routing: self.routing,
             splits: self
                 .splits
                 .iter()

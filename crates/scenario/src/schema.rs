@@ -35,6 +35,49 @@ pub struct RawScenario {
     /// `[[tunnel]]` entries.
     #[serde(default)]
     pub tunnel: Vec<RawTunnel>,
+    /// `[topology]`: a generated fat tree or leaf-spine, before the `[[node]]`s and `[[link]]`s.
+    #[serde(default)]
+    pub topology: Option<RawTopology>,
+}
+
+/// `[topology]`: a generated data-centre topology.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTopology {
+    /// `fat-tree` or `leaf-spine`.
+    pub kind: String,
+    /// Fat tree: the switches' port count (even).
+    pub k: Option<usize>,
+    /// Fat tree: hosts per rack (default k/2: no oversubscription).
+    pub hosts_per_tor: Option<usize>,
+    /// Fat tree: hosts per rack as a multiple of k/2 (the oversubscription ratio at the racks).
+    pub oversubscription: Option<usize>,
+    /// Leaf-spine: leaves, spines, hosts per leaf.
+    pub leaves: Option<usize>,
+    pub spines: Option<usize>,
+    pub hosts_per_leaf: Option<usize>,
+    /// Hosts to their rack's switch.
+    pub host_links: RawTier,
+    /// Fat tree: rack to aggregation; leaf-spine: leaf to spine.
+    pub edge_links: RawTier,
+    /// Fat tree: aggregation to core.
+    pub core_links: Option<RawTier>,
+    /// Links absent from the start: pairs of node names.
+    #[serde(default)]
+    pub down: Vec<[String; 2]>,
+}
+
+/// One tier's links in `[topology]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTier {
+    pub rate: String,
+    #[serde(default)]
+    pub delay: Option<String>,
+    #[serde(default)]
+    pub queue_pkts: Option<u32>,
+    #[serde(default)]
+    pub ecn_threshold_pkts: Option<u32>,
 }
 
 /// TCP settings (`[tcp]`, `[tunnel.tcp]`); every key optional, Linux's defaults otherwise.
@@ -109,6 +152,10 @@ pub struct RawMeta {
     /// phase-locking at a drop-tail queue.
     #[serde(default)]
     pub send_jitter: Option<String>,
+    /// `shortest` (one path per destination) or `ecmp` (every equal-cost next hop, per-flow
+    /// hash); default `ecmp` with a `[topology]`, `shortest` otherwise.
+    #[serde(default)]
+    pub routing: Option<String>,
 }
 
 /// `[[node]]`.

@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod addressing;
+pub mod generate;
 pub mod graph;
 pub mod routing;
 pub mod tables;
@@ -28,4 +29,4 @@ mod testing;
 
 pub use graph::{Graph, Link, Node, NodeId, NodeKind, PortEnd, QueueDiscipline, MAX_QUEUES};
 pub use routing::Routes;
-pub use tables::{Intents, PinIntent, SplitIntent, Wiring};
+pub use tables::{Intents, PinIntent, Routing, SplitIntent, Wiring};

@@ -7,7 +7,8 @@ use mpsched_core::packet::{Ipv4, PortId};
 use mpsched_core::sched::SchedulerConfig;
 use mpsched_core::switch::{ConfluenceConfig, SplitGroupConfig, SwitchConfig};
 use mpsched_core::table::Route;
-use std::collections::BTreeMap;
+use mpsched_core::table::ECMP_GROUP;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Traffic from `src` to `dst` split over several paths by a scheduler at the paths' common
 /// first node (the splitting point), rejoining at their common last node (the confluence point).
@@ -41,9 +42,22 @@ pub struct PinIntent {
     pub both_ways: bool,
 }
 
+/// How switches route what no split or pin decides.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Routing {
+    /// One shortest path per destination (the lowest port among equal-cost next hops).
+    #[default]
+    Shortest,
+    /// Every equal-cost next hop, one chosen per flow by the 5-tuple hash (ECMP), with a hash
+    /// seed per switch.
+    Ecmp,
+}
+
 /// What the control plane is asked to set up beside plain shortest-path routing.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Intents {
+    /// Routing of what no split or pin decides.
+    pub routing: Routing,
     /// Splitting groups, in group-id order.
     pub splits: Vec<SplitIntent>,
     /// Pinned routes, applied in order (a later pin wins).
@@ -83,10 +97,15 @@ impl Wiring {
             }
         }
         let tunnel_routes = tunnel_routes(&g, &intents.tunnels)?;
+        let pinned = pinned_hops(&intents.pins);
         let mut switches = vec![None; nodes.len()];
         for (i, node) in nodes.iter().enumerate() {
             if node.kind == NodeKind::Switch {
-                switches[i] = Some(switch_tables(&g, &routes, intents, &tunnel_routes[i], i)?);
+                let mut cfg = switch_tables(&g, &routes, intents, &tunnel_routes[i], i)?;
+                if intents.routing == Routing::Ecmp {
+                    ecmp_routes(&g, &routes, &pinned, i, &mut cfg);
+                }
+                switches[i] = Some(cfg);
             }
         }
         let interface_ips = (0..g.len())
@@ -120,6 +139,45 @@ impl Wiring {
         }
         Some(seen)
     }
+}
+
+/// The (node, destination) pairs whose next hop a pin fixed.
+fn pinned_hops(pins: &[PinIntent]) -> HashSet<(NodeId, NodeId)> {
+    let mut out = HashSet::new();
+    for p in pins {
+        for hop in p.path.windows(2) {
+            out.insert((hop[0], p.dst));
+            if p.both_ways {
+                out.insert((hop[1], p.src));
+            }
+        }
+    }
+    out
+}
+
+/// Switch `i`'s routes to nodes with several equal-cost next hops become ECMP groups (one
+/// group per distinct set of ports), unless a pin fixed the next hop; its hash seed is its own
+/// address, so that no two switches share one.
+fn ecmp_routes(g: &Graph, routes: &Routes, pinned: &HashSet<(NodeId, NodeId)>, i: NodeId, cfg: &mut SwitchConfig) {
+    let mut group_of: HashMap<Vec<PortId>, PortId> = HashMap::new();
+    let by_ip: HashMap<u32, NodeId> = (0..g.len()).map(|d| (g.nodes[d].ip, d)).collect();
+    for r in cfg.routes.iter_mut().filter(|r| r.len == 32) {
+        let Some(&d) = by_ip.get(&r.prefix) else { continue };
+        if pinned.contains(&(i, d)) {
+            continue;
+        }
+        let ports: Vec<PortId> = routes.equal_cost_ports(g, i, d).collect();
+        if ports.len() < 2 {
+            continue;
+        }
+        let next = cfg.ecmp_groups.len() as PortId;
+        let group = *group_of.entry(ports.clone()).or_insert_with(|| {
+            cfg.ecmp_groups.push(ports);
+            next
+        });
+        r.port = ECMP_GROUP | group;
+    }
+    cfg.hash_seed = g.nodes[i].ip;
 }
 
 fn linked(g: &Graph, a: NodeId, b: NodeId) -> Result<PortId, String> {
@@ -173,7 +231,7 @@ fn switch_tables(
     let mut cfg = SwitchConfig::forwarding(g.nodes[i].ip, node_routes);
     let mut markers = BTreeMap::new();
     for (group, s) in intents.splits.iter().enumerate() {
-        split_entries(g, routes, s, group as u8, i, &mut cfg, &mut markers)?;
+        split_entries(g, routes, intents.routing, s, group as u8, i, &mut cfg, &mut markers)?;
     }
     for l in g.links {
         if let Some(th) = l.ecn_threshold_pkts {
@@ -215,7 +273,13 @@ fn interface_routes<'g>(g: &'g Graph, routes: &'g Routes, i: NodeId) -> impl Ite
 /// The splitting point's ports that feedback of a group arrives on. The confluence point sends a
 /// feedback packet back over one of the paths (its return port towards the path's last hop);
 /// from there the routes to the splitting point carry it, which need not be the path reversed.
-fn feedback_ports(g: &Graph, routes: &Routes, s: &SplitIntent, group: u8) -> Result<Vec<PortId>, String> {
+fn feedback_ports(
+    g: &Graph,
+    routes: &Routes,
+    routing: Routing,
+    s: &SplitIntent,
+    group: u8,
+) -> Result<Vec<PortId>, String> {
     let mut ports = Vec::new();
     for p in &s.paths {
         let (splitter, confluence, first_back) = (p[0], p[p.len() - 1], p[p.len() - 2]);
@@ -230,20 +294,38 @@ fn feedback_ports(g: &Graph, routes: &Routes, s: &SplitIntent, group: u8) -> Res
         } else {
             confluence
         };
-        let port = linked(g, splitter, last_hop)?;
-        if !ports.contains(&port) {
-            ports.push(port);
+        let mut arrivals = vec![linked(g, splitter, last_hop)?];
+        if routing == Routing::Ecmp {
+            arrivals.extend(ecmp_arrivals(g, routes, first_back, splitter));
+        }
+        for port in arrivals {
+            if !ports.contains(&port) {
+                ports.push(port);
+            }
         }
     }
     ports.sort_unstable();
     Ok(ports)
 }
 
+/// Under ECMP a packet from `from` may reach `to` over any shortest path: the ports of `to`
+/// whose peer lies on one (a switch, or `from` itself, one hop nearer to `from`).
+fn ecmp_arrivals<'a>(g: &'a Graph, routes: &'a Routes, from: NodeId, to: NodeId) -> impl Iterator<Item = PortId> + 'a {
+    let total = routes.hops(from, to);
+    g.ports[to].iter().enumerate().filter_map(move |(p, e)| {
+        let forwards = e.peer == from || g.nodes[e.peer].kind == NodeKind::Switch;
+        let near = routes.hops(from, e.peer)?;
+        (forwards && Some(near + 1) == total).then_some(p as PortId)
+    })
+}
+
 /// Node `i`'s part in splitting group `group`: a split entry at the splitting point, a
 /// confluence entry at the confluence point (DWRR's feedback), markers along the paths.
+#[allow(clippy::too_many_arguments)]
 fn split_entries(
     g: &Graph,
     routes: &Routes,
+    routing: Routing,
     s: &SplitIntent,
     group: u8,
     i: NodeId,
@@ -260,7 +342,7 @@ fn split_entries(
             dst_ip: g.nodes[s.dst].ip,
             ports: s.paths.iter().map(|p| linked(g, i, p[1])).collect::<Result<_, _>>()?,
             scheduler: s.scheduler.clone(),
-            feedback_ports: feedback_ports(g, routes, s, group)?,
+            feedback_ports: feedback_ports(g, routes, routing, s, group)?,
         });
     }
     // The confluence point's feedback is part of DWRR; other schedulers ignore it.

@@ -27,6 +27,20 @@ impl Ecmp {
         crc32fast::hash(&key)
     }
 
+    /// ECMP routing's hash at a switch seeded with `seed`: the 5-tuple's CRC-32, then xor the
+    /// seed and a multiplicative finaliser (MurmurHash3's `fmix32`). CRC-32 is linear, so a seed
+    /// mixed into it only permutes every flow's choice alike, and switches at two tiers would
+    /// pick correlated uplinks (hash polarisation); after the finaliser, switches with different
+    /// seeds choose as if independently.
+    pub fn seeded_hash(meta: &PacketMeta, seed: u32) -> u32 {
+        let mut h = Self::flow_hash(meta) ^ seed;
+        h ^= h >> 16;
+        h = h.wrapping_mul(0x85eb_ca6b);
+        h ^= h >> 13;
+        h = h.wrapping_mul(0xc2b2_ae35);
+        h ^ (h >> 16)
+    }
+
     /// The path of `meta`'s flow.
     #[inline]
     pub fn select(&self, meta: &PacketMeta) -> PathIndex {

@@ -52,7 +52,7 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
-pub use mpsched_topo::{Link, Node, NodeKind, QueueDiscipline, MAX_QUEUES};
+pub use mpsched_topo::{Link, Node, NodeKind, QueueDiscipline, Routing, MAX_QUEUES};
 
 /// Transport of a flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -244,6 +244,8 @@ pub struct Scenario {
     pub tunnels: Vec<Tunnel>,
     /// Variants; empty means the scenario runs as written.
     pub variants: Vec<Variant>,
+    /// How switches route what no split or pin decides.
+    pub routing: Routing,
     raw_splits: Vec<RawSplitKeep>,
     raw_tunnels: Vec<RawTunnel>,
 }
@@ -550,8 +552,14 @@ fn check_name(ctx: &Ctx<'_>, field: impl Into<String>, name: &str) -> Result<(),
     Ok(())
 }
 
-fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
+fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
     let ctx = Ctx { file: origin };
+    let routing = routing_of(&ctx, &raw)?;
+    if let Some(t) = raw.topology.take() {
+        let (nodes, links) = generated(&ctx, &t)?;
+        raw.node.splice(0..0, nodes);
+        raw.link.splice(0..0, links);
+    }
     let m = &raw.scenario;
     check_name(&ctx, "scenario.name", &m.name)?;
     let duration_ps = ctx.time("scenario.duration", &m.duration)?;
@@ -624,6 +632,7 @@ fn validate(raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioError> {
         flows,
         tunnels,
         variants,
+        routing,
         raw_splits,
         raw_tunnels: raw.tunnel,
     };

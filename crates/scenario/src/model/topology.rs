@@ -196,3 +196,139 @@ pub(super) fn interface_ip(
     let ip = parse_ipv4(s).ok_or_else(|| ctx.err(field, format!("expected an IPv4 address, got `{s}`")))?;
     Ok(Some(ip))
 }
+
+/// `[scenario] routing`: `shortest` or `ecmp`; by default ECMP for a generated topology (a
+/// data centre's switches hash flows over equal-cost paths) and one shortest path otherwise
+/// (the papers' small topologies, whose figures depend on it).
+pub(super) fn routing_of(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<Routing, ScenarioError> {
+    match raw.scenario.routing.as_deref() {
+        None if raw.topology.is_some() => Ok(Routing::Ecmp),
+        None | Some("shortest") => Ok(Routing::Shortest),
+        Some("ecmp") => Ok(Routing::Ecmp),
+        Some(r) => Err(ctx.err("scenario.routing", format!("expected `shortest` or `ecmp`, got `{r}`"))),
+    }
+}
+
+/// `[topology]` as `[[node]]` and `[[link]]` entries: the generated nodes (hosts first) and
+/// links, each tier's rate, delay, queue and ECN threshold on its links, the `down` links left
+/// out. They come before the file's own nodes and links, which may add to them.
+pub(super) fn generated(ctx: &Ctx<'_>, t: &RawTopology) -> Result<(Vec<RawNode>, Vec<RawLink>), ScenarioError> {
+    use mpsched_topo::generate::{fat_tree, leaf_spine, Tier};
+    let need = |key: &str, v: Option<usize>| {
+        v.ok_or_else(|| ctx.err(format!("topology.{key}"), format!("a {} needs `{key}`", t.kind)))
+    };
+    let unused = |key: &str, v: bool| match v {
+        true => Err(ctx.err(format!("topology.{key}"), format!("not a key of a {}", t.kind))),
+        false => Ok(()),
+    };
+    let g = match t.kind.as_str() {
+        "fat-tree" => {
+            let k = need("k", t.k)?;
+            unused("leaves", t.leaves.is_some())?;
+            unused("spines", t.spines.is_some())?;
+            unused("hosts_per_leaf", t.hosts_per_leaf.is_some())?;
+            if t.core_links.is_none() {
+                return Err(ctx.err("topology.core_links", "a fat-tree needs `[topology.core_links]`"));
+            }
+            let per_tor = match (t.hosts_per_tor, t.oversubscription) {
+                (Some(_), Some(_)) => {
+                    return Err(ctx.err(
+                        "topology.oversubscription",
+                        "give `hosts_per_tor` or `oversubscription`, not both",
+                    ))
+                }
+                (Some(h), None) => h,
+                (None, o) => o.unwrap_or(1).saturating_mul(k / 2),
+            };
+            fat_tree(k, per_tor).map_err(|e| ctx.err("topology.k", e))?
+        }
+        "leaf-spine" => {
+            unused("k", t.k.is_some())?;
+            unused("hosts_per_tor", t.hosts_per_tor.is_some())?;
+            unused("oversubscription", t.oversubscription.is_some())?;
+            unused("core_links", t.core_links.is_some())?;
+            let (l, s, h) = (
+                need("leaves", t.leaves)?,
+                need("spines", t.spines)?,
+                need("hosts_per_leaf", t.hosts_per_leaf)?,
+            );
+            leaf_spine(l, s, h).map_err(|e| ctx.err("topology.leaves", e))?
+        }
+        k => {
+            return Err(ctx.err(
+                "topology.kind",
+                format!("expected `fat-tree` or `leaf-spine`, got `{k}`"),
+            ))
+        }
+    };
+    for (key, tier) in [
+        ("host_links", Some(&t.host_links)),
+        ("edge_links", Some(&t.edge_links)),
+        ("core_links", t.core_links.as_ref()),
+    ] {
+        if let Some(tier) = tier {
+            check_tier(ctx, key, tier)?;
+        }
+    }
+    let name = |i: usize| g.nodes[i].0.as_str();
+    let mut down: HashSet<(&str, &str)> = HashSet::new();
+    for (i, [a, b]) in t.down.iter().enumerate() {
+        let known = g
+            .links
+            .iter()
+            .any(|l| (name(l.a), name(l.b)) == (a, b) || (name(l.b), name(l.a)) == (a, b));
+        if !known {
+            return Err(ctx.err(
+                format!("topology.down[{i}]"),
+                format!("no generated link between `{a}` and `{b}`"),
+            ));
+        }
+        down.insert((a.as_str(), b.as_str()));
+        down.insert((b.as_str(), a.as_str()));
+    }
+    let nodes = g
+        .nodes
+        .iter()
+        .map(|(n, kind)| RawNode {
+            name: n.clone(),
+            kind: if *kind == NodeKind::Host { "host" } else { "switch" }.into(),
+            ip: None,
+        })
+        .collect();
+    let links = g
+        .links
+        .iter()
+        .filter(|l| !down.contains(&(name(l.a), name(l.b))))
+        .map(|l| {
+            let tier = match l.tier {
+                Tier::Host => &t.host_links,
+                Tier::Edge => &t.edge_links,
+                Tier::Core => t.core_links.as_ref().unwrap_or(&t.edge_links),
+            };
+            RawLink {
+                a: name(l.a).to_string(),
+                b: name(l.b).to_string(),
+                rate: tier.rate.clone(),
+                delay: tier.delay.clone(),
+                queue_pkts: tier.queue_pkts,
+                name: None,
+                ecn_threshold_pkts: tier.ecn_threshold_pkts,
+                queues: None,
+                discipline: None,
+                queue_weights: None,
+                a_ip: None,
+                b_ip: None,
+            }
+        })
+        .collect();
+    Ok((nodes, links))
+}
+
+/// A tier's values, checked once with the tier's own field names.
+fn check_tier(ctx: &Ctx<'_>, key: &str, tier: &RawTier) -> Result<(), ScenarioError> {
+    ctx.rate(&format!("topology.{key}.rate"), &tier.rate)?;
+    if let Some(d) = &tier.delay {
+        ctx.time(&format!("topology.{key}.delay"), d)?;
+    }
+    Ok(())
+}

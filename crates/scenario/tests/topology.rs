@@ -1,0 +1,177 @@
+//! `[topology]`: generated fat trees and leaf-spines in the scenario format, their names, tiers
+//! and down links, ECMP routing by default, and the errors of a bad table.
+
+use mpsched_core::table::ECMP_GROUP;
+use mpsched_scenario::{NodeKind, Routing, Scenario};
+
+fn fat_tree(extra: &str) -> String {
+    format!(
+        r#"
+[scenario]
+name = "ft"
+duration = "1s"
+{extra}
+[topology]
+kind = "fat-tree"
+k = 4
+[topology.host_links]
+rate = "10Gbps"
+[topology.edge_links]
+rate = "40Gbps"
+delay = "1us"
+queue_pkts = 50
+[topology.core_links]
+rate = "40Gbps"
+ecn_threshold_pkts = 20
+
+[[flow]]
+name = "f"
+src = "tor0-h0"
+dst = "tor7-h1"
+protocol = "tcp"
+"#
+    )
+}
+
+fn refused(text: &str, field: &str, says: &str) {
+    let e = Scenario::from_toml(text, "t.toml").unwrap_err();
+    assert_eq!(e.field, field, "{e}");
+    assert!(e.message.contains(says), "{e}");
+}
+
+#[test]
+fn a_fat_tree_becomes_nodes_and_links_with_each_tiers_values() {
+    let sc = Scenario::from_toml(&fat_tree(""), "t.toml").unwrap();
+    assert_eq!(sc.routing, Routing::Ecmp, "ECMP by default with a [topology]");
+    let hosts = sc.nodes.iter().filter(|n| n.kind == NodeKind::Host).count();
+    assert_eq!((hosts, sc.nodes.len(), sc.links.len()), (16, 36, 48));
+    assert_eq!(sc.nodes[0].ip, 0x0a00_0001, "hosts first, from 10.0.0.1");
+    let by = |n: &str| sc.nodes.iter().position(|x| x.name == n).unwrap();
+    let link = |a: &str, b: &str| {
+        let (a, b) = (by(a), by(b));
+        sc.links
+            .iter()
+            .find(|l| (l.a, l.b) == (a, b) || (l.a, l.b) == (b, a))
+            .unwrap()
+    };
+    assert_eq!(link("tor0-h0", "tor0").rate_bps, 10_000_000_000);
+    let edge = link("tor0", "pod0-agg1");
+    assert_eq!(
+        (edge.rate_bps, edge.delay_ps, edge.queue_pkts),
+        (40_000_000_000, 1_000_000, 50)
+    );
+    assert_eq!(link("pod3-agg1", "core3").ecn_threshold_pkts, Some(20));
+}
+
+#[test]
+fn switches_route_over_every_equal_cost_uplink() {
+    let sc = Scenario::from_toml(&fat_tree(""), "t.toml").unwrap();
+    let w = sc.wiring().unwrap();
+    let by = |n: &str| sc.nodes.iter().position(|x| x.name == n).unwrap();
+    let tor0 = w.switches[by("tor0")].as_ref().unwrap();
+    let remote = sc.nodes[by("tor7-h1")].ip;
+    let r = tor0.routes.iter().find(|r| r.prefix == remote).unwrap();
+    assert_ne!(r.port & ECMP_GROUP, 0, "to another pod: an ECMP group");
+    let mut ups = tor0.ecmp_groups[usize::from(r.port & !ECMP_GROUP)].clone();
+    ups.sort_unstable();
+    let want: Vec<_> = ["pod0-agg0", "pod0-agg1"]
+        .iter()
+        .map(|a| w.port_to(by("tor0"), by(a)).unwrap())
+        .collect();
+    assert_eq!(ups, want, "both aggregation switches");
+    let local = sc.nodes[by("tor0-h1")].ip;
+    assert_eq!(
+        tor0.routes.iter().find(|r| r.prefix == local).unwrap().port & ECMP_GROUP,
+        0
+    );
+    let seeds: std::collections::HashSet<u32> = w.switches.iter().flatten().map(|c| c.hash_seed).collect();
+    assert_eq!(seeds.len(), 20, "a hash seed per switch");
+    // One shortest path per destination when asked.
+    let sc = Scenario::from_toml(&fat_tree("routing = \"shortest\""), "t.toml").unwrap();
+    assert!(sc
+        .wiring()
+        .unwrap()
+        .switches
+        .iter()
+        .flatten()
+        .all(|c| c.ecmp_groups.is_empty()));
+}
+
+#[test]
+fn down_links_are_left_out_and_oversubscription_adds_hosts() {
+    let text = fat_tree("").replace(
+        "[topology.host_links]",
+        "oversubscription = 2\ndown = [[\"pod0-agg1\", \"core2\"], [\"tor0\", \"pod0-agg0\"]]\n[topology.host_links]",
+    );
+    let sc = Scenario::from_toml(&text, "t.toml").unwrap();
+    let hosts = sc.nodes.iter().filter(|n| n.kind == NodeKind::Host).count();
+    assert_eq!((hosts, sc.links.len()), (32, 64 - 2));
+    let sc = Scenario::from_toml(
+        &text.replace(
+            "down = [[\"pod0-agg1\", \"core2\"], [\"tor0\", \"pod0-agg0\"]]",
+            "down = [[\"tor0\", \"core0\"]]",
+        ),
+        "t.toml",
+    );
+    assert!(sc
+        .unwrap_err()
+        .message
+        .contains("no generated link between `tor0` and `core0`"));
+}
+
+#[test]
+fn a_leaf_spine_and_the_errors_of_a_bad_topology_table() {
+    let ls = r#"
+[scenario]
+name = "ls"
+duration = "1s"
+[topology]
+kind = "leaf-spine"
+leaves = 4
+spines = 2
+hosts_per_leaf = 3
+[topology.host_links]
+rate = "25Gbps"
+[topology.edge_links]
+rate = "100Gbps"
+[[flow]]
+name = "f"
+src = "leaf0-h0"
+dst = "leaf3-h2"
+rate = "1Gbps"
+"#;
+    let sc = Scenario::from_toml(ls, "t.toml").unwrap();
+    assert_eq!((sc.nodes.len(), sc.links.len()), (18, 20));
+    refused(
+        &ls.replace("leaf-spine", "torus"),
+        "topology.kind",
+        "expected `fat-tree` or `leaf-spine`",
+    );
+    refused(&ls.replace("spines = 2\n", ""), "topology.spines", "needs `spines`");
+    refused(
+        &ls.replace("leaves = 4", "leaves = 4\nk = 4"),
+        "topology.k",
+        "not a key of a leaf-spine",
+    );
+    refused(&fat_tree("").replace("k = 4", "k = 5"), "topology.k", "even k");
+    refused(
+        &fat_tree("").replace("rate = \"40Gbps\"\ndelay", "rate = \"fast\"\ndelay"),
+        "topology.edge_links.rate",
+        "expected a rate",
+    );
+    refused(
+        &fat_tree("routing = \"ospf\""),
+        "scenario.routing",
+        "`shortest` or `ecmp`",
+    );
+    let no_core = fat_tree("").replace(
+        "[topology.core_links]\nrate = \"40Gbps\"\necn_threshold_pkts = 20\n",
+        "",
+    );
+    refused(&no_core, "topology.core_links", "needs `[topology.core_links]`");
+    refused(
+        &fat_tree("").replace("k = 4", "k = 4\nhosts_per_tor = 3\noversubscription = 2"),
+        "topology.oversubscription",
+        "not both",
+    );
+}

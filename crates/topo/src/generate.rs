@@ -1,0 +1,206 @@
+//! Generated data-centre topologies: a k-ary fat tree and a two-tier leaf-spine.
+//!
+//! A generator returns names, kinds and links tagged with their tier; the scenario crate gives
+//! each tier its rate, delay and queue. Hosts come first, so that hosts take the first
+//! addresses (host `i` is 10.0.0.`i + 1` by default), then switches from the edge up.
+
+use crate::graph::NodeKind;
+
+/// Which tier a generated link belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tier {
+    /// Host to its top-of-rack (fat tree) or leaf switch.
+    Host,
+    /// Top-of-rack to aggregation (fat tree), leaf to spine (leaf-spine).
+    Edge,
+    /// Aggregation to core (fat tree only).
+    Core,
+}
+
+/// A generated link between nodes `a` and `b` (indices into [`Generated::nodes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GeneratedLink {
+    /// One end (the lower tier's node).
+    pub a: usize,
+    /// The other end.
+    pub b: usize,
+    /// Its tier.
+    pub tier: Tier,
+}
+
+/// A generated topology.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Generated {
+    /// Names and kinds, hosts first.
+    pub nodes: Vec<(String, NodeKind)>,
+    /// Links.
+    pub links: Vec<GeneratedLink>,
+}
+
+/// The largest generated topology, in nodes (a k = 48 fat tree has 30 528).
+pub const MAX_GENERATED_NODES: usize = 100_000;
+
+impl Generated {
+    fn add(&mut self, name: String, kind: NodeKind) -> usize {
+        self.nodes.push((name, kind));
+        self.nodes.len() - 1
+    }
+
+    fn link(&mut self, a: usize, b: usize, tier: Tier) {
+        self.links.push(GeneratedLink { a, b, tier });
+    }
+}
+
+/// A k-ary fat tree (Al-Fares et al., SIGCOMM 2008): `k` pods, each of `k/2` top-of-rack
+/// switches `tor<t>` (numbered across pods) and `k/2` aggregation switches `pod<p>-agg<a>`;
+/// `(k/2)^2` core switches `core<c>`; `hosts_per_tor` hosts `tor<t>-h<h>` per rack (`k/2`
+/// without oversubscription). Aggregation switch `a` of every pod links to cores
+/// `a*k/2 .. (a+1)*k/2`.
+pub fn fat_tree(k: usize, hosts_per_tor: usize) -> Result<Generated, String> {
+    if k < 2 || k % 2 != 0 {
+        return Err(format!("a fat tree needs an even k of at least 2, got {k}"));
+    }
+    if hosts_per_tor == 0 {
+        return Err("a fat tree needs at least one host per rack".into());
+    }
+    let half = k / 2;
+    let tors = k * half;
+    let total = tors.saturating_mul(hosts_per_tor) + tors + k * half + half * half;
+    if total > MAX_GENERATED_NODES {
+        return Err(format!(
+            "a fat tree of k = {k} with {hosts_per_tor} hosts per rack has {total} nodes; at most {MAX_GENERATED_NODES}"
+        ));
+    }
+    let mut g = Generated::default();
+    let hosts: Vec<Vec<usize>> = (0..tors)
+        .map(|t| {
+            (0..hosts_per_tor)
+                .map(|h| g.add(format!("tor{t}-h{h}"), NodeKind::Host))
+                .collect()
+        })
+        .collect();
+    let tor: Vec<usize> = (0..tors).map(|t| g.add(format!("tor{t}"), NodeKind::Switch)).collect();
+    let agg: Vec<usize> = (0..k * half)
+        .map(|i| g.add(format!("pod{}-agg{}", i / half, i % half), NodeKind::Switch))
+        .collect();
+    let core: Vec<usize> = (0..half * half)
+        .map(|c| g.add(format!("core{c}"), NodeKind::Switch))
+        .collect();
+    for (t, rack) in hosts.iter().enumerate() {
+        for &h in rack {
+            g.link(h, tor[t], Tier::Host);
+        }
+    }
+    for pod in 0..k {
+        for e in 0..half {
+            for a in 0..half {
+                g.link(tor[pod * half + e], agg[pod * half + a], Tier::Edge);
+            }
+        }
+        for a in 0..half {
+            for c in 0..half {
+                g.link(agg[pod * half + a], core[a * half + c], Tier::Core);
+            }
+        }
+    }
+    Ok(g)
+}
+
+/// A two-tier leaf-spine: `leaves` leaf switches `leaf<l>`, each with `hosts_per_leaf` hosts
+/// `leaf<l>-h<h>` and a link to every one of `spines` spine switches `spine<s>`.
+pub fn leaf_spine(leaves: usize, spines: usize, hosts_per_leaf: usize) -> Result<Generated, String> {
+    if leaves == 0 || spines == 0 || hosts_per_leaf == 0 {
+        return Err(format!(
+            "a leaf-spine needs at least one leaf, spine and host per leaf (got {leaves}, {spines}, {hosts_per_leaf})"
+        ));
+    }
+    let total = leaves.saturating_mul(hosts_per_leaf).saturating_add(leaves + spines);
+    if total > MAX_GENERATED_NODES {
+        return Err(format!("a leaf-spine of {total} nodes; at most {MAX_GENERATED_NODES}"));
+    }
+    let mut g = Generated::default();
+    let hosts: Vec<Vec<usize>> = (0..leaves)
+        .map(|l| {
+            (0..hosts_per_leaf)
+                .map(|h| g.add(format!("leaf{l}-h{h}"), NodeKind::Host))
+                .collect()
+        })
+        .collect();
+    let leaf: Vec<usize> = (0..leaves)
+        .map(|l| g.add(format!("leaf{l}"), NodeKind::Switch))
+        .collect();
+    let spine: Vec<usize> = (0..spines)
+        .map(|s| g.add(format!("spine{s}"), NodeKind::Switch))
+        .collect();
+    for (l, rack) in hosts.iter().enumerate() {
+        for &h in rack {
+            g.link(h, leaf[l], Tier::Host);
+        }
+    }
+    for &l in &leaf {
+        for &s in &spine {
+            g.link(l, s, Tier::Edge);
+        }
+    }
+    Ok(g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    fn count(g: &Generated, tier: Tier) -> usize {
+        g.links.iter().filter(|l| l.tier == tier).count()
+    }
+
+    #[test]
+    fn a_fat_tree_has_al_fares_counts_and_names() {
+        for k in [2usize, 4, 8, 16] {
+            let g = fat_tree(k, k / 2).unwrap();
+            let hosts = g.nodes.iter().filter(|n| n.1 == NodeKind::Host).count();
+            assert_eq!(hosts, k * k * k / 4, "k = {k}: k^3/4 hosts");
+            assert_eq!(g.nodes.len() - hosts, 5 * k * k / 4, "k = {k}: 5k^2/4 switches");
+            for tier in [Tier::Host, Tier::Edge, Tier::Core] {
+                assert_eq!(count(&g, tier), k * k * k / 4, "k = {k}, {tier:?}");
+            }
+            let names: HashSet<&str> = g.nodes.iter().map(|n| n.0.as_str()).collect();
+            assert_eq!(names.len(), g.nodes.len(), "unique names");
+            // Every switch has k ports: k/2 down, k/2 up (cores k down).
+            let mut degree = vec![0usize; g.nodes.len()];
+            for l in &g.links {
+                degree[l.a] += 1;
+                degree[l.b] += 1;
+            }
+            for (i, (_, kind)) in g.nodes.iter().enumerate() {
+                let want = if *kind == NodeKind::Host { 1 } else { k };
+                assert_eq!(degree[i], want, "k = {k}: {}", g.nodes[i].0);
+            }
+        }
+        let g = fat_tree(4, 2).unwrap();
+        for name in ["tor0-h0", "tor7-h1", "tor3", "pod0-agg1", "pod3-agg0", "core3"] {
+            assert!(g.nodes.iter().any(|n| n.0 == name), "{name}");
+        }
+        assert_eq!(g.nodes[0].0, "tor0-h0", "hosts first");
+    }
+
+    #[test]
+    fn oversubscription_adds_hosts_per_rack_and_bad_sizes_are_refused() {
+        let g = fat_tree(4, 4).unwrap();
+        assert_eq!(count(&g, Tier::Host), 32);
+        assert!(fat_tree(3, 1).unwrap_err().contains("even k"));
+        assert!(fat_tree(0, 1).is_err());
+        assert!(fat_tree(4, 0).is_err());
+        assert!(fat_tree(1000, 500).unwrap_err().contains("at most"));
+    }
+
+    #[test]
+    fn a_leaf_spine_links_every_leaf_to_every_spine() {
+        let g = leaf_spine(4, 2, 8).unwrap();
+        assert_eq!(g.nodes.len(), 32 + 4 + 2);
+        assert_eq!(count(&g, Tier::Host), 32);
+        assert_eq!(count(&g, Tier::Edge), 8);
+        assert!(g.nodes.iter().any(|n| n.0 == "leaf3-h7"));
+        assert!(leaf_spine(0, 2, 1).is_err());
+    }
+}
