@@ -560,6 +560,16 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
         raw.node.splice(0..0, nodes);
         raw.link.splice(0..0, links);
     }
+    if raw.node.len() > MAX_NODES {
+        return Err(ctx.err(
+            "node",
+            format!(
+                "{} nodes; at most {MAX_NODES} (the control plane's routes between every pair of nodes take \
+                     4 bytes a pair)",
+                raw.node.len()
+            ),
+        ));
+    }
     let m = &raw.scenario;
     check_name(&ctx, "scenario.name", &m.name)?;
     let duration_ps = ctx.time("scenario.duration", &m.duration)?;
@@ -639,6 +649,10 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     sc.check_bounds()?;
     Ok(sc)
 }
+
+/// Most nodes a scenario may have: routes are dense, 4 bytes for every pair of nodes (1 GiB at
+/// the bound; a k = 32 fat tree has 9 472 nodes).
+pub const MAX_NODES: usize = 16_384;
 
 /// Most sample intervals a run may have: each adds a row to every time series.
 pub const MAX_SAMPLES: u64 = 1_000_000;
