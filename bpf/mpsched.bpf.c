@@ -31,6 +31,7 @@ _Static_assert(sizeof(struct mps_split) == MPS_SIZEOF_SPLIT, "struct mps_split")
 _Static_assert(sizeof(struct mps_confluence) == MPS_SIZEOF_CONFLUENCE, "struct mps_confluence");
 _Static_assert(sizeof(struct mps_marker) == MPS_SIZEOF_MARKER, "struct mps_marker");
 _Static_assert(sizeof(struct mps_port_stats) == MPS_SIZEOF_PORT_STATS, "struct mps_port_stats");
+_Static_assert(sizeof(struct mps_ecmp) == MPS_SIZEOF_ECMP, "struct mps_ecmp");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -82,6 +83,13 @@ struct {
 	__type(key, struct mps_route_key);
 	__type(value, __u32);
 } routes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MPS_MAX_ECMP_GROUPS);
+	__type(key, __u32);
+	__type(value, struct mps_ecmp);
+} ecmp SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -341,6 +349,77 @@ static __always_inline int split_select(struct mps_split *s, __u32 draw)
 	default:
 		return -1;
 	}
+}
+
+/* CRC-32 (IEEE, reflected) of `bytes` bytes of `v`, most significant first, continuing `crc`. */
+static __always_inline __u32 crc32_be(__u32 crc, __u32 v, __u32 bytes)
+{
+	__u32 i, b;
+
+	for (i = 0; i < bytes; i++) {
+		crc ^= (v >> (8 * (bytes - 1 - i))) & 0xff;
+		for (b = 0; b < 8; b++)
+			crc = (crc >> 1) ^ (0xedb88320 & (0 - (crc & 1)));
+	}
+	return crc;
+}
+
+/* CRC-32 of the 13-byte 5-tuple in network order, as crc32fast::hash in Ecmp::flow_hash; bit
+ * by bit, branch-free, no table. A global function: the verifier checks it once, not once per
+ * path that reaches the route lookup. */
+__attribute__((noinline)) __u32 mps_crc32_5tuple(__u32 src, __u32 dst, __u32 proto, __u32 ports)
+{
+	__u32 crc = 0xffffffff;
+
+	crc = crc32_be(crc, src, 4);
+	crc = crc32_be(crc, dst, 4);
+	crc = crc32_be(crc, proto, 1);
+	crc = crc32_be(crc, ports, 4);
+	return ~crc;
+}
+
+/* Ecmp::seeded_hash: CRC-32 xor the switch's seed, then MurmurHash3's fmix32. */
+static __always_inline __u32 ecmp_hash(__u32 crc, __u32 seed)
+{
+	__u32 h = crc ^ seed;
+
+	h ^= h >> 16;
+	h *= 0x85ebca6b;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35;
+	return h ^ (h >> 16);
+}
+
+/* Source and destination port (sport << 16 | dport) as wire::parse_frame reads them: a first
+ * fragment of UDP with its 8 header bytes or TCP with 20, inside the total length; else 0. */
+static __always_inline __u32 l4_ports(struct __sk_buff *skb, __u8 proto, __u16 frag_off,
+				      __u32 ihl_bytes, __u32 tot_len)
+{
+	__u32 need = proto == IPPROTO_UDP ? 8 : 20;
+	__u8 p[4];
+
+	if ((proto != IPPROTO_UDP && proto != IPPROTO_TCP) || (frag_off & 0x1fff) != 0 ||
+	    tot_len < ihl_bytes + need || ihl_bytes > 60)
+		return 0;
+	if (bpf_skb_load_bytes(skb, sizeof(struct ethhdr) + ihl_bytes, p, sizeof(p)))
+		return 0;
+	return ((__u32)p[0] << 24) | ((__u32)p[1] << 16) | ((__u32)p[2] << 8) | p[3];
+}
+
+/* The port of ECMP group `group` for this packet's flow, or -1 if the group is unknown. */
+static __always_inline int ecmp_port(struct __sk_buff *skb, const struct mps_node *n, __u32 group,
+				     __u32 src, __u32 dst, __u8 proto, __u16 frag_off,
+				     __u32 ihl_bytes, __u32 tot_len)
+{
+	struct mps_ecmp *g = group < MPS_MAX_ECMP_GROUPS ? bpf_map_lookup_elem(&ecmp, &group) : NULL;
+	__u32 h, idx;
+
+	if (!g || g->n_ports == 0 || g->n_ports > MPS_MAX_PORTS)
+		return -1;
+	h = ecmp_hash(mps_crc32_5tuple(src, dst, proto, l4_ports(skb, proto, frag_off, ihl_bytes, tot_len)),
+		      n->hash_seed);
+	idx = (h % g->n_ports) & (MPS_MAX_PORTS - 1);
+	return g->ports[idx];
 }
 
 /* Confluence::return_path: the other path with the fewest pending CE marks, lowest first;
@@ -717,9 +796,12 @@ int mps_ingress(struct __sk_buff *skb)
 		struct mps_route_key key = { .prefixlen = 32, .addr = ip->daddr };
 		__u32 *port = bpf_map_lookup_elem(&routes, &key);
 
-		if (port)
+		if (port && (*port & MPS_ECMP_GROUP))
+			f.port = ecmp_port(skb, n, *port & ~MPS_ECMP_GROUP, src, dst, ip->protocol,
+					   bpf_ntohs(ip->frag_off), ihl_bytes, tot_len);
+		else if (port)
 			f.port = *port;
-		else
+		if (f.port < 0)
 			count(MPS_C_NO_ROUTE);
 	}
 

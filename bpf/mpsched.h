@@ -29,9 +29,14 @@
 /* Interfaces are created inside each node's namespace, so their ifindexes are small. */
 #define MPS_MAX_IFINDEX 256
 #define MPS_MAX_ROUTES 1024
+#define MPS_MAX_ECMP_GROUPS 64
+
+/* A route's port with this bit set names an ECMP group (the rest: its index in "ecmp"). */
+#define MPS_ECMP_GROUP 0x8000u
 #define MPS_TEST_DRAWS 64
 
-/* Scheduler kinds (struct mps_split.sched). ECMP is not offered by the eBPF programs. */
+/* Scheduler kinds (struct mps_split.sched). ECMP as a split scheduler is not offered by the eBPF
+ * programs (ECMP routing is: MPS_ECMP_GROUP routes). */
 #define MPS_SCHED_SINGLE 0
 #define MPS_SCHED_RS 2
 #define MPS_SCHED_WRR 3
@@ -58,8 +63,17 @@ struct mps_node {
 	__u32 flags;
 	__u32 test_draws_n;
 	__u64 test_clock_ns;
+	__u32 hash_seed; /* ECMP routing: this switch's seed (MultipathSwitch::hash_seed) */
+	__u32 pad;
 };
-#define MPS_SIZEOF_NODE 24
+#define MPS_SIZEOF_NODE 32
+
+/* Map "ecmp": array of MPS_MAX_ECMP_GROUPS; a group's ports, one chosen per flow. */
+struct mps_ecmp {
+	__u32 n_ports;
+	__u16 ports[MPS_MAX_PORTS];
+};
+#define MPS_SIZEOF_ECMP 36
 
 /* Map "ports": array indexed by port id. ifindex 0 marks an unused slot. */
 struct mps_port {

@@ -39,6 +39,10 @@ const TESTS: &[(&str, fn())] = &[
         scenario_3b_dwrr_moves_flow1_off_path2_on_the_kernel,
     ),
     (
+        "a_fat_tree_runs_on_the_kernel_with_ecmp_over_every_uplink",
+        a_fat_tree_runs_on_the_kernel_with_ecmp_over_every_uplink,
+    ),
+    (
         "feedback_forged_by_a_host_is_not_counted",
         feedback_forged_by_a_host_is_not_counted,
     ),
@@ -258,6 +262,42 @@ fn scenario_3b_dwrr_moves_flow1_off_path2_on_the_kernel() {
         moved >= 5,
         "{moved} adjustments: the weights stayed near 32:16, DWRR did not move flow1 off path2 ({counters})"
     );
+}
+
+/// #11: the k = 4 fat tree (36 namespaces) on the kernel, the eBPF switch routing by ECMP:
+/// every flow delivers and every rack and aggregation switch sends on both of its uplinks.
+fn a_fat_tree_runs_on_the_kernel_with_ecmp_over_every_uplink() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tmp("fat-tree");
+    let o = mpsched()
+        .args([
+            "run",
+            "dc/fat-tree-k4-permutation",
+            "--backend",
+            "netns",
+            "--ignore-delay",
+        ])
+        .args(["--duration", "5", "--no-plot", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    ok(&o);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    for f in v["flows"].as_array().unwrap() {
+        assert!(f["delivered_mbps"].as_f64().unwrap() > 1.0, "{f}");
+    }
+    let counters = &v["repetitions"][0]["counters"];
+    // Ports 2 and 3 of racks and aggregation switches are their uplinks (links are generated
+    // down to up: a rack's hosts, then its aggregation switches; an aggregation switch's racks,
+    // then its cores).
+    for sw in ["tor0", "tor3", "tor6", "pod0-agg0", "pod2-agg1"] {
+        for up in ["port2.tx_pkts", "port3.tx_pkts"] {
+            let n = counters[sw][up].as_u64().unwrap_or(0);
+            assert!(n > 100, "{sw} {up}: {n} ({})", counters[sw]);
+        }
+    }
+    assert_clean("after the fat tree");
 }
 
 /// Hardening item 11: a host beside the sender (sta2) sends DWRR feedback packets to the

@@ -480,6 +480,7 @@ pub fn standard_sets() -> Vec<VectorSet> {
     marker_set(&mut sets);
     malformed_set(&mut sets);
     vlan_set(&mut sets);
+    ecmp_set(&mut sets);
     sets
 }
 
@@ -817,6 +818,75 @@ fn malformed_set(sets: &mut Vec<VectorSet>) {
         "Malformed and special frames: each forwarded, handed to the stack, or counted and dropped",
         splitter(SchedulerConfig::Wrr { weights: vec![1, 1] }, 2),
         3,
+        steps,
+    ));
+}
+
+/// ECMP routing: a route to an ECMP group of three ports; each flow's port is its 5-tuple's
+/// hash with the switch's seed; what has no ports (other protocols, later fragments) hashes
+/// them as zero.
+fn ecmp_set(sets: &mut Vec<VectorSet>) {
+    let flow = |src_port: u16, dst_port: u16| {
+        let m = PacketMeta::udp(STA1, STA3, src_port, dst_port, 0);
+        let mut out = Vec::new();
+        let body = [0u8; 64];
+        emit_udp_frame(
+            &m,
+            mac_for(PEER_MAC_NODE, 0),
+            mac_for(OWN_MAC_NODE, 0),
+            1,
+            &body,
+            &mut out,
+        );
+        out
+    };
+    let mut steps: Vec<Step> = (0..12u16)
+        .map(|i| ingress(format!("UDP flow from port {}", 40_000 + i), 0, &flow(40_000 + i, 5201)))
+        .collect();
+    steps.push(ingress("the first flow again: the same port", 0, &flow(40_000, 5201)));
+    let mut tcp = flow(40_000, 5201);
+    tcp[23] = 6;
+    fix_ipv4_checksum(&mut tcp);
+    steps.push(ingress("TCP with the first flow's ports", 0, &tcp));
+    let mut icmp = flow(40_000, 5201);
+    icmp[23] = 1;
+    fix_ipv4_checksum(&mut icmp);
+    steps.push(ingress("ICMP: ports hashed as zero", 0, &icmp));
+    let mut frag = flow(40_001, 5201);
+    frag[20..22].copy_from_slice(&0x00b9u16.to_be_bytes());
+    fix_ipv4_checksum(&mut frag);
+    steps.push(ingress("a later fragment: ports hashed as zero", 0, &frag));
+    let mut short_tcp = flow(40_002, 5201)[..14 + 20 + 12].to_vec();
+    short_tcp[17] = 32;
+    short_tcp[23] = 6;
+    fix_ipv4_checksum(&mut short_tcp);
+    steps.push(ingress(
+        "TCP with 12 of its 20 header bytes: ports hashed as zero",
+        0,
+        &short_tcp,
+    ));
+    let mut cfg = SwitchConfig::forwarding(
+        SPLITTER,
+        vec![
+            Route {
+                prefix: STA1,
+                len: 32,
+                port: 0,
+            },
+            Route {
+                prefix: STA3,
+                len: 32,
+                port: crate::table::ECMP_GROUP,
+            },
+        ],
+    );
+    cfg.ecmp_groups = vec![vec![1, 2, 3]];
+    cfg.hash_seed = SPLITTER;
+    sets.push(set(
+        "ecmp-routing",
+        "ECMP routing: a route to a group of three ports, one chosen per flow by the seeded 5-tuple hash",
+        cfg,
+        4,
         steps,
     ));
 }

@@ -1048,7 +1048,7 @@ fn mac_string(m: [u8; 6]) -> String {
 /// Refuse, before anything is made, a scenario whose switch tables exceed the eBPF program's
 /// maps (`bpf/mpsched.h`): ports, splitting and confluence groups, routes, paths per group.
 pub fn check_kernel_limits(sc: &Scenario, w: &mpsched_topo::Wiring) -> Result<(), NetnsError> {
-    use crate::layout::{MAX_GROUPS, MAX_PATHS, MAX_PORTS, MAX_ROUTES};
+    use crate::layout::{MAX_ECMP_GROUPS, MAX_GROUPS, MAX_PATHS, MAX_PORTS, MAX_ROUTES};
     for (i, cfg) in w.switches.iter().enumerate() {
         let Some(cfg) = cfg else { continue };
         let name = &sc.nodes[i].name;
@@ -1063,6 +1063,7 @@ pub fn check_kernel_limits(sc: &Scenario, w: &mpsched_topo::Wiring) -> Result<()
             ("splitting groups", cfg.splits.len(), MAX_GROUPS),
             ("confluence groups", cfg.confluences.len(), MAX_GROUPS),
             ("routes", cfg.routes.len(), MAX_ROUTES),
+            ("ECMP groups", cfg.ecmp_groups.len(), MAX_ECMP_GROUPS),
             (
                 "paths in one group",
                 cfg.splits.iter().map(|s| s.ports.len()).max().unwrap_or(0),
@@ -1071,13 +1072,6 @@ pub fn check_kernel_limits(sc: &Scenario, w: &mpsched_topo::Wiring) -> Result<()
         ];
         if let Some(&(what, n, max)) = checks.iter().find(|c| c.1 > c.2) {
             return Err(over(what, n, max));
-        }
-        if !cfg.ecmp_groups.is_empty() {
-            return Err(NetnsError::Unsupported(format!(
-                "switch `{name}` routes over equal-cost next hops (ECMP, the default with a [topology]); the \
-                 eBPF data plane has no ECMP routing yet; set [scenario] routing = \"shortest\" for one path \
-                 per destination, or use --backend sim"
-            )));
         }
         if let Some(g) = cfg
             .splits

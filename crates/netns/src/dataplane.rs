@@ -161,6 +161,8 @@ impl Dataplane {
             flags,
             test_draws_n: t.test_draws.len() as u32,
             test_clock_ns: 0,
+            hash_seed: cfg.hash_seed,
+            pad: 0,
         };
         self.update("node", &0u32, &node)?;
         for (i, d) in t.test_draws.iter().enumerate() {
@@ -189,6 +191,27 @@ impl Dataplane {
                 addr: r.prefix.to_be_bytes(),
             };
             self.update("routes", &key, &u32::from(r.port))?;
+        }
+        if cfg.ecmp_groups.len() > layout::MAX_ECMP_GROUPS {
+            return Err(DataplaneError::Config(format!(
+                "{} ECMP groups; the eBPF program holds {}",
+                cfg.ecmp_groups.len(),
+                layout::MAX_ECMP_GROUPS
+            )));
+        }
+        for (i, ports) in cfg.ecmp_groups.iter().enumerate() {
+            if ports.is_empty() || ports.len() > layout::MAX_PORTS {
+                return Err(DataplaneError::Config(format!(
+                    "ECMP group {i}: 1 to {} ports",
+                    layout::MAX_PORTS
+                )));
+            }
+            let mut g = layout::Ecmp {
+                n_ports: ports.len() as u32,
+                ..Default::default()
+            };
+            g.ports[..ports.len()].copy_from_slice(ports);
+            self.update("ecmp", &(i as u32), &g)?;
         }
         for (slot, s) in cfg.splits.iter().enumerate() {
             self.update("splits", &(slot as u32), &split_registers(s)?)?;

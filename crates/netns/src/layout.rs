@@ -16,6 +16,8 @@ pub const MAX_PORTS: usize = h::MAX_PORTS as usize;
 pub const MAX_GROUPS: usize = h::MAX_GROUPS as usize;
 /// Entries of the LPM routes map.
 pub const MAX_ROUTES: usize = h::MAX_ROUTES as usize;
+/// Entries of the ECMP groups map.
+pub const MAX_ECMP_GROUPS: usize = h::MAX_ECMP_GROUPS as usize;
 
 /// `struct mps_node`.
 #[repr(C)]
@@ -28,6 +30,16 @@ pub struct Node {
     pub flags: u32,
     pub test_draws_n: u32,
     pub test_clock_ns: u64,
+    pub hash_seed: u32,
+    pub pad: u32,
+}
+
+/// `struct mps_ecmp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ecmp {
+    pub n_ports: u32,
+    pub ports: [u16; MAX_PORTS],
 }
 
 /// `struct mps_port`.
@@ -149,6 +161,7 @@ const _: () = {
     assert!(std::mem::size_of::<Marker>() as u64 == h::SIZEOF_MARKER);
     assert!(std::mem::size_of::<PortStats>() as u64 == h::SIZEOF_PORT_STATS);
     assert!(std::mem::size_of::<RouteKey>() == 8);
+    assert!(std::mem::size_of::<Ecmp>() as u64 == h::SIZEOF_ECMP);
 };
 
 /// Plain-old-data map values: viewed as bytes to write a map, read back from bytes.
@@ -182,5 +195,6 @@ unsafe impl Pod for Confluence {}
 unsafe impl Pod for Marker {}
 unsafe impl Pod for PortStats {}
 unsafe impl Pod for RouteKey {}
+unsafe impl Pod for Ecmp {}
 unsafe impl Pod for u32 {}
 unsafe impl Pod for u64 {}
