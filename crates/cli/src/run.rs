@@ -6,6 +6,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mpsched_netns::backend::{NetnsBackend, NetnsError, NetnsOptions};
 use mpsched_scenario::builtin::{self, BUILTIN};
+use mpsched_scenario::completion;
 use mpsched_scenario::results::{MultiSummary, Summary};
 use mpsched_scenario::units::parse_time_ps;
 use mpsched_scenario::{Scenario, SCHEDULERS};
@@ -338,7 +339,62 @@ pub fn finish(
             .with_context(|| format!("drawing {}", path.display()))?;
     }
     print_table(sc, results)?;
-    print_tcp_and_tunnels(results)
+    print_tcp_and_tunnels(results)?;
+    print_completion(results)
+}
+
+/// Per-flow tables stop after this many flows (a workload has thousands; they are all in
+/// `summary.json` and `flows.csv`).
+const MAX_FLOW_ROWS: usize = 32;
+
+fn more_flows(n: usize) -> anyhow::Result<()> {
+    if n > MAX_FLOW_ROWS {
+        outln!("  ... and {} more flows (summary.json, flows.csv)", n - MAX_FLOW_ROWS);
+    }
+    Ok(())
+}
+
+/// Completion times of fixed-size transfers, per variant (first repetition): all flows, mice,
+/// elephants.
+fn print_completion(results: &[VariantResult]) -> anyhow::Result<()> {
+    let mut header = false;
+    for r in results {
+        let Some(run) = r.summary.repetitions.first() else {
+            continue;
+        };
+        let rows = completion::rows(&r.scenario, run).map_err(anyhow::Error::msg)?;
+        if rows.is_empty() {
+            continue;
+        }
+        if !header {
+            outln!();
+            outln!(
+                "{:<12} {:<20} {:>7} {:>8}  {:>26}  {:>24}",
+                "variant",
+                "flows",
+                "count",
+                "finished",
+                "FCT ms mean / median / p99",
+                "slowdown mean / med / p99"
+            );
+            header = true;
+        }
+        let three = |x: Option<[f64; 3]>, d: usize| {
+            x.map_or("-".to_string(), |[a, b, c]| format!("{a:.d$} / {b:.d$} / {c:.d$}"))
+        };
+        for s in completion::stats(&rows) {
+            outln!(
+                "{:<12} {:<20} {:>7} {:>8}  {:>26}  {:>24}",
+                r.variant.as_deref().unwrap_or("-"),
+                s.class,
+                s.flows,
+                s.finished,
+                three(s.fct_ms, 2),
+                three(s.slowdown, 1)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// TCP and tunnel figures of each variant's first repetition, when there are any.
@@ -367,7 +423,7 @@ fn print_tcp_and_tunnels(results: &[VariantResult]) -> anyhow::Result<()> {
             let Some(run) = r.summary.repetitions.first() else {
                 continue;
             };
-            for f in &run.flows {
+            for f in run.flows.iter().take(MAX_FLOW_ROWS) {
                 let Some(t) = &f.tcp else { continue };
                 outln!(
                     "{:<12} {:<12} {:>6} {:>12.2} {:>9} {:>7} {:>7} {:>9.2} {:>10.1}",
@@ -382,6 +438,7 @@ fn print_tcp_and_tunnels(results: &[VariantResult]) -> anyhow::Result<()> {
                     t.mean_cwnd_kib
                 );
             }
+            more_flows(run.flows.len())?;
         }
     }
     let tunnels: Vec<_> = results
@@ -492,6 +549,13 @@ fn write_outputs(dir: &Path, r: &VariantResult, plot: bool) -> anyhow::Result<()
     write_json(&dir.join("summary.json"), &r.summary)?;
     let f = std::fs::File::create(dir.join("timeseries.csv"))?;
     r.series.write_csv(std::io::BufWriter::new(f))?;
+    if let Some(run) = r.summary.repetitions.first() {
+        let rows = completion::rows(&r.scenario, run).map_err(anyhow::Error::msg)?;
+        if !rows.is_empty() {
+            let f = std::fs::File::create(dir.join("flows.csv"))?;
+            completion::write_csv(&rows, std::io::BufWriter::new(f))?;
+        }
+    }
     for (name, text) in &r.artifacts {
         std::fs::write(dir.join(name), text).with_context(|| format!("writing {}", dir.join(name).display()))?;
     }
@@ -542,7 +606,7 @@ fn print_table(sc: &Scenario, results: &[VariantResult]) -> anyhow::Result<()> {
     );
     for r in results {
         let v = r.variant.as_deref().unwrap_or("-");
-        for (i, f) in r.summary.flows.iter().enumerate() {
+        for (i, f) in r.summary.flows.iter().enumerate().take(MAX_FLOW_ROWS) {
             outln!(
                 "{:<10} {:<8} {:>9.2} {:>22} {:>8} {:>9} {:>8.2}",
                 v,
@@ -554,6 +618,7 @@ fn print_table(sc: &Scenario, results: &[VariantResult]) -> anyhow::Result<()> {
                 f.reordered_pct
             );
         }
+        more_flows(r.summary.flows.len())?;
     }
     if !sc.paths.is_empty() {
         outln!();

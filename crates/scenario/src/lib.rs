@@ -9,11 +9,13 @@
 #![warn(missing_docs)]
 
 pub mod builtin;
+pub mod completion;
 mod model;
 mod network;
 pub mod results;
 #[allow(missing_docs)]
 pub mod schema;
 pub mod units;
+pub mod workload;
 
 pub use model::*;

@@ -38,6 +38,41 @@ pub struct RawScenario {
     /// `[topology]`: a generated fat tree or leaf-spine, before the `[[node]]`s and `[[link]]`s.
     #[serde(default)]
     pub topology: Option<RawTopology>,
+    /// `[[workload]]` entries: TCP flows drawn from a flow-size distribution.
+    #[serde(default)]
+    pub workload: Vec<RawWorkload>,
+}
+
+/// `[[workload]]`: TCP transfers with sizes from an empirical CDF, arriving as a Poisson
+/// process at each client at a target load.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWorkload {
+    /// Flows are named `<name>-<i>`.
+    pub name: String,
+    /// `websearch`, `datamining`, or a CDF file (relative to the scenario's folder).
+    pub cdf: String,
+    /// Offered load per client, a fraction of its link rate (0 to 1, exclusive of 0).
+    pub load: f64,
+    /// `random` (each flow to a server drawn uniformly, never the client itself) or
+    /// `permutation` (each client to one fixed server, a random derangement of the hosts).
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// Hosts that start flows (default: every host).
+    #[serde(default)]
+    pub clients: Option<Vec<String>>,
+    /// Hosts flows go to (default: every host).
+    #[serde(default)]
+    pub servers: Option<Vec<String>>,
+    /// Arrivals from (default 0 s) ...
+    #[serde(default)]
+    pub start: Option<String>,
+    /// ... until (default: the scenario's end).
+    #[serde(default)]
+    pub stop: Option<String>,
+    /// Seed of the sizes and arrivals (default: the scenario's seed).
+    #[serde(default)]
+    pub seed: Option<u64>,
 }
 
 /// `[topology]`: a generated data-centre topology.
@@ -247,7 +282,7 @@ pub struct RawSplit {
 }
 
 /// `[[flow]]`: a UDP constant-bit-rate flow as iperf sends it, or a TCP connection.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RawFlow {
     pub name: String,

@@ -189,3 +189,90 @@ fn the_node_count_is_bounded_before_anything_is_sized_by_it() {
     assert_eq!(e.field, "node", "{e}");
     assert!(e.message.contains("16385 nodes; at most 16384"), "{e}");
 }
+
+fn workload(keys: &str) -> String {
+    format!(
+        "{}\n[[workload]]\nname = \"ws\"\ncdf = \"websearch\"\n{keys}\n",
+        fat_tree("").split("[[flow]]").next().unwrap()
+    )
+}
+
+/// #11 item 3: flows drawn from the web-search CDF at a load, to random servers or along a
+/// permutation; their number follows the definition of load.
+#[test]
+fn a_workload_draws_poisson_flows_at_its_load() {
+    // 16 hosts at 10 Gbit/s, load 0.3, 1 s: 16 x 0.3 x 10e9 / (8 x 1 711 250) = 3 506 flows.
+    let sc = Scenario::from_toml(&workload("load = 0.3"), "t.toml").unwrap();
+    let n = sc.flows.len() as f64;
+    assert!((n / 3506.0 - 1.0).abs() < 0.05, "{n} flows");
+    assert!(sc
+        .flows
+        .iter()
+        .all(|f| f.src != f.dst && f.start_ps < 1_000_000_000_000));
+    assert!(sc.flows.iter().all(|f| f.tcp.is_some()));
+    let again = Scenario::from_toml(&workload("load = 0.3"), "t.toml").unwrap();
+    assert_eq!(sc.flows, again.flows, "the same seed draws the same flows");
+    let perm = Scenario::from_toml(&workload("load = 0.1\npattern = \"permutation\""), "t.toml").unwrap();
+    let mut partner = std::collections::HashMap::new();
+    for f in &perm.flows {
+        assert_ne!(f.src, f.dst);
+        assert_eq!(*partner.entry(f.src).or_insert(f.dst), f.dst, "one partner per client");
+    }
+    let mut dsts: Vec<_> = partner.values().collect();
+    dsts.sort();
+    dsts.dedup();
+    assert_eq!(dsts.len(), partner.len(), "a permutation: each server once");
+}
+
+#[test]
+fn bad_workloads_are_refused() {
+    refused(&workload("load = 0"), "workload[0].load", "(0, 1]");
+    refused(
+        &workload("load = 0.5\npattern = \"incast\""),
+        "workload[0].pattern",
+        "`random` or `permutation`",
+    );
+    refused(
+        &workload("load = 0.5").replace("websearch", "nowhere.txt"),
+        "workload[0].cdf",
+        "neither `websearch`",
+    );
+    refused(
+        &workload("load = 0.5\nclients = [\"tor0\"]"),
+        "workload[0].clients",
+        "not a host",
+    );
+    refused(
+        &workload("load = 1.0\nstop = \"1000s\""),
+        "workload[0].load",
+        "at most 2000000",
+    );
+}
+
+#[test]
+fn a_cdf_file_must_be_a_small_regular_file() {
+    refused(
+        &workload("load = 0.5").replace("websearch", "/dev/zero"),
+        "workload[0].cdf",
+        "not a regular file",
+    );
+    let dir = tempfile_dir();
+    std::fs::write(dir.join("flat.txt"), "1000 0\n1000 1\n").unwrap();
+    let origin = dir.join("s.toml");
+    let sc = Scenario::from_toml(
+        &workload("load = 0.01").replace("websearch", "flat.txt"),
+        origin.to_str().unwrap(),
+    )
+    .unwrap();
+    assert!(sc.flows.iter().all(|f| matches!(
+        f.tcp.as_ref().unwrap().app,
+        mpsched_scenario::TcpApp::Transfer { size_bytes: 1000 }
+    )));
+    std::fs::remove_dir_all(dir).ok();
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("mpsched-cdf-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

@@ -35,3 +35,53 @@ fn a_permutation_on_a_fat_tree_collides_under_ecmp_and_repeats_exactly() {
         "same seed, same figures"
     );
 }
+
+/// #11 item 3: a web-search workload on a k = 4 fat tree: flows finish, each row's completion
+/// time is at least its ideal, mice finish faster than elephants, and a rerun is identical.
+#[test]
+fn a_websearch_workload_finishes_with_completion_times_above_the_ideal() {
+    let text = r#"
+[scenario]
+name = "ws"
+duration = "200ms"
+seed = 2
+[topology]
+kind = "fat-tree"
+k = 4
+[topology.host_links]
+rate = "1Gbps"
+delay = "1us"
+[topology.edge_links]
+rate = "1Gbps"
+delay = "1us"
+[topology.core_links]
+rate = "1Gbps"
+delay = "1us"
+[tcp]
+min_rto = "5ms"
+[[workload]]
+name = "ws"
+cdf = "websearch"
+load = 0.5
+stop = "100ms"
+"#;
+    let sc = Scenario::from_toml(text, "ws.toml").unwrap();
+    let figs = run(&sc);
+    let rows = mpsched_scenario::completion::rows(&sc, &figs).unwrap();
+    assert_eq!(rows.len(), sc.flows.len());
+    assert!(rows.len() > 20, "{} flows", rows.len());
+    let finished: Vec<_> = rows.iter().filter(|r| r.fct_s.is_some()).collect();
+    assert!(
+        finished.len() * 10 >= rows.len() * 9,
+        "{} of {} finished",
+        finished.len(),
+        rows.len()
+    );
+    for r in &finished {
+        assert!(r.slowdown().unwrap() >= 1.0, "{r:?}");
+    }
+    let stats = mpsched_scenario::completion::stats(&rows);
+    let (mice, all) = (stats[1].fct_ms.unwrap(), stats[0].fct_ms.unwrap());
+    assert!(mice[1] <= all[1], "mice median {} against all {}", mice[1], all[1]);
+    assert_eq!(run(&sc), figs, "same seed, same run");
+}

@@ -21,6 +21,7 @@ mod splits;
 mod topology;
 mod tunnels;
 mod variants;
+mod workloads;
 
 use flows::*;
 use splits::*;
@@ -28,6 +29,8 @@ use topology::*;
 pub use tunnels::tunnel_tcp_defaults;
 use tunnels::*;
 use variants::*;
+pub use workloads::MAX_WORKLOAD_FLOWS;
+use workloads::*;
 
 /// A scenario that failed to load: the file, the field and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -608,6 +611,8 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     };
 
     let links = links_of(&ctx, &raw.link, &nodes, &node_of, default_queue)?;
+    let drawn = workload_flows(&ctx, &raw, &nodes, &links, duration_ps, &node_of)?;
+    raw.flow.extend(drawn);
     let paths = paths_of(&ctx, &raw.path, &nodes, &links, &node_of)?;
     let path_index: HashMap<&str, usize> = paths.iter().enumerate().map(|(i, p)| (p.name.as_str(), i)).collect();
     let path_of = |field: String, name: &str| {

@@ -1,0 +1,200 @@
+//! Flow completion times of fixed-size TCP transfers: per-flow rows (`flows.csv`) and their
+//! summaries for all flows, mice and elephants.
+//!
+//! A flow's ideal completion time is what it would take alone on an idle network: its payload at
+//! the slowest link rate of its route, plus the route's one-way propagation delay. Headers are
+//! not counted, so even an idle network gives a slowdown a few percent above 1.
+
+use crate::model::{Scenario, TcpApp};
+use crate::results::{round, RunFigures};
+use std::io::Write;
+
+/// Flows below this size are mice.
+pub const MICE_BELOW_BYTES: u64 = 100_000;
+/// Flows above this size are elephants.
+pub const ELEPHANTS_ABOVE_BYTES: u64 = 10_000_000;
+
+/// One fixed-size transfer's row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompletionRow {
+    /// Flow name.
+    pub id: String,
+    /// Source and destination host names.
+    pub src: String,
+    /// Destination host.
+    pub dst: String,
+    /// Bytes to transfer.
+    pub size_bytes: u64,
+    /// Start, s.
+    pub start_s: f64,
+    /// Completion time, s (None: not finished by the end of the run).
+    pub fct_s: Option<f64>,
+    /// Ideal completion time, s.
+    pub ideal_fct_s: f64,
+    /// Retransmitted segments.
+    pub retransmissions: u64,
+}
+
+impl CompletionRow {
+    /// Completion time over the ideal one.
+    pub fn slowdown(&self) -> Option<f64> {
+        self.fct_s.map(|f| f / self.ideal_fct_s)
+    }
+}
+
+/// The rows of every fixed-size TCP transfer of `sc` in run `figs`, in flow order.
+pub fn rows(sc: &Scenario, figs: &RunFigures) -> Result<Vec<CompletionRow>, String> {
+    let w = sc.wiring()?;
+    let mut out = Vec::new();
+    for (f, fig) in sc.flows.iter().zip(&figs.flows) {
+        let Some(TcpApp::Transfer { size_bytes }) = f.tcp.as_ref().map(|t| &t.app) else {
+            continue;
+        };
+        let route = w
+            .route_nodes(f.src, f.dst)
+            .ok_or_else(|| format!("flow `{}` has no route", f.name))?;
+        let (mut slowest_bps, mut delay_ps) = (u64::MAX, 0u64);
+        for hop in route.windows(2) {
+            let port = w.port_to(hop[0], hop[1]).ok_or("a route hop without a link")?;
+            let link = &sc.links[w.ports[hop[0]][usize::from(port)].link];
+            slowest_bps = slowest_bps.min(link.rate_bps);
+            delay_ps += link.delay_ps;
+        }
+        let tcp = fig.tcp.as_ref();
+        out.push(CompletionRow {
+            id: f.name.clone(),
+            src: sc.nodes[f.src].name.clone(),
+            dst: sc.nodes[f.dst].name.clone(),
+            size_bytes: *size_bytes,
+            start_s: f.start_ps as f64 / 1e12,
+            fct_s: tcp.and_then(|t| t.completion_s),
+            ideal_fct_s: *size_bytes as f64 * 8.0 / slowest_bps as f64 + delay_ps as f64 / 1e12,
+            retransmissions: tcp.map_or(0, |t| t.retransmitted_segments),
+        });
+    }
+    Ok(out)
+}
+
+/// Write `rows` as `flows.csv`.
+pub fn write_csv(rows: &[CompletionRow], mut w: impl Write) -> std::io::Result<()> {
+    writeln!(
+        w,
+        "id,src,dst,size_bytes,start_s,finish_s,fct_s,ideal_fct_s,slowdown,retransmissions"
+    )?;
+    let opt = |x: Option<f64>, d: i32| x.map_or(String::new(), |v| round(v, d).to_string());
+    for r in rows {
+        writeln!(
+            w,
+            "{},{},{},{},{},{},{},{},{},{}",
+            r.id,
+            r.src,
+            r.dst,
+            r.size_bytes,
+            round(r.start_s, 9),
+            opt(r.fct_s.map(|f| r.start_s + f), 9),
+            opt(r.fct_s, 9),
+            round(r.ideal_fct_s, 9),
+            opt(r.slowdown(), 4),
+            r.retransmissions
+        )?;
+    }
+    Ok(())
+}
+
+/// Mean, median and 99th percentile of completion time and slowdown over finished flows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompletionStats {
+    /// Which flows: `all`, `mice (< 100 KB)`, `elephants (> 10 MB)`.
+    pub class: &'static str,
+    /// Flows of the class.
+    pub flows: usize,
+    /// Of them, finished by the end of the run.
+    pub finished: usize,
+    /// Completion time, ms: mean, median, 99th percentile (None: nothing finished).
+    pub fct_ms: Option<[f64; 3]>,
+    /// Slowdown: mean, median, 99th percentile.
+    pub slowdown: Option<[f64; 3]>,
+}
+
+/// The statistics of all flows, mice and elephants.
+pub fn stats(rows: &[CompletionRow]) -> Vec<CompletionStats> {
+    type Class = (&'static str, fn(u64) -> bool);
+    let classes: [Class; 3] = [
+        ("all", |_| true),
+        ("mice (< 100 KB)", |s| s < MICE_BELOW_BYTES),
+        ("elephants (> 10 MB)", |s| s > ELEPHANTS_ABOVE_BYTES),
+    ];
+    classes
+        .iter()
+        .map(|&(class, keep)| {
+            let of: Vec<&CompletionRow> = rows.iter().filter(|r| keep(r.size_bytes)).collect();
+            let fct: Vec<f64> = of.iter().filter_map(|r| r.fct_s.map(|f| f * 1e3)).collect();
+            let slow: Vec<f64> = of.iter().filter_map(|r| r.slowdown()).collect();
+            CompletionStats {
+                class,
+                flows: of.len(),
+                finished: fct.len(),
+                fct_ms: summary(fct),
+                slowdown: summary(slow),
+            }
+        })
+        .collect()
+}
+
+/// Mean, median and 99th percentile (nearest rank).
+fn summary(mut xs: Vec<f64>) -> Option<[f64; 3]> {
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(f64::total_cmp);
+    let rank = |q: f64| xs[((q * xs.len() as f64).ceil() as usize).clamp(1, xs.len()) - 1];
+    let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+    Some([mean, rank(0.5), rank(0.99)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(size: u64, fct: Option<f64>) -> CompletionRow {
+        CompletionRow {
+            id: "f".into(),
+            src: "a".into(),
+            dst: "b".into(),
+            size_bytes: size,
+            start_s: 0.5,
+            fct_s: fct,
+            ideal_fct_s: 0.001,
+            retransmissions: 0,
+        }
+    }
+
+    #[test]
+    fn classes_split_by_size_and_unfinished_flows_are_counted_apart() {
+        let mut rows: Vec<CompletionRow> = (1..=100).map(|i| row(1_000, Some(i as f64 / 1000.0))).collect();
+        rows.push(row(20_000_000, None));
+        rows.push(row(20_000_000, Some(0.5)));
+        let s = stats(&rows);
+        assert_eq!((s[0].flows, s[0].finished), (102, 101));
+        let mice = &s[1];
+        assert_eq!((mice.flows, mice.finished), (100, 100));
+        let [mean, median, p99] = mice.fct_ms.unwrap();
+        assert!(
+            (mean - 50.5).abs() < 1e-9 && median == 50.0 && p99 == 99.0,
+            "{mean} {median} {p99}"
+        );
+        assert_eq!(mice.slowdown.unwrap()[1], 50.0);
+        assert_eq!((s[2].flows, s[2].finished), (2, 1));
+        assert_eq!(stats(&[])[0].fct_ms, None);
+    }
+
+    #[test]
+    fn the_csv_leaves_unfinished_times_empty() {
+        let mut out = Vec::new();
+        write_csv(&[row(1_000, Some(0.002)), row(5, None)], &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "f,a,b,1000,0.5,0.502,0.002,0.001,2,0");
+        assert_eq!(lines[2], "f,a,b,5,0.5,,,0.001,,0");
+    }
+}

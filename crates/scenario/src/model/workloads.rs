@@ -1,0 +1,190 @@
+//! `[[workload]]`: TCP transfers drawn from a flow-size CDF, Poisson arrivals per client at a
+//! target load, expanded into `[[flow]]` entries before the flows are validated.
+
+use super::*;
+use crate::workload::{exponential, EmpiricalCdf};
+use mpsched_core::rng::SeededRandom;
+
+/// Most flows all workloads of a scenario may generate (each is a TCP connection in a run).
+pub const MAX_WORKLOAD_FLOWS: u64 = 2_000_000;
+
+/// The flows of every `[[workload]]`, as `[[flow]]` entries.
+pub(super) fn workload_flows(
+    ctx: &Ctx<'_>,
+    raw: &RawScenario,
+    nodes: &[Node],
+    links: &[Link],
+    duration_ps: u64,
+    node_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
+) -> Result<Vec<RawFlow>, ScenarioError> {
+    let mut out = Vec::new();
+    for (i, w) in raw.workload.iter().enumerate() {
+        let at = |k: &str| format!("workload[{i}].{k}");
+        check_name(ctx, at("name"), &w.name)?;
+        let cdf = cdf_of(ctx, &at("cdf"), &w.cdf)?;
+        if !(w.load > 0.0 && w.load <= 1.0) {
+            return Err(ctx.err(
+                at("load"),
+                format!("expected a fraction of the link rate in (0, 1], got {}", w.load),
+            ));
+        }
+        let hosts = |key: &str, list: &Option<Vec<String>>| -> Result<Vec<usize>, ScenarioError> {
+            match list {
+                Some(l) => l.iter().map(|n| node_of(at(key), n)).collect(),
+                None => Ok((0..nodes.len()).filter(|&n| nodes[n].kind == NodeKind::Host).collect()),
+            }
+        };
+        let (clients, servers) = (hosts("clients", &w.clients)?, hosts("servers", &w.servers)?);
+        if let Some(&h) = clients
+            .iter()
+            .chain(&servers)
+            .find(|&&h| nodes[h].kind != NodeKind::Host)
+        {
+            return Err(ctx.err(at("clients"), format!("`{}` is not a host", nodes[h].name)));
+        }
+        let start_ps = w.start.as_deref().map_or(Ok(0), |s| ctx.time(&at("start"), s))?;
+        let stop_ps = w
+            .stop
+            .as_deref()
+            .map_or(Ok(duration_ps), |s| ctx.time(&at("stop"), s))?;
+        if stop_ps <= start_ps {
+            return Err(ctx.err(at("stop"), "arrivals need stop after start"));
+        }
+        let rate = |h: usize| {
+            links
+                .iter()
+                .filter(|l| l.a == h || l.b == h)
+                .map(|l| l.rate_bps)
+                .max()
+                .unwrap_or(0)
+        };
+        // The expected count first, so that nothing is drawn for a workload too large to run.
+        let secs = (stop_ps - start_ps) as f64 / PS_PER_S;
+        let expected: f64 = clients
+            .iter()
+            .map(|&c| w.load * rate(c) as f64 / (8.0 * cdf.mean_bytes()) * secs)
+            .sum();
+        if expected + out.len() as f64 > MAX_WORKLOAD_FLOWS as f64 {
+            return Err(ctx.err(
+                at("load"),
+                format!("about {expected:.0} flows expected; at most {MAX_WORKLOAD_FLOWS} in a scenario"),
+            ));
+        }
+        let dst_of = destinations(
+            ctx,
+            &at("pattern"),
+            w.pattern.as_deref(),
+            &clients,
+            &servers,
+            w.seed.unwrap_or(0),
+        )?;
+        let mut rng = SeededRandom::new(w.seed.or(raw.scenario.seed).unwrap_or(1));
+        for (k, &c) in clients.iter().enumerate() {
+            let mean_gap_s = 8.0 * cdf.mean_bytes() / (w.load * rate(c) as f64);
+            let mut t = start_ps as f64 / PS_PER_S;
+            loop {
+                t += exponential(&mut rng, mean_gap_s);
+                if t * PS_PER_S >= stop_ps as f64 || out.len() as u64 >= MAX_WORKLOAD_FLOWS {
+                    break;
+                }
+                let size = cdf.sample(&mut rng);
+                let Some(dst) = dst_of(k, &mut rng) else { break };
+                out.push(RawFlow {
+                    name: format!("{}-{}", w.name, out.len()),
+                    src: nodes[c].name.clone(),
+                    dst: nodes[dst].name.clone(),
+                    protocol: Some("tcp".into()),
+                    size: Some(format!("{size}B")),
+                    start: Some(format!("{}ps", (t * PS_PER_S) as u64)),
+                    ..RawFlow::default()
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+const PS_PER_S: f64 = 1e12;
+
+/// The largest CDF file read.
+const MAX_CDF_FILE_BYTES: u64 = 1 << 20;
+
+/// A built-in CDF by name, or a file beside the scenario.
+fn cdf_of(ctx: &Ctx<'_>, field: &str, name: &str) -> Result<EmpiricalCdf, ScenarioError> {
+    if let Some(c) = EmpiricalCdf::builtin(name) {
+        return Ok(c);
+    }
+    let dir = std::path::Path::new(ctx.file)
+        .parent()
+        .unwrap_or(std::path::Path::new("."));
+    let path = dir.join(name);
+    let unreadable = |why: String| {
+        ctx.err(
+            field,
+            format!(
+                "`{name}` is neither `websearch`, `datamining` nor a readable CDF file ({}: {why})",
+                path.display()
+            ),
+        )
+    };
+    // A regular file of bounded size: not a device or a pipe that never ends.
+    match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() && m.len() <= MAX_CDF_FILE_BYTES => {}
+        Ok(m) if m.is_file() => return Err(unreadable(format!("{} bytes; at most {MAX_CDF_FILE_BYTES}", m.len()))),
+        Ok(_) => return Err(unreadable("not a regular file".into())),
+        Err(e) => return Err(unreadable(e.to_string())),
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| unreadable(e.to_string()))?;
+    EmpiricalCdf::parse(&text).map_err(|e| ctx.err(field, format!("{}: {e}", path.display())))
+}
+
+type PickServer = Box<dyn Fn(usize, &mut SeededRandom) -> Option<usize>>;
+
+/// How client `k` picks a flow's server: uniformly among the servers other than itself, or its
+/// fixed partner in a random derangement of the clients (which must then be the servers).
+fn destinations(
+    ctx: &Ctx<'_>,
+    field: &str,
+    pattern: Option<&str>,
+    clients: &[usize],
+    servers: &[usize],
+    seed: u64,
+) -> Result<PickServer, ScenarioError> {
+    match pattern.unwrap_or("random") {
+        "random" => {
+            if servers.is_empty() || (servers.len() == 1 && clients.contains(&servers[0])) {
+                return Err(ctx.err(field, "no server a client could send to"));
+            }
+            let (clients, servers) = (clients.to_vec(), servers.to_vec());
+            Ok(Box::new(move |k, rng| loop {
+                let s = servers[(rng.next_u64() % servers.len() as u64) as usize];
+                if s != clients[k] {
+                    return Some(s);
+                }
+            }))
+        }
+        "permutation" => {
+            let mut a = clients.to_vec();
+            let mut b = servers.to_vec();
+            a.sort_unstable();
+            b.sort_unstable();
+            if a != b || a.len() < 2 {
+                return Err(ctx.err(
+                    field,
+                    "a permutation needs the same two or more hosts as clients and servers",
+                ));
+            }
+            // Sattolo's shuffle: a single cycle, so no host is its own partner.
+            let mut rng = SeededRandom::new(seed ^ 0x5eed);
+            let mut perm: Vec<usize> = clients.to_vec();
+            for i in (1..perm.len()).rev() {
+                let j = (rng.next_u64() % i as u64) as usize;
+                perm.swap(i, j);
+            }
+            let partner: HashMap<usize, usize> = clients.iter().copied().zip(perm).collect();
+            let clients = clients.to_vec();
+            Ok(Box::new(move |k, _| partner.get(&clients[k]).copied()))
+        }
+        p => Err(ctx.err(field, format!("expected `random` or `permutation`, got `{p}`"))),
+    }
+}
