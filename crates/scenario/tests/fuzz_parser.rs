@@ -103,6 +103,18 @@ const SPLICES: &[&str] = &[
     "sample_interval = \"1ps\"",
     "weights = [0, 65535]",
     "shares = [100, 100]",
+    "[topology]",
+    "[topology.core_links]",
+    "k = 64",
+    "k = 30",
+    "hosts_per_tor = 100000",
+    "down = [[\"tor0\", \"core0\"]]",
+    "routing = \"ecmp\"",
+    "[[workload]]",
+    "cdf = \"/dev/zero\"",
+    "cdf = \"websearch\"",
+    "load = 1e-9",
+    "pattern = \"permutation\"",
 ];
 
 fn mutate(text: &str, rng: &mut Rng) -> String {

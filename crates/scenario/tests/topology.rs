@@ -245,7 +245,7 @@ fn bad_workloads_are_refused() {
     refused(
         &workload("load = 1.0\nstop = \"1000s\""),
         "workload[0].load",
-        "at most 2000000",
+        "at most 1000000",
     );
 }
 

@@ -5,8 +5,9 @@ use super::*;
 use crate::workload::{exponential, EmpiricalCdf};
 use mpsched_core::rng::SeededRandom;
 
-/// Most flows all workloads of a scenario may generate (each is a TCP connection in a run).
-pub const MAX_WORKLOAD_FLOWS: u64 = 2_000_000;
+/// Most flows all workloads of a scenario may generate (each is a TCP connection in a run;
+/// validation holds about 1.1 KB per flow, so about 1.1 GB at the bound).
+pub const MAX_WORKLOAD_FLOWS: u64 = 1_000_000;
 
 /// The flows of every `[[workload]]`, as `[[flow]]` entries.
 pub(super) fn workload_flows(
