@@ -352,14 +352,19 @@ const STA3: Ipv4 = 0x0a00_0003;
 fn udp(src: Ipv4, dst: Ipv4, ecn: Ecn, payload: usize) -> Vec<u8> {
     let mut m = PacketMeta::udp(src, dst, 5001, 5201, 0);
     m.ecn = ecn;
-    let mut out = Vec::new();
     let body: Vec<u8> = (0..payload).map(|i| i as u8).collect();
+    frame_on_port0(&m, &body)
+}
+
+/// `meta`'s UDP frame with `body`, as it arrives on port 0.
+fn frame_on_port0(meta: &PacketMeta, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
     emit_udp_frame(
-        &m,
+        meta,
         mac_for(PEER_MAC_NODE, 0),
         mac_for(OWN_MAC_NODE, 0),
         1,
-        &body,
+        body,
         &mut out,
     );
     out
@@ -828,17 +833,7 @@ fn malformed_set(sets: &mut Vec<VectorSet>) {
 fn ecmp_set(sets: &mut Vec<VectorSet>) {
     let flow = |src_port: u16, dst_port: u16| {
         let m = PacketMeta::udp(STA1, STA3, src_port, dst_port, 0);
-        let mut out = Vec::new();
-        let body = [0u8; 64];
-        emit_udp_frame(
-            &m,
-            mac_for(PEER_MAC_NODE, 0),
-            mac_for(OWN_MAC_NODE, 0),
-            1,
-            &body,
-            &mut out,
-        );
-        out
+        frame_on_port0(&m, &[0u8; 64])
     };
     let mut steps: Vec<Step> = (0..12u16)
         .map(|i| ingress(format!("UDP flow from port {}", 40_000 + i), 0, &flow(40_000 + i, 5201)))
