@@ -607,11 +607,13 @@ fn print_table(sc: &Scenario, results: &[VariantResult]) -> anyhow::Result<()> {
     for r in results {
         let v = r.variant.as_deref().unwrap_or("-");
         for (i, f) in r.summary.flows.iter().enumerate().take(MAX_FLOW_ROWS) {
+            // A TCP flow offers what its window allows: no offered rate to show.
+            let tcp = r.scenario.flows.get(i).is_some_and(|x| x.tcp.is_some());
             outln!(
-                "{:<10} {:<8} {:>9.2} {:>22} {:>8} {:>9} {:>8.2}",
+                "{:<10} {:<8} {:>9} {:>22} {:>8} {:>9} {:>8.2}",
                 v,
                 f.id,
-                f.offered_mbps,
+                or_dash((!tcp).then(|| format!("{:.2}", f.offered_mbps))),
                 fmt_spread(&r.summary, i),
                 or_dash(f.loss_pct.map(|x| format!("{x:.2}"))),
                 or_dash(f.mean_owd_ms.map(|x| format!("{x:.2}"))),
