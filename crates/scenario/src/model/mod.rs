@@ -655,9 +655,9 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     Ok(sc)
 }
 
-/// Most nodes a scenario may have: routes are dense, 4 bytes for every pair of nodes (1 GiB at
-/// the bound; a k = 32 fat tree has 9 472 nodes).
-pub const MAX_NODES: usize = 16_384;
+/// Most nodes a scenario may have: routes are dense, 4 bytes for every pair of nodes (256 MiB at
+/// the bound; a k = 28 fat tree has 6 468 nodes, k = 32 9 472: too many).
+pub const MAX_NODES: usize = 8_192;
 
 /// Most sample intervals a run may have: each adds a row to every time series.
 pub const MAX_SAMPLES: u64 = 1_000_000;
