@@ -400,7 +400,21 @@ impl Build<'_> {
             )?;
             push_child(live, server);
         }
-        std::thread::sleep(Duration::from_millis(300));
+        // Clients may start at once: wait until every server listens (a fixed pause was too
+        // short for 16 servers on a busy machine, and a client then found no server).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for f in &sc.flows {
+            while !listening(&live.nss[f.dst], f.dst_port) {
+                if Instant::now() > deadline {
+                    return Err(NetnsError::Traffic(format!(
+                        "the server of flow `{}` was not listening on port {} after 10 s",
+                        f.name, f.dst_port
+                    )));
+                }
+                self.check_stop()?;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         Ok(())
     }
 }
@@ -1189,6 +1203,21 @@ fn leaf_qdisc(rate_bps: u64, queue_pkts: u32, delay_ps: u64, netem: bool) -> Vec
     }
     a.extend(["rate".into(), format!("{rate_bps}bit"), "limit".into(), limit]);
     a
+}
+
+/// Whether a TCP socket listens on `port` in the namespace (`/proc/net/tcp`, state 0A).
+fn listening(n: &Netns, port: u16) -> bool {
+    let want = format!(":{port:04X}");
+    n.enter(move || {
+        let text = std::fs::read_to_string("/proc/thread-self/net/tcp").unwrap_or_default();
+        text.lines().skip(1).any(|l| {
+            let mut f = l.split_whitespace();
+            let local = f.nth(1).unwrap_or("");
+            let state = f.nth(1).unwrap_or("");
+            local.ends_with(&want) && state == "0A"
+        })
+    })
+    .unwrap_or(false)
 }
 
 /// Received bytes of an interface, read from the namespace's /proc/net/dev.
