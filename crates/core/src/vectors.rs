@@ -414,13 +414,9 @@ fn ingress_wire(note: impl Into<String>, port: PortId, frame: &[u8]) -> Step {
 
 fn egress(note: impl Into<String>, port: PortId, time_ns: u64, frame: &[u8]) -> Step {
     Step {
-        note: note.into(),
         hook: Hook::Egress,
-        port,
         time_ns,
-        frame: to_hex(frame),
-        delivery: Delivery::TestRun,
-        expect: None,
+        ..ingress(note, port, frame)
     }
 }
 

@@ -98,12 +98,13 @@ impl Wiring {
         }
         let tunnel_routes = tunnel_routes(&g, &intents.tunnels)?;
         let pinned = pinned_hops(&intents.pins);
+        let node_of_ip: HashMap<u32, NodeId> = (0..g.len()).map(|d| (g.nodes[d].ip, d)).collect();
         let mut switches = vec![None; nodes.len()];
         for (i, node) in nodes.iter().enumerate() {
             if node.kind == NodeKind::Switch {
                 let mut cfg = switch_tables(&g, &routes, intents, &tunnel_routes[i], i)?;
                 if intents.routing == Routing::Ecmp {
-                    ecmp_routes(&g, &routes, &pinned, i, &mut cfg);
+                    ecmp_routes(&g, &routes, &pinned, &node_of_ip, i, &mut cfg);
                 }
                 switches[i] = Some(cfg);
             }
@@ -158,11 +159,17 @@ fn pinned_hops(pins: &[PinIntent]) -> HashSet<(NodeId, NodeId)> {
 /// Switch `i`'s routes to nodes with several equal-cost next hops become ECMP groups (one
 /// group per distinct set of ports), unless a pin fixed the next hop; its hash seed is its own
 /// address, so that no two switches share one.
-fn ecmp_routes(g: &Graph, routes: &Routes, pinned: &HashSet<(NodeId, NodeId)>, i: NodeId, cfg: &mut SwitchConfig) {
+fn ecmp_routes(
+    g: &Graph,
+    routes: &Routes,
+    pinned: &HashSet<(NodeId, NodeId)>,
+    node_of_ip: &HashMap<u32, NodeId>,
+    i: NodeId,
+    cfg: &mut SwitchConfig,
+) {
     let mut group_of: HashMap<Vec<PortId>, PortId> = HashMap::new();
-    let by_ip: HashMap<u32, NodeId> = (0..g.len()).map(|d| (g.nodes[d].ip, d)).collect();
     for r in cfg.routes.iter_mut().filter(|r| r.len == 32) {
-        let Some(&d) = by_ip.get(&r.prefix) else { continue };
+        let Some(&d) = node_of_ip.get(&r.prefix) else { continue };
         if pinned.contains(&(i, d)) {
             continue;
         }
