@@ -303,14 +303,22 @@ pub fn finish(
     plot: bool,
     backend: &str,
 ) -> anyhow::Result<()> {
-    for r in results {
+    // Completion rows once per variant: the file and the table read the same ones.
+    let completions = results
+        .iter()
+        .map(|r| match r.summary.repetitions.first() {
+            Some(run) => completion::rows(&r.scenario, run).map_err(anyhow::Error::msg),
+            None => Ok(Vec::new()),
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    for (r, rows) in results.iter().zip(&completions) {
         let dir = if multi {
             out.join(r.variant.as_deref().unwrap_or("run"))
         } else {
             out.to_path_buf()
         };
         std::fs::create_dir_all(&dir)?;
-        write_outputs(&dir, r, plot)?;
+        write_outputs(&dir, r, rows, plot)?;
     }
     if multi {
         let ms = MultiSummary {
@@ -340,7 +348,7 @@ pub fn finish(
     }
     print_table(sc, results)?;
     print_tcp_and_tunnels(results)?;
-    print_completion(results)
+    print_completion(results, &completions)
 }
 
 /// Per-flow tables stop after this many flows (a workload has thousands; they are all in
@@ -356,13 +364,9 @@ fn more_flows(n: usize) -> anyhow::Result<()> {
 
 /// Completion times of fixed-size transfers, per variant (first repetition): all flows, mice,
 /// elephants.
-fn print_completion(results: &[VariantResult]) -> anyhow::Result<()> {
+fn print_completion(results: &[VariantResult], completions: &[Vec<completion::CompletionRow>]) -> anyhow::Result<()> {
     let mut header = false;
-    for r in results {
-        let Some(run) = r.summary.repetitions.first() else {
-            continue;
-        };
-        let rows = completion::rows(&r.scenario, run).map_err(anyhow::Error::msg)?;
+    for (r, rows) in results.iter().zip(completions) {
         if rows.is_empty() {
             continue;
         }
@@ -382,7 +386,7 @@ fn print_completion(results: &[VariantResult]) -> anyhow::Result<()> {
         let three = |x: Option<[f64; 3]>, d: usize| {
             x.map_or("-".to_string(), |[a, b, c]| format!("{a:.d$} / {b:.d$} / {c:.d$}"))
         };
-        for s in completion::stats(&rows) {
+        for s in completion::stats(rows) {
             outln!(
                 "{:<12} {:<20} {:>7} {:>8}  {:>26}  {:>24}",
                 r.variant.as_deref().unwrap_or("-"),
@@ -545,16 +549,18 @@ fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
     std::fs::write(path, s).with_context(|| format!("writing {}", path.display()))
 }
 
-fn write_outputs(dir: &Path, r: &VariantResult, plot: bool) -> anyhow::Result<()> {
+fn write_outputs(
+    dir: &Path,
+    r: &VariantResult,
+    completions: &[completion::CompletionRow],
+    plot: bool,
+) -> anyhow::Result<()> {
     write_json(&dir.join("summary.json"), &r.summary)?;
     let f = std::fs::File::create(dir.join("timeseries.csv"))?;
     r.series.write_csv(std::io::BufWriter::new(f))?;
-    if let Some(run) = r.summary.repetitions.first() {
-        let rows = completion::rows(&r.scenario, run).map_err(anyhow::Error::msg)?;
-        if !rows.is_empty() {
-            let f = std::fs::File::create(dir.join("flows.csv"))?;
-            completion::write_csv(&rows, std::io::BufWriter::new(f))?;
-        }
+    if !completions.is_empty() {
+        let f = std::fs::File::create(dir.join("flows.csv"))?;
+        completion::write_csv(completions, std::io::BufWriter::new(f))?;
     }
     for (name, text) in &r.artifacts {
         std::fs::write(dir.join(name), text).with_context(|| format!("writing {}", dir.join(name).display()))?;
