@@ -65,8 +65,13 @@ pub fn fat_tree(k: usize, hosts_per_tor: usize) -> Result<Generated, String> {
         return Err("a fat tree needs at least one host per rack".into());
     }
     let half = k / 2;
-    let tors = k * half;
-    let total = tors.saturating_mul(hosts_per_tor) + tors + k * half + half * half;
+    let tors = k.saturating_mul(half);
+    // Saturating: k comes from a file and may be anything up to 2^63.
+    let total = tors
+        .saturating_mul(hosts_per_tor)
+        .saturating_add(tors)
+        .saturating_add(tors)
+        .saturating_add(half.saturating_mul(half));
     if total > MAX_GENERATED_NODES {
         return Err(format!(
             "a fat tree of k = {k} with {hosts_per_tor} hosts per rack has {total} nodes; at most {MAX_GENERATED_NODES}"
@@ -115,7 +120,9 @@ pub fn leaf_spine(leaves: usize, spines: usize, hosts_per_leaf: usize) -> Result
             "a leaf-spine needs at least one leaf, spine and host per leaf (got {leaves}, {spines}, {hosts_per_leaf})"
         ));
     }
-    let total = leaves.saturating_mul(hosts_per_leaf).saturating_add(leaves + spines);
+    let total = leaves
+        .saturating_mul(hosts_per_leaf)
+        .saturating_add(leaves.saturating_add(spines));
     if total > MAX_GENERATED_NODES {
         return Err(format!("a leaf-spine of {total} nodes; at most {MAX_GENERATED_NODES}"));
     }
@@ -195,6 +202,11 @@ mod tests {
         assert!(fat_tree(40, 20).unwrap_err().contains("at most"));
         assert!(fat_tree(28, 14).is_ok(), "k = 28: 6 468 nodes");
         assert!(fat_tree(32, 16).is_err(), "k = 32: 9 472 nodes");
+        // Sizes from a file can be anything: refused, never an overflow (the fuzzer found
+        // k = 2^32 overflowing the count in a debug build).
+        assert!(fat_tree(1 << 32, 1 << 31).unwrap_err().contains("at most"));
+        assert!(fat_tree(usize::MAX - 1, usize::MAX).unwrap_err().contains("at most"));
+        assert!(leaf_spine(usize::MAX, usize::MAX, usize::MAX).is_err());
     }
 
     #[test]
