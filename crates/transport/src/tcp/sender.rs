@@ -44,6 +44,9 @@ pub struct TcpSender {
     snd_nxt: u64,
     snd_max: u64,
     written: u64,
+    /// End of the last segment sent shorter than the MSS (Minshall's Nagle: another short one
+    /// waits only while this is unacknowledged).
+    snd_sml: u64,
     peer_window: u64,
     dupacks: u32,
     in_recovery: bool,
@@ -82,6 +85,7 @@ impl TcpSender {
             snd_nxt: 0,
             snd_max: 0,
             written: 0,
+            snd_sml: 0,
             dupacks: 0,
             in_recovery: false,
             recover: None,
@@ -202,12 +206,20 @@ impl TcpSender {
             self.cwnd_limited_now = true;
             return None;
         }
-        if len < mss && !self.cfg.nodelay && in_flight > 0 {
+        // Nagle as Linux does it (Minshall's variant, `tcp_minshall_check`): a short segment
+        // waits only while an earlier short one is sent and unacknowledged, so a transfer's
+        // last partial segment goes out behind full ones at once instead of waiting for their
+        // (delayed) ACK. After going back (an RTO), the short one is not out any more.
+        let short_out = self.snd_una < self.snd_sml && self.snd_sml <= self.snd_nxt;
+        if len < mss && !self.cfg.nodelay && short_out {
             return None;
         }
         let seq = self.snd_nxt;
         let retx = seq < self.snd_max;
         self.snd_nxt += len;
+        if len < mss {
+            self.snd_sml = self.snd_nxt;
+        }
         self.snd_max = self.snd_max.max(self.snd_nxt);
         self.max_flight = self.max_flight.max(self.snd_nxt - self.snd_una);
         if !retx {
@@ -297,7 +309,10 @@ impl TcpSender {
                     self.in_recovery = false;
                     self.dupacks = 0;
                 } else {
-                    // Partial acknowledgement: retransmit the next hole, deflate.
+                    // Partial acknowledgement: retransmit the next hole, deflate. Every one
+                    // re-arms the RTO, as Linux without SACK does (RFC 6582's Slow-but-Steady):
+                    // the Impatient variant's RTO fired in slow-start overshoots with many holes
+                    // and cost the validated dumbbell a third of its goodput to go-back-N.
                     self.retransmit_next = true;
                     let w = self.cc.window_bytes().saturating_sub(acked) + if acked >= mss { mss } else { 0 };
                     self.cc.set_window(w);

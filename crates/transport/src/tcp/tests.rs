@@ -119,7 +119,7 @@ fn rto_goes_back_to_the_first_unacknowledged_byte_with_one_segment() {
 }
 
 #[test]
-fn nagle_holds_a_small_segment_while_data_is_unacknowledged() {
+fn nagle_holds_a_short_segment_only_while_an_earlier_short_one_is_unacknowledged() {
     for nodelay in [false, true] {
         let mut s = TcpSender::new(TcpConfig {
             nodelay,
@@ -129,9 +129,57 @@ fn nagle_holds_a_small_segment_while_data_is_unacknowledged() {
         assert_eq!(s.poll_transmit(0).map(|g| g.len), Some(1000));
         assert_eq!(
             s.poll_transmit(0).map(|g| g.len),
-            if nodelay { Some(500) } else { None }
+            Some(500),
+            "behind full segments the short tail goes at once (Minshall, as Linux)"
         );
+        s.write(300);
+        assert_eq!(
+            s.poll_transmit(0).map(|g| g.len),
+            if nodelay { Some(300) } else { None },
+            "a second short segment waits for the first's ACK"
+        );
+        let ack = Segment {
+            ack: 1500,
+            window_bytes: 1 << 20,
+            ..Segment::default()
+        };
+        s.on_ack(NS_PER_MS, &ack);
+        if !nodelay {
+            assert_eq!(s.poll_transmit(NS_PER_MS).map(|g| g.len), Some(300));
+        }
     }
+}
+
+/// A transfer whose short tail was lost with the rest must resend it after the RTO: the tail
+/// is no longer out once the sender went back (Linux's `!after(snd_sml, snd_nxt)`); without
+/// that, the sender waited for the ACK of the very segment it held, forever.
+#[test]
+fn after_an_rto_the_short_tail_is_resent() {
+    let mut s = TcpSender::new(cfg(CcKind::Reno));
+    s.write(1500);
+    assert_eq!(
+        burst(&mut s, 0).iter().map(|g| g.len).collect::<Vec<_>>(),
+        vec![1000, 500]
+    );
+    let d = s.next_timer().unwrap();
+    s.on_timer(d);
+    let first = burst(&mut s, d);
+    assert_eq!(
+        (first.len(), first[0].seq, first[0].len),
+        (1, 0, 1000),
+        "one segment after an RTO"
+    );
+    let ack = Segment {
+        ack: 1000,
+        window_bytes: 1 << 20,
+        ..Segment::default()
+    };
+    s.on_ack(d + NS_PER_MS, &ack);
+    let tail = burst(&mut s, d + NS_PER_MS);
+    assert_eq!(
+        tail.iter().map(|g| (g.seq, g.len)).collect::<Vec<_>>(),
+        vec![(1000, 500)]
+    );
 }
 
 #[test]
