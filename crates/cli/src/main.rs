@@ -28,6 +28,7 @@ mod bench;
 mod compare;
 mod plot;
 mod run;
+mod sweep;
 mod trace;
 mod vectors;
 
@@ -45,6 +46,10 @@ enum Command {
     /// Run a scenario (a file, or a built-in name); with none, the built-in default
     /// (Motohashi et al. scenario 3b with DWRR).
     Run(run::RunArgs),
+    /// Run a scenario's sweep (one key over values, times variants, times seeds) on every core,
+    /// with one table and plot across it; with none, web-search flows on a k = 4 fat tree at
+    /// loads 10 % to 90 %.
+    Sweep(sweep::SweepArgs),
     /// Run a scenario on both backends (sim and netns) and print their results side by side.
     Compare(compare::CompareArgs),
     /// Print the path a scheduler chooses for each of a number of packets.
@@ -108,6 +113,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(a) => run::run(a),
+        Command::Sweep(a) => sweep::sweep(a),
         Command::Trace(a) => trace::trace(a),
         Command::Compare(a) => compare::compare(a),
         Command::List => run::list(),

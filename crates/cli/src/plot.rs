@@ -1,6 +1,7 @@
 //! The throughput plot: per-path throughput at the confluence point, per-flow goodput and
 //! DWRR's weights over time, like Figs. 10 and 11 of Motohashi et al.; the comparison's bars.
 
+use mpsched_sim::sweep::SweepRow;
 use mpsched_sim::TimeSeries;
 use plotters::prelude::*;
 use std::path::Path;
@@ -231,6 +232,218 @@ pub fn compare_png(title: &str, rows: &[crate::compare::CompareRow], out: &Path)
     Ok(())
 }
 
+/// The distribution of completion times, one line per variant, all flows and mice apart
+/// (`lines`: variant, completion times in ms of (all, mice)); times on a log axis.
+pub fn fct_cdf_png(title: &str, lines: &[(String, Vec<f64>, Vec<f64>)], out: &Path) -> anyhow::Result<()> {
+    let root = BitMapBackend::new(out, (1200, 520)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (head, body) = root.split_vertically(44);
+    head.titled(title, ("sans-serif", 22))?;
+    let all = lines
+        .iter()
+        .flat_map(|(_, a, m)| a.iter().chain(m))
+        .copied()
+        .filter(|x| *x > 0.0);
+    let (lo, hi) = all.fold((f64::INFINITY, 0.0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    let (lo, hi) = if lo.is_finite() {
+        (lo / 1.5, hi * 1.5)
+    } else {
+        (0.01, 1.0)
+    };
+    for (panel, area) in body.split_evenly((1, 2)).iter().enumerate() {
+        let caption = ["all flows", "mice (< 100 KB)"][panel];
+        let mut chart = ChartBuilder::on(area)
+            .caption(caption, ("sans-serif", 17))
+            .margin(14)
+            .x_label_area_size(38)
+            .y_label_area_size(50)
+            .build_cartesian_2d((lo..hi).log_scale(), 0.0..1.0)?;
+        chart
+            .configure_mesh()
+            .x_desc("completion time (ms)")
+            .y_desc("fraction of finished flows")
+            .draw()?;
+        for (i, (name, a, m)) in lines.iter().enumerate() {
+            let mut xs: Vec<f64> = if panel == 0 { a.clone() } else { m.clone() };
+            xs.retain(|x| *x > 0.0);
+            xs.sort_by(f64::total_cmp);
+            let n = xs.len() as f64;
+            let c = COLORS[i % COLORS.len()];
+            chart
+                .draw_series(LineSeries::new(
+                    xs.iter().enumerate().map(|(k, x)| (*x, (k + 1) as f64 / n)),
+                    c.stroke_width(2),
+                ))?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// An axis value without float noise: `0.3`, not `0.30000000000000004`.
+fn tick(x: f64) -> String {
+    let s = format!("{x:.4}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// A sweep's figures against its parameter, one line per variant (means over seeds, a bar from
+/// the lowest to the highest seed): completion times as MP-HULA's Figs. 5-10 plot them when the
+/// scenario has transfers, delivered rate otherwise.
+pub fn sweep_png(title: &str, x_desc: &str, rows: &[SweepRow], out: &Path) -> anyhow::Result<()> {
+    let has = |n: &str| {
+        rows.iter()
+            .any(|r| r.figures.iter().any(|(k, f)| *k == n && f.is_some()))
+    };
+    let panels: Vec<(&str, &str)> = if has("fct_mean_ms") {
+        vec![
+            ("fct_mean_ms", "mean completion time, all flows (ms)"),
+            ("fct_p99_ms", "99th percentile, all flows (ms)"),
+            ("mice_fct_mean_ms", "mean completion time, mice < 100 KB (ms)"),
+            ("elephants_fct_mean_ms", "mean completion time, elephants > 10 MB (ms)"),
+        ]
+    } else {
+        vec![("delivered_mbps", "delivered, all flows (Mbit/s)")]
+    };
+    let axis = SweepAxis::of(rows);
+    let cols = if panels.len() > 1 { 2 } else { 1 };
+    let grid_rows = panels.len().div_ceil(cols);
+    let root = BitMapBackend::new(out, (1200, 50 + 420 * grid_rows as u32)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (head, body) = root.split_vertically(50);
+    head.titled(title, ("sans-serif", 22))?;
+    for (area, (column, caption)) in body.split_evenly((grid_rows, cols)).iter().zip(&panels) {
+        draw_sweep_panel(area, caption, x_desc, &axis, &sweep_lines(rows, column, &axis))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// A sweep's x axis: numeric values where they all parse, else evenly spaced labels.
+struct SweepAxis {
+    values: Vec<String>,
+    numeric: Option<Vec<f64>>,
+}
+
+impl SweepAxis {
+    fn of(rows: &[SweepRow]) -> SweepAxis {
+        let mut values: Vec<String> = Vec::new();
+        for r in rows {
+            if !values.contains(&r.value) {
+                values.push(r.value.clone());
+            }
+        }
+        let numeric = values.iter().map(|v| v.parse::<f64>().ok()).collect();
+        SweepAxis { values, numeric }
+    }
+
+    fn x(&self, value: &str) -> f64 {
+        let i = self.values.iter().position(|v| v == value).unwrap_or(0);
+        self.numeric.as_ref().map_or(i as f64, |xs| xs[i])
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        match &self.numeric {
+            Some(xs) => {
+                let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let pad = ((hi - lo) * 0.05).max(1e-9);
+                lo - pad..hi + pad
+            }
+            None => -0.5..self.values.len() as f64 - 0.5,
+        }
+    }
+
+    fn label(&self, x: f64) -> String {
+        match &self.numeric {
+            Some(_) => tick(x),
+            None => self
+                .values
+                .get(x.round() as usize)
+                .filter(|_| (x - x.round()).abs() < 1e-6)
+                .cloned()
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// One line of a sweep panel: a variant's (x, [mean, min, max]) points.
+type SweepLine = (String, Vec<(f64, [f64; 3])>);
+
+fn sweep_lines(rows: &[SweepRow], column: &str, axis: &SweepAxis) -> Vec<SweepLine> {
+    let mut variants: Vec<Option<&str>> = Vec::new();
+    for r in rows {
+        if !variants.contains(&r.variant.as_deref()) {
+            variants.push(r.variant.as_deref());
+        }
+    }
+    variants
+        .iter()
+        .map(|var| {
+            let pts = rows
+                .iter()
+                .filter(|r| r.variant.as_deref() == *var)
+                .filter_map(|r| {
+                    let f = r.figures.iter().find(|(k, _)| *k == column).and_then(|(_, f)| *f)?;
+                    Some((axis.x(&r.value), f))
+                })
+                .collect();
+            (var.unwrap_or("run").to_string(), pts)
+        })
+        .collect()
+}
+
+fn draw_sweep_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    caption: &str,
+    x_desc: &str,
+    axis: &SweepAxis,
+    lines: &[SweepLine],
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let y_max = lines
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|(_, f)| f[2]))
+        .fold(1e-9f64, f64::max)
+        * 1.1;
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 17))
+        .margin(14)
+        .x_label_area_size(38)
+        .y_label_area_size(64)
+        .build_cartesian_2d(axis.range(), 0.0..y_max)?;
+    let label = |x: &f64| axis.label(*x);
+    chart.configure_mesh().x_desc(x_desc).x_label_formatter(&label).draw()?;
+    for (i, (name, pts)) in lines.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(pts.iter().map(|(x, f)| (*x, f[0])), c.stroke_width(2)))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3)));
+        chart.draw_series(pts.iter().map(|(x, f)| Circle::new((*x, f[0]), 3, c.filled())))?;
+        chart.draw_series(
+            pts.iter()
+                .map(|(x, f)| ErrorBar::new_vertical(*x, f[1], f[0], f[2], c.stroke_width(1), 6)),
+        )?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,5 +474,12 @@ mod tests {
         );
         let distinct: std::collections::HashSet<_> = COLORS[..8].iter().map(|c| (c.0, c.1, c.2)).collect();
         assert_eq!(distinct.len(), 8);
+    }
+
+    #[test]
+    fn ticks_have_no_float_noise() {
+        assert_eq!(tick(0.1 + 0.2), "0.3");
+        assert_eq!(tick(40.0), "40");
+        assert_eq!(tick(0.125), "0.125");
     }
 }

@@ -1,6 +1,6 @@
 //! `mpsched run` and `mpsched list`.
 
-use crate::plot::{throughput_png, total_goodput_png};
+use crate::plot::{fct_cdf_png, throughput_png, total_goodput_png};
 use crate::UsageError;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -346,9 +346,28 @@ pub fn finish(
         total_goodput_png(&sc.name, &lines, &tunnelled, &path)
             .with_context(|| format!("drawing {}", path.display()))?;
     }
+    if plot && completions.iter().any(|rows| !rows.is_empty()) {
+        let lines: Vec<(String, Vec<f64>, Vec<f64>)> = results
+            .iter()
+            .zip(&completions)
+            .map(|(r, rows)| {
+                let fct = |keep: fn(u64) -> bool| -> Vec<f64> {
+                    rows.iter()
+                        .filter(|x| keep(x.size_bytes))
+                        .filter_map(|x| x.fct_s.map(|f| f * 1e3))
+                        .collect()
+                };
+                let name = r.variant.clone().unwrap_or_else(|| sc.name.clone());
+                (name, fct(|_| true), fct(|s| s < completion::MICE_BELOW_BYTES))
+            })
+            .collect();
+        let path = out.join("fct_cdf.png");
+        let title = format!("{}: completion times ({backend}, first repetition)", sc.name);
+        fct_cdf_png(&title, &lines, &path).with_context(|| format!("drawing {}", path.display()))?;
+    }
     print_table(sc, results)?;
     print_tcp_and_tunnels(results)?;
-    print_completion(results, &completions)
+    print_completion(results)
 }
 
 /// Per-flow tables stop after this many flows (a workload has thousands; they are all in
@@ -362,12 +381,12 @@ fn more_flows(n: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Completion times of fixed-size transfers, per variant (first repetition): all flows, mice,
-/// elephants.
-fn print_completion(results: &[VariantResult], completions: &[Vec<completion::CompletionRow>]) -> anyhow::Result<()> {
+/// Completion times of fixed-size transfers, per variant, pooled over repetitions: all flows,
+/// mice, elephants.
+fn print_completion(results: &[VariantResult]) -> anyhow::Result<()> {
     let mut header = false;
-    for (r, rows) in results.iter().zip(completions) {
-        if rows.is_empty() {
+    for r in results {
+        if r.summary.completion.is_empty() {
             continue;
         }
         if !header {
@@ -386,7 +405,7 @@ fn print_completion(results: &[VariantResult], completions: &[Vec<completion::Co
         let three = |x: Option<[f64; 3]>, d: usize| {
             x.map_or("-".to_string(), |[a, b, c]| format!("{a:.d$} / {b:.d$} / {c:.d$}"))
         };
-        for s in completion::stats(rows) {
+        for s in &r.summary.completion {
             outln!(
                 "{:<12} {:<20} {:>7} {:>8}  {:>26}  {:>24}",
                 r.variant.as_deref().unwrap_or("-"),
@@ -397,6 +416,9 @@ fn print_completion(results: &[VariantResult], completions: &[Vec<completion::Co
                 three(s.slowdown, 1)
             );
         }
+    }
+    if header && results.iter().any(|r| r.summary.repetitions.len() > 1) {
+        outln!("  (pooled over repetitions; flows.csv holds the first)");
     }
     Ok(())
 }

@@ -293,3 +293,54 @@ fn an_unavailable_backend_is_a_clear_error() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("backend `p4`"));
 }
+
+/// #11 item 5: `mpsched sweep` runs a sweep on every core and writes one table, CSV and plot;
+/// shards and `--collect` give the same table as one run; a bad value is refused before
+/// anything runs.
+#[test]
+fn a_sweep_runs_in_one_command_and_shards_collect_to_the_same_table() {
+    let common = [
+        "sweep",
+        "--values",
+        "0.2,0.6",
+        "--seeds",
+        "1-2",
+        "--set",
+        "scenario.duration=200ms",
+        "--set",
+        "workload.stop=100ms",
+    ];
+    let whole = tmpdir("sweep-whole");
+    let o = mpsched(&[&common[..], &["--jobs", "2", "--out", whole.path().to_str().unwrap()]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    assert!(table.contains("8 points on 2 threads"), "{table}");
+    assert!(
+        table.contains("FCT mean ms") && table.contains("single-path"),
+        "{table}"
+    );
+    for f in ["sweep.csv", "sweep_summary.csv", "sweep.png", "points/00007.json"] {
+        assert!(whole.path().join(f).exists(), "{f} written");
+    }
+    let summary = std::fs::read_to_string(whole.path().join("sweep_summary.csv")).unwrap();
+    assert_eq!(summary.lines().count(), 1 + 4, "two loads x two variants: {summary}");
+
+    let sharded = tmpdir("sweep-shards");
+    let out = sharded.path().to_str().unwrap();
+    for shard in ["0/2", "1/2"] {
+        let o = mpsched(&[&common[..], &["--shard", shard, "--out", out]].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stdout(&o).contains("4 points written"), "{}", stdout(&o));
+    }
+    let o = mpsched(&[&common[..], &["--collect", "--no-plot", "--out", out]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let collected = std::fs::read_to_string(sharded.path().join("sweep_summary.csv")).unwrap();
+    assert_eq!(collected, summary, "two shards collected give the table of one run");
+
+    let o = mpsched(&["sweep", "--values", "0.5,1.5", "--out", out]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("workload[0].load"), "{}", stderr(&o));
+    let o = mpsched(&["sweep", "--param", "workloads.load", "--values", "0.5", "--out", out]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no `workloads`"), "{}", stderr(&o));
+}

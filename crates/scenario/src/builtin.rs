@@ -57,6 +57,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "scenarios/dc/fat-tree-k4-permutation.toml",
         include_str!("../../../scenarios/dc/fat-tree-k4-permutation.toml"),
     ),
+    (
+        "dc/websearch-k4-load",
+        "scenarios/dc/websearch-k4-load.toml",
+        include_str!("../../../scenarios/dc/websearch-k4-load.toml"),
+    ),
 ];
 
 /// The scenario `mpsched run` uses when given none: scenario 3b with DWRR.

@@ -7,6 +7,7 @@
 
 use crate::model::{Scenario, TcpApp};
 use crate::results::{round, RunFigures};
+use serde::{Deserialize, Serialize};
 use std::io::Write;
 
 /// Flows below this size are mice.
@@ -44,10 +45,29 @@ impl CompletionRow {
 
 /// The rows of every fixed-size TCP transfer of `sc` in run `figs`, in flow order.
 pub fn rows(sc: &Scenario, figs: &RunFigures) -> Result<Vec<CompletionRow>, String> {
+    Ok(rows_of_runs(sc, std::slice::from_ref(figs))?.remove(0))
+}
+
+/// [`rows`] of each of several runs of `sc` (the routes are computed once).
+pub fn rows_of_runs(sc: &Scenario, runs: &[RunFigures]) -> Result<Vec<Vec<CompletionRow>>, String> {
+    if !sc.flows.iter().any(is_transfer) {
+        return Ok(vec![Vec::new(); runs.len()]);
+    }
+    let ideal = ideal_fcts(sc)?;
+    Ok(runs.iter().map(|figs| rows_with(sc, &ideal, figs)).collect())
+}
+
+fn is_transfer(f: &crate::model::Flow) -> bool {
+    matches!(f.tcp.as_ref().map(|t| &t.app), Some(TcpApp::Transfer { .. }))
+}
+
+/// Each transfer's ideal completion time, s, by flow index (None: not a transfer).
+fn ideal_fcts(sc: &Scenario) -> Result<Vec<Option<f64>>, String> {
     let w = sc.wiring()?;
-    let mut out = Vec::new();
-    for (f, fig) in sc.flows.iter().zip(&figs.flows) {
+    let mut out = Vec::with_capacity(sc.flows.len());
+    for f in &sc.flows {
         let Some(TcpApp::Transfer { size_bytes }) = f.tcp.as_ref().map(|t| &t.app) else {
+            out.push(None);
             continue;
         };
         let route = w
@@ -60,6 +80,19 @@ pub fn rows(sc: &Scenario, figs: &RunFigures) -> Result<Vec<CompletionRow>, Stri
             slowest_bps = slowest_bps.min(link.rate_bps);
             delay_ps += link.delay_ps;
         }
+        out.push(Some(
+            *size_bytes as f64 * 8.0 / slowest_bps as f64 + delay_ps as f64 / 1e12,
+        ));
+    }
+    Ok(out)
+}
+
+fn rows_with(sc: &Scenario, ideal: &[Option<f64>], figs: &RunFigures) -> Vec<CompletionRow> {
+    let mut out = Vec::new();
+    for ((f, fig), ideal) in sc.flows.iter().zip(&figs.flows).zip(ideal) {
+        let (Some(TcpApp::Transfer { size_bytes }), Some(ideal)) = (f.tcp.as_ref().map(|t| &t.app), ideal) else {
+            continue;
+        };
         let tcp = fig.tcp.as_ref();
         out.push(CompletionRow {
             id: f.name.clone(),
@@ -68,11 +101,11 @@ pub fn rows(sc: &Scenario, figs: &RunFigures) -> Result<Vec<CompletionRow>, Stri
             size_bytes: *size_bytes,
             start_s: f.start_ps as f64 / 1e12,
             fct_s: tcp.and_then(|t| t.completion_s),
-            ideal_fct_s: *size_bytes as f64 * 8.0 / slowest_bps as f64 + delay_ps as f64 / 1e12,
+            ideal_fct_s: *ideal,
             retransmissions: tcp.map_or(0, |t| t.retransmitted_segments),
         });
     }
-    Ok(out)
+    out
 }
 
 /// Write `rows` as `flows.csv`.
@@ -101,11 +134,12 @@ pub fn write_csv(rows: &[CompletionRow], mut w: impl Write) -> std::io::Result<(
     Ok(())
 }
 
-/// Mean, median and 99th percentile of completion time and slowdown over finished flows.
-#[derive(Clone, Debug, PartialEq)]
+/// Mean, median and 99th percentile of completion time and slowdown over finished flows
+/// (in `summary.json` as `completion`, pooled over repetitions).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompletionStats {
     /// Which flows: `all`, `mice (< 100 KB)`, `elephants (> 10 MB)`.
-    pub class: &'static str,
+    pub class: String,
     /// Flows of the class.
     pub flows: usize,
     /// Of them, finished by the end of the run.
@@ -116,7 +150,8 @@ pub struct CompletionStats {
     pub slowdown: Option<[f64; 3]>,
 }
 
-/// The statistics of all flows, mice and elephants.
+/// The statistics of all flows, mice and elephants (figures rounded to 6 decimals, so that
+/// equal runs write equal files).
 pub fn stats(rows: &[CompletionRow]) -> Vec<CompletionStats> {
     type Class = (&'static str, fn(u64) -> bool);
     let classes: [Class; 3] = [
@@ -131,7 +166,7 @@ pub fn stats(rows: &[CompletionRow]) -> Vec<CompletionStats> {
             let fct: Vec<f64> = of.iter().filter_map(|r| r.fct_s.map(|f| f * 1e3)).collect();
             let slow: Vec<f64> = of.iter().filter_map(|r| r.slowdown()).collect();
             CompletionStats {
-                class,
+                class: class.to_string(),
                 flows: of.len(),
                 finished: fct.len(),
                 fct_ms: summary(fct),
@@ -149,7 +184,7 @@ fn summary(mut xs: Vec<f64>) -> Option<[f64; 3]> {
     xs.sort_by(f64::total_cmp);
     let rank = |q: f64| xs[((q * xs.len() as f64).ceil() as usize).clamp(1, xs.len()) - 1];
     let mean = xs.iter().sum::<f64>() / xs.len() as f64;
-    Some([mean, rank(0.5), rank(0.99)])
+    Some([mean, rank(0.5), rank(0.99)].map(|x| round(x, 6)))
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod builtin;
 pub mod completion;
 mod model;
 mod network;
+pub mod overrides;
 pub mod results;
 #[allow(missing_docs)]
 pub mod schema;

@@ -223,6 +223,10 @@ pub struct Summary {
     pub flows: Vec<FlowSummary>,
     /// Per path, averaged over repetitions.
     pub paths: Vec<PathSummary>,
+    /// Completion times of fixed-size transfers (all, mice, elephants), pooled over
+    /// repetitions; empty without transfers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub completion: Vec<crate::completion::CompletionStats>,
     /// Each repetition's figures.
     pub repetitions: Vec<RunFigures>,
 }
@@ -294,6 +298,7 @@ impl Summary {
             duration_s,
             flows,
             paths,
+            completion: Vec::new(),
             repetitions: runs,
         }
     }

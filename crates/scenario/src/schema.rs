@@ -41,6 +41,27 @@ pub struct RawScenario {
     /// `[[workload]]` entries: TCP flows drawn from a flow-size distribution.
     #[serde(default)]
     pub workload: Vec<RawWorkload>,
+    /// `[sweep]`: what `mpsched sweep` varies (ignored by a plain run).
+    #[serde(default)]
+    pub sweep: Option<RawSweep>,
+}
+
+/// `[sweep]`: one key of this file over a list of values, times variants, times seeds.
+#[derive(Debug, Deserialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawSweep {
+    /// A dotted key of this file (`workload.load`).
+    #[serde(default)]
+    pub parameter: Option<String>,
+    /// Its values.
+    #[serde(default)]
+    pub values: Vec<toml::Value>,
+    /// Seeds (each point sets `scenario.seed`); default the scenario's seed.
+    #[serde(default)]
+    pub seeds: Vec<u64>,
+    /// Variants; default all of them.
+    #[serde(default)]
+    pub variants: Vec<String>,
 }
 
 /// `[[workload]]`: TCP transfers with sizes from an empirical CDF, arriving as a Poisson
@@ -362,4 +383,7 @@ pub struct RawVariant {
     /// Subtunnel transport of every tunnel.
     #[serde(default)]
     pub tunnel_transport: Option<String>,
+    /// Routing of what no split decides: `ecmp` or `shortest`.
+    #[serde(default)]
+    pub routing: Option<String>,
 }

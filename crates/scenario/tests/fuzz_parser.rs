@@ -118,6 +118,13 @@ const SPLICES: &[&str] = &[
     "cdf = \"websearch\"",
     "load = 1e-9",
     "pattern = \"permutation\"",
+    "[sweep]",
+    "parameter = \"workload.load\"",
+    "parameter = \"..\"",
+    "values = []",
+    "seeds = [0, 18446744073709551615]",
+    "variants = [\"nope\"]",
+    "routing = \"shortest\"",
 ];
 
 fn mutate(text: &str, rng: &mut Rng) -> String {

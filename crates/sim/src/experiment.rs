@@ -3,6 +3,7 @@
 use crate::event::PS_PER_S;
 use crate::sim::{CaptureRequest, RunOutput, SimOptions, Simulation};
 use crate::TimeSeries;
+use mpsched_scenario::completion;
 use mpsched_scenario::results::{RunFigures, Summary};
 use mpsched_scenario::{Scenario, ScenarioError};
 
@@ -233,7 +234,10 @@ pub fn run_plan_on(
             }
             runs.push(run.figures);
         }
-        let summary = Summary::aggregate(
+        let pooled: Vec<_> = completion::rows_of_runs(&concrete, &runs)
+            .map_err(|e| ExperimentError::Backend(e.into()))?
+            .concat();
+        let mut summary = Summary::aggregate(
             &sc.name,
             name.as_deref(),
             &sc.reproduces,
@@ -242,6 +246,9 @@ pub fn run_plan_on(
             concrete.duration_ps as f64 / PS_PER_S as f64,
             runs,
         );
+        if !pooled.is_empty() {
+            summary.completion = completion::stats(&pooled);
+        }
         results.push(VariantResult {
             variant: name,
             summary,

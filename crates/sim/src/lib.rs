@@ -29,6 +29,7 @@ pub mod pcap;
 pub mod queue;
 pub mod series;
 mod sim;
+pub mod sweep;
 
 pub use series::TimeSeries;
 pub use sim::*;

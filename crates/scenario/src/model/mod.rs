@@ -18,6 +18,7 @@ use std::fmt;
 
 mod flows;
 mod splits;
+mod sweep;
 mod topology;
 mod tunnels;
 mod variants;
@@ -25,6 +26,8 @@ mod workloads;
 
 use flows::*;
 use splits::*;
+use sweep::*;
+pub use sweep::{Sweep, SweepPoint, MAX_SWEEP_POINTS};
 use topology::*;
 pub use tunnels::tunnel_tcp_defaults;
 use tunnels::*;
@@ -249,6 +252,8 @@ pub struct Scenario {
     pub variants: Vec<Variant>,
     /// How switches route what no split or pin decides.
     pub routing: Routing,
+    /// What `mpsched sweep` varies, if the file says.
+    pub sweep: Option<Sweep>,
     raw_splits: Vec<RawSplitKeep>,
     raw_tunnels: Vec<RawTunnel>,
 }
@@ -331,6 +336,39 @@ impl Scenario {
                 field,
                 message: msg,
             }
+        })?;
+        let sc = validate(raw, origin)?;
+        for v in &sc.variants {
+            sc.with_variant(&v.name)?;
+        }
+        Ok(sc)
+    }
+
+    /// [`Scenario::from_toml`] with `overrides` set in the text first (see
+    /// [`crate::overrides`]): a sweep point, or `--set` on the command line.
+    pub fn from_toml_with(
+        text: &str,
+        origin: &str,
+        overrides: &[crate::overrides::Override],
+    ) -> Result<Scenario, ScenarioError> {
+        if overrides.is_empty() {
+            return Self::from_toml(text, origin);
+        }
+        let err = |field: &str, message: String| ScenarioError {
+            file: origin.to_string(),
+            field: field.to_string(),
+            message,
+        };
+        let mut doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let (field, msg) = describe_toml_error(&e, text);
+            err(&field, msg)
+        })?;
+        for o in overrides {
+            crate::overrides::apply(&mut doc, o).map_err(|m| err(&o.key, m))?;
+        }
+        let keys: Vec<&str> = overrides.iter().map(|o| o.key.as_str()).collect();
+        let raw: RawScenario = toml::Value::Table(doc).try_into().map_err(|e: toml::de::Error| {
+            err("", format!("after setting {}: {}", keys.join(", "), e.message().trim()))
         })?;
         let sc = validate(raw, origin)?;
         for v in &sc.variants {
@@ -431,6 +469,13 @@ impl Scenario {
                     }
                 }
             }
+        }
+        if let Some(r) = &raw.routing {
+            out.routing = match r.as_str() {
+                "ecmp" => Routing::Ecmp,
+                "shortest" => Routing::Shortest,
+                _ => return Err(ctx.err(f("routing"), format!("expected `shortest` or `ecmp`, got `{r}`"))),
+            };
         }
         if raw.tunnel_scheduler.is_some() || raw.tunnel_transport.is_some() {
             if self.tunnels.is_empty() {
@@ -628,6 +673,12 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     flows_are_routable(&ctx, &flows, &nodes, &links)?;
     let tunnels = tunnels_of(&ctx, &raw.tunnel, &nodes, &paths, &splits)?;
     let variants = variants_of(&ctx, &raw.variant)?;
+    let seed = m.seed.unwrap_or(1);
+    let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+    let sweep = sweep_of(&raw.sweep, seed, &names);
+    if let Some(s) = &sweep {
+        s.check(origin, &names)?;
+    }
 
     let sc = Scenario {
         name: m.name.clone(),
@@ -635,7 +686,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
         reproduces: m.reproduces.clone(),
         origin: origin.to_string(),
         duration_ps,
-        seed: m.seed.unwrap_or(1),
+        seed,
         repetitions,
         sample_interval_ps,
         start_jitter_ps,
@@ -648,6 +699,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
         tunnels,
         variants,
         routing,
+        sweep,
         raw_splits,
         raw_tunnels: raw.tunnel,
     };

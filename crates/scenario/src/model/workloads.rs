@@ -71,15 +71,10 @@ pub(super) fn workload_flows(
                 format!("about {expected:.0} flows expected; at most {MAX_WORKLOAD_FLOWS} in a scenario"),
             ));
         }
-        let dst_of = destinations(
-            ctx,
-            &at("pattern"),
-            w.pattern.as_deref(),
-            &clients,
-            &servers,
-            w.seed.unwrap_or(0),
-        )?;
-        let mut rng = SeededRandom::new(w.seed.or(raw.scenario.seed).unwrap_or(1));
+        // The workload's own seed, else the scenario's: a sweep over seeds draws new flows.
+        let seed = w.seed.or(raw.scenario.seed).unwrap_or(1);
+        let dst_of = destinations(ctx, &at("pattern"), w.pattern.as_deref(), &clients, &servers, seed)?;
+        let mut rng = SeededRandom::new(seed);
         for (k, &c) in clients.iter().enumerate() {
             let mean_gap_s = 8.0 * cdf.mean_bytes() / (w.load * rate(c) as f64);
             let mut t = start_ps as f64 / PS_PER_S;
