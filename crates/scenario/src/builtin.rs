@@ -58,6 +58,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../scenarios/dc/fat-tree-k4-permutation.toml"),
     ),
     (
+        "dc/fat-tree-k8-permutation",
+        "scenarios/dc/fat-tree-k8-permutation.toml",
+        include_str!("../../../scenarios/dc/fat-tree-k8-permutation.toml"),
+    ),
+    (
         "dc/websearch-k4-load",
         "scenarios/dc/websearch-k4-load.toml",
         include_str!("../../../scenarios/dc/websearch-k4-load.toml"),

@@ -71,10 +71,17 @@ pub struct RawSweep {
 pub struct RawWorkload {
     /// Flows are named `<name>-<i>`.
     pub name: String,
-    /// `websearch`, `datamining`, or a CDF file (relative to the scenario's folder).
-    pub cdf: String,
-    /// Offered load per client, a fraction of its link rate (0 to 1, exclusive of 0).
-    pub load: f64,
+    /// `websearch`, `datamining`, or a CDF file (relative to the scenario's folder); Poisson
+    /// arrivals need it, `once` without it starts long flows.
+    #[serde(default)]
+    pub cdf: Option<String>,
+    /// Offered load per client, a fraction of its link rate (0 to 1, exclusive of 0); Poisson
+    /// arrivals only.
+    #[serde(default)]
+    pub load: Option<f64>,
+    /// `poisson` (default: flows arrive at `load`) or `once` (one flow per client at `start`).
+    #[serde(default)]
+    pub arrivals: Option<String>,
     /// `random` (each flow to a server drawn uniformly, never the client itself) or
     /// `permutation` (each client to one fixed server, a random derangement of the hosts).
     #[serde(default)]

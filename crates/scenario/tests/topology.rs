@@ -247,6 +247,38 @@ fn bad_workloads_are_refused() {
         "workload[0].load",
         "at most 1000000",
     );
+    refused(&workload(""), "workload[0].load", "need a `load`");
+    refused(
+        &workload("load = 0.5").replace("cdf = \"websearch\"\n", ""),
+        "workload[0].cdf",
+        "need a flow-size `cdf`",
+    );
+    refused(&workload("arrivals = \"once\"\nload = 0.5"), "workload[0].load", "one flow per client");
+    refused(&workload("arrivals = \"burst\""), "workload[0].arrivals", "`poisson` or `once`");
+}
+
+/// `arrivals = "once"`: one flow per client at `start`, sized from the CDF (every client at one
+/// server is an incast) or, without a CDF, a long flow until `stop`.
+#[test]
+fn once_arrivals_start_one_flow_per_client() {
+    let incast = Scenario::from_toml(
+        &workload("arrivals = \"once\"\nstart = \"10ms\"\nservers = [\"tor0-h0\"]"),
+        "t.toml",
+    )
+    .unwrap();
+    assert_eq!(incast.flows.len(), 15, "every host but the server");
+    let server = incast.node_index("tor0-h0").unwrap();
+    assert!(incast
+        .flows
+        .iter()
+        .all(|f| f.dst == server && f.start_ps == 10_000_000_000 && f.tcp.is_some()));
+    let long = Scenario::from_toml(
+        &workload("arrivals = \"once\"\npattern = \"permutation\"\nstop = \"500ms\"").replace("cdf = \"websearch\"\n", ""),
+        "t.toml",
+    )
+    .unwrap();
+    assert_eq!(long.flows.len(), 16);
+    assert!(long.flows.iter().all(|f| f.stop_ps == 500_000_000_000 && f.src != f.dst));
 }
 
 #[test]

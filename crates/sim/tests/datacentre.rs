@@ -85,3 +85,26 @@ stop = "100ms"
     assert!(mice[1] <= all[1], "mice median {} against all {}", mice[1], all[1]);
     assert_eq!(run(&sc), figs, "same seed, same run");
 }
+
+/// #11: a permutation of long flows on a k = 8 fat tree (128 hosts), drawn by a workload with
+/// `arrivals = "once"`: every host sends one flow and receives one, never to itself, and ECMP's
+/// collisions keep the total well under full bisection bandwidth.
+#[test]
+fn a_k8_permutation_workload_pairs_every_host_once_and_stays_under_bisection() {
+    let (path, text) = builtin::find("dc/fat-tree-k8-permutation").unwrap();
+    let sc = Scenario::from_toml(text, path).unwrap().scaled_to(200_000_000_000);
+    assert_eq!(sc.flows.len(), 128);
+    let mut sends = vec![0; sc.nodes.len()];
+    let mut receives = vec![0; sc.nodes.len()];
+    for f in &sc.flows {
+        assert_ne!(f.src, f.dst);
+        sends[f.src] += 1;
+        receives[f.dst] += 1;
+    }
+    let hosts: Vec<usize> = (0..sc.nodes.len()).filter(|&n| sends[n] + receives[n] > 0).collect();
+    assert_eq!(hosts.len(), 128);
+    assert!(hosts.iter().all(|&h| sends[h] == 1 && receives[h] == 1), "a permutation");
+    let figs = run(&sc);
+    let total: f64 = figs.flows.iter().map(|f| f.delivered_mbps).sum();
+    assert!(total > 0.1 * 128_000.0 && total < 0.7 * 128_000.0, "total {total} Mbit/s of 128 000");
+}

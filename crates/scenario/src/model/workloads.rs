@@ -22,27 +22,7 @@ pub(super) fn workload_flows(
     for (i, w) in raw.workload.iter().enumerate() {
         let at = |k: &str| format!("workload[{i}].{k}");
         check_name(ctx, at("name"), &w.name)?;
-        let cdf = cdf_of(ctx, &at("cdf"), &w.cdf)?;
-        if !(w.load > 0.0 && w.load <= 1.0) {
-            return Err(ctx.err(
-                at("load"),
-                format!("expected a fraction of the link rate in (0, 1], got {}", w.load),
-            ));
-        }
-        let hosts = |key: &str, list: &Option<Vec<String>>| -> Result<Vec<usize>, ScenarioError> {
-            match list {
-                Some(l) => l.iter().map(|n| node_of(at(key), n)).collect(),
-                None => Ok((0..nodes.len()).filter(|&n| nodes[n].kind == NodeKind::Host).collect()),
-            }
-        };
-        let (clients, servers) = (hosts("clients", &w.clients)?, hosts("servers", &w.servers)?);
-        if let Some(&h) = clients
-            .iter()
-            .chain(&servers)
-            .find(|&&h| nodes[h].kind != NodeKind::Host)
-        {
-            return Err(ctx.err(at("clients"), format!("`{}` is not a host", nodes[h].name)));
-        }
+        let (clients, servers) = workload_hosts(ctx, w, &at, nodes, node_of)?;
         let start_ps = w.start.as_deref().map_or(Ok(0), |s| ctx.time(&at("start"), s))?;
         let stop_ps = w
             .stop
@@ -51,53 +31,158 @@ pub(super) fn workload_flows(
         if stop_ps <= start_ps {
             return Err(ctx.err(at("stop"), "arrivals need stop after start"));
         }
-        let rate = |h: usize| {
-            links
-                .iter()
-                .filter(|l| l.a == h || l.b == h)
-                .map(|l| l.rate_bps)
-                .max()
-                .unwrap_or(0)
-        };
-        // The expected count first, so that nothing is drawn for a workload too large to run.
-        let secs = (stop_ps - start_ps) as f64 / PS_PER_S;
-        let expected: f64 = clients
-            .iter()
-            .map(|&c| w.load * rate(c) as f64 / (8.0 * cdf.mean_bytes()) * secs)
-            .sum();
-        if expected + out.len() as f64 > MAX_WORKLOAD_FLOWS as f64 {
-            return Err(ctx.err(
-                at("load"),
-                format!("about {expected:.0} flows expected; at most {MAX_WORKLOAD_FLOWS} in a scenario"),
-            ));
-        }
         // The workload's own seed, else the scenario's: a sweep over seeds draws new flows.
         let seed = w.seed.or(raw.scenario.seed).unwrap_or(1);
         let dst_of = destinations(ctx, &at("pattern"), w.pattern.as_deref(), &clients, &servers, seed)?;
         let mut rng = SeededRandom::new(seed);
-        for (k, &c) in clients.iter().enumerate() {
-            let mean_gap_s = 8.0 * cdf.mean_bytes() / (w.load * rate(c) as f64);
-            let mut t = start_ps as f64 / PS_PER_S;
-            loop {
-                t += exponential(&mut rng, mean_gap_s);
-                if t * PS_PER_S >= stop_ps as f64 || out.len() as u64 >= MAX_WORKLOAD_FLOWS {
-                    break;
+        let cdf = w.cdf.as_deref().map(|c| cdf_of(ctx, &at("cdf"), c)).transpose()?;
+        let drawn = Drawn {
+            name: &w.name,
+            clients: &clients,
+            nodes,
+            dst_of: &dst_of,
+            start_ps,
+            stop_ps,
+        };
+        match w.arrivals.as_deref().unwrap_or("poisson") {
+            "poisson" => {
+                let cdf = cdf.ok_or_else(|| ctx.err(at("cdf"), "Poisson arrivals need a flow-size `cdf`"))?;
+                let load = w.load.ok_or_else(|| ctx.err(at("load"), "Poisson arrivals need a `load`"))?;
+                if !(load > 0.0 && load <= 1.0) {
+                    return Err(ctx.err(
+                        at("load"),
+                        format!("expected a fraction of the link rate in (0, 1], got {load}"),
+                    ));
                 }
-                let size = cdf.sample(&mut rng);
-                let Some(dst) = dst_of(k, &mut rng) else { break };
-                out.push(RawFlow {
-                    name: format!("{}-{}", w.name, out.len()),
-                    src: nodes[c].name.clone(),
-                    dst: nodes[dst].name.clone(),
-                    protocol: Some("tcp".into()),
-                    size: Some(format!("{size}B")),
-                    start: Some(format!("{}ps", (t * PS_PER_S) as u64)),
-                    ..RawFlow::default()
-                });
+                let rates: Vec<u64> = clients.iter().map(|&c| host_rate(links, c)).collect();
+                drawn
+                    .poisson(&cdf, load, &rates, &mut rng, &mut out)
+                    .map_err(|e| ctx.err(at("load"), e))?;
             }
+            "once" => {
+                if w.load.is_some() {
+                    return Err(ctx.err(at("load"), "`load` sets Poisson arrivals; `once` starts one flow per client"));
+                }
+                drawn.once(cdf.as_ref(), &mut rng, &mut out);
+            }
+            a => return Err(ctx.err(at("arrivals"), format!("expected `poisson` or `once`, got `{a}`"))),
+        }
+        if out.len() as u64 > MAX_WORKLOAD_FLOWS {
+            return Err(ctx.err(at("clients"), format!("more than {MAX_WORKLOAD_FLOWS} flows")));
         }
     }
     Ok(out)
+}
+
+/// A workload's clients and servers: the lists given, else every host; all must be hosts.
+fn workload_hosts(
+    ctx: &Ctx<'_>,
+    w: &RawWorkload,
+    at: &dyn Fn(&str) -> String,
+    nodes: &[Node],
+    node_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
+) -> Result<(Vec<usize>, Vec<usize>), ScenarioError> {
+    let hosts = |key: &str, list: &Option<Vec<String>>| -> Result<Vec<usize>, ScenarioError> {
+        match list {
+            Some(l) => l.iter().map(|n| node_of(at(key), n)).collect(),
+            None => Ok((0..nodes.len()).filter(|&n| nodes[n].kind == NodeKind::Host).collect()),
+        }
+    };
+    let (clients, servers) = (hosts("clients", &w.clients)?, hosts("servers", &w.servers)?);
+    if let Some(&h) = clients
+        .iter()
+        .chain(&servers)
+        .find(|&&h| nodes[h].kind != NodeKind::Host)
+    {
+        return Err(ctx.err(at("clients"), format!("`{}` is not a host", nodes[h].name)));
+    }
+    Ok((clients, servers))
+}
+
+/// A host's link rate (the fastest of its links), bit/s.
+fn host_rate(links: &[Link], h: usize) -> u64 {
+    links
+        .iter()
+        .filter(|l| l.a == h || l.b == h)
+        .map(|l| l.rate_bps)
+        .max()
+        .unwrap_or(0)
+}
+
+/// What drawing one workload's flows needs.
+struct Drawn<'a> {
+    name: &'a str,
+    clients: &'a [usize],
+    nodes: &'a [Node],
+    dst_of: &'a PickServer,
+    start_ps: u64,
+    stop_ps: u64,
+}
+
+impl Drawn<'_> {
+    fn flow(&self, out: &[RawFlow], c: usize, dst: usize, start_ps: u64) -> RawFlow {
+        RawFlow {
+            name: format!("{}-{}", self.name, out.len()),
+            src: self.nodes[c].name.clone(),
+            dst: self.nodes[dst].name.clone(),
+            protocol: Some("tcp".into()),
+            start: Some(format!("{start_ps}ps")),
+            ..RawFlow::default()
+        }
+    }
+
+    /// Poisson arrivals at each client at `load` of its link rate (`rates`, by client).
+    fn poisson(
+        &self,
+        cdf: &EmpiricalCdf,
+        load: f64,
+        rates: &[u64],
+        rng: &mut SeededRandom,
+        out: &mut Vec<RawFlow>,
+    ) -> Result<(), String> {
+        // The expected count first, so that nothing is drawn for a workload too large to run.
+        let secs = (self.stop_ps - self.start_ps) as f64 / PS_PER_S;
+        let expected: f64 = rates
+            .iter()
+            .map(|&r| load * r as f64 / (8.0 * cdf.mean_bytes()) * secs)
+            .sum();
+        if expected + out.len() as f64 > MAX_WORKLOAD_FLOWS as f64 {
+            return Err(format!(
+                "about {expected:.0} flows expected; at most {MAX_WORKLOAD_FLOWS} in a scenario"
+            ));
+        }
+        for (k, &c) in self.clients.iter().enumerate() {
+            let mean_gap_s = 8.0 * cdf.mean_bytes() / (load * rates[k] as f64);
+            let mut t = self.start_ps as f64 / PS_PER_S;
+            loop {
+                t += exponential(rng, mean_gap_s);
+                if t * PS_PER_S >= self.stop_ps as f64 || out.len() as u64 >= MAX_WORKLOAD_FLOWS {
+                    break;
+                }
+                let size = cdf.sample(rng);
+                // None: this client has no server (it is the only one).
+                let Some(dst) = (self.dst_of)(k, rng) else { break };
+                let mut f = self.flow(out, c, dst, (t * PS_PER_S) as u64);
+                f.size = Some(format!("{size}B"));
+                out.push(f);
+            }
+        }
+        Ok(())
+    }
+
+    /// One flow per client at `start`: of a size drawn from `cdf`, else a long flow until
+    /// `stop` (a permutation of long flows; every client at one server is an incast).
+    fn once(&self, cdf: Option<&EmpiricalCdf>, rng: &mut SeededRandom, out: &mut Vec<RawFlow>) {
+        for (k, &c) in self.clients.iter().enumerate() {
+            let Some(dst) = (self.dst_of)(k, rng) else { continue };
+            let mut f = self.flow(out, c, dst, self.start_ps);
+            match cdf {
+                Some(cdf) => f.size = Some(format!("{}B", cdf.sample(rng))),
+                None => f.stop = Some(format!("{}ps", self.stop_ps)),
+            }
+            out.push(f);
+        }
+    }
 }
 
 const PS_PER_S: f64 = 1e12;
@@ -148,11 +233,16 @@ fn destinations(
 ) -> Result<PickServer, ScenarioError> {
     match pattern.unwrap_or("random") {
         "random" => {
-            if servers.is_empty() || (servers.len() == 1 && clients.contains(&servers[0])) {
+            // A client that is the only server sends nothing (an incast's server among the
+            // hosts); a workload where no client has a server is an error.
+            if servers.is_empty() || (servers.len() == 1 && clients.iter().all(|&c| c == servers[0])) {
                 return Err(ctx.err(field, "no server a client could send to"));
             }
             let (clients, servers) = (clients.to_vec(), servers.to_vec());
             Ok(Box::new(move |k, rng| loop {
+                if servers.len() == 1 && servers[0] == clients[k] {
+                    return None;
+                }
                 let s = servers[(rng.next_u64() % servers.len() as u64) as usize];
                 if s != clients[k] {
                     return Some(s);
