@@ -206,4 +206,11 @@ pub trait Program: Send {
     fn registers(&self) -> Vec<(String, u64)> {
         Vec::new()
     }
+
+    /// The control plane replaces the routing tables (routes and ECMP groups of `config`),
+    /// after a link failed; everything else the program holds stays. Programs that route
+    /// nothing ignore it.
+    fn update_routes(&mut self, _config: &crate::switch::SwitchConfig) -> Result<(), crate::sched::ConfigError> {
+        Ok(())
+    }
 }

@@ -385,6 +385,16 @@ pub fn is_counter(name: &str) -> bool {
 }
 
 impl Program for MultipathSwitch {
+    fn update_routes(&mut self, config: &SwitchConfig) -> Result<(), ConfigError> {
+        let mut lpm = Ipv4Lpm::new();
+        for r in &config.routes {
+            lpm.insert(*r);
+        }
+        self.ecmp_groups = ecmp_groups_of(config)?;
+        self.lpm = lpm;
+        Ok(())
+    }
+
     fn ingress(&mut self, pkt: &mut PacketMeta, ctx: &mut Ctx) -> Verdict {
         if pkt.dst_ip == self.own_ip {
             if let Some(fb) = pkt.feedback() {

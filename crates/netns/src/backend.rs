@@ -135,6 +135,13 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             sc.links[i].queues
         )));
     }
+    if let Some(f) = sc.failures.first() {
+        return Err(NetnsError::Unsupported(format!(
+            "failure[0] takes link[{}] down during the run; link failures run in the simulator only for now \
+             (links down from the start, `[topology] down`, run on both); use --backend sim",
+            f.link
+        )));
+    }
     let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
     for f in &sc.flows {
         if let Some(t) = &f.tcp {

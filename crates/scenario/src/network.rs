@@ -47,6 +47,12 @@ impl Scenario {
         Wiring::build(&self.nodes, &self.links, &self.intents())
     }
 
+    /// The wiring once links `down` (indices into `links`) have failed and been routed around:
+    /// the same ports, other routes.
+    pub fn wiring_with_down(&self, down: &[usize]) -> Result<Wiring, String> {
+        Wiring::build_with_down(&self.nodes, &self.links, &self.intents(), down)
+    }
+
     /// The flows whose route passes through both ends of a tunnel: the tunnels' payload.
     pub fn tunnelled_flows(&self, w: &Wiring) -> Vec<usize> {
         (0..self.flows.len())

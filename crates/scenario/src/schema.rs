@@ -44,6 +44,28 @@ pub struct RawScenario {
     /// `[sweep]`: what `mpsched sweep` varies (ignored by a plain run).
     #[serde(default)]
     pub sweep: Option<RawSweep>,
+    /// `[[failure]]` entries: links that fail during the run.
+    #[serde(default)]
+    pub failure: Vec<RawFailure>,
+}
+
+/// `[[failure]]`: a link fails at a time; the control plane routes around it after a delay.
+#[derive(Debug, Deserialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawFailure {
+    /// The link by name ...
+    #[serde(default)]
+    pub link: Option<String>,
+    /// ... or by its two ends (the first link joining them).
+    #[serde(default)]
+    pub a: Option<String>,
+    #[serde(default)]
+    pub b: Option<String>,
+    /// When it fails.
+    pub at: String,
+    /// How long until the control plane has routed around it (default 0 s).
+    #[serde(default)]
+    pub reroute_after: Option<String>,
 }
 
 /// `[sweep]`: one key of this file over a list of values, times variants, times seeds.

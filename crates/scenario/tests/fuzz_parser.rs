@@ -125,6 +125,10 @@ const SPLICES: &[&str] = &[
     "seeds = [0, 18446744073709551615]",
     "variants = [\"nope\"]",
     "routing = \"shortest\"",
+    "[[failure]]",
+    "at = \"1ms\"",
+    "reroute_after = \"1000000s\"",
+    "arrivals = \"once\"",
 ];
 
 fn mutate(text: &str, rng: &mut Rng) -> String {

@@ -253,8 +253,16 @@ fn bad_workloads_are_refused() {
         "workload[0].cdf",
         "need a flow-size `cdf`",
     );
-    refused(&workload("arrivals = \"once\"\nload = 0.5"), "workload[0].load", "one flow per client");
-    refused(&workload("arrivals = \"burst\""), "workload[0].arrivals", "`poisson` or `once`");
+    refused(
+        &workload("arrivals = \"once\"\nload = 0.5"),
+        "workload[0].load",
+        "one flow per client",
+    );
+    refused(
+        &workload("arrivals = \"burst\""),
+        "workload[0].arrivals",
+        "`poisson` or `once`",
+    );
 }
 
 /// `arrivals = "once"`: one flow per client at `start`, sized from the CDF (every client at one
@@ -273,12 +281,16 @@ fn once_arrivals_start_one_flow_per_client() {
         .iter()
         .all(|f| f.dst == server && f.start_ps == 10_000_000_000 && f.tcp.is_some()));
     let long = Scenario::from_toml(
-        &workload("arrivals = \"once\"\npattern = \"permutation\"\nstop = \"500ms\"").replace("cdf = \"websearch\"\n", ""),
+        &workload("arrivals = \"once\"\npattern = \"permutation\"\nstop = \"500ms\"")
+            .replace("cdf = \"websearch\"\n", ""),
         "t.toml",
     )
     .unwrap();
     assert_eq!(long.flows.len(), 16);
-    assert!(long.flows.iter().all(|f| f.stop_ps == 500_000_000_000 && f.src != f.dst));
+    assert!(long
+        .flows
+        .iter()
+        .all(|f| f.stop_ps == 500_000_000_000 && f.src != f.dst));
 }
 
 #[test]
@@ -307,4 +319,42 @@ fn tempfile_dir() -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("mpsched-cdf-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// `[[failure]]`: a link by name or by its ends, failing before the end of the run.
+#[test]
+fn failures_name_a_link_and_a_time_within_the_run() {
+    let base = fat_tree("");
+    let with = |f: &str| format!("{base}\n[[failure]]\n{f}\n");
+    let sc = Scenario::from_toml(
+        &with("a = \"tor0\"\nb = \"pod0-agg0\"\nat = \"100ms\"\nreroute_after = \"5ms\""),
+        "t.toml",
+    )
+    .unwrap();
+    let f = &sc.failures[0];
+    let l = &sc.links[f.link];
+    let ends = [sc.nodes[l.a].name.as_str(), sc.nodes[l.b].name.as_str()];
+    assert!(ends.contains(&"tor0") && ends.contains(&"pod0-agg0"), "{ends:?}");
+    assert_eq!((f.at_ps, f.reroute_after_ps), (100_000_000_000, 5_000_000_000));
+    assert_eq!(
+        sc.scaled_to(sc.duration_ps / 2).failures[0].at_ps,
+        50_000_000_000,
+        "scaled with the run"
+    );
+    refused(
+        &with("a = \"tor0\"\nb = \"core0\"\nat = \"1ms\""),
+        "failure[0].b",
+        "no link joins",
+    );
+    refused(
+        &with("link = \"nope\"\nat = \"1ms\""),
+        "failure[0].link",
+        "no link named",
+    );
+    refused(&with("at = \"1ms\""), "failure[0].link", "name the link");
+    refused(
+        &with("a = \"tor0\"\nb = \"pod0-agg0\"\nat = \"100s\""),
+        "failure[0].at",
+        "before the end",
+    );
 }

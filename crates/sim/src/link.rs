@@ -37,6 +37,9 @@ pub struct Link {
     pub egress_stage: bool,
     /// Path monitored at this link's far end (bwm-ng on the confluence point's input).
     pub path_tag: Option<u8>,
+    /// False once the link has failed: it carries nothing (what was queued, on the wire or in
+    /// flight is lost).
+    pub up: bool,
     /// Counters.
     pub stats: LinkStats,
 }
@@ -64,6 +67,9 @@ pub struct LinkStats {
     pub tail_drops: u64,
     /// Packets dropped by the egress program.
     pub egress_drops: u64,
+    /// Packets lost because the link had failed (sent into it, or queued, on the wire or in
+    /// flight when it failed).
+    pub down_drops: u64,
     /// Wire bytes delivered to the far end since the last sample (counted on path-monitor
     /// links only).
     pub rx_bytes_interval: u64,
@@ -101,6 +107,7 @@ impl Link {
             in_flight: VecDeque::new(),
             egress_stage: false,
             path_tag: None,
+            up: true,
             stats: LinkStats::default(),
         }
     }

@@ -90,6 +90,9 @@ pub struct Graph<'a> {
     pub links: &'a [Link],
     /// Per node, per port (in the order the node's links are declared): the far end.
     pub ports: Vec<Vec<PortEnd>>,
+    /// Per link: down (failed). Routing leaves a down link out; its ports keep their numbers,
+    /// so tables computed after a failure fit the switches wired before it.
+    pub down: Vec<bool>,
 }
 
 impl<'a> Graph<'a> {
@@ -99,7 +102,25 @@ impl<'a> Graph<'a> {
             nodes,
             links,
             ports: ports_of(nodes.len(), links),
+            down: vec![false; links.len()],
         }
+    }
+
+    /// The graph with links `down` (indices into `links`) failed.
+    pub fn with_down(nodes: &'a [Node], links: &'a [Link], down: &[usize]) -> Graph<'a> {
+        let mut g = Graph::new(nodes, links);
+        for &l in down {
+            if let Some(d) = g.down.get_mut(l) {
+                *d = true;
+            }
+        }
+        g
+    }
+
+    /// Whether the link behind `e` carries traffic.
+    #[inline]
+    pub fn is_up(&self, e: &PortEnd) -> bool {
+        !self.down[e.link]
     }
 
     /// Number of nodes.

@@ -52,7 +52,7 @@ impl Routes {
                 continue;
             }
             let further = hops[u].saturating_add(1).min(NONE - 1);
-            for e in &g.ports[u] {
+            for e in g.ports[u].iter().filter(|e| g.is_up(e)) {
                 let v = e.peer;
                 if hops[v] == NONE {
                     hops[v] = further;
@@ -84,7 +84,7 @@ impl Routes {
     pub fn equal_cost_ports<'a>(&'a self, g: &'a Graph, from: NodeId, to: NodeId) -> impl Iterator<Item = PortId> + 'a {
         let here = self.hops(from, to);
         g.ports[from].iter().enumerate().filter_map(move |(p, e)| {
-            let forwards = e.peer == to || g.nodes[e.peer].kind == NodeKind::Switch;
+            let forwards = g.is_up(e) && (e.peer == to || g.nodes[e.peer].kind == NodeKind::Switch);
             let there = self.hops(e.peer, to)?;
             (forwards && Some(there + 1) == here).then_some(p as PortId)
         })
@@ -176,6 +176,19 @@ mod tests {
         assert_eq!(peers, [1, 4]);
         // h6 itself reaches h0 over either of its links.
         assert_eq!(r.equal_cost_ports(&g, 6, 0).count(), 2);
+    }
+
+    #[test]
+    fn a_down_link_is_routed_around_and_ports_keep_their_numbers() {
+        let (nodes, links) = diamond();
+        // Link 1 is s1 - s2: s1 keeps port 1 for it, but routes only over s3 (port 2).
+        let g = Graph::with_down(&nodes, &links, &[1]);
+        assert_eq!(g.ports, Graph::new(&nodes, &links).ports);
+        let r = Routes::shortest(&g);
+        assert_eq!(r.walk(&g, 0, 5), Some(vec![0, 1, 3, 4, 5]));
+        assert_eq!(r.equal_cost_ports(&g, 1, 5).collect::<Vec<_>>(), [2]);
+        // s2 is now reached through s4 (or the host h6, which does not forward).
+        assert_eq!(r.walk(&g, 0, 2), Some(vec![0, 1, 3, 4, 2]));
     }
 
     #[test]

@@ -87,7 +87,18 @@ impl Wiring {
     /// Wire `nodes` and `links` for `intents`. Fails only on an intent whose path is not a
     /// path of the graph (validation normally catches that first).
     pub fn build(nodes: &[Node], links: &[Link], intents: &Intents) -> Result<Wiring, String> {
-        let g = Graph::new(nodes, links);
+        Self::build_with_down(nodes, links, intents, &[])
+    }
+
+    /// [`Wiring::build`] with links `down` failed: routes and ECMP groups avoid them (pins and
+    /// splits are intents and keep their paths), and every port keeps its number.
+    pub fn build_with_down(
+        nodes: &[Node],
+        links: &[Link],
+        intents: &Intents,
+        down: &[usize],
+    ) -> Result<Wiring, String> {
+        let g = Graph::with_down(nodes, links, down);
         let mut routes = Routes::shortest(&g);
         for p in &intents.pins {
             routes.pin(&g, &p.path, p.dst)?;

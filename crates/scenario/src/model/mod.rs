@@ -16,6 +16,7 @@ use mpsched_transport::tcp::TcpConfig;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
+mod failures;
 mod flows;
 mod splits;
 mod sweep;
@@ -24,6 +25,8 @@ mod tunnels;
 mod variants;
 mod workloads;
 
+use failures::*;
+pub use failures::{LinkFailure, MAX_FAILURES};
 use flows::*;
 use splits::*;
 use sweep::*;
@@ -254,6 +257,8 @@ pub struct Scenario {
     pub routing: Routing,
     /// What `mpsched sweep` varies, if the file says.
     pub sweep: Option<Sweep>,
+    /// Links that fail during the run, in file order.
+    pub failures: Vec<LinkFailure>,
     raw_splits: Vec<RawSplitKeep>,
     raw_tunnels: Vec<RawTunnel>,
 }
@@ -507,6 +512,9 @@ impl Scenario {
             f.start_ps = scale(f.start_ps);
             f.stop_ps = scale(f.stop_ps);
         }
+        for f in &mut out.failures {
+            f.at_ps = scale(f.at_ps);
+        }
         out.duration_ps = duration_ps;
         out
     }
@@ -672,6 +680,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     let flows = flows_of(&ctx, &raw, &nodes, duration_ps, &node_of, &path_of)?;
     flows_are_routable(&ctx, &flows, &nodes, &links)?;
     let tunnels = tunnels_of(&ctx, &raw.tunnel, &nodes, &paths, &splits)?;
+    let failures = failures_of(&ctx, &raw.failure, &links, duration_ps, &node_of)?;
     let variants = variants_of(&ctx, &raw.variant)?;
     let seed = m.seed.unwrap_or(1);
     let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
@@ -700,6 +709,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
         variants,
         routing,
         sweep,
+        failures,
         raw_splits,
         raw_tunnels: raw.tunnel,
     };

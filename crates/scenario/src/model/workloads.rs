@@ -47,7 +47,9 @@ pub(super) fn workload_flows(
         match w.arrivals.as_deref().unwrap_or("poisson") {
             "poisson" => {
                 let cdf = cdf.ok_or_else(|| ctx.err(at("cdf"), "Poisson arrivals need a flow-size `cdf`"))?;
-                let load = w.load.ok_or_else(|| ctx.err(at("load"), "Poisson arrivals need a `load`"))?;
+                let load = w
+                    .load
+                    .ok_or_else(|| ctx.err(at("load"), "Poisson arrivals need a `load`"))?;
                 if !(load > 0.0 && load <= 1.0) {
                     return Err(ctx.err(
                         at("load"),
@@ -61,7 +63,10 @@ pub(super) fn workload_flows(
             }
             "once" => {
                 if w.load.is_some() {
-                    return Err(ctx.err(at("load"), "`load` sets Poisson arrivals; `once` starts one flow per client"));
+                    return Err(ctx.err(
+                        at("load"),
+                        "`load` sets Poisson arrivals; `once` starts one flow per client",
+                    ));
                 }
                 drawn.once(cdf.as_ref(), &mut rng, &mut out);
             }

@@ -185,6 +185,42 @@ impl Net<'_> {
         Ok(())
     }
 
+    /// Scenario link `link` fails, both directions: what is queued is lost now; what is on the
+    /// wire or in flight is lost when it would have arrived; nothing enters it again.
+    pub fn fail_link(&mut self, link: usize) -> Result<(), SimError> {
+        let sim = &mut *self.sim;
+        if 2 * link + 1 >= sim.net.links.len() {
+            return Err(SimError::Config(format!("no link {link}")));
+        }
+        for l in [2 * link, 2 * link + 1] {
+            sim.net.links[l].up = false;
+            while let Some(d) = sim.net.links[l].queues.pop() {
+                let bytes = sim.net.pool.at(d.pkt).meta.wire_len_bytes;
+                let link = &mut sim.net.links[l];
+                link.queued_bytes -= u64::from(bytes);
+                link.stats.down_drops += 1;
+                sim.drop_packet(d.pkt);
+            }
+        }
+        Ok(())
+    }
+
+    /// Replace switch `node`'s routes and ECMP groups with those of `config` (the control plane
+    /// after a failure).
+    pub fn update_routes(&mut self, node: u32, config: &mpsched_core::switch::SwitchConfig) -> Result<(), SimError> {
+        let name = self.sim.net.nodes.get(node as usize).map(|n| n.name.clone());
+        let program = self
+            .sim
+            .net
+            .nodes
+            .get_mut(node as usize)
+            .and_then(|n| n.program.as_mut())
+            .ok_or_else(|| SimError::Config(format!("node {node} has no program")))?;
+        program
+            .update_routes(config)
+            .map_err(|e| SimError::Config(format!("node `{}`: {e}", name.unwrap_or_default())))
+    }
+
     /// Counters of connection `conn`'s sender and receiver.
     pub fn conn_stats(&self, conn: ConnId) -> (&SenderStats, &ReceiverStats) {
         let c = &self.sim.traffic.conns[conn.0 as usize];

@@ -2,6 +2,7 @@
 
 mod build;
 mod component;
+mod failures;
 mod tcp;
 mod tunnel;
 
@@ -307,6 +308,9 @@ impl Simulation {
         for n in 0..sim.net.nodes.len() as u32 {
             sim.cache_stages(n);
         }
+        if let Some(f) = failures::LinkFailures::of(sc)? {
+            sim.add_component(Box::new(f));
+        }
         Ok(sim)
     }
 
@@ -493,6 +497,11 @@ impl Simulation {
             return;
         };
         let link = &self.net.links[l as usize];
+        if !link.up {
+            self.net.links[l as usize].stats.down_drops += 1;
+            self.drop_packet(id);
+            return;
+        }
         let (dscp, wire_bytes) = {
             let m = &self.net.pool.at(id).meta;
             (m.dscp, m.wire_len_bytes)
@@ -650,6 +659,11 @@ impl Simulation {
     fn on_tx_done(&mut self, l: u32) {
         let link = &mut self.net.links[l as usize];
         let pkt = link.on_wire.take().expect("a TxDone event has a packet on the wire");
+        if !link.up {
+            link.stats.down_drops += 1;
+            self.drop_packet(pkt);
+            return;
+        }
         let arrive_ps = self.net.now + link.delay_ps;
         let seq = self.net.queue.reserve_seq();
         self.start_next_tx(l);
@@ -703,6 +717,11 @@ impl Simulation {
     fn arrive(&mut self, l: u32, id: PacketId) {
         let li = l as usize;
         let link = &mut self.net.links[li];
+        if !link.up {
+            link.stats.down_drops += 1;
+            self.drop_packet(id);
+            return;
+        }
         if let Some(tag) = link.path_tag {
             let pkt = self.net.pool.at_mut(id);
             link.stats.rx_bytes_interval += u64::from(pkt.meta.wire_len_bytes);
@@ -1054,6 +1073,9 @@ impl Simulation {
             );
             q.insert(format!("{name}.tail_drops"), l.stats.tail_drops);
             q.insert(format!("{name}.max_depth_pkts"), u64::from(l.stats.max_depth_pkts));
+            if !l.up || l.stats.down_drops > 0 {
+                q.insert(format!("{name}.down_drops"), l.stats.down_drops);
+            }
         }
         counters.insert("queues".into(), q);
         for (name, c) in self.component_counters() {
