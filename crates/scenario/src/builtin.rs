@@ -63,6 +63,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../scenarios/dc/fat-tree-k8-permutation.toml"),
     ),
     (
+        "mphula2018/fig5-websearch-tcp-ecmp",
+        "scenarios/mphula2018/fig5-websearch-tcp-ecmp.toml",
+        include_str!("../../../scenarios/mphula2018/fig5-websearch-tcp-ecmp.toml"),
+    ),
+    (
         "dc/websearch-k4-load",
         "scenarios/dc/websearch-k4-load.toml",
         include_str!("../../../scenarios/dc/websearch-k4-load.toml"),

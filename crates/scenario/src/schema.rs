@@ -104,6 +104,10 @@ pub struct RawWorkload {
     /// `poisson` (default: flows arrive at `load`) or `once` (one flow per client at `start`).
     #[serde(default)]
     pub arrivals: Option<String>,
+    /// The rate `load` is a fraction of, shared evenly by the clients (MP-HULA's load on the
+    /// core); default: each client's own link rate.
+    #[serde(default)]
+    pub capacity: Option<String>,
     /// `random` (each flow to a server drawn uniformly, never the client itself) or
     /// `permutation` (each client to one fixed server, a random derangement of the hosts).
     #[serde(default)]
@@ -129,7 +133,7 @@ pub struct RawWorkload {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTopology {
-    /// `fat-tree` or `leaf-spine`.
+    /// `fat-tree`, `three-tier` or `leaf-spine`.
     pub kind: String,
     /// Fat tree: the switches' port count (even).
     pub k: Option<usize>,
@@ -137,6 +141,12 @@ pub struct RawTopology {
     pub hosts_per_tor: Option<usize>,
     /// Fat tree: hosts per rack as a multiple of k/2 (the oversubscription ratio at the racks).
     pub oversubscription: Option<usize>,
+    /// Three-tier: pods, racks per pod, aggregation switches per pod, cores (with
+    /// `hosts_per_tor`).
+    pub pods: Option<usize>,
+    pub tors_per_pod: Option<usize>,
+    pub aggs_per_pod: Option<usize>,
+    pub cores: Option<usize>,
     /// Leaf-spine: leaves, spines, hosts per leaf.
     pub leaves: Option<usize>,
     pub spines: Option<usize>,

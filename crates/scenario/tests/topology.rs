@@ -145,7 +145,7 @@ rate = "1Gbps"
     refused(
         &ls.replace("leaf-spine", "torus"),
         "topology.kind",
-        "expected `fat-tree` or `leaf-spine`",
+        "expected `fat-tree`, `three-tier` or `leaf-spine`",
     );
     refused(&ls.replace("spines = 2\n", ""), "topology.spines", "needs `spines`");
     refused(
@@ -357,4 +357,35 @@ fn failures_name_a_link_and_a_time_within_the_run() {
         "failure[0].at",
         "before the end",
     );
+}
+
+/// MP-HULA's Fig. 4 as a three-tier layout, and load as a fraction of a shared capacity.
+#[test]
+fn a_three_tier_layout_and_a_load_on_a_shared_capacity() {
+    let (path, text) = mpsched_scenario::builtin::find("mphula2018/fig5-websearch-tcp-ecmp").unwrap();
+    let sc = Scenario::from_toml(text, path).unwrap();
+    assert_eq!(sc.nodes.len(), 40);
+    assert_eq!(sc.links.len(), 32 + 4 + 8);
+    // 0.5 x 80 Gbit/s over 0.5 s of arrivals, 1 711 250 B a flow: about 1 461 flows, all from
+    // pod 1 (tor0) to pod 2 (tor1).
+    let n = sc.flows.len() as f64;
+    assert!((n / 1461.0 - 1.0).abs() < 0.06, "{n} flows");
+    let (tor0, tor1) = (sc.node_index("tor0").unwrap(), sc.node_index("tor1").unwrap());
+    let rack_of = |h: usize| {
+        sc.links
+            .iter()
+            .find(|l| l.a == h || l.b == h)
+            .map(|l| l.a + l.b - h)
+            .unwrap()
+    };
+    assert!(sc
+        .flows
+        .iter()
+        .all(|f| rack_of(f.src) == tor0 && rack_of(f.dst) == tor1));
+    refused(
+        &text.replace("cores = 2", "cores = 2\nk = 4"),
+        "topology.k",
+        "not a key of a three-tier",
+    );
+    refused(&text.replace("cores = 2\n", ""), "topology.cores", "needs `cores`");
 }

@@ -112,6 +112,76 @@ pub fn fat_tree(k: usize, hosts_per_tor: usize) -> Result<Generated, String> {
     Ok(g)
 }
 
+/// A three-tier layout of explicit sizes (MP-HULA's Fig. 4 is 2 pods of 1 rack and 2
+/// aggregation switches, 2 cores, 16 hosts a rack): `pods` pods, each of `tors_per_pod` racks
+/// `tor<t>` (numbered across pods) with `hosts_per_tor` hosts `tor<t>-h<h>`, and
+/// `aggs_per_pod` aggregation switches `pod<p>-agg<a>`; every rack links to every aggregation
+/// switch of its pod, and every aggregation switch to every one of `cores` cores `core<c>`.
+pub fn three_tier(
+    pods: usize,
+    tors_per_pod: usize,
+    aggs_per_pod: usize,
+    cores: usize,
+    hosts_per_tor: usize,
+) -> Result<Generated, String> {
+    if [pods, tors_per_pod, aggs_per_pod, cores, hosts_per_tor].contains(&0) {
+        return Err(format!(
+            "a three-tier layout needs at least one of each (pods {pods}, racks per pod {tors_per_pod}, \
+             aggregation switches per pod {aggs_per_pod}, cores {cores}, hosts per rack {hosts_per_tor})"
+        ));
+    }
+    let tors = pods.saturating_mul(tors_per_pod);
+    let aggs = pods.saturating_mul(aggs_per_pod);
+    let total = tors
+        .saturating_mul(hosts_per_tor)
+        .saturating_add(tors)
+        .saturating_add(aggs)
+        .saturating_add(cores);
+    if total > MAX_GENERATED_NODES {
+        return Err(format!(
+            "a three-tier layout of {total} nodes; at most {MAX_GENERATED_NODES}"
+        ));
+    }
+    let mut g = Generated::default();
+    let hosts: Vec<Vec<usize>> = (0..tors)
+        .map(|t| {
+            (0..hosts_per_tor)
+                .map(|h| g.add(format!("tor{t}-h{h}"), NodeKind::Host))
+                .collect()
+        })
+        .collect();
+    let tor: Vec<usize> = (0..tors).map(|t| g.add(format!("tor{t}"), NodeKind::Switch)).collect();
+    let agg: Vec<usize> = (0..aggs)
+        .map(|i| {
+            g.add(
+                format!("pod{}-agg{}", i / aggs_per_pod, i % aggs_per_pod),
+                NodeKind::Switch,
+            )
+        })
+        .collect();
+    let core: Vec<usize> = (0..cores)
+        .map(|c| g.add(format!("core{c}"), NodeKind::Switch))
+        .collect();
+    for (t, rack) in hosts.iter().enumerate() {
+        for &h in rack {
+            g.link(h, tor[t], Tier::Host);
+        }
+    }
+    for pod in 0..pods {
+        for t in 0..tors_per_pod {
+            for a in 0..aggs_per_pod {
+                g.link(tor[pod * tors_per_pod + t], agg[pod * aggs_per_pod + a], Tier::Edge);
+            }
+        }
+    }
+    for &a in &agg {
+        for &c in &core {
+            g.link(a, c, Tier::Core);
+        }
+    }
+    Ok(g)
+}
+
 /// A two-tier leaf-spine: `leaves` leaf switches `leaf<l>`, each with `hosts_per_leaf` hosts
 /// `leaf<l>-h<h>` and a link to every one of `spines` spine switches `spine<s>`.
 pub fn leaf_spine(leaves: usize, spines: usize, hosts_per_leaf: usize) -> Result<Generated, String> {
@@ -207,6 +277,27 @@ mod tests {
         assert!(fat_tree(1 << 32, 1 << 31).unwrap_err().contains("at most"));
         assert!(fat_tree(usize::MAX - 1, usize::MAX).unwrap_err().contains("at most"));
         assert!(leaf_spine(usize::MAX, usize::MAX, usize::MAX).is_err());
+    }
+
+    #[test]
+    fn mp_hulas_fig4_as_a_three_tier_layout() {
+        let g = three_tier(2, 1, 2, 2, 16).unwrap();
+        assert_eq!(count(&g, Tier::Host), 32);
+        assert_eq!(
+            count(&g, Tier::Edge),
+            4,
+            "each rack to both of its pod's aggregation switches"
+        );
+        assert_eq!(count(&g, Tier::Core), 8, "every aggregation switch to both cores");
+        assert_eq!(g.nodes.len(), 32 + 2 + 4 + 2);
+        let names: HashSet<&str> = g.nodes.iter().map(|n| n.0.as_str()).collect();
+        for n in ["tor0-h15", "tor1-h0", "tor1", "pod1-agg1", "core1"] {
+            assert!(names.contains(n), "{n}");
+        }
+        assert!(three_tier(2, 0, 2, 2, 16).is_err());
+        assert!(three_tier(usize::MAX, usize::MAX, 1, 1, usize::MAX)
+            .unwrap_err()
+            .contains("at most"));
     }
 
     #[test]

@@ -209,11 +209,9 @@ pub(super) fn routing_of(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<Routing, Sc
     }
 }
 
-/// `[topology]` as `[[node]]` and `[[link]]` entries: the generated nodes (hosts first) and
-/// links, each tier's rate, delay, queue and ECN threshold on its links, the `down` links left
-/// out. They come before the file's own nodes and links, which may add to them.
-pub(super) fn generated(ctx: &Ctx<'_>, t: &RawTopology) -> Result<(Vec<RawNode>, Vec<RawLink>), ScenarioError> {
-    use mpsched_topo::generate::{fat_tree, leaf_spine, Tier};
+/// The generator `[topology] kind` names, called with its keys (refusing keys of another kind).
+fn generator(ctx: &Ctx<'_>, t: &RawTopology) -> Result<mpsched_topo::generate::Generated, ScenarioError> {
+    use mpsched_topo::generate::{fat_tree, leaf_spine, three_tier};
     let need = |key: &str, v: Option<usize>| {
         v.ok_or_else(|| ctx.err(format!("topology.{key}"), format!("a {} needs `{key}`", t.kind)))
     };
@@ -221,9 +219,16 @@ pub(super) fn generated(ctx: &Ctx<'_>, t: &RawTopology) -> Result<(Vec<RawNode>,
         true => Err(ctx.err(format!("topology.{key}"), format!("not a key of a {}", t.kind))),
         false => Ok(()),
     };
-    let g = match t.kind.as_str() {
+    let unused_three_tier = |unused: &dyn Fn(&str, bool) -> Result<(), ScenarioError>| {
+        unused("pods", t.pods.is_some())?;
+        unused("tors_per_pod", t.tors_per_pod.is_some())?;
+        unused("aggs_per_pod", t.aggs_per_pod.is_some())?;
+        unused("cores", t.cores.is_some())
+    };
+    Ok(match t.kind.as_str() {
         "fat-tree" => {
             let k = need("k", t.k)?;
+            unused_three_tier(&unused)?;
             unused("leaves", t.leaves.is_some())?;
             unused("spines", t.spines.is_some())?;
             unused("hosts_per_leaf", t.hosts_per_leaf.is_some())?;
@@ -242,8 +247,30 @@ pub(super) fn generated(ctx: &Ctx<'_>, t: &RawTopology) -> Result<(Vec<RawNode>,
             };
             fat_tree(k, per_tor).map_err(|e| ctx.err("topology.k", e))?
         }
+        "three-tier" => {
+            unused("k", t.k.is_some())?;
+            unused("oversubscription", t.oversubscription.is_some())?;
+            unused("leaves", t.leaves.is_some())?;
+            unused("spines", t.spines.is_some())?;
+            unused("hosts_per_leaf", t.hosts_per_leaf.is_some())?;
+            if t.core_links.is_none() {
+                return Err(ctx.err(
+                    "topology.core_links",
+                    "a three-tier layout needs `[topology.core_links]`",
+                ));
+            }
+            three_tier(
+                need("pods", t.pods)?,
+                need("tors_per_pod", t.tors_per_pod)?,
+                need("aggs_per_pod", t.aggs_per_pod)?,
+                need("cores", t.cores)?,
+                need("hosts_per_tor", t.hosts_per_tor)?,
+            )
+            .map_err(|e| ctx.err("topology.pods", e))?
+        }
         "leaf-spine" => {
             unused("k", t.k.is_some())?;
+            unused_three_tier(&unused)?;
             unused("hosts_per_tor", t.hosts_per_tor.is_some())?;
             unused("oversubscription", t.oversubscription.is_some())?;
             unused("core_links", t.core_links.is_some())?;
@@ -257,10 +284,18 @@ pub(super) fn generated(ctx: &Ctx<'_>, t: &RawTopology) -> Result<(Vec<RawNode>,
         k => {
             return Err(ctx.err(
                 "topology.kind",
-                format!("expected `fat-tree` or `leaf-spine`, got `{k}`"),
+                format!("expected `fat-tree`, `three-tier` or `leaf-spine`, got `{k}`"),
             ))
         }
-    };
+    })
+}
+
+/// `[topology]` as `[[node]]` and `[[link]]` entries: the generated nodes (hosts first) and
+/// links, each tier's rate, delay, queue and ECN threshold on its links, the `down` links left
+/// out. They come before the file's own nodes and links, which may add to them.
+pub(super) fn generated(ctx: &Ctx<'_>, t: &RawTopology) -> Result<(Vec<RawNode>, Vec<RawLink>), ScenarioError> {
+    use mpsched_topo::generate::Tier;
+    let g = generator(ctx, t)?;
     for (key, tier) in [
         ("host_links", Some(&t.host_links)),
         ("edge_links", Some(&t.edge_links)),

@@ -56,7 +56,13 @@ pub(super) fn workload_flows(
                         format!("expected a fraction of the link rate in (0, 1], got {load}"),
                     ));
                 }
-                let rates: Vec<u64> = clients.iter().map(|&c| host_rate(links, c)).collect();
+                let rates: Vec<u64> = match &w.capacity {
+                    Some(c) => {
+                        let total = ctx.rate(&at("capacity"), c)?;
+                        vec![total / clients.len().max(1) as u64; clients.len()]
+                    }
+                    None => clients.iter().map(|&c| host_rate(links, c)).collect(),
+                };
                 drawn
                     .poisson(&cdf, load, &rates, &mut rng, &mut out)
                     .map_err(|e| ctx.err(at("load"), e))?;
