@@ -30,6 +30,7 @@ mod plot;
 mod run;
 mod sweep;
 mod trace;
+mod trafficgen;
 mod vectors;
 
 /// Multipath packet scheduling on programmable data planes: RS, WRR, DWRR and more, in a
@@ -66,6 +67,9 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Conformance vectors shared by the Rust and eBPF programs.
     Vectors(vectors::VectorsArgs),
+    /// The traffic generator the kernel backend runs fixed-size transfers with (a server per
+    /// receiving host, a client per sending host).
+    Trafficgen(trafficgen::TrafficgenArgs),
 }
 
 /// An error the user caused with an input (exit code 2).
@@ -121,6 +125,7 @@ fn main() -> ExitCode {
         Command::Clean => run::clean(),
         Command::Bench(a) => bench::bench(a),
         Command::Vectors(a) => vectors::vectors(a),
+        Command::Trafficgen(a) => trafficgen::trafficgen(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

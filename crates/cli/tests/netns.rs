@@ -66,6 +66,14 @@ const TESTS: &[(&str, fn())] = &[
         "ports_with_several_queues_are_refused_before_anything_is_made",
         ports_with_several_queues_are_refused_before_anything_is_made,
     ),
+    (
+        "a_workload_runs_on_the_kernel_with_the_traffic_generator",
+        a_workload_runs_on_the_kernel_with_the_traffic_generator,
+    ),
+    (
+        "link_failures_during_a_run_are_refused_on_the_kernel",
+        link_failures_during_a_run_are_refused_on_the_kernel,
+    ),
 ];
 
 fn main() {
@@ -298,6 +306,71 @@ fn a_fat_tree_runs_on_the_kernel_with_ecmp_over_every_uplink() {
         }
     }
     assert_clean("after the fat tree");
+}
+
+/// #11 item 4: web-search transfers on the k = 4 fat tree, made by `mpsched trafficgen` with
+/// kernel TCP: every transfer completes, its completion time is at least its size at the link
+/// rate, and the generator's servers are gone afterwards.
+fn a_workload_runs_on_the_kernel_with_the_traffic_generator() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tmp("workload");
+    let o = mpsched()
+        .args(["run", "dc/websearch-k4-kernel", "--backend", "netns", "--ignore-delay"])
+        .args(["--duration", "2.5", "--no-plot", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    ok(&o);
+    let csv = std::fs::read_to_string(out.join("flows.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    assert!(rows.len() > 20, "{} transfers", rows.len());
+    for r in &rows {
+        let (size, fct): (f64, f64) = (r[3].parse().unwrap(), r[6].parse().unwrap_or(-1.0));
+        assert!(fct >= size * 8.0 / 100e6, "{r:?}: finished, no faster than the link");
+    }
+    let lines = std::fs::read_to_string(out.join("trafficgen.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), rows.len(), "one generator line per transfer");
+    assert!(lines.lines().all(|l| l.contains("\"error\":null")), "{lines}");
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", "mpsched trafficgen"])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "generator processes left: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+    assert_clean("after the workload");
+}
+
+/// Links that fail during a run are a simulator feature for now: refused before anything is made.
+fn link_failures_during_a_run_are_refused_on_the_kernel() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("failure");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (_, text) = mpsched_scenario::builtin::find("dc/fat-tree-k4-permutation").unwrap();
+    let file = dir.join("failure.toml");
+    std::fs::write(
+        &file,
+        format!("{text}\n[[failure]]\na = \"tor0\"\nb = \"pod0-agg0\"\nat = \"1s\"\n"),
+    )
+    .unwrap();
+    let o = mpsched()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "netns",
+            "--ignore-delay",
+            "--out",
+        ])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("failure[0]") && err.contains("--backend sim"), "{err}");
+    assert_clean("after the refused failure");
 }
 
 /// Hardening item 11: a host beside the sender (sta2) sends DWRR feedback packets to the

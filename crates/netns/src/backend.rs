@@ -16,6 +16,7 @@
 
 use crate::dataplane::{Dataplane, NodeTables, PortBinding};
 use crate::ns::{self, is_root, Netns, NsError};
+use crate::trafficgen::{format_schedule, unix_ns, FlowResult, ScheduledFlow, TG_PORT};
 use mpsched_core::frame::MarkerConfig;
 use mpsched_core::packet::{ipv4_to_string, Ecn, PortId, UDP_OVERHEAD_BYTES};
 use mpsched_core::wire::mac_for;
@@ -78,6 +79,8 @@ pub struct NetnsRun {
     pub series: TimeSeries,
     /// Virtual queue vs qdisc backlog samples: (time s, node, port, vq bytes, qdisc bytes).
     pub queue_tracking: Vec<(f64, String, PortId, u64, u64)>,
+    /// The traffic generator's result per fixed-size transfer, by flow index.
+    pub transfers: Vec<FlowResult>,
 }
 
 /// A short random id for namespace names.
@@ -199,6 +202,12 @@ struct Live {
     /// iperf3 before its final report).
     readers: Vec<Option<std::thread::JoinHandle<String>>>,
     dataplanes: Vec<(usize, Dataplane)>,
+    /// Per flow, the child serving it (iperf3), if it has its own.
+    server_of: Vec<Option<usize>>,
+    /// Children running the traffic generator's servers (they run until killed).
+    tg_servers: Vec<usize>,
+    /// Per flow, the child running the generator client of its sending host.
+    tg_client_of: Vec<Option<usize>>,
 }
 
 impl Drop for Live {
@@ -386,11 +395,19 @@ impl Build<'_> {
         Ok(())
     }
 
-    /// A one-off iperf3 server per flow.
+    /// A one-off iperf3 server per flow, and a traffic generator server on every host that
+    /// receives fixed-size transfers; then wait until all listen.
     fn servers(&self, live: &mut Live) -> Result<(), NetnsError> {
         let sc = self.sc;
-
-        for f in &sc.flows {
+        let mut listeners: Vec<(usize, u16, String)> = Vec::new();
+        let mut tg_hosts: Vec<usize> = Vec::new();
+        for (fi, f) in sc.flows.iter().enumerate() {
+            if is_transfer(f) {
+                if !tg_hosts.contains(&f.dst) {
+                    tg_hosts.push(f.dst);
+                }
+                continue;
+            }
             let server = live.nss[f.dst].spawn(
                 "iperf3",
                 &[
@@ -405,17 +422,27 @@ impl Build<'_> {
                     &f.dst_port.to_string(),
                 ],
             )?;
+            live.server_of[fi] = Some(live.children.len());
             push_child(live, server);
+            listeners.push((f.dst, f.dst_port, format!("the server of flow `{}`", f.name)));
+        }
+        let exe = trafficgen_exe()?;
+        for &h in &tg_hosts {
+            let ip = ipv4_to_string(sc.nodes[h].ip);
+            let port = TG_PORT.to_string();
+            let server = live.nss[h].spawn(&exe, &["trafficgen", "serve", "--bind", &ip, "--port", &port])?;
+            live.tg_servers.push(live.children.len());
+            push_child(live, server);
+            listeners.push((h, TG_PORT, format!("the traffic generator on `{}`", sc.nodes[h].name)));
         }
         // Clients may start at once: wait until every server listens (a fixed pause was too
         // short for 16 servers on a busy machine, and a client then found no server).
         let deadline = Instant::now() + Duration::from_secs(10);
-        for f in &sc.flows {
-            while !listening(&live.nss[f.dst], f.dst_port) {
+        for (node, port, what) in &listeners {
+            while !listening(&live.nss[*node], *port) {
                 if Instant::now() > deadline {
                     return Err(NetnsError::Traffic(format!(
-                        "the server of flow `{}` was not listening on port {} after 10 s",
-                        f.name, f.dst_port
+                        "{what} was not listening on port {port} after 10 s"
                     )));
                 }
                 self.check_stop()?;
@@ -424,6 +451,67 @@ impl Build<'_> {
         }
         Ok(())
     }
+
+    /// One traffic generator client per host that sends fixed-size transfers, given its
+    /// schedule; `t0` is the run's time zero.
+    fn generator_clients(&self, live: &mut Live, t0: Instant) -> Result<(), NetnsError> {
+        let sc = self.sc;
+        let mut by_src: BTreeMap<usize, Vec<ScheduledFlow>> = BTreeMap::new();
+        for (fi, f) in sc.flows.iter().enumerate() {
+            let (Some(t), true) = (&f.tcp, is_transfer(f)) else {
+                continue;
+            };
+            let TcpApp::Transfer { size_bytes } = t.app else {
+                continue;
+            };
+            let maxseg = if t.config.mss_bytes == mpsched_transport::tcp::DEFAULT_MSS_BYTES {
+                0
+            } else {
+                // TCP_MAXSEG clamps the MSS before Linux takes the 12 bytes of timestamps off.
+                t.config.mss_bytes + 12
+            };
+            by_src.entry(f.src).or_default().push(ScheduledFlow {
+                id: fi,
+                dst: std::net::Ipv4Addr::from(sc.nodes[f.dst].ip),
+                size_bytes,
+                start_ns: f.start_ps / 1000,
+                cc: t.config.cc.linux_name().to_string(),
+                nodelay: t.config.nodelay,
+                maxseg,
+            });
+        }
+        if by_src.is_empty() {
+            return Ok(());
+        }
+        let exe = trafficgen_exe()?;
+        let zero = std::time::SystemTime::now() - t0.elapsed();
+        let t0_ns = unix_ns(zero).to_string();
+        for (src, flows) in by_src {
+            let ids: Vec<usize> = flows.iter().map(|f| f.id).collect();
+            let c = live.nss[src].spawn_with_input(
+                &exe,
+                &["trafficgen", "client", "--t0-unix-ns", &t0_ns],
+                format_schedule(&flows),
+            )?;
+            for id in ids {
+                live.tg_client_of[id] = Some(live.children.len());
+            }
+            push_child(live, c);
+        }
+        Ok(())
+    }
+}
+
+/// Whether a flow is a fixed-size TCP transfer (run by the traffic generator, not iperf3).
+fn is_transfer(f: &Flow) -> bool {
+    matches!(f.tcp.as_ref().map(|t| &t.app), Some(TcpApp::Transfer { .. }))
+}
+
+/// The binary that runs `mpsched trafficgen` in the namespaces: this one.
+fn trafficgen_exe() -> Result<String, NetnsError> {
+    std::env::current_exe()
+        .map(|p| p.to_string_lossy().into_owned())
+        .map_err(|e| NetnsError::Traffic(format!("cannot find the mpsched binary for the traffic generator: {e}")))
 }
 
 /// Run `sc` (one variant, one repetition) on the kernel.
@@ -451,6 +539,9 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         children: Vec::new(),
         readers: Vec::new(),
         dataplanes: Vec::new(),
+        server_of: vec![None; sc.flows.len()],
+        tg_servers: Vec::new(),
+        tg_client_of: vec![None; sc.flows.len()],
     };
     b.namespaces(&mut live)?;
     b.links(&live)?;
@@ -499,7 +590,9 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
         .iter()
         .map(|(node, ifname)| rx_bytes(&live.nss[*node], ifname).unwrap_or(0))
         .collect();
-    let mut started = vec![false; sc.flows.len()];
+    // Fixed-size transfers run in the traffic generator, started here with their schedules.
+    let mut started: Vec<bool> = sc.flows.iter().map(is_transfer).collect();
+    b.generator_clients(live, t0)?;
     let mut client_of: Vec<Option<usize>> = vec![None; sc.flows.len()];
     let mut queue_tracking = Vec::new();
     let tracked: Vec<(usize, PortId)> = live
@@ -627,7 +720,11 @@ fn wait_for_traffic(b: &Build, live: &mut Live) -> Result<Vec<String>, NetnsErro
 
     let deadline = Instant::now() + DRAIN + Duration::from_secs(5);
     let mut outputs = vec![String::new(); live.children.len()];
+    // The generator's servers run until killed: wait for everything else, then stop them.
     for (ci, c) in live.children.iter_mut().enumerate() {
+        if live.tg_servers.contains(&ci) {
+            continue;
+        }
         loop {
             check_stop_plain(&opts.stop, run_id)?;
             if c.try_wait().ok().flatten().is_some() {
@@ -643,6 +740,11 @@ fn wait_for_traffic(b: &Build, live: &mut Live) -> Result<Vec<String>, NetnsErro
         if let Some(r) = live.readers[ci].take() {
             outputs[ci] = r.join().unwrap_or_default();
         }
+    }
+    for &ci in &live.tg_servers {
+        let c = &mut live.children[ci];
+        let _ = c.kill();
+        let _ = c.wait();
     }
     Ok(outputs)
 }
@@ -663,12 +765,21 @@ fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[String]) -> Resu
     }
     let mut flow_series: Vec<Vec<f64>> = Vec::new();
     let mut tcp_series: Vec<(String, Vec<Vec<f64>>)> = Vec::new();
+    let generated = generator_results(live, outputs);
     for (fi, f) in sc.flows.iter().enumerate() {
-        let server: serde_json::Value = serde_json::from_str(&outputs[fi]).map_err(|e| {
+        if let (Some(t), true) = (&f.tcp, is_transfer(f)) {
+            let (fig, col) = transfer_figures(f, t, generated.get(&fi), intervals, sample_every.as_secs_f64());
+            flows.push(fig);
+            flow_series.push(col);
+            tcp_series.push((f.name.clone(), vec![vec![0.0; intervals]; 3]));
+            continue;
+        }
+        let out = live.server_of[fi].map_or("", |ci| outputs[ci].as_str());
+        let server: serde_json::Value = serde_json::from_str(out).map_err(|e| {
             NetnsError::Traffic(format!(
                 "flow `{}`: server report unreadable ({e}): {}",
                 f.name,
-                outputs[fi].chars().take(300).collect::<String>()
+                out.chars().take(300).collect::<String>()
             ))
         })?;
         if let Some(err) = server.get("error").and_then(|e| e.as_str()) {
@@ -772,6 +883,7 @@ fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[String]) -> Resu
             rows,
         },
         queue_tracking: samples.queue_tracking,
+        transfers: generated.into_values().collect(),
     })
 }
 
@@ -890,6 +1002,17 @@ impl mpsched_sim::experiment::Backend for NetnsBackend {
             }
             artifacts.push(("queue_tracking.csv".to_string(), text));
         }
+        if !res.transfers.is_empty() {
+            // The generator's own lines: start, completion and handshake time per transfer.
+            let mut text = String::new();
+            for r in &res.transfers {
+                let mut v = serde_json::to_value(r).unwrap_or_default();
+                v["flow"] = sc.flows.get(r.id).map_or("", |f| f.name.as_str()).into();
+                text.push_str(&v.to_string());
+                text.push('\n');
+            }
+            artifacts.push(("trafficgen.jsonl".to_string(), text));
+        }
         Ok(mpsched_sim::experiment::RunResult {
             figures: res.figures,
             series: res.series,
@@ -966,6 +1089,61 @@ fn tcp_client_args(sc: &Scenario, f: &Flow, t: &TcpFlow, dur_s: f64) -> Vec<Stri
         args.push("-N".into());
     }
     args
+}
+
+/// The generator clients' results, by flow index.
+fn generator_results(live: &Live, outputs: &[String]) -> BTreeMap<usize, FlowResult> {
+    let mut clients: Vec<usize> = live.tg_client_of.iter().flatten().copied().collect();
+    clients.sort_unstable();
+    clients.dedup();
+    clients
+        .iter()
+        .flat_map(|&ci| outputs[ci].lines())
+        .filter_map(|l| serde_json::from_str::<FlowResult>(l).ok())
+        .map(|r| (r.id, r))
+        .collect()
+}
+
+/// A fixed-size transfer's figures from the traffic generator (completion time measured at
+/// the client), and its goodput column: the bytes spread evenly over the time it took. The
+/// generator measures no window, RTT or retransmissions (zero, `None` where the schema allows).
+fn transfer_figures(
+    f: &Flow,
+    t: &TcpFlow,
+    r: Option<&FlowResult>,
+    intervals: usize,
+    interval_s: f64,
+) -> (FlowFigures, Vec<f64>) {
+    let done = r.filter(|r| r.fct_s.is_some());
+    let bytes = done.map_or(0, |r| r.bytes) as f64;
+    let mut col = vec![0.0; intervals];
+    if let Some(r) = done {
+        let (start, fct) = (r.start_s, r.fct_s.unwrap_or(0.0).max(1e-9));
+        for (k, c) in col.iter_mut().enumerate() {
+            let (lo, hi) = (k as f64 * interval_s, (k + 1) as f64 * interval_s);
+            let overlap = (hi.min(start + fct) - lo.max(start)).max(0.0);
+            *c = round(bytes * 8.0 * overlap / fct / interval_s / 1e6, 4);
+        }
+    }
+    let active_s = (f.stop_ps - f.start_ps) as f64 / PS_PER_S as f64;
+    let fig = FlowFigures {
+        id: f.name.clone(),
+        offered_mbps: 0.0,
+        delivered_mbps: round(bytes * 8.0 / active_s.max(1e-12) / 1e6, 4),
+        loss_pct: None,
+        mean_owd_ms: None,
+        reordered_pct: 0.0,
+        sent_pkts: 0,
+        delivered_pkts: 0,
+        per_path_mbps: BTreeMap::new(),
+        delivered_mib: round(bytes / f64::from(1u32 << 20), 4),
+        tcp: Some(TcpFigures {
+            cc: t.config.cc.linux_name().to_string(),
+            completion_s: done.and_then(|r| r.fct_s).map(|x| round(x, 6)),
+            ..TcpFigures::default()
+        }),
+    };
+    (fig, col)
 }
 
 /// A TCP flow's figures from iperf3's server (bytes received) and client (retransmits, cwnd and

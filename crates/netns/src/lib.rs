@@ -17,4 +17,5 @@ pub mod bench;
 pub mod dataplane;
 pub mod layout;
 pub mod ns;
+pub mod trafficgen;
 pub mod vectors;

@@ -122,6 +122,27 @@ impl Netns {
             .map_err(|source| NsError::Spawn { cmd: shown, source })
     }
 
+    /// [`Netns::spawn`] with `input` written to the command's standard input (then closed).
+    pub fn spawn_with_input(&self, cmd: &str, args: &[&str], input: String) -> Result<std::process::Child, NsError> {
+        let shown = format!("ip netns exec {} {cmd} {}", self.name, args.join(" "));
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.name, cmd])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|source| NsError::Spawn { cmd: shown, source })?;
+        if let Some(mut stdin) = child.stdin.take() {
+            // A thread, so that a schedule larger than the pipe cannot block the caller.
+            std::thread::spawn(move || {
+                use std::io::Write as _;
+                let _ = stdin.write_all(input.as_bytes());
+            });
+        }
+        Ok(child)
+    }
+
     /// A sysctl inside the namespace.
     pub fn sysctl(&self, key: &str, value: &str) -> Result<(), NsError> {
         self.exec("sysctl", &["-q", "-w", &format!("{key}={value}")])

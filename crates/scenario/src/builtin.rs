@@ -68,6 +68,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../scenarios/mphula2018/fig5-websearch-tcp-ecmp.toml"),
     ),
     (
+        "dc/websearch-k4-kernel",
+        "scenarios/dc/websearch-k4-kernel.toml",
+        include_str!("../../../scenarios/dc/websearch-k4-kernel.toml"),
+    ),
+    (
         "dc/websearch-k4-load",
         "scenarios/dc/websearch-k4-load.toml",
         include_str!("../../../scenarios/dc/websearch-k4-load.toml"),

@@ -1,0 +1,54 @@
+//! `mpsched trafficgen`: the netns backend's generator of fixed-size transfers (see
+//! `mpsched_netns::trafficgen`), run inside the host namespaces; usable alone between two
+//! machines as well.
+
+use crate::UsageError;
+use mpsched_netns::trafficgen::{read_schedule, run_client, serve, TG_PORT};
+use std::net::Ipv4Addr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Arguments of `mpsched trafficgen`.
+#[derive(clap::Args)]
+pub struct TrafficgenArgs {
+    #[command(subcommand)]
+    role: Role,
+}
+
+#[derive(clap::Subcommand)]
+enum Role {
+    /// Accept connections, read each to its end, answer one byte; until killed.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "0.0.0.0")]
+        bind: Ipv4Addr,
+        /// Port.
+        #[arg(long, default_value_t = TG_PORT)]
+        port: u16,
+    },
+    /// Run the schedule on standard input (`id dst size start_ns cc` per line); one JSON line
+    /// per flow on standard output.
+    Client {
+        /// Time zero, nanoseconds since the Unix epoch (default: now).
+        #[arg(long)]
+        t0_unix_ns: Option<u64>,
+        /// The servers' port.
+        #[arg(long, default_value_t = TG_PORT)]
+        port: u16,
+    },
+}
+
+/// `mpsched trafficgen`.
+pub fn trafficgen(a: TrafficgenArgs) -> anyhow::Result<()> {
+    match a.role {
+        Role::Serve { bind, port } => {
+            serve(bind, port).map_err(|e| UsageError(format!("cannot serve on {bind}:{port}: {e}")))?;
+            Ok(())
+        }
+        Role::Client { t0_unix_ns, port } => {
+            let flows = read_schedule(std::io::stdin().lock()).map_err(UsageError)?;
+            let t0 = t0_unix_ns.map_or_else(SystemTime::now, |ns| UNIX_EPOCH + Duration::from_nanos(ns));
+            run_client(flows, t0, port, std::io::stdout());
+            Ok(())
+        }
+    }
+}
