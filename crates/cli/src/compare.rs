@@ -74,7 +74,15 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
         "netns loss"
     );
     let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
-    for r in &rows {
+    // A workload has hundreds of flows: the first rows here, all of them in compare.csv.
+    const SHOWN: usize = 32;
+    if rows.len() > SHOWN {
+        outln!(
+            "(the first {SHOWN} of {} rows; all in compare.csv with --out)",
+            rows.len()
+        );
+    }
+    for r in rows.iter().take(SHOWN) {
         outln!(
             "{:<10} {:<14} {:>10.3} {:>10.3} {:>8.3} {:>10} {:>10}",
             r.variant,
@@ -86,6 +94,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
             pct(r.netns_loss_pct)
         );
     }
+    print_completion(&sim, &kernel)?;
     if let Some(dir) = a.out {
         let v = serde_json::json!({
             "scenario": sc.name,
@@ -101,9 +110,88 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
         let p = dir.join("compare.png");
         crate::plot::compare_png(&format!("{}: simulator and kernel", sc.name), &rows, &p)
             .with_context(|| format!("drawing {}", p.display()))?;
+        if let Some(path) = completion_cdf(&sc, &sim, &kernel, &dir)? {
+            outln!("Completion times of both backends: {}", path.display());
+        }
         outln!("\nWrote compare.json, compare.csv and compare.png in {}", dir.display());
     }
     Ok(())
+}
+
+/// Completion times of fixed-size transfers on both backends, per variant and class.
+fn print_completion(sim: &[VariantResult], kernel: &[VariantResult]) -> anyhow::Result<()> {
+    let three = |x: Option<[f64; 3]>| x.map_or("-".to_string(), |[a, b, c]| format!("{a:.2} / {b:.2} / {c:.2}"));
+    let mut header = false;
+    for (s, k) in sim.iter().zip(kernel) {
+        for (cs, ck) in s.summary.completion.iter().zip(&k.summary.completion) {
+            if !header {
+                outln!("\ncompletion times, ms: mean / median / p99 (netns from connect to the server's answer)");
+                outln!(
+                    "{:<10} {:<20} {:>28} {:>28} {:>9}",
+                    "variant",
+                    "flows",
+                    "sim",
+                    "netns",
+                    "median ×"
+                );
+                header = true;
+            }
+            let ratio = match (cs.fct_ms, ck.fct_ms) {
+                (Some(a), Some(b)) if a[1] > 0.0 => format!("{:.2}", b[1] / a[1]),
+                _ => "-".into(),
+            };
+            outln!(
+                "{:<10} {:<20} {:>28} {:>28} {:>9}",
+                s.variant.as_deref().unwrap_or("-"),
+                cs.class,
+                three(cs.fct_ms),
+                three(ck.fct_ms),
+                ratio
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `compare_fct_cdf.png`: the completion-time distributions of both backends (first variant).
+fn completion_cdf(
+    sc: &mpsched_scenario::Scenario,
+    sim: &[VariantResult],
+    kernel: &[VariantResult],
+    dir: &std::path::Path,
+) -> anyhow::Result<Option<std::path::PathBuf>> {
+    let (Some(s), Some(k)) = (sim.first(), kernel.first()) else {
+        return Ok(None);
+    };
+    let mut lines = Vec::new();
+    for (name, r) in [("simulator", s), ("kernel (netns)", k)] {
+        let Some(run) = r.summary.repetitions.first() else {
+            return Ok(None);
+        };
+        let rows = mpsched_scenario::completion::rows(&r.scenario, run).map_err(anyhow::Error::msg)?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let ms = |keep: fn(u64) -> bool| -> Vec<f64> {
+            rows.iter()
+                .filter(|x| keep(x.size_bytes))
+                .filter_map(|x| x.fct_s.map(|f| f * 1e3))
+                .collect()
+        };
+        lines.push((
+            name.to_string(),
+            ms(|_| true),
+            ms(|b| b < mpsched_scenario::completion::MICE_BELOW_BYTES),
+        ));
+    }
+    let path = dir.join("compare_fct_cdf.png");
+    crate::plot::fct_cdf_png(
+        &format!("{}: completion times, simulator and kernel", sc.name),
+        &lines,
+        &path,
+    )
+    .with_context(|| format!("drawing {}", path.display()))?;
+    Ok(Some(path))
 }
 
 /// One line of the comparison: a flow's goodput or a path's wire rate on both backends.
