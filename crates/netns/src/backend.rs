@@ -1054,8 +1054,8 @@ fn tcp_sysctls(n: &Netns, sc: &Scenario, host: usize) -> Result<(), NetnsError> 
     Ok(())
 }
 
-/// iperf3 client arguments for a TCP flow: `-C` for the congestion control, `-t` (bulk) or
-/// `-n` (transfer), `-N` for no Nagle.
+/// iperf3 client arguments for a bulk TCP flow: `-C` for the congestion control, `-t`, `-N` for
+/// no Nagle.
 fn tcp_client_args(sc: &Scenario, f: &Flow, t: &TcpFlow, dur_s: f64) -> Vec<String> {
     let mut args: Vec<String> = vec![
         "-c".into(),
@@ -1075,16 +1075,9 @@ fn tcp_client_args(sc: &Scenario, f: &Flow, t: &TcpFlow, dur_s: f64) -> Vec<Stri
         args.push("-M".into());
         args.push((t.config.mss_bytes + 12).to_string());
     }
-    match t.app {
-        TcpApp::Transfer { size_bytes } => {
-            args.push("-n".into());
-            args.push(size_bytes.to_string());
-        }
-        _ => {
-            args.push("-t".into());
-            args.push(format!("{dur_s:.3}"));
-        }
-    }
+    // Fixed-size transfers run in the traffic generator, not iperf3: this is a bulk flow.
+    args.push("-t".into());
+    args.push(format!("{dur_s:.3}"));
     if t.config.nodelay {
         args.push("-N".into());
     }
@@ -1201,10 +1194,6 @@ fn tcp_flow_figures(
             retransmitted_segments: retx,
             srtt_ms: round(stream["mean_rtt"].as_f64().unwrap_or(0.0) / 1000.0, 3),
             mean_cwnd_kib: if cwnd_n > 0.0 { round(cwnd_sum / cwnd_n, 3) } else { 0.0 },
-            completion_s: match t.app {
-                TcpApp::Transfer { .. } => client["end"]["sum_received"]["seconds"].as_f64().map(|x| round(x, 6)),
-                _ => None,
-            },
             ..TcpFigures::default()
         }),
     };
