@@ -1118,8 +1118,19 @@ fn transfer_figures(
             *c = round(bytes * 8.0 * overlap / fct / interval_s / 1e6, 4);
         }
     }
+    let tcp = TcpFigures {
+        cc: t.config.cc.linux_name().to_string(),
+        completion_s: done.and_then(|r| r.fct_s).map(|x| round(x, 6)),
+        ..TcpFigures::default()
+    };
+    (kernel_tcp_figures(f, bytes, tcp), col)
+}
+
+/// A TCP flow's figures on the kernel from the bytes it delivered and its transport figures.
+/// The kernel's tools count no losses, delays or packets of a TCP flow: those stay empty.
+fn kernel_tcp_figures(f: &Flow, bytes: f64, tcp: TcpFigures) -> FlowFigures {
     let active_s = (f.stop_ps - f.start_ps) as f64 / PS_PER_S as f64;
-    let fig = FlowFigures {
+    FlowFigures {
         id: f.name.clone(),
         offered_mbps: 0.0,
         delivered_mbps: round(bytes * 8.0 / active_s.max(1e-12) / 1e6, 4),
@@ -1130,13 +1141,8 @@ fn transfer_figures(
         delivered_pkts: 0,
         per_path_mbps: BTreeMap::new(),
         delivered_mib: round(bytes / f64::from(1u32 << 20), 4),
-        tcp: Some(TcpFigures {
-            cc: t.config.cc.linux_name().to_string(),
-            completion_s: done.and_then(|r| r.fct_s).map(|x| round(x, 6)),
-            ..TcpFigures::default()
-        }),
-    };
-    (fig, col)
+        tcp: Some(tcp),
+    }
 }
 
 /// A TCP flow's figures from iperf3's server (bytes received) and client (retransmits, cwnd and
@@ -1153,7 +1159,6 @@ fn tcp_flow_figures(
     let sent = &client["end"]["sum_sent"];
     let retx = sent["retransmits"].as_u64().unwrap_or(0);
     let stream = &client["end"]["streams"][0]["sender"];
-    let active_s = (f.stop_ps - f.start_ps) as f64 / PS_PER_S as f64;
     let mut cols = vec![vec![0.0; intervals]; 4];
     let start_s = f.start_ps as f64 / PS_PER_S as f64;
     let slot = |end: f64| report_slot(start_s, end, interval_s);
@@ -1176,27 +1181,16 @@ fn tcp_flow_figures(
             cwnd_n += 1.0;
         }
     }
-    let fig = FlowFigures {
-        id: f.name.clone(),
-        offered_mbps: 0.0,
-        delivered_mbps: round(bytes * 8.0 / active_s / 1e6, 4),
-        // iperf3 counts a TCP flow's retransmissions (below), not its losses, and no delay;
-        // nor timeouts, fast retransmits or ECN figures (`TcpFigures::default()`: None).
-        loss_pct: None,
-        mean_owd_ms: None,
-        reordered_pct: 0.0,
-        sent_pkts: 0,
-        delivered_pkts: 0,
-        per_path_mbps: BTreeMap::new(),
-        delivered_mib: round(bytes / f64::from(1u32 << 20), 4),
-        tcp: Some(TcpFigures {
-            cc: t.config.cc.linux_name().to_string(),
-            retransmitted_segments: retx,
-            srtt_ms: round(stream["mean_rtt"].as_f64().unwrap_or(0.0) / 1000.0, 3),
-            mean_cwnd_kib: if cwnd_n > 0.0 { round(cwnd_sum / cwnd_n, 3) } else { 0.0 },
-            ..TcpFigures::default()
-        }),
+    // iperf3 counts a TCP flow's retransmissions, not its losses, and no delay; nor timeouts,
+    // fast retransmits or ECN figures (`TcpFigures::default()`: None).
+    let tcp = TcpFigures {
+        cc: t.config.cc.linux_name().to_string(),
+        retransmitted_segments: retx,
+        srtt_ms: round(stream["mean_rtt"].as_f64().unwrap_or(0.0) / 1000.0, 3),
+        mean_cwnd_kib: if cwnd_n > 0.0 { round(cwnd_sum / cwnd_n, 3) } else { 0.0 },
+        ..TcpFigures::default()
     };
+    let fig = kernel_tcp_figures(f, bytes, tcp);
     (fig, cols)
 }
 

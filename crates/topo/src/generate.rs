@@ -50,6 +50,26 @@ impl Generated {
     fn link(&mut self, a: usize, b: usize, tier: Tier) {
         self.links.push(GeneratedLink { a, b, tier });
     }
+
+    /// `tors` racks of `hosts_per_tor` hosts each: hosts `tor<t>-h<h>` first, then the racks'
+    /// switches `tor<t>`, each host linked to its rack. Returns the racks' switches.
+    fn racks(&mut self, tors: usize, hosts_per_tor: usize) -> Vec<usize> {
+        let first_host = self.nodes.len();
+        for t in 0..tors {
+            for h in 0..hosts_per_tor {
+                self.add(format!("tor{t}-h{h}"), NodeKind::Host);
+            }
+        }
+        let tor: Vec<usize> = (0..tors)
+            .map(|t| self.add(format!("tor{t}"), NodeKind::Switch))
+            .collect();
+        for (t, &sw) in tor.iter().enumerate() {
+            for h in 0..hosts_per_tor {
+                self.link(first_host + t * hosts_per_tor + h, sw, Tier::Host);
+            }
+        }
+        tor
+    }
 }
 
 /// A k-ary fat tree (Al-Fares et al., SIGCOMM 2008): `k` pods, each of `k/2` top-of-rack
@@ -78,25 +98,13 @@ pub fn fat_tree(k: usize, hosts_per_tor: usize) -> Result<Generated, String> {
         ));
     }
     let mut g = Generated::default();
-    let hosts: Vec<Vec<usize>> = (0..tors)
-        .map(|t| {
-            (0..hosts_per_tor)
-                .map(|h| g.add(format!("tor{t}-h{h}"), NodeKind::Host))
-                .collect()
-        })
-        .collect();
-    let tor: Vec<usize> = (0..tors).map(|t| g.add(format!("tor{t}"), NodeKind::Switch)).collect();
+    let tor = g.racks(tors, hosts_per_tor);
     let agg: Vec<usize> = (0..k * half)
         .map(|i| g.add(format!("pod{}-agg{}", i / half, i % half), NodeKind::Switch))
         .collect();
     let core: Vec<usize> = (0..half * half)
         .map(|c| g.add(format!("core{c}"), NodeKind::Switch))
         .collect();
-    for (t, rack) in hosts.iter().enumerate() {
-        for &h in rack {
-            g.link(h, tor[t], Tier::Host);
-        }
-    }
     for pod in 0..k {
         for e in 0..half {
             for a in 0..half {
@@ -143,14 +151,7 @@ pub fn three_tier(
         ));
     }
     let mut g = Generated::default();
-    let hosts: Vec<Vec<usize>> = (0..tors)
-        .map(|t| {
-            (0..hosts_per_tor)
-                .map(|h| g.add(format!("tor{t}-h{h}"), NodeKind::Host))
-                .collect()
-        })
-        .collect();
-    let tor: Vec<usize> = (0..tors).map(|t| g.add(format!("tor{t}"), NodeKind::Switch)).collect();
+    let tor = g.racks(tors, hosts_per_tor);
     let agg: Vec<usize> = (0..aggs)
         .map(|i| {
             g.add(
@@ -162,11 +163,6 @@ pub fn three_tier(
     let core: Vec<usize> = (0..cores)
         .map(|c| g.add(format!("core{c}"), NodeKind::Switch))
         .collect();
-    for (t, rack) in hosts.iter().enumerate() {
-        for &h in rack {
-            g.link(h, tor[t], Tier::Host);
-        }
-    }
     for pod in 0..pods {
         for t in 0..tors_per_pod {
             for a in 0..aggs_per_pod {
