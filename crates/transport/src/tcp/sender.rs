@@ -33,6 +33,9 @@ struct SentRecord {
     retransmitted: bool,
 }
 
+/// Records of sent segments a sender keeps room for while nothing is outstanding.
+const IDLE_SENT_CAPACITY: usize = 64;
+
 /// A TCP sender: the application writes bytes, [`TcpSender::poll_transmit`] hands out segments,
 /// ACKs and timer expiries come back in.
 #[derive(Debug)]
@@ -256,6 +259,12 @@ impl TcpSender {
         }
     }
 
+    /// Room kept for records of sent segments (tests of the memory a finished transfer holds).
+    #[cfg(test)]
+    pub(crate) fn sent_capacity(&self) -> usize {
+        self.sent.capacity()
+    }
+
     /// An ACK arrived.
     pub fn on_ack(&mut self, now: TimeNs, seg: &Segment) {
         self.on_ack_coupled(now, seg, &[], 0);
@@ -345,6 +354,12 @@ impl TcpSender {
             self.backoff = 0;
             if self.snd_una == self.snd_max {
                 self.rto_deadline = None;
+                // Nothing outstanding: give back what a large window grew the record of sent
+                // segments to (a finished transfer would hold it to the end of the run; at
+                // data-centre scale that was most of the memory).
+                if self.sent.capacity() > IDLE_SENT_CAPACITY {
+                    self.sent = VecDeque::new();
+                }
             } else {
                 self.arm_rto(now);
             }
