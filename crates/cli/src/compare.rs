@@ -2,8 +2,9 @@
 //! per path.
 
 use crate::run::{resolve_scenario, run_netns};
+use crate::UsageError;
 use anyhow::Context;
-use mpsched_netns::backend::NetnsOptions;
+use mpsched_netns::backend::{NetnsError, NetnsOptions};
 use mpsched_scenario::results::Summary;
 use mpsched_sim::experiment::{run_plan, Plan, VariantResult};
 use std::path::PathBuf;
@@ -53,12 +54,23 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
         repetitions: Some(1),
         captures: Vec::new(),
     };
-    let sim = run_plan(&sc, &plan, |_| {}).map_err(|e| anyhow::anyhow!("{e}"))?;
     let opts = NetnsOptions {
         ignore_delay: a.ignore_delay,
         stop: crate::stop_flag(),
         track_queues: None::<Duration>,
     };
+    // What the kernel cannot run is refused before the simulator spends its time.
+    for name in plan.variant_names(&sc) {
+        let concrete = match &name {
+            Some(v) => sc.with_variant(v)?,
+            None => sc.clone(),
+        };
+        mpsched_netns::backend::check(&concrete, &opts).map_err(|e| match e {
+            e @ (NetnsError::Missing(_) | NetnsError::Unsupported(_)) => UsageError(e.to_string()).into(),
+            e => anyhow::Error::new(e),
+        })?;
+    }
+    let sim = run_plan(&sc, &plan, |_| {}).map_err(|e| anyhow::anyhow!("{e}"))?;
     let kernel = run_netns(&sc, &plan, opts)?;
     let rows = rows_of(&sim, &kernel);
     outln!("{} — {}", sc.name, sc.title);

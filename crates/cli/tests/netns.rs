@@ -367,9 +367,21 @@ fn link_failures_during_a_run_are_refused_on_the_kernel() {
         .arg(dir.join("out"))
         .output()
         .unwrap();
-    assert!(!o.status.success());
+    assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("failure[0]") && err.contains("--backend sim"), "{err}");
+    // compare refuses it before its simulator run, not after.
+    let started = Instant::now();
+    let o = mpsched()
+        .args(["compare", file.to_str().unwrap(), "--ignore-delay"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "refused after {:?}",
+        started.elapsed()
+    );
     assert_clean("after the refused failure");
 }
 

@@ -514,6 +514,15 @@ fn trafficgen_exe() -> Result<String, NetnsError> {
         .map_err(|e| NetnsError::Traffic(format!("cannot find the mpsched binary for the traffic generator: {e}")))
 }
 
+/// Everything [`run`] checks before it makes anything: what the scenario asks of the data plane
+/// and of this machine. `mpsched compare` calls it before its simulator run, so that a scenario
+/// the kernel cannot run is refused at once, not after the simulation.
+pub fn check(sc: &Scenario, opts: &NetnsOptions) -> Result<(), NetnsError> {
+    let w = sc.wiring().map_err(NetnsError::Unsupported)?;
+    check_kernel_limits(sc, &w)?;
+    preflight(sc, opts).map(|_| ())
+}
+
 /// Run `sc` (one variant, one repetition) on the kernel.
 pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun, NetnsError> {
     // What the scenario asks of the data plane first: pure checks, nothing made yet (the
