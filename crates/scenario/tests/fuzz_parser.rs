@@ -129,6 +129,10 @@ const SPLICES: &[&str] = &[
     "at = \"1ms\"",
     "reroute_after = \"1000000s\"",
     "arrivals = \"once\"",
+    "capacity = \"1bps\"",
+    "kind = \"three-tier\"",
+    "pods = 1000000",
+    "cores = 0",
 ];
 
 fn mutate(text: &str, rng: &mut Rng) -> String {
