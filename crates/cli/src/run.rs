@@ -705,6 +705,11 @@ pub fn list() -> anyhow::Result<()> {
                 if !v.is_empty() {
                     outln!("  {:<38} variants: {}", "", v.join(", "));
                 }
+                if let Some(sw) = &sc.sweep {
+                    let points = sw.points().len();
+                    let key = sw.parameter.as_deref().unwrap_or("variants and seeds");
+                    outln!("  {:<38} sweep: {key}, {points} points (mpsched sweep {name})", "");
+                }
             }
             Err(e) => outln!("  {name:<38} (invalid: {e})"),
         }
