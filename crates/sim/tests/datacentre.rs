@@ -169,3 +169,94 @@ fn a_failed_link_blackholes_until_the_control_plane_routes_around_it() {
     );
     // (The total need not rise: the revived flows share links the blackholed ones left idle.)
 }
+
+/// #11, must-show 3: each switch's ECMP split is even across its uplinks over many flows. The
+/// web-search flows of a k = 8 fat tree (about 28 000) walk hop by hop through the switches'
+/// own programs, built from the control plane's tables as a run builds them; at every rack and
+/// aggregation switch, the flows it sends up spread over its four uplinks within 20 % of even.
+#[test]
+fn every_switch_splits_many_flows_evenly_over_its_uplinks() {
+    use mpsched_core::packet::{proto, PacketMeta};
+    use mpsched_core::program::{Ctx, Program, Verdict};
+    use mpsched_core::rng::SeededRandom;
+    use mpsched_core::switch::MultipathSwitch;
+    let text = r#"
+[scenario]
+name = "even"
+duration = "3s"
+[topology]
+kind = "fat-tree"
+k = 8
+[topology.host_links]
+rate = "1Gbps"
+[topology.edge_links]
+rate = "1Gbps"
+[topology.core_links]
+rate = "1Gbps"
+[[workload]]
+name = "ws"
+cdf = "websearch"
+load = 1.0
+"#;
+    let sc = Scenario::from_toml(text, "even.toml").unwrap();
+    assert!(sc.flows.len() > 20_000, "{} flows", sc.flows.len());
+    let w = sc.wiring().unwrap();
+    let mut programs: Vec<Option<MultipathSwitch>> = w
+        .switches
+        .iter()
+        .map(|c| {
+            c.as_ref()
+                .map(|c| MultipathSwitch::new(c, |_| Box::new(SeededRandom::new(1))).unwrap())
+        })
+        .collect();
+    let tier = |n: usize| {
+        let name = &sc.nodes[n].name;
+        if name.starts_with("core") {
+            2
+        } else if name.contains("agg") {
+            1
+        } else {
+            0
+        }
+    };
+    // Per switch, per port: flows sent up through it.
+    let mut up: Vec<std::collections::BTreeMap<u16, u32>> = vec![Default::default(); sc.nodes.len()];
+    for f in &sc.flows {
+        let mut meta = PacketMeta::udp(sc.nodes[f.src].ip, sc.nodes[f.dst].ip, f.src_port, f.dst_port, 1500);
+        meta.proto = proto::TCP;
+        let (mut at, mut port) = (w.ports[f.src][0].peer, w.ports[f.src][0].peer_port);
+        while at != f.dst {
+            let mut m = meta;
+            m.ingress_port = port;
+            let out = match programs[at].as_mut().unwrap().ingress(&mut m, &mut Ctx::new()) {
+                Verdict::Forward(p) => p,
+                v => panic!("flow {} at {}: {v:?}", f.name, sc.nodes[at].name),
+            };
+            let next = w.ports[at][usize::from(out)];
+            if sc.nodes[next.peer].kind == mpsched_scenario::NodeKind::Switch && tier(next.peer) > tier(at) {
+                *up[at].entry(out).or_default() += 1;
+            }
+            (at, port) = (next.peer, next.peer_port);
+        }
+    }
+    let mut checked = 0;
+    for (n, ports) in up.iter().enumerate().filter(|(_, p)| !p.is_empty()) {
+        assert_eq!(
+            ports.len(),
+            4,
+            "`{}` uses all four uplinks: {ports:?}",
+            sc.nodes[n].name
+        );
+        let mean = ports.values().sum::<u32>() as f64 / 4.0;
+        assert!(mean > 100.0, "`{}`: {mean} flows an uplink", sc.nodes[n].name);
+        for &c in ports.values() {
+            assert!(
+                (c as f64 / mean - 1.0).abs() < 0.2,
+                "`{}` uneven: {ports:?}",
+                sc.nodes[n].name
+            );
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 32 + 32, "every rack and aggregation switch");
+}
