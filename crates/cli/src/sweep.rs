@@ -272,10 +272,10 @@ fn run_all(
     for (p, r) in points.iter().zip(results) {
         ok.push(r.map_err(|e| {
             anyhow::anyhow!(
-                "point {} ({}, {:?}, seed {}): {e}",
+                "point {} (value {}, variant {}, seed {}): {e}",
                 p.index,
                 p.value_label(),
-                p.variant,
+                p.variant.as_deref().unwrap_or("-"),
                 p.seed
             )
         })?);

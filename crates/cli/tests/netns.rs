@@ -74,6 +74,10 @@ const TESTS: &[(&str, fn())] = &[
         "link_failures_during_a_run_are_refused_on_the_kernel",
         link_failures_during_a_run_are_refused_on_the_kernel,
     ),
+    (
+        "a_bulk_flow_on_the_generators_port_is_refused",
+        a_bulk_flow_on_the_generators_port_is_refused,
+    ),
 ];
 
 fn main() {
@@ -383,6 +387,35 @@ fn link_failures_during_a_run_are_refused_on_the_kernel() {
         started.elapsed()
     );
     assert_clean("after the refused failure");
+}
+
+/// The traffic generator serves transfers on port 5999: a bulk flow to the same host and port
+/// would find it taken, so it is refused before anything is made.
+fn a_bulk_flow_on_the_generators_port_is_refused() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("tg-port");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (_, text) = mpsched_scenario::builtin::find("dc/websearch-k4-kernel").unwrap();
+    let bulk =
+        "\n[[flow]]\nname = \"bulk\"\nsrc = \"tor1-h0\"\ndst = \"tor0-h0\"\nprotocol = \"tcp\"\ndst_port = 5999\n";
+    let file = dir.join("port.toml");
+    std::fs::write(&file, format!("{text}{bulk}")).unwrap();
+    let o = mpsched()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "netns",
+            "--ignore-delay",
+            "--out",
+        ])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("flow `bulk`") && err.contains("5999"), "{err}");
+    assert_clean("after the refused port");
 }
 
 /// Hardening item 11: a host beside the sender (sta2) sends DWRR feedback packets to the

@@ -145,6 +145,18 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             f.link
         )));
     }
+    // The traffic generator's servers listen on TG_PORT on every host that receives transfers.
+    if let Some(f) = sc
+        .flows
+        .iter()
+        .find(|f| !is_transfer(f) && f.dst_port == TG_PORT && sc.flows.iter().any(|t| is_transfer(t) && t.dst == f.dst))
+    {
+        return Err(NetnsError::Unsupported(format!(
+            "flow `{}` uses port {TG_PORT} on `{}`, where the traffic generator serves the fixed-size transfers; \
+             give it another `dst_port`",
+            f.name, sc.nodes[f.dst].name
+        )));
+    }
     let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
     for f in &sc.flows {
         if let Some(t) = &f.tcp {
