@@ -186,7 +186,8 @@ impl Net<'_> {
     }
 
     /// Scenario link `link` fails, both directions: what is queued is lost now; what is on the
-    /// wire or in flight is lost when it would have arrived; nothing enters it again.
+    /// wire or in flight is lost when it would have arrived (the arrival checks the link, so the
+    /// end of serialisation need not); nothing enters it again.
     pub fn fail_link(&mut self, link: usize) -> Result<(), SimError> {
         let sim = &mut *self.sim;
         if 2 * link + 1 >= sim.net.links.len() {

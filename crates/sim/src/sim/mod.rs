@@ -659,11 +659,6 @@ impl Simulation {
     fn on_tx_done(&mut self, l: u32) {
         let link = &mut self.net.links[l as usize];
         let pkt = link.on_wire.take().expect("a TxDone event has a packet on the wire");
-        if !link.up {
-            link.stats.down_drops += 1;
-            self.drop_packet(pkt);
-            return;
-        }
         let arrive_ps = self.net.now + link.delay_ps;
         let seq = self.net.queue.reserve_seq();
         self.start_next_tx(l);
