@@ -177,24 +177,10 @@ fn completion_cdf(
     };
     let mut lines = Vec::new();
     for (name, r) in [("simulator", s), ("kernel (netns)", k)] {
-        let Some(run) = r.summary.repetitions.first() else {
-            return Ok(None);
-        };
-        let rows = mpsched_scenario::completion::rows(&r.scenario, run).map_err(anyhow::Error::msg)?;
-        if rows.is_empty() {
+        if r.transfers.is_empty() {
             return Ok(None);
         }
-        let ms = |keep: fn(u64) -> bool| -> Vec<f64> {
-            rows.iter()
-                .filter(|x| keep(x.size_bytes))
-                .filter_map(|x| x.fct_s.map(|f| f * 1e3))
-                .collect()
-        };
-        lines.push((
-            name.to_string(),
-            ms(|_| true),
-            ms(|b| b < mpsched_scenario::completion::MICE_BELOW_BYTES),
-        ));
+        lines.push(crate::plot::fct_cdf_line(name.to_string(), &r.transfers));
     }
     let path = dir.join("compare_fct_cdf.png");
     crate::plot::fct_cdf_png(

@@ -1,6 +1,7 @@
 //! The throughput plot: per-path throughput at the confluence point, per-flow goodput and
 //! DWRR's weights over time, like Figs. 10 and 11 of Motohashi et al.; the comparison's bars.
 
+use mpsched_scenario::completion::{CompletionRow, MICE_BELOW_BYTES};
 use mpsched_sim::sweep::SweepRow;
 use mpsched_sim::TimeSeries;
 use plotters::prelude::*;
@@ -230,6 +231,18 @@ pub fn compare_png(title: &str, rows: &[crate::compare::CompareRow], out: &Path)
         .draw()?;
     root.present()?;
     Ok(())
+}
+
+/// One line of [`fct_cdf_png`]: `name` and the finished transfers' completion times in ms, of
+/// all of `rows` and of the mice among them.
+pub fn fct_cdf_line(name: String, rows: &[CompletionRow]) -> (String, Vec<f64>, Vec<f64>) {
+    let ms = |keep: fn(u64) -> bool| -> Vec<f64> {
+        rows.iter()
+            .filter(|x| keep(x.size_bytes))
+            .filter_map(|x| x.fct_s.map(|f| f * 1e3))
+            .collect()
+    };
+    (name, ms(|_| true), ms(|b| b < MICE_BELOW_BYTES))
 }
 
 /// The distribution of completion times, one line per variant, all flows and mice apart

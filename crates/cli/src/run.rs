@@ -1,6 +1,6 @@
 //! `mpsched run` and `mpsched list`.
 
-use crate::plot::{fct_cdf_png, throughput_png, total_goodput_png};
+use crate::plot::{fct_cdf_line, fct_cdf_png, throughput_png, total_goodput_png};
 use crate::UsageError;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -303,22 +303,14 @@ pub fn finish(
     plot: bool,
     backend: &str,
 ) -> anyhow::Result<()> {
-    // Completion rows once per variant: the file and the table read the same ones.
-    let completions = results
-        .iter()
-        .map(|r| match r.summary.repetitions.first() {
-            Some(run) => completion::rows(&r.scenario, run).map_err(anyhow::Error::msg),
-            None => Ok(Vec::new()),
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    for (r, rows) in results.iter().zip(&completions) {
+    for r in results {
         let dir = if multi {
             out.join(r.variant.as_deref().unwrap_or("run"))
         } else {
             out.to_path_buf()
         };
         std::fs::create_dir_all(&dir)?;
-        write_outputs(&dir, r, rows, plot)?;
+        write_outputs(&dir, r, &r.transfers, plot)?;
     }
     if multi {
         let ms = MultiSummary {
@@ -346,20 +338,10 @@ pub fn finish(
         total_goodput_png(&sc.name, &lines, &tunnelled, &path)
             .with_context(|| format!("drawing {}", path.display()))?;
     }
-    if plot && completions.iter().any(|rows| !rows.is_empty()) {
-        let lines: Vec<(String, Vec<f64>, Vec<f64>)> = results
+    if plot && results.iter().any(|r| !r.transfers.is_empty()) {
+        let lines: Vec<_> = results
             .iter()
-            .zip(&completions)
-            .map(|(r, rows)| {
-                let fct = |keep: fn(u64) -> bool| -> Vec<f64> {
-                    rows.iter()
-                        .filter(|x| keep(x.size_bytes))
-                        .filter_map(|x| x.fct_s.map(|f| f * 1e3))
-                        .collect()
-                };
-                let name = r.variant.clone().unwrap_or_else(|| sc.name.clone());
-                (name, fct(|_| true), fct(|s| s < completion::MICE_BELOW_BYTES))
-            })
+            .map(|r| fct_cdf_line(r.variant.clone().unwrap_or_else(|| sc.name.clone()), &r.transfers))
             .collect();
         let path = out.join("fct_cdf.png");
         let title = format!("{}: completion times ({backend}, first repetition)", sc.name);

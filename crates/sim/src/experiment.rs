@@ -22,6 +22,9 @@ pub struct VariantResult {
     pub engine_s: f64,
     /// Extra files of the first repetition, (file name, contents), written beside the results.
     pub artifacts: Vec<(String, String)>,
+    /// Completion rows of the first repetition's fixed-size transfers (`flows.csv`); empty
+    /// without transfers.
+    pub transfers: Vec<completion::CompletionRow>,
     /// The concrete scenario that ran.
     pub scenario: Scenario,
 }
@@ -234,9 +237,9 @@ pub fn run_plan_on(
             }
             runs.push(run.figures);
         }
-        let pooled: Vec<_> = completion::rows_of_runs(&concrete, &runs)
-            .map_err(|e| ExperimentError::Backend(e.into()))?
-            .concat();
+        let per_run = completion::rows_of_runs(&concrete, &runs).map_err(|e| ExperimentError::Backend(e.into()))?;
+        let transfers = per_run.first().cloned().unwrap_or_default();
+        let pooled = per_run.concat();
         let mut summary = Summary::aggregate(
             &sc.name,
             name.as_deref(),
@@ -256,6 +259,7 @@ pub fn run_plan_on(
             events,
             engine_s,
             artifacts,
+            transfers,
             scenario: concrete,
         });
     }
