@@ -36,7 +36,7 @@ pub struct SweepArgs {
     /// Seeds, comma-separated, or a range `1-5`, instead of the file's.
     #[arg(long)]
     seeds: Option<String>,
-    /// Run this variant (repeatable; default: the file's list, else all).
+    /// Run this variant (repeatable; default: the file's `[sweep] variants`, else all).
     #[arg(long = "variant")]
     variants: Vec<String>,
     /// Set KEY=VALUE in the scenario before anything else (repeatable), e.g.
@@ -114,10 +114,11 @@ fn parse_seeds(s: &str) -> Result<Vec<u64>, UsageError> {
 
 /// The sweep: the file's `[sweep]` with the command line's choices over it.
 fn sweep_of(sc: &Scenario, a: &SweepArgs) -> anyhow::Result<Sweep> {
-    let mut sw = sc.sweep.clone().unwrap_or(Sweep {
+    // Without a [sweep]: the scenario as written, every variant, its seed.
+    let mut sw = sc.sweep.clone().unwrap_or_else(|| Sweep {
         parameter: None,
         values: Vec::new(),
-        variants: Vec::new(),
+        variants: sc.variant_names(),
         seeds: vec![sc.seed],
     });
     if let Some(p) = &a.param {
@@ -132,8 +133,6 @@ fn sweep_of(sc: &Scenario, a: &SweepArgs) -> anyhow::Result<Sweep> {
     }
     if !a.variants.is_empty() {
         sw.variants = a.variants.clone();
-    } else if sw.variants.is_empty() {
-        sw.variants = sc.variant_names();
     }
     sw.check(&sc.origin, &sc.variant_names())
         .map_err(|e| UsageError(e.to_string()))?;

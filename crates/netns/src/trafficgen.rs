@@ -11,7 +11,7 @@
 //! flow on standard output.
 
 use serde::{Deserialize, Serialize};
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
@@ -255,12 +255,11 @@ fn set_congestion_control(s: &TcpStream, cc: &str) -> io::Result<()> {
 }
 
 /// Read a schedule from `input` (a client's standard input).
-pub fn read_schedule(input: impl BufRead) -> Result<Vec<ScheduledFlow>, String> {
+pub fn read_schedule(mut input: impl Read) -> Result<Vec<ScheduledFlow>, String> {
     let mut text = String::new();
-    for line in input.lines() {
-        text += &line.map_err(|e| format!("reading the schedule: {e}"))?;
-        text.push('\n');
-    }
+    input
+        .read_to_string(&mut text)
+        .map_err(|e| format!("reading the schedule: {e}"))?;
     parse_schedule(&text)
 }
 
