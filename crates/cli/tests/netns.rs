@@ -347,18 +347,14 @@ fn a_workload_runs_on_the_kernel_with_the_traffic_generator() {
     assert_clean("after the workload");
 }
 
-/// Links that fail during a run are a simulator feature for now: refused before anything is made.
-fn link_failures_during_a_run_are_refused_on_the_kernel() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tmp("failure");
+/// Run built-in `builtin` with `extra` appended on the kernel and expect it refused as an input
+/// error (exit 2) before anything is made; returns the file written and the error.
+fn refused_on_the_kernel(name: &str, builtin: &str, extra: &str) -> (PathBuf, String) {
+    let dir = tmp(name);
     std::fs::create_dir_all(&dir).unwrap();
-    let (_, text) = mpsched_scenario::builtin::find("dc/fat-tree-k4-permutation").unwrap();
-    let file = dir.join("failure.toml");
-    std::fs::write(
-        &file,
-        format!("{text}\n[[failure]]\na = \"tor0\"\nb = \"pod0-agg0\"\nat = \"1s\"\n"),
-    )
-    .unwrap();
+    let (_, text) = mpsched_scenario::builtin::find(builtin).unwrap();
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, format!("{text}{extra}")).unwrap();
     let o = mpsched()
         .args([
             "run",
@@ -372,7 +368,15 @@ fn link_failures_during_a_run_are_refused_on_the_kernel() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
+    assert_clean(&format!("after the refused {name}"));
+    (file, String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// Links that fail during a run are a simulator feature for now: refused before anything is made.
+fn link_failures_during_a_run_are_refused_on_the_kernel() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let failure = "\n[[failure]]\na = \"tor0\"\nb = \"pod0-agg0\"\nat = \"1s\"\n";
+    let (file, err) = refused_on_the_kernel("failure", "dc/fat-tree-k4-permutation", failure);
     assert!(err.contains("failure[0]") && err.contains("--backend sim"), "{err}");
     // compare refuses it before its simulator run, not after.
     let started = Instant::now();
@@ -386,36 +390,17 @@ fn link_failures_during_a_run_are_refused_on_the_kernel() {
         "refused after {:?}",
         started.elapsed()
     );
-    assert_clean("after the refused failure");
+    assert_clean("after the refused comparison");
 }
 
 /// The traffic generator serves transfers on port 5999: a bulk flow to the same host and port
 /// would find it taken, so it is refused before anything is made.
 fn a_bulk_flow_on_the_generators_port_is_refused() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tmp("tg-port");
-    std::fs::create_dir_all(&dir).unwrap();
-    let (_, text) = mpsched_scenario::builtin::find("dc/websearch-k4-kernel").unwrap();
     let bulk =
         "\n[[flow]]\nname = \"bulk\"\nsrc = \"tor1-h0\"\ndst = \"tor0-h0\"\nprotocol = \"tcp\"\ndst_port = 5999\n";
-    let file = dir.join("port.toml");
-    std::fs::write(&file, format!("{text}{bulk}")).unwrap();
-    let o = mpsched()
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--backend",
-            "netns",
-            "--ignore-delay",
-            "--out",
-        ])
-        .arg(dir.join("out"))
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let (_, err) = refused_on_the_kernel("tg-port", "dc/websearch-k4-kernel", bulk);
     assert!(err.contains("flow `bulk`") && err.contains("5999"), "{err}");
-    assert_clean("after the refused port");
 }
 
 /// Hardening item 11: a host beside the sender (sta2) sends DWRR feedback packets to the
