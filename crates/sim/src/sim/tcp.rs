@@ -326,7 +326,11 @@ impl Simulation {
         let c = t.conn;
         match t.app {
             TcpApp::Bulk => self.traffic.conns[c as usize].sender.write(u64::MAX / 4),
-            TcpApp::Transfer { size_bytes } => self.traffic.conns[c as usize].sender.write(size_bytes),
+            TcpApp::Transfer { size_bytes } => {
+                let sender = &mut self.traffic.conns[c as usize].sender;
+                sender.write(size_bytes);
+                sender.close();
+            }
             TcpApp::RequestResponse { request_bytes, .. } => {
                 t.requests_written = 1;
                 t.requests_sent_ps.push_back(now);

@@ -50,6 +50,8 @@ pub struct TcpSender {
     /// End of the last segment sent shorter than the MSS (Minshall's Nagle: another short one
     /// waits only while this is unacknowledged).
     snd_sml: u64,
+    /// The application will write nothing more ([`TcpSender::close`]).
+    closed: bool,
     peer_window: u64,
     dupacks: u32,
     in_recovery: bool,
@@ -89,6 +91,7 @@ impl TcpSender {
             snd_max: 0,
             written: 0,
             snd_sml: 0,
+            closed: false,
             dupacks: 0,
             in_recovery: false,
             recover: None,
@@ -115,6 +118,12 @@ impl TcpSender {
     /// `-t`); what was sent is still delivered.
     pub fn discard_unsent(&mut self) {
         self.written = self.written.min(self.snd_max.max(self.snd_una));
+    }
+
+    /// The application will write nothing more: once everything is acknowledged the sender
+    /// keeps no room for records of sent segments.
+    pub fn close(&mut self) {
+        self.closed = true;
     }
 
     /// Bytes the application has written.
@@ -354,10 +363,11 @@ impl TcpSender {
             self.backoff = 0;
             if self.snd_una == self.snd_max {
                 self.rto_deadline = None;
-                // Nothing outstanding: give back what a large window grew the record of sent
-                // segments to (a finished transfer would hold it to the end of the run; at
-                // data-centre scale that was most of the memory).
-                if self.sent.capacity() > IDLE_SENT_CAPACITY {
+                // A finished transfer gives back what its window grew the record of sent
+                // segments to (held to the end of the run, that was most of the memory at
+                // data-centre scale). Only when the application has closed: a sender that
+                // merely idles (a tunnel's subflow) would reallocate it at every burst.
+                if self.closed && self.snd_una >= self.written && self.sent.capacity() > IDLE_SENT_CAPACITY {
                     self.sent = VecDeque::new();
                 }
             } else {
