@@ -20,7 +20,7 @@ pub const PS_PER_S: u64 = 1_000_000_000_000;
 /// What happens at an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventKind {
-    /// A link finished serialising its current packet.
+    /// A link's serialiser finished its packet while others wait: it starts the next.
     TxDone(u32),
     /// The oldest packet in flight on a link reaches the far end.
     Arrive(u32),
@@ -105,9 +105,10 @@ impl EventQueue {
     }
 
     /// Schedule `kind` at `time`, which must not lie before [`EventQueue::now`] (a debug build
-    /// panics; a release build runs it now rather than in the past).
+    /// panics; a release build runs it now rather than in the past). Returns the sequence
+    /// number it took, which orders it among events of the same time.
     #[inline]
-    pub fn schedule(&mut self, time: TimePs, kind: EventKind) {
+    pub fn schedule(&mut self, time: TimePs, kind: EventKind) -> u64 {
         debug_assert!(
             time >= self.now,
             "event {kind:?} scheduled at {time} ps, before now ({} ps)",
@@ -117,6 +118,7 @@ impl EventQueue {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.insert(Entry { time, seq, kind });
+        seq
     }
 
     /// Take a sequence number now for an event to be scheduled later with
@@ -140,7 +142,7 @@ impl EventQueue {
         if ok {
             self.insert(Entry { time, seq, kind });
         } else {
-            self.schedule(time, kind);
+            let _ = self.schedule(time, kind);
         }
     }
 

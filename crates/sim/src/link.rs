@@ -27,11 +27,17 @@ pub struct Link {
     pub queues: PortQueues,
     /// Wire bytes of the packets waiting (kept with `queues`).
     pub queued_bytes: u64,
-    /// The packet being serialised.
-    pub on_wire: Option<PacketId>,
-    /// Packets in propagation, oldest first (constant delay keeps them in order). Only the
-    /// oldest has an arrival event pending, so the event queue holds one event per link, not one
-    /// per packet on the wire.
+    /// When the serialiser finishes the packet it is sending (it is idle from then on).
+    pub busy_until_ps: TimePs,
+    /// Whether a [`TxDone`](crate::event::EventKind::TxDone) event is pending at
+    /// `busy_until_ps`: on a link with propagation delay there is one exactly while packets
+    /// wait, so a packet that finds the link idle costs no event but its arrival. Without delay
+    /// the arrival of the packet being sent marks the serialiser free and starts the next.
+    pub tx_done_pending: bool,
+    /// Packets being serialised or propagating, oldest first (FIFO service and a constant delay
+    /// keep them in order); a packet joins as its serialisation starts, with the time its last
+    /// bit reaches the far end. Only the oldest has an arrival event pending, so the event
+    /// queue holds one event per link, not one per packet on the wire.
     pub in_flight: VecDeque<InFlight>,
     /// Whether the sending node's program has a dequeue stage on this port.
     pub egress_stage: bool,
@@ -49,8 +55,8 @@ pub struct Link {
 pub struct InFlight {
     /// When it reaches the far end.
     pub arrive_ps: TimePs,
-    /// The event sequence number taken as it left, so that its arrival is ordered among
-    /// equal-time events as of that moment.
+    /// The event sequence number taken as its serialisation started, so that its arrival is
+    /// ordered among equal-time events as of that moment.
     pub seq: u64,
     /// The packet.
     pub pkt: PacketId,
@@ -103,7 +109,8 @@ impl Link {
             delay_ps,
             queues,
             queued_bytes: 0,
-            on_wire: None,
+            busy_until_ps: 0,
+            tx_done_pending: false,
             in_flight: VecDeque::new(),
             egress_stage: false,
             path_tag: None,

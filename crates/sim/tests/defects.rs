@@ -169,3 +169,41 @@ fn a_consumed_packet_is_freed() {
         sim.check_held().unwrap_or_else(|e| panic!("at {k} x 100 ms: {e}"));
     }
 }
+
+/// A packet that finds its link idle costs one event a hop (its arrival): the end of its
+/// serialisation is an event only when others wait behind it. A 100 Mbit/s flow over two idle
+/// 1 Gbit/s hops runs about three events a packet (its send and two arrivals), and its one-way
+/// delay is still two serialisations.
+#[test]
+fn an_idle_link_costs_one_event_a_hop() {
+    let sc = Scenario::from_toml(&jittered("0ns"), "defects.toml").unwrap();
+    let mut sim = Simulation::new(&sc, &SimOptions::with_seed(1)).unwrap();
+    sim.run_until(2_000_000_000_000);
+    let events = sim.events();
+    let figures = sim.run().unwrap().figures;
+    let sent = figures.flows[0].sent_pkts;
+    let per_packet = events as f64 / sent as f64;
+    assert!(
+        (3.0..3.05).contains(&per_packet),
+        "{per_packet:.3} events a packet ({events} for {sent})"
+    );
+    let owd = figures.flows[0].mean_owd_ms.unwrap();
+    assert!((owd - 0.0242).abs() < 0.001, "{owd} ms");
+}
+
+/// Packets that find the link busy wait and leave back to back: a 2 Gbit/s burst into a
+/// 1 Gbit/s hop delivers the hop's rate, no more.
+#[test]
+fn a_busy_link_serialises_back_to_back() {
+    let text = jittered("0ns")
+        .replace("rate = \"100Mbps\"", "rate = \"2Gbps\"")
+        .replacen("rate = \"1Gbps\"", "rate = \"10Gbps\"", 1);
+    let f = &run_toml(&text).flows[0];
+    // 1470 B of payload in a 1512-byte frame at 1 Gbit/s.
+    let goodput = 1000.0 * 1470.0 / 1512.0;
+    assert!(
+        (f.delivered_mbps - goodput).abs() < 0.01 * goodput,
+        "{} Mbit/s delivered",
+        f.delivered_mbps
+    );
+}

@@ -360,7 +360,6 @@ impl Simulation {
         };
         for l in &self.net.links {
             l.queues.iter().for_each(&mut count);
-            l.on_wire.iter().for_each(|&id| count(id));
             l.in_flight.iter().for_each(|f| count(f.pkt));
         }
         if dangling > 0 {
@@ -520,8 +519,9 @@ impl Simulation {
                 return;
             }
         }
+        let now = self.net.now;
         let link = &mut self.net.links[l as usize];
-        if link.on_wire.is_none() && link.queues.is_empty() {
+        if link.busy_until_ps <= now && link.queues.is_empty() {
             let meta = QueueMeta {
                 queue: q,
                 ..QueueMeta::default()
@@ -533,6 +533,13 @@ impl Simulation {
             Some(depth) => {
                 link.queued_bytes += u64::from(wire_bytes);
                 link.stats.max_depth_pkts = link.stats.max_depth_pkts.max(depth + 1);
+                // Without propagation delay the arrival of the packet on the wire is when the
+                // serialiser is free: `on_arrive` starts the next, and no TxDone is needed.
+                if !link.tx_done_pending && link.delay_ps > 0 {
+                    link.tx_done_pending = true;
+                    let at = link.busy_until_ps;
+                    self.net.queue.schedule(at, EventKind::TxDone(l));
+                }
             }
             None => {
                 link.stats.tail_drops += 1;
@@ -630,6 +637,8 @@ impl Simulation {
     }
 
     /// Run the egress program and put the packet on the wire; false if the program dropped it.
+    /// The packet joins the link's packets in flight at once, due at the far end when its last
+    /// bit has crossed: no event marks the end of its serialisation unless others wait.
     #[inline]
     fn start_tx(&mut self, l: u32, id: PacketId, q: QueueMeta) -> bool {
         let li = l as usize;
@@ -649,30 +658,35 @@ impl Simulation {
         let wire_bytes = self.net.pool.at(id).meta.wire_len_bytes;
         let link = &mut self.net.links[li];
         let done = self.net.now + link.serialisation_ps(wire_bytes);
+        let arrive_ps = done + link.delay_ps;
         link.stats.tx_pkts += 1;
         link.stats.tx_bytes += u64::from(wire_bytes);
-        link.on_wire = Some(id);
-        self.net.queue.schedule(done, EventKind::TxDone(l));
+        link.busy_until_ps = done;
+        // The oldest packet in flight has the link's one arrival event; a later one only
+        // takes its place in the order of equal-time events now.
+        let seq = if link.in_flight.is_empty() {
+            self.net.queue.schedule(arrive_ps, EventKind::Arrive(l))
+        } else {
+            self.net.queue.reserve_seq()
+        };
+        link.in_flight.push_back(InFlight {
+            arrive_ps,
+            seq,
+            pkt: id,
+        });
         true
     }
 
+    /// The serialiser of link `l` is free and packets wait: start the next, and come back when
+    /// it is done if more wait.
     fn on_tx_done(&mut self, l: u32) {
-        let link = &mut self.net.links[l as usize];
-        let pkt = link.on_wire.take().expect("a TxDone event has a packet on the wire");
-        let arrive_ps = self.net.now + link.delay_ps;
-        let seq = self.net.queue.reserve_seq();
+        self.net.links[l as usize].tx_done_pending = false;
         self.start_next_tx(l);
         let link = &mut self.net.links[l as usize];
-        // With no propagation delay, the arrival is the very next event whenever nothing else
-        // is due now: run it here rather than through the queue, in the same order.
-        if arrive_ps == self.net.now && link.in_flight.is_empty() && !self.net.queue.due_now() {
-            self.net.events += 1;
-            self.arrive(l, pkt);
-            return;
-        }
-        link.in_flight.push_back(InFlight { arrive_ps, seq, pkt });
-        if link.in_flight.len() == 1 {
-            self.net.queue.schedule_reserved(arrive_ps, seq, EventKind::Arrive(l));
+        if !link.queues.is_empty() {
+            link.tx_done_pending = true;
+            let at = link.busy_until_ps;
+            self.net.queue.schedule(at, EventKind::TxDone(l));
         }
     }
 
@@ -703,6 +717,9 @@ impl Simulation {
             self.net
                 .queue
                 .schedule_reserved(next.arrive_ps, next.seq, EventKind::Arrive(l));
+        }
+        if link.delay_ps == 0 && link.busy_until_ps <= self.net.now && !link.queues.is_empty() {
+            self.start_next_tx(l);
         }
         self.arrive(l, pkt);
     }
