@@ -193,3 +193,105 @@ fn tshark_decodes_every_mptcp_option_as_written() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The tokens and initial data sequence numbers mpsched derives from MP_CAPABLE keys are those
+/// tshark derives from the same keys on the wire, for both protocol versions (SHA-256 for
+/// RFC 8684's version 1, SHA-1 for RFC 6824's version 0).
+#[test]
+fn tokens_and_idsns_match_what_tshark_derives_from_the_keys() {
+    use mpsched_core::mptcp::{idsn, token, MptcpVersion};
+    use mpsched_core::wire::tcp_flags::ACK;
+    const SYN: u8 = 0x02;
+    if !have_tshark() {
+        return;
+    }
+    let (key_a, key_b) = (0x0123_4567_89ab_cdef_u64, 0x1122_3344_5566_7788_u64);
+    let dir = std::env::temp_dir().join(format!("mpsched-mptcp-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for version in [MptcpVersion::V1, MptcpVersion::V0] {
+        let path = dir.join(format!("handshake-v{}.pcap", version.wire()));
+        let header = PcapHeader {
+            datalink: DataLink::ETHERNET,
+            ..PcapHeader::default()
+        };
+        let mut w = PcapWriter::with_header(std::fs::File::create(&path).unwrap(), header).unwrap();
+        let capable = |sender_key, receiver_key| MptcpOption::Capable {
+            version: version.wire(),
+            flags: 0x01,
+            sender_key,
+            receiver_key,
+            data: None,
+        };
+        // Version 1's SYN carries no key; version 0's carries the client's.
+        let syn_key = (version == MptcpVersion::V0).then_some(key_a);
+        let handshake = [
+            (true, SYN, 1000, 0, capable(syn_key, None)),
+            (false, SYN | ACK, 5000, 1001, capable(Some(key_b), None)),
+            (true, ACK, 1001, 5001, capable(Some(key_a), Some(key_b))),
+        ];
+        let mut frame = Vec::new();
+        for (i, (from_client, flags, seq, ack, opt)) in handshake.into_iter().enumerate() {
+            let (src, dst, sport, dport) = if from_client {
+                (0x0a00_0001, 0x0a00_0002, 40_000, 5201)
+            } else {
+                (0x0a00_0002, 0x0a00_0001, 5201, 40_000)
+            };
+            let mut m = PacketMeta::udp(src, dst, sport, dport, 0);
+            m.proto = proto::TCP;
+            let f = TcpFields {
+                seq,
+                ack,
+                flags,
+                window: 502,
+                tsval: 1 + i as u32,
+                tsecr: i as u32,
+                mptcp: Some(opt),
+            };
+            emit_tcp_frame(&m, mac_for(1, 0), mac_for(2, 0), i as u16, &f, 0, &mut frame);
+            let ts = Duration::from_millis(i as u64);
+            w.write_packet(&PcapPacket::new(ts, frame.len() as u32, &frame))
+                .unwrap();
+        }
+        drop(w);
+        let o = Command::new("tshark")
+            .args(["-o", "mptcp.analyze_mptcp:TRUE", "-r"])
+            .arg(&path)
+            .args([
+                "-T",
+                "fields",
+                "-e",
+                "tcp.options.mptcp.sendkey",
+                "-e",
+                "mptcp.expected_token",
+            ])
+            .args(["-e", "mptcp.expected_idsn"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8(o.stdout).unwrap();
+        // Every (key, token, IDSN) tshark reports, against ours.
+        let mut checked = 0;
+        for row in out.lines() {
+            let f: Vec<&str> = row.split('\t').collect();
+            let (Some(key), Some(tok), Some(id)) = (f.first(), f.get(1), f.get(2)) else {
+                continue;
+            };
+            let Ok(key) = key.split(',').next().unwrap_or("").parse::<u64>() else {
+                continue;
+            };
+            if tok.is_empty() {
+                continue;
+            }
+            // tshark prints tokens and IDSNs in decimal.
+            let tok: u32 = tok.parse().unwrap();
+            assert_eq!(tok, token(version, key), "{version:?} token of {key:#x}: {out}");
+            if !id.is_empty() {
+                let id: u64 = id.parse().unwrap();
+                assert_eq!(id, idsn(version, key), "{version:?} IDSN of {key:#x}: {out}");
+            }
+            checked += 1;
+        }
+        assert!(checked >= 2, "{version:?}: tshark derived {checked} tokens: {out}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

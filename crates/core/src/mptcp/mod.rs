@@ -11,6 +11,10 @@
 //! re-encodes to what was on the wire. [`find_in_tcp_options`] walks a TCP header's option
 //! block to the MPTCP option.
 
+pub mod crypto;
+
+pub use crypto::{idsn, join_hmac, join_hmac_truncated, token, MptcpVersion};
+
 /// TCP option kind of Multipath TCP.
 pub const TCP_OPTION_MPTCP: u8 = 30;
 
