@@ -78,6 +78,10 @@ const TESTS: &[(&str, fn())] = &[
         "a_bulk_flow_on_the_generators_port_is_refused",
         a_bulk_flow_on_the_generators_port_is_refused,
     ),
+    (
+        "the_kernels_mptcp_tokens_and_join_hmacs_are_ours",
+        the_kernels_mptcp_tokens_and_join_hmacs_are_ours,
+    ),
 ];
 
 fn main() {
@@ -769,4 +773,163 @@ fn compare_shows_loss_and_path_rates_and_writes_csv_and_png() {
     let png = std::fs::read(dir.join("compare.png")).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "compare.png is a PNG");
     assert_clean("after compare");
+}
+
+/// Two namespaces joined by two veth pairs, deleted on drop (also when a test fails).
+struct MptcpPair {
+    client: String,
+    server: String,
+}
+
+impl Drop for MptcpPair {
+    fn drop(&mut self) {
+        for n in [&self.client, &self.server] {
+            let _ = Command::new("ip").args(["netns", "del", n]).output();
+        }
+    }
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// An MPTCP client socket (IPPROTO_MPTCP, 262) or server, in Python: the standard library
+/// opens one where Rust's does not.
+fn mptcp_python(ns: &str, code: &str) -> std::process::Child {
+    Command::new("ip")
+        .args(["netns", "exec", ns, "python3", "-c", code])
+        .spawn()
+        .unwrap()
+}
+
+/// A real kernel MPTCP connection between two namespaces, with a second subflow over a second
+/// interface (the in-kernel path manager's `subflow` endpoint), captured with dumpcap: the
+/// token in the kernel's MP_JOIN is what `mpsched_core::mptcp::token` derives from the
+/// server's MP_CAPABLE key, and both MP_JOIN HMACs (the SYN/ACK's 64 bits, the third ACK's 160)
+/// are what `join_hmac` computes from the keys and nonces on the wire (RFC 8684, SHA-256).
+fn the_kernels_mptcp_tokens_and_join_hmacs_are_ours() {
+    use mpsched_core::mptcp::{join_hmac, join_hmac_truncated, token, MptcpVersion::V1};
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let pid = std::process::id();
+    let pair = MptcpPair {
+        client: format!("mptk{pid}c"),
+        server: format!("mptk{pid}s"),
+    };
+    let (c, s) = (pair.client.as_str(), pair.server.as_str());
+    ip(&["netns", "add", c]);
+    ip(&["netns", "add", s]);
+    for (i, (ci, si)) in [("c1", "s1"), ("c2", "s2")].into_iter().enumerate() {
+        ip(&["link", "add", ci, "netns", c, "type", "veth", "peer", si, "netns", s]);
+        ip(&["-n", c, "addr", "add", &format!("10.{}.0.1/24", i + 1), "dev", ci]);
+        ip(&["-n", s, "addr", "add", &format!("10.{}.0.2/24", i + 1), "dev", si]);
+        ip(&["-n", c, "link", "set", ci, "up"]);
+        ip(&["-n", s, "link", "set", si, "up"]);
+    }
+    for n in [c, s] {
+        ip(&["-n", n, "link", "set", "lo", "up"]);
+        ip(&["netns", "exec", n, "sysctl", "-q", "net.mptcp.enabled=1"]);
+        ip(&[
+            "-n",
+            n,
+            "mptcp",
+            "limits",
+            "set",
+            "subflow",
+            "2",
+            "add_addr_accepted",
+            "2",
+        ]);
+    }
+    ip(&["-n", c, "mptcp", "endpoint", "add", "10.2.0.1", "dev", "c2", "subflow"]);
+    let dir = tmp("mptcp-kernel");
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("join.pcapng");
+    let mut capture = Command::new("ip")
+        .args(["netns", "exec", s, "dumpcap", "-q", "-i", "s1", "-i", "s2", "-s", "160"])
+        .args(["-f", "tcp port 5555", "-a", "duration:30", "-w"])
+        .arg(&pcap)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !pcap.exists() && t0.elapsed() < Duration::from_secs(10) {
+        assert!(capture.try_wait().unwrap().is_none(), "dumpcap ended before capturing");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let mut server = mptcp_python(
+        s,
+        "import socket\n\
+         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)\n\
+         s.bind(('0.0.0.0', 5555)); s.listen(1); c, _ = s.accept()\n\
+         while c.recv(65536): pass\n",
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let client = mptcp_python(
+        c,
+        "import socket, time\n\
+         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)\n\
+         s.connect(('10.1.0.2', 5555))\n\
+         for i in range(200): s.send(b'x' * 10000); time.sleep(0.002)\n\
+         s.close()\n",
+    )
+    .wait_with_output()
+    .unwrap();
+    assert!(client.status.success(), "the MPTCP client failed");
+    assert!(server.wait().unwrap().success(), "the MPTCP server failed");
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = Command::new("kill").args(["-INT", &capture.id().to_string()]).status();
+    capture.wait().unwrap();
+    let fields = |filter: &str, names: &[&str]| -> Vec<Vec<String>> {
+        let mut cmd = Command::new("tshark");
+        cmd.arg("-r").arg(&pcap).args(["-Y", filter, "-T", "fields"]);
+        for n in names {
+            cmd.args(["-e", n]);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split('\t').map(str::to_string).collect())
+            .collect()
+    };
+    let num = |v: &str| v.parse::<u64>().unwrap_or_else(|_| panic!("a number, not {v:?}"));
+    // The third ACK of the first subflow carries both keys: the client's, then the server's.
+    let keys = fields(
+        "tcp.options.mptcp.subtype == 0 && tcp.flags == 0x010",
+        &["tcp.options.mptcp.sendkey", "tcp.options.mptcp.recvkey"],
+    );
+    let (key_c, key_s) = (num(&keys[0][0]), num(&keys[0][1]));
+    let join = |flags: &str, names: &[&str]| {
+        let rows = fields(
+            &format!("tcp.options.mptcp.subtype == 1 && tcp.flags == {flags}"),
+            names,
+        );
+        assert!(!rows.is_empty(), "no MP_JOIN with flags {flags} in the capture");
+        rows[0].clone()
+    };
+    let syn = join("0x002", &["tcp.options.mptcp.recvtok", "tcp.options.mptcp.sendrand"]);
+    let syn_ack = join(
+        "0x012",
+        &["tcp.options.mptcp.sendrand", "tcp.options.mptcp.sendtrunchmac"],
+    );
+    let ack = join("0x010", &["tcp.options.mptcp.sendhmac"]);
+    let (nonce_c, nonce_s) = (num(&syn[1]) as u32, num(&syn_ack[0]) as u32);
+    assert_eq!(num(&syn[0]) as u32, token(V1, key_s), "the MP_JOIN token");
+    assert_eq!(
+        num(&syn_ack[1]),
+        join_hmac_truncated(V1, key_s, key_c, nonce_s, nonce_c),
+        "the server's truncated HMAC"
+    );
+    let ours: String = join_hmac(V1, key_c, key_s, nonce_c, nonce_s)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(ack[0].replace(':', ""), ours, "the client's HMAC");
+    drop(pair);
 }
