@@ -127,6 +127,7 @@ mod tests {
                     .map(|(s, &r)| SubflowView {
                         cwnd_bytes: s.window_bytes(),
                         srtt_ns: r,
+                        ..SubflowView::default()
                     })
                     .collect();
                 subs[i].on_ack(&ack(MSS, &view, i));
@@ -167,6 +168,7 @@ mod tests {
         let eq = [SubflowView {
             cwnd_bytes: 10_000,
             srtt_ns: 10,
+            ..SubflowView::default()
         }; 2];
         // Equal windows and RTTs: alpha = 2w * (w/r^2) / (2w/r)^2 = 1/2.
         assert!((Lia::alpha(&eq).unwrap() - 0.5).abs() < 1e-12);
@@ -180,6 +182,7 @@ mod tests {
             SubflowView {
                 cwnd_bytes: 10_000,
                 srtt_ns: 20,
+                ..SubflowView::default()
             },
         ];
         assert!((Lia::alpha(&uneq).unwrap() - 2.0 / 2.25).abs() < 1e-12);

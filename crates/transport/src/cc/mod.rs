@@ -3,7 +3,7 @@
 //! The sender owns loss detection and recovery (fast retransmit, NewReno's window inflation,
 //! the RTO); a controller owns the window's growth and how much it shrinks on a congestion
 //! signal. That is the split quinn and s2n-quic use, and it lets a coupled controller (MPTCP's
-//! LIA or OLIA, later) replace the growth law without touching loss recovery.
+//! LIA and OLIA) replace the growth law without touching loss recovery.
 //!
 //! Windows are in bytes and grow in whole segments, as Linux counts them in packets.
 //!
@@ -17,12 +17,14 @@ mod cubic;
 mod dcqcn;
 mod dctcp;
 mod lia;
+mod olia;
 mod reno;
 
 pub use cubic::Cubic;
 pub use dcqcn::{Dcqcn, DcqcnParams};
 pub use dctcp::Dctcp;
 pub use lia::Lia;
+pub use olia::Olia;
 pub use reno::NewReno;
 
 use crate::TimeNs;
@@ -35,6 +37,8 @@ pub struct SubflowView {
     pub cwnd_bytes: u64,
     /// Its smoothed RTT (0 before the first sample).
     pub srtt_ns: u64,
+    /// Its controller's [`CongestionControl::loss_interval_bytes`] (OLIA's `l_r`).
+    pub loss_interval_bytes: u64,
 }
 
 /// What the sender tells a controller about an ACK of new data.
@@ -123,6 +127,13 @@ pub trait CongestionControl: Send + std::fmt::Debug {
 
     /// `bytes` were sent (DCQCN's byte counter). The default ignores it.
     fn on_sent(&mut self, _now_ns: TimeNs, _bytes: u64) {}
+
+    /// The bytes acknowledged over the subflow's recent loss interval, for a coupled controller
+    /// that weighs paths by it (OLIA's `l_r`; the multipath connection passes every subflow's
+    /// in [`SubflowView::loss_interval_bytes`]). 0 for the default, which keeps no such count.
+    fn loss_interval_bytes(&self) -> u64 {
+        0
+    }
 }
 
 /// The controllers a scenario may name.
