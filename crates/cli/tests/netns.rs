@@ -781,6 +781,44 @@ struct MptcpPair {
     server: String,
 }
 
+impl MptcpPair {
+    /// Client and server namespaces, 10.1.0.0/24 and 10.2.0.0/24 between them, MPTCP on, two
+    /// subflows allowed, and the client's second address a `subflow` endpoint.
+    fn new(pid: u32) -> MptcpPair {
+        let pair = MptcpPair {
+            client: format!("mptk{pid}c"),
+            server: format!("mptk{pid}s"),
+        };
+        let (c, s) = (pair.client.as_str(), pair.server.as_str());
+        ip(&["netns", "add", c]);
+        ip(&["netns", "add", s]);
+        for (i, (ci, si)) in [("c1", "s1"), ("c2", "s2")].into_iter().enumerate() {
+            ip(&["link", "add", ci, "netns", c, "type", "veth", "peer", si, "netns", s]);
+            ip(&["-n", c, "addr", "add", &format!("10.{}.0.1/24", i + 1), "dev", ci]);
+            ip(&["-n", s, "addr", "add", &format!("10.{}.0.2/24", i + 1), "dev", si]);
+            ip(&["-n", c, "link", "set", ci, "up"]);
+            ip(&["-n", s, "link", "set", si, "up"]);
+        }
+        for n in [c, s] {
+            ip(&["-n", n, "link", "set", "lo", "up"]);
+            ip(&["netns", "exec", n, "sysctl", "-q", "net.mptcp.enabled=1"]);
+            ip(&[
+                "-n",
+                n,
+                "mptcp",
+                "limits",
+                "set",
+                "subflow",
+                "2",
+                "add_addr_accepted",
+                "2",
+            ]);
+        }
+        ip(&["-n", c, "mptcp", "endpoint", "add", "10.2.0.1", "dev", "c2", "subflow"]);
+        pair
+    }
+}
+
 impl Drop for MptcpPair {
     fn drop(&mut self) {
         for n in [&self.client, &self.server] {
@@ -816,36 +854,8 @@ fn the_kernels_mptcp_tokens_and_join_hmacs_are_ours() {
     use mpsched_core::mptcp::{join_hmac, join_hmac_truncated, token, MptcpVersion::V1};
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let pid = std::process::id();
-    let pair = MptcpPair {
-        client: format!("mptk{pid}c"),
-        server: format!("mptk{pid}s"),
-    };
+    let pair = MptcpPair::new(pid);
     let (c, s) = (pair.client.as_str(), pair.server.as_str());
-    ip(&["netns", "add", c]);
-    ip(&["netns", "add", s]);
-    for (i, (ci, si)) in [("c1", "s1"), ("c2", "s2")].into_iter().enumerate() {
-        ip(&["link", "add", ci, "netns", c, "type", "veth", "peer", si, "netns", s]);
-        ip(&["-n", c, "addr", "add", &format!("10.{}.0.1/24", i + 1), "dev", ci]);
-        ip(&["-n", s, "addr", "add", &format!("10.{}.0.2/24", i + 1), "dev", si]);
-        ip(&["-n", c, "link", "set", ci, "up"]);
-        ip(&["-n", s, "link", "set", si, "up"]);
-    }
-    for n in [c, s] {
-        ip(&["-n", n, "link", "set", "lo", "up"]);
-        ip(&["netns", "exec", n, "sysctl", "-q", "net.mptcp.enabled=1"]);
-        ip(&[
-            "-n",
-            n,
-            "mptcp",
-            "limits",
-            "set",
-            "subflow",
-            "2",
-            "add_addr_accepted",
-            "2",
-        ]);
-    }
-    ip(&["-n", c, "mptcp", "endpoint", "add", "10.2.0.1", "dev", "c2", "subflow"]);
     let dir = tmp("mptcp-kernel");
     std::fs::create_dir_all(&dir).unwrap();
     let pcap = dir.join("join.pcapng");
