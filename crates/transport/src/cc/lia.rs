@@ -90,56 +90,18 @@ impl CongestionControl for Lia {
 
 #[cfg(test)]
 mod tests {
+    use super::super::coupled_tests::{connection_growth_per_rtt, in_avoidance, one_rtt, MSS};
     use super::super::SubflowView;
     use super::*;
 
-    const MSS: u64 = 1000;
-
-    fn ack<'a>(acked: u64, subflows: &'a [SubflowView], subflow: usize) -> AckEvent<'a> {
-        AckEvent {
-            now_ns: 0,
-            acked_bytes: acked,
-            cwnd_limited: true,
-            srtt_ns: subflows.get(subflow).map_or(0, |s| s.srtt_ns),
-            min_rtt_ns: 0,
-            subflows,
-            subflow,
-        }
-    }
-
-    /// A subflow in congestion avoidance at `segs` segments.
-    fn in_avoidance(segs: u64) -> Lia {
-        let mut l = Lia::new(MSS as u32, 10);
-        l.set_window(2 * segs * MSS);
-        l.on_congestion(0, CongestionSignal::Loss, 0);
-        assert_eq!(l.window_bytes(), segs * MSS);
-        l
-    }
-
-    /// One window of ACKs on each subflow in turn; returns each window's growth in bytes.
-    fn one_rtt(subs: &mut [Lia], rtts_ns: &[u64]) -> Vec<u64> {
-        let before: Vec<u64> = subs.iter().map(|s| s.window_bytes()).collect();
-        for i in 0..subs.len() {
-            for _ in 0..before[i] / MSS {
-                let view: Vec<SubflowView> = subs
-                    .iter()
-                    .zip(rtts_ns)
-                    .map(|(s, &r)| SubflowView {
-                        cwnd_bytes: s.window_bytes(),
-                        srtt_ns: r,
-                        ..SubflowView::default()
-                    })
-                    .collect();
-                subs[i].on_ack(&ack(MSS, &view, i));
-            }
-        }
-        subs.iter().zip(&before).map(|(s, b)| s.window_bytes() - b).collect()
+    fn lia() -> Lia {
+        Lia::new(MSS as u32, 10)
     }
 
     #[test]
     fn alone_it_grows_as_newreno() {
-        let mut l = [in_avoidance(20)];
-        assert_eq!(one_rtt(&mut l, &[10_000_000]), [MSS]);
+        let mut l = [in_avoidance(lia(), 20)];
+        assert_eq!(one_rtt(&mut l, &[10_000_000]), [MSS as i64]);
     }
 
     #[test]
@@ -148,13 +110,7 @@ mod tests {
         // segment per RTT in all, so that, each subflow halving on its own losses, it takes
         // one TCP flow's share in equilibrium (goal 2). Uncoupled, two subflows would grow by 2.
         for n in [2usize, 4] {
-            let mut subs: Vec<Lia> = (0..n).map(|_| in_avoidance(20)).collect();
-            let rtts = vec![10_000_000; n];
-            let mut total = 0;
-            for _ in 0..40 {
-                total += one_rtt(&mut subs, &rtts).iter().sum::<u64>();
-            }
-            let per_rtt = total as f64 / 40.0 / MSS as f64;
+            let per_rtt = connection_growth_per_rtt(n, lia);
             let want = 1.0 / n as f64;
             assert!(
                 (per_rtt - want).abs() < 0.05 * want + 0.02,

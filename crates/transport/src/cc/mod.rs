@@ -13,6 +13,8 @@
 //! [`CongestionControl::on_sent`], and react to [`CongestionSignal::Notification`], a congestion
 //! notification a switch or receiver sends. [`crate::rate::RateSender`] drives them.
 
+#[cfg(test)]
+mod coupled_tests;
 mod cubic;
 mod dcqcn;
 mod dctcp;

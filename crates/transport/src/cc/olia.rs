@@ -143,9 +143,12 @@ impl CongestionControl for Olia {
 
 #[cfg(test)]
 mod tests {
+    use super::super::coupled_tests::{ack, connection_growth_per_rtt, in_avoidance, one_rtt, MSS};
     use super::*;
 
-    const MSS: u64 = 1000;
+    fn olia() -> Olia {
+        Olia::new(MSS as u32, 10)
+    }
 
     fn view(cwnd_segs: u64, srtt_ns: u64, interval_bytes: u64) -> SubflowView {
         SubflowView {
@@ -155,52 +158,9 @@ mod tests {
         }
     }
 
-    fn ack<'a>(acked: u64, subflows: &'a [SubflowView], subflow: usize) -> AckEvent<'a> {
-        AckEvent {
-            now_ns: 0,
-            acked_bytes: acked,
-            cwnd_limited: true,
-            srtt_ns: subflows.get(subflow).map_or(0, |s| s.srtt_ns),
-            min_rtt_ns: 0,
-            subflows,
-            subflow,
-        }
-    }
-
-    fn in_avoidance(segs: u64) -> Olia {
-        let mut o = Olia::new(MSS as u32, 10);
-        o.set_window(2 * segs * MSS);
-        o.on_congestion(0, CongestionSignal::Loss, 0);
-        assert_eq!(o.window_bytes(), segs * MSS);
-        o
-    }
-
-    /// One window of ACKs on each subflow in turn; each window's growth in bytes.
-    fn one_rtt(subs: &mut [Olia], rtts_ns: &[u64]) -> Vec<i64> {
-        let before: Vec<u64> = subs.iter().map(|s| s.window_bytes()).collect();
-        for i in 0..subs.len() {
-            for _ in 0..before[i] / MSS {
-                let views: Vec<SubflowView> = subs
-                    .iter()
-                    .zip(rtts_ns)
-                    .map(|(s, &r)| SubflowView {
-                        cwnd_bytes: s.window_bytes(),
-                        srtt_ns: r,
-                        loss_interval_bytes: s.loss_interval_bytes(),
-                    })
-                    .collect();
-                subs[i].on_ack(&ack(MSS, &views, i));
-            }
-        }
-        subs.iter()
-            .zip(&before)
-            .map(|(s, &b)| s.window_bytes() as i64 - b as i64)
-            .collect()
-    }
-
     #[test]
     fn alone_it_grows_as_newreno() {
-        let mut o = [in_avoidance(20)];
+        let mut o = [in_avoidance(olia(), 20)];
         assert_eq!(one_rtt(&mut o, &[10_000_000]), [MSS as i64]);
     }
 
@@ -228,13 +188,7 @@ mod tests {
         // (w/r^2)/(n w/r)^2 * w = 1/n^2 segment per RTT: the connection by 1/n in all, so that
         // (each subflow halving on its own losses) it takes about one TCP's share.
         for n in [2usize, 4] {
-            let mut subs: Vec<Olia> = (0..n).map(|_| in_avoidance(20)).collect();
-            let rtts = vec![10_000_000; n];
-            let mut total = 0;
-            for _ in 0..40 {
-                total += one_rtt(&mut subs, &rtts).iter().sum::<i64>();
-            }
-            let per_rtt = total as f64 / 40.0 / MSS as f64;
+            let per_rtt = connection_growth_per_rtt(n, olia);
             let want = 1.0 / n as f64;
             assert!(
                 (per_rtt - want).abs() < 0.05 * want + 0.02,
@@ -245,7 +199,7 @@ mod tests {
 
     #[test]
     fn a_loss_records_the_interval_and_halves_the_window() {
-        let mut o = in_avoidance(20);
+        let mut o = in_avoidance(olia(), 20);
         let views = [view(20, 10, 0), view(20, 10, 0)];
         for _ in 0..30 {
             o.on_ack(&ack(MSS, &views, 0));
@@ -262,7 +216,7 @@ mod tests {
 
     #[test]
     fn a_path_losing_window_to_the_best_keeps_two_segments() {
-        let mut o = in_avoidance(2);
+        let mut o = in_avoidance(olia(), 2);
         // Path 0 is in M and loses window to path 1 (in B \ M) on every ACK.
         let views = [view(2, 10, 0), view(1, 10, 1_000_000)];
         for _ in 0..1_000 {
