@@ -9,7 +9,8 @@
 //! Layout:
 //! - [`rtt`]: the RFC 6298 round-trip estimator and retransmission timeout.
 //! - [`cc`]: the congestion-control trait and NewReno (RFC 5681 / 6582), CUBIC (RFC 9438),
-//!   DCTCP (RFC 8257), LIA (RFC 6356, coupled) and DCQCN (rate-based) controllers.
+//!   DCTCP (RFC 8257), LIA (RFC 6356) and OLIA (coupled), and DCQCN (rate-based) controllers.
+//! - [`mptcp`]: Multipath TCP's pieces as they land (the packet scheduler across subflows).
 //! - [`rate`]: a datagram sender paced by a rate-based controller (DCQCN).
 //! - [`tcp`]: segments, the sender (slow start, fast retransmit, NewReno recovery, RTO, ECN per
 //!   RFC 3168, Nagle) and the receiver (delayed ACKs, out-of-order buffer, receive window, ECN
@@ -23,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod cc;
+pub mod mptcp;
 pub mod rate;
 pub mod rtt;
 pub mod tcp;
