@@ -1,5 +1,6 @@
 //! Multipath TCP (RFC 8684) as state machines, growing piece by piece for issue #12: the
-//! packet scheduler that chooses a subflow for each segment ([`scheduler`]), the connection-level
+//! MP_CAPABLE and MP_JOIN handshakes ([`handshake`]), the packet scheduler that chooses a subflow
+//! for each segment ([`scheduler`]), the connection-level
 //! send side that maps segments into the data sequence space ([`data_sender`]) and the
 //! connection-level reassembly with its DATA_ACK and one receive window ([`reassembly`]). The options'
 //! wire format and what derives from the keys (tokens, IDSNs, MP_JOIN HMACs) are in
@@ -7,6 +8,7 @@
 //! OLIA) are in [`crate::cc`].
 
 pub mod data_sender;
+pub mod handshake;
 pub mod reassembly;
 pub mod scheduler;
 
