@@ -20,16 +20,20 @@ pub struct Mapping {
 impl Mapping {
     /// One past its last data sequence number.
     pub fn end(&self) -> u64 {
-        self.dsn + u64::from(self.len)
+        self.dsn.wrapping_add(u64::from(self.len))
     }
 }
 
 /// The sending end of an MPTCP connection's data stream.
 #[derive(Clone, Debug)]
 pub struct DataSender {
-    /// Oldest unacknowledged data sequence number.
+    /// The first data sequence number of the stream. Positions inside are offsets from it,
+    /// which grow from 0 and never wrap in a run, though data sequence numbers may (they start
+    /// at a random point of the 64-bit space).
+    base: u64,
+    /// Offset of the oldest unacknowledged byte.
     data_una: u64,
-    /// Next new data sequence number.
+    /// Offset of the next new byte.
     snd_nxt: u64,
     /// Mappings not yet covered by a DATA_ACK, in DSN order of first sending.
     outstanding: VecDeque<Mapping>,
@@ -41,10 +45,10 @@ impl DataSender {
     /// A sender whose own initial data sequence number is `idsn` (its first byte is `idsn + 1`),
     /// with the peer's initial window.
     pub fn new(idsn: u64, peer_window_bytes: u64) -> Self {
-        let first = idsn.wrapping_add(1);
         DataSender {
-            data_una: first,
-            snd_nxt: first,
+            base: idsn.wrapping_add(1),
+            data_una: 0,
+            snd_nxt: 0,
             outstanding: VecDeque::new(),
             peer_window_bytes,
         }
@@ -52,12 +56,12 @@ impl DataSender {
 
     /// Oldest unacknowledged data sequence number.
     pub fn data_una(&self) -> u64 {
-        self.data_una
+        self.base.wrapping_add(self.data_una)
     }
 
     /// Next new data sequence number.
     pub fn snd_nxt(&self) -> u64 {
-        self.snd_nxt
+        self.base.wrapping_add(self.snd_nxt)
     }
 
     /// New data the peer's window admits now, bytes.
@@ -73,7 +77,7 @@ impl DataSender {
             return None;
         }
         let m = Mapping {
-            dsn: self.snd_nxt,
+            dsn: self.snd_nxt(),
             len: len as u32,
             subflow,
         };
@@ -85,16 +89,19 @@ impl DataSender {
     /// A DATA_ACK of `data_ack` with the peer's window: the bytes it newly acknowledges.
     /// An acknowledgement of data never sent is ignored (0).
     pub fn on_data_ack(&mut self, data_ack: u64, window_bytes: u64) -> u64 {
-        if data_ack > self.snd_nxt {
+        let ack = data_ack.wrapping_sub(self.base);
+        if (ack as i64) < 0 || ack > self.snd_nxt {
+            // Before the stream (a wrapped difference), or beyond what was sent.
             return 0;
         }
         self.peer_window_bytes = window_bytes;
-        if data_ack <= self.data_una {
+        if ack <= self.data_una {
             return 0;
         }
-        let acked = data_ack - self.data_una;
-        self.data_una = data_ack;
-        self.outstanding.retain(|m| m.end() > data_ack);
+        let acked = ack - self.data_una;
+        self.data_una = ack;
+        let base = self.base;
+        self.outstanding.retain(|m| m.end().wrapping_sub(base) > ack);
         acked
     }
 
@@ -147,6 +154,24 @@ mod tests {
         assert_eq!(s.on_data_ack(IDSN + 1, 4_000), 0);
         assert_eq!(s.on_data_ack(s.snd_nxt() + 1, 9_999), 0);
         assert_eq!(s.window_room_bytes(), 1_500);
+    }
+
+    #[test]
+    fn data_sequence_numbers_wrap_around_the_64_bit_space() {
+        let mut s = DataSender::new(u64::MAX - 1_000, 100_000);
+        let a = s.map_new(1_000, 0).unwrap();
+        let b = s.map_new(1_000, 0).unwrap();
+        assert_eq!((a.dsn, b.dsn), (u64::MAX - 999, 0));
+        assert_eq!(b.end(), 1_000);
+        let mut r = super::super::reassembly::DataReceiver::new(u64::MAX - 1_000, 100_000);
+        assert_eq!(r.on_data(b.dsn, b.len).delivered_bytes, 0);
+        let got = r.on_data(a.dsn, a.len);
+        assert_eq!((got.delivered_bytes, got.data_ack), (2_000, 1_000));
+        // A segment from before the stream's start is a duplicate.
+        assert_eq!(r.on_data(u64::MAX - 1_500, 100).delivered_bytes, 0);
+        assert_eq!(s.on_data_ack(got.data_ack, 100_000), 2_000);
+        assert_eq!(s.outstanding().count(), 0);
+        assert_eq!(s.on_data_ack(u64::MAX - 5_000, 100_000), 0);
     }
 
     #[test]

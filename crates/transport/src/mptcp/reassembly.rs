@@ -37,7 +37,11 @@ pub struct ReassemblyStats {
 /// The receiving end of an MPTCP connection's data stream.
 #[derive(Clone, Debug)]
 pub struct DataReceiver {
-    /// The next data sequence number expected (the DATA_ACK).
+    /// The first data sequence number of the stream. Positions inside are offsets from it,
+    /// which grow from 0 and never wrap in a run, though data sequence numbers may (they start
+    /// at a random point of the 64-bit space).
+    base: u64,
+    /// The offset of the next byte expected (the DATA_ACK).
     rcv_nxt: u64,
     capacity_bytes: u64,
     /// Waiting ranges, start -> end (exclusive), disjoint and not touching.
@@ -51,7 +55,8 @@ impl DataReceiver {
     /// is `peer_idsn + 1`, RFC 8684 3.3.1), with a buffer of `capacity_bytes`.
     pub fn new(peer_idsn: u64, capacity_bytes: u64) -> Self {
         DataReceiver {
-            rcv_nxt: peer_idsn.wrapping_add(1),
+            base: peer_idsn.wrapping_add(1),
+            rcv_nxt: 0,
             capacity_bytes,
             waiting: BTreeMap::new(),
             waiting_bytes: 0,
@@ -61,7 +66,7 @@ impl DataReceiver {
 
     /// The next data sequence number expected.
     pub fn data_ack(&self) -> u64 {
-        self.rcv_nxt
+        self.base.wrapping_add(self.rcv_nxt)
     }
 
     /// The window to advertise: the buffer less what waits out of order.
@@ -76,7 +81,17 @@ impl DataReceiver {
 
     /// `len` bytes mapped to data sequence numbers from `dsn` arrived (on any subflow).
     pub fn on_data(&mut self, dsn: u64, len: u32) -> Received {
-        let (mut start, mut end) = (dsn, dsn + u64::from(len));
+        // Offsets from the stream's start; a segment from before it (a wrapped difference) is
+        // a duplicate as far as it lies there.
+        let rel = dsn.wrapping_sub(self.base) as i64;
+        let before = if rel < 0 {
+            rel.unsigned_abs().min(u64::from(len))
+        } else {
+            0
+        };
+        self.stats.duplicate_bytes += before;
+        let start0 = rel.max(0) as u64;
+        let (mut start, mut end) = (start0, start0 + u64::from(len) - before);
         // Already delivered: duplicate.
         if start < self.rcv_nxt {
             let dup = end.min(self.rcv_nxt) - start;
@@ -103,7 +118,7 @@ impl DataReceiver {
         self.stats.delivered_bytes += delivered;
         Received {
             delivered_bytes: delivered,
-            data_ack: self.rcv_nxt,
+            data_ack: self.data_ack(),
             window_bytes: self.window_bytes(),
         }
     }
