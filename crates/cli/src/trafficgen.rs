@@ -3,7 +3,7 @@
 //! machines as well.
 
 use crate::UsageError;
-use mpsched_netns::trafficgen::{read_schedule, run_client, serve, TG_PORT};
+use mpsched_netns::trafficgen::{read_schedule, run_client, serve, Protocol, TG_PORT};
 use std::net::Ipv4Addr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -24,6 +24,9 @@ enum Role {
         /// Port.
         #[arg(long, default_value_t = TG_PORT)]
         port: u16,
+        /// Accept Multipath TCP (an `IPPROTO_MPTCP` listener; plain TCP clients fall back).
+        #[arg(long)]
+        mptcp: bool,
     },
     /// Run the schedule on standard input (`id dst size start_ns cc` per line); one JSON line
     /// per flow on standard output.
@@ -34,21 +37,38 @@ enum Role {
         /// The servers' port.
         #[arg(long, default_value_t = TG_PORT)]
         port: u16,
+        /// Connect with Multipath TCP (`IPPROTO_MPTCP` sockets; the namespace's MPTCP
+        /// endpoints and limits decide the subflows).
+        #[arg(long)]
+        mptcp: bool,
     },
 }
 
 /// `mpsched trafficgen`.
 pub fn trafficgen(a: TrafficgenArgs) -> anyhow::Result<()> {
     match a.role {
-        Role::Serve { bind, port } => {
-            serve(bind, port).map_err(|e| UsageError(format!("cannot serve on {bind}:{port}: {e}")))?;
+        Role::Serve { bind, port, mptcp } => {
+            serve(bind, port, protocol(mptcp))
+                .map_err(|e| UsageError(format!("cannot serve on {bind}:{port}: {e}")))?;
             Ok(())
         }
-        Role::Client { t0_unix_ns, port } => {
+        Role::Client {
+            t0_unix_ns,
+            port,
+            mptcp,
+        } => {
             let flows = read_schedule(std::io::stdin().lock()).map_err(UsageError)?;
             let t0 = t0_unix_ns.map_or_else(SystemTime::now, |ns| UNIX_EPOCH + Duration::from_nanos(ns));
-            run_client(flows, t0, port, std::io::stdout());
+            run_client(flows, t0, port, protocol(mptcp), std::io::stdout());
             Ok(())
         }
+    }
+}
+
+fn protocol(mptcp: bool) -> Protocol {
+    if mptcp {
+        Protocol::Mptcp
+    } else {
+        Protocol::Tcp
     }
 }

@@ -8,7 +8,8 @@
 //! time is measured at the client, from just before `connect` to the answer: the handshake's
 //! round trip and the answer's half round trip more than the simulator's (first byte sent to
 //! last byte delivered), microseconds on namespaces without delay. Results are one JSON line per
-//! flow on standard output.
+//! flow on standard output. With [`Protocol::Mptcp`] (`--mptcp` on both ends) the sockets are
+//! Multipath TCP's, and the namespace's MPTCP endpoints and limits decide the subflows.
 
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
@@ -19,6 +20,46 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The port the generator's servers listen on.
 pub const TG_PORT: u16 = 5999;
+
+/// `IPPROTO_MPTCP` (Linux 5.6 on; not in every libc crate release).
+const IPPROTO_MPTCP: libc::c_int = 262;
+
+/// The transport the generator's connections use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// TCP.
+    #[default]
+    Tcp,
+    /// Multipath TCP (`IPPROTO_MPTCP` sockets): the kernel's path manager adds subflows as the
+    /// namespace's MPTCP endpoints and limits allow, and falls back to TCP with a peer that
+    /// does not speak it.
+    Mptcp,
+}
+
+impl Protocol {
+    /// A new blocking stream socket of this protocol, close-on-exec.
+    fn socket(self) -> io::Result<std::os::fd::OwnedFd> {
+        use std::os::fd::FromRawFd;
+        let proto = match self {
+            Protocol::Tcp => 0,
+            Protocol::Mptcp => IPPROTO_MPTCP,
+        };
+        // SAFETY: socket(2) with constant arguments; the descriptor is owned at once.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, proto) };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return Err(match (self, e.raw_os_error()) {
+                (Protocol::Mptcp, Some(libc::EPROTONOSUPPORT | libc::EINVAL | libc::ENOPROTOOPT)) => io::Error::new(
+                    e.kind(),
+                    format!("this kernel does not open MPTCP sockets (CONFIG_MPTCP, sysctl net.mptcp.enabled): {e}"),
+                ),
+                _ => e,
+            });
+        }
+        // SAFETY: `fd` is a descriptor just returned by socket(2) and owned by nobody else.
+        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+    }
+}
 
 /// How long a flow may take to connect before it counts as failed.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -104,8 +145,11 @@ pub fn parse_schedule(text: &str) -> Result<Vec<ScheduledFlow>, String> {
 }
 
 /// Serve until killed: read every connection to its end, answer one byte.
-pub fn serve(bind: Ipv4Addr, port: u16) -> io::Result<()> {
-    let listener = TcpListener::bind(SocketAddrV4::new(bind, port))?;
+pub fn serve(bind: Ipv4Addr, port: u16, protocol: Protocol) -> io::Result<()> {
+    let listener = match protocol {
+        Protocol::Tcp => TcpListener::bind(SocketAddrV4::new(bind, port))?,
+        Protocol::Mptcp => listen_on(protocol, SocketAddrV4::new(bind, port))?,
+    };
     for conn in listener.incoming() {
         let Ok(mut s) = conn else { continue };
         std::thread::spawn(move || {
@@ -124,6 +168,54 @@ pub fn serve(bind: Ipv4Addr, port: u16) -> io::Result<()> {
     Ok(())
 }
 
+/// A listening socket of `protocol` on `addr` (address reuse on, as std's listener sets it).
+fn listen_on(protocol: Protocol, addr: SocketAddrV4) -> io::Result<TcpListener> {
+    let fd = protocol.socket()?;
+    let one: libc::c_int = 1;
+    let sa = sockaddr(addr);
+    // SAFETY: a valid descriptor; pointers to live values of the sizes given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    check(rc)?;
+    // SAFETY: as above.
+    check(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sa as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    })?;
+    // SAFETY: a bound stream socket.
+    check(unsafe { libc::listen(fd.as_raw_fd(), 1024) })?;
+    Ok(TcpListener::from(fd))
+}
+
+fn sockaddr(addr: SocketAddrV4) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: addr.port().to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(*addr.ip()).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Nanoseconds since the Unix epoch.
 pub fn unix_ns(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
@@ -131,7 +223,13 @@ pub fn unix_ns(t: SystemTime) -> u64 {
 
 /// Run `flows`, each at `t0 + start`, and write one [`FlowResult`] line per flow to `out` as
 /// each ends. Returns when every flow has ended.
-pub fn run_client(flows: Vec<ScheduledFlow>, t0: SystemTime, port: u16, out: impl Write + Send + 'static) {
+pub fn run_client(
+    flows: Vec<ScheduledFlow>,
+    t0: SystemTime,
+    port: u16,
+    protocol: Protocol,
+    out: impl Write + Send + 'static,
+) {
     let out = Arc::new(Mutex::new(out));
     let mut threads = Vec::with_capacity(flows.len());
     let mut flows = flows;
@@ -144,7 +242,7 @@ pub fn run_client(flows: Vec<ScheduledFlow>, t0: SystemTime, port: u16, out: imp
         let out = Arc::clone(&out);
         threads.push(std::thread::spawn(move || {
             let started = SystemTime::now();
-            let outcome = transfer(&f, port);
+            let outcome = transfer(&f, port, protocol);
             let start_s = started.duration_since(t0).map_or(0.0, |d| d.as_secs_f64());
             let r = FlowResult {
                 id: f.id,
@@ -167,12 +265,13 @@ pub fn run_client(flows: Vec<ScheduledFlow>, t0: SystemTime, port: u16, out: imp
 
 /// One flow: connect, set its congestion control, send, half-close, wait for the answer.
 /// Returns the whole time and the handshake's.
-fn transfer(f: &ScheduledFlow, port: u16) -> io::Result<(Duration, Duration)> {
+fn transfer(f: &ScheduledFlow, port: u16, protocol: Protocol) -> io::Result<(Duration, Duration)> {
     let started = std::time::Instant::now();
     let addr = SocketAddrV4::new(f.dst, port);
-    let mut s = if f.maxseg > 0 {
-        // TCP_MAXSEG must be set before the handshake, so on a socket of our own.
-        connect_clamped(addr, f.maxseg)?
+    let mut s = if f.maxseg > 0 || protocol == Protocol::Mptcp {
+        // TCP_MAXSEG must be set before the handshake, and MPTCP is chosen at socket(2): both
+        // on a socket of our own.
+        connect_own(addr, f.maxseg, protocol)?
     } else {
         TcpStream::connect_timeout(&addr.into(), CONNECT_TIMEOUT)?
     };
@@ -192,46 +291,33 @@ fn transfer(f: &ScheduledFlow, port: u16) -> io::Result<(Duration, Duration)> {
     Ok((started.elapsed(), connected))
 }
 
-/// A blocking connection whose segments are clamped to `maxseg` bytes (`TCP_MAXSEG`, as
-/// iperf3's `-M`).
-fn connect_clamped(addr: SocketAddrV4, maxseg: u32) -> io::Result<TcpStream> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: plain socket calls on a descriptor this function owns until it is wrapped.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let stream = TcpStream::from_raw_fd(fd);
+/// A blocking connection of `protocol` whose segments are clamped to `maxseg` bytes when it is
+/// not 0 (`TCP_MAXSEG`, as iperf3's `-M`).
+fn connect_own(addr: SocketAddrV4, maxseg: u32, protocol: Protocol) -> io::Result<TcpStream> {
+    let fd = protocol.socket()?;
+    if maxseg > 0 {
         let v = maxseg as libc::c_int;
-        let rc = libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_MAXSEG,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let sa = libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: addr.port().to_be(),
-            sin_addr: libc::in_addr {
-                s_addr: u32::from(*addr.ip()).to_be(),
-            },
-            sin_zero: [0; 8],
-        };
-        let rc = libc::connect(
-            fd,
+        // SAFETY: a valid descriptor; a pointer to a live c_int.
+        check(unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_MAXSEG,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        })?;
+    }
+    let sa = sockaddr(addr);
+    // SAFETY: a valid descriptor; a pointer to a live sockaddr_in of the size given.
+    check(unsafe {
+        libc::connect(
+            fd.as_raw_fd(),
             (&sa as *const libc::sockaddr_in).cast(),
             std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        );
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(stream)
-    }
+        )
+    })?;
+    Ok(TcpStream::from(fd))
 }
 
 /// `setsockopt(TCP_CONGESTION)`: the flow's controller, as iperf3's `-C` sets it.
@@ -291,7 +377,7 @@ mod tests {
             let l = TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
-        std::thread::spawn(move || serve(Ipv4Addr::LOCALHOST, port));
+        std::thread::spawn(move || serve(Ipv4Addr::LOCALHOST, port, Protocol::Tcp));
         std::thread::sleep(Duration::from_millis(100));
         let flows: Vec<ScheduledFlow> = (0..5)
             .map(|i| ScheduledFlow {
@@ -305,7 +391,7 @@ mod tests {
             })
             .collect();
         let out = SharedBuf::default();
-        run_client(flows, SystemTime::now(), port, out.clone());
+        run_client(flows, SystemTime::now(), port, Protocol::Tcp, out.clone());
         let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
         let mut results: Vec<FlowResult> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         results.sort_by_key(|r| r.id);
@@ -325,9 +411,57 @@ mod tests {
             maxseg: 0,
         };
         let out = SharedBuf::default();
-        run_client(vec![bad], SystemTime::now(), port, out.clone());
+        run_client(vec![bad], SystemTime::now(), port, Protocol::Tcp, out.clone());
         let r: FlowResult = serde_json::from_slice(out.0.lock().unwrap().trim_ascii_end()).unwrap();
         assert!(r.fct_s.is_none() && r.error.is_some(), "{r:?}");
+    }
+
+    /// The kernel's count of MP_CAPABLE SYNs received in this namespace (`MPTcpExt` of
+    /// `/proc/net/netstat`), None without MPTCP.
+    fn mp_capable_syns_received() -> Option<u64> {
+        let text = std::fs::read_to_string("/proc/net/netstat").ok()?;
+        let mut lines = text.lines().filter(|l| l.starts_with("MPTcpExt:"));
+        let (names, values) = (lines.next()?, lines.next()?);
+        let i = names.split_whitespace().position(|n| n == "MPCapableSYNRX")?;
+        values.split_whitespace().nth(i)?.parse().ok()
+    }
+
+    /// With `Protocol::Mptcp` both ends open MPTCP sockets: the transfers complete, and the
+    /// kernel counts an MP_CAPABLE SYN received for each (loopback, one subflow each).
+    #[test]
+    fn flows_complete_over_loopback_with_mptcp() {
+        let Some(before) = mp_capable_syns_received() else {
+            assert!(std::env::var("CI").is_err(), "CI's kernel must have MPTCP");
+            eprintln!("skipping: this kernel has no MPTCP counters");
+            return;
+        };
+        let listener = listen_on(Protocol::Mptcp, SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        std::thread::spawn(move || serve(Ipv4Addr::LOCALHOST, port, Protocol::Mptcp));
+        std::thread::sleep(Duration::from_millis(100));
+        let flows: Vec<ScheduledFlow> = (0..3)
+            .map(|i| ScheduledFlow {
+                id: i,
+                dst: Ipv4Addr::LOCALHOST,
+                size_bytes: 200_000,
+                start_ns: 0,
+                cc: "cubic".into(),
+                nodelay: false,
+                maxseg: 0,
+            })
+            .collect();
+        let out = SharedBuf::default();
+        run_client(flows, SystemTime::now(), port, Protocol::Mptcp, out.clone());
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let results: Vec<FlowResult> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(results.len(), 3);
+        assert!(
+            results.iter().all(|r| r.error.is_none() && r.bytes == 200_000),
+            "{text}"
+        );
+        let after = mp_capable_syns_received().unwrap();
+        assert!(after >= before + 3, "MP_CAPABLE SYNs received: {before} -> {after}");
     }
 
     #[derive(Clone, Default)]
