@@ -171,20 +171,9 @@ pub fn serve(bind: Ipv4Addr, port: u16, protocol: Protocol) -> io::Result<()> {
 /// A listening socket of `protocol` on `addr` (address reuse on, as std's listener sets it).
 fn listen_on(protocol: Protocol, addr: SocketAddrV4) -> io::Result<TcpListener> {
     let fd = protocol.socket()?;
-    let one: libc::c_int = 1;
+    set_int(&fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
     let sa = sockaddr(addr);
-    // SAFETY: a valid descriptor; pointers to live values of the sizes given.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_REUSEADDR,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    check(rc)?;
-    // SAFETY: as above.
+    // SAFETY: a valid descriptor; a pointer to a live sockaddr_in of the size given.
     check(unsafe {
         libc::bind(
             fd.as_raw_fd(),
@@ -206,6 +195,20 @@ fn sockaddr(addr: SocketAddrV4) -> libc::sockaddr_in {
         },
         sin_zero: [0; 8],
     }
+}
+
+/// `setsockopt` of an integer option.
+fn set_int(fd: &impl AsRawFd, level: libc::c_int, name: libc::c_int, v: libc::c_int) -> io::Result<()> {
+    // SAFETY: a valid descriptor; a pointer to a live c_int of the size given.
+    check(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
 }
 
 fn check(rc: libc::c_int) -> io::Result<()> {
@@ -296,17 +299,7 @@ fn transfer(f: &ScheduledFlow, port: u16, protocol: Protocol) -> io::Result<(Dur
 fn connect_own(addr: SocketAddrV4, maxseg: u32, protocol: Protocol) -> io::Result<TcpStream> {
     let fd = protocol.socket()?;
     if maxseg > 0 {
-        let v = maxseg as libc::c_int;
-        // SAFETY: a valid descriptor; a pointer to a live c_int.
-        check(unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::IPPROTO_TCP,
-                libc::TCP_MAXSEG,
-                (&v as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        })?;
+        set_int(&fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, maxseg as libc::c_int)?;
     }
     let sa = sockaddr(addr);
     // SAFETY: a valid descriptor; a pointer to a live sockaddr_in of the size given.
