@@ -21,6 +21,10 @@ pub struct CompareArgs {
     /// Only this variant (repeatable).
     #[arg(long = "variant")]
     variants: Vec<String>,
+    /// Repetitions on each backend (default 1: kernel runs take real time); the figures
+    /// compared are the means over them, as in `mpsched run`.
+    #[arg(long)]
+    repetitions: Option<u32>,
     /// Run links with propagation delay without it on netns when the kernel lacks netem.
     #[arg(long)]
     ignore_delay: bool,
@@ -43,6 +47,9 @@ fn ratio(a: f64, b: f64) -> f64 {
 }
 
 pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
+    if a.repetitions == Some(0) {
+        return Err(UsageError("--repetitions: expected at least 1".into()).into());
+    }
     let (sc, variants) = resolve_scenario(a.scenario.as_deref(), a.duration.as_deref(), &a.variants)?;
     if let Some(dir) = &a.out {
         // Before the runs: a bad folder is an input error, not a lost hour.
@@ -51,7 +58,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
     let plan = Plan {
         variants,
         seed: None,
-        repetitions: Some(1),
+        repetitions: Some(a.repetitions.unwrap_or(1)),
         captures: Vec::new(),
     };
     let opts = NetnsOptions {

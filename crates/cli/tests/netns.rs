@@ -197,10 +197,16 @@ fn summary(dir: &Path) -> serde_json::Value {
 
 /// `mpsched compare` on a shortened scenario: every flow within 10 % of the simulator.
 fn compare_within_10pct(scenario: &str, duration: &str, variants: &[&str]) -> serde_json::Value {
+    compare_within_10pct_over(scenario, duration, variants, 1)
+}
+
+/// The same, each backend's figures the mean of `repetitions` runs.
+fn compare_within_10pct_over(scenario: &str, duration: &str, variants: &[&str], repetitions: u32) -> serde_json::Value {
     let dir = tmp(scenario);
     let mut cmd = mpsched();
     cmd.args(["compare", scenario, "--duration", duration, "--out"])
-        .arg(&dir);
+        .arg(&dir)
+        .args(["--repetitions", &repetitions.to_string()]);
     for v in variants {
         cmd.args(["--variant", v]);
     }
@@ -232,7 +238,9 @@ fn scenarios_1_and_2_agree_with_the_simulator_within_10_percent() {
 fn tcp_flows_agree_with_the_simulator_within_10_percent() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     compare_within_10pct("tcp/single-flow", "8", &["reno-10M", "cubic-50M"]);
-    compare_within_10pct("tcp/two-flows", "15", &["reno"]);
+    // Two flows' shares of one bottleneck move by about 5 % between kernel runs (0.90 to 0.99 of
+    // the simulator's for the first flow in four runs): the mean of three is compared.
+    compare_within_10pct_over("tcp/two-flows", "15", &["reno"], 3);
     let v = compare_within_10pct("tcp/ecn", "8", &["cubic"]);
     // Marking at 20 packets keeps the 100-packet queue from overflowing on the kernel too.
     let kernel = &v["netns"][0]["repetitions"][0]["flows"][0]["tcp"];
