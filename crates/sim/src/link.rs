@@ -27,13 +27,12 @@ pub struct Link {
     pub queues: PortQueues,
     /// Wire bytes of the packets waiting (kept with `queues`).
     pub queued_bytes: u64,
-    /// When the serialiser finishes the packet it is sending (it is idle from then on).
+    /// When the serialiser finishes the packet it is sending (it is idle from then on). On a
+    /// link with propagation delay a [`TxDone`](crate::event::EventKind::TxDone) event is
+    /// pending at this time exactly while packets wait (the first to wait schedules it), so a
+    /// packet that finds the link idle costs no event but its arrival. Without delay the
+    /// arrival of the packet being sent marks the serialiser free and starts the next.
     pub busy_until_ps: TimePs,
-    /// Whether a [`TxDone`](crate::event::EventKind::TxDone) event is pending at
-    /// `busy_until_ps`: on a link with propagation delay there is one exactly while packets
-    /// wait, so a packet that finds the link idle costs no event but its arrival. Without delay
-    /// the arrival of the packet being sent marks the serialiser free and starts the next.
-    pub tx_done_pending: bool,
     /// Packets being serialised or propagating, oldest first (FIFO service and a constant delay
     /// keep them in order); a packet joins as its serialisation starts, with the time its last
     /// bit reaches the far end. Only the oldest has an arrival event pending, so the event
@@ -110,7 +109,6 @@ impl Link {
             queues,
             queued_bytes: 0,
             busy_until_ps: 0,
-            tx_done_pending: false,
             in_flight: VecDeque::new(),
             egress_stage: false,
             path_tag: None,

@@ -529,14 +529,15 @@ impl Simulation {
             self.start_tx(l, id, meta);
             return;
         }
+        let was_empty = link.queues.is_empty();
         match link.queues.push(q, id, wire_bytes) {
             Some(depth) => {
                 link.queued_bytes += u64::from(wire_bytes);
                 link.stats.max_depth_pkts = link.stats.max_depth_pkts.max(depth + 1);
-                // Without propagation delay the arrival of the packet on the wire is when the
-                // serialiser is free: `on_arrive` starts the next, and no TxDone is needed.
-                if !link.tx_done_pending && link.delay_ps > 0 {
-                    link.tx_done_pending = true;
+                // The first to wait brings the serialiser back when it is free. Without
+                // propagation delay the arrival of the packet on the wire is that moment:
+                // `on_arrive` starts the next, and no TxDone is needed.
+                if was_empty && link.delay_ps > 0 {
                     let at = link.busy_until_ps;
                     self.net.queue.schedule(at, EventKind::TxDone(l));
                 }
@@ -680,11 +681,9 @@ impl Simulation {
     /// The serialiser of link `l` is free and packets wait: start the next, and come back when
     /// it is done if more wait.
     fn on_tx_done(&mut self, l: u32) {
-        self.net.links[l as usize].tx_done_pending = false;
         self.start_next_tx(l);
-        let link = &mut self.net.links[l as usize];
+        let link = &self.net.links[l as usize];
         if !link.queues.is_empty() {
-            link.tx_done_pending = true;
             let at = link.busy_until_ps;
             self.net.queue.schedule(at, EventKind::TxDone(l));
         }
