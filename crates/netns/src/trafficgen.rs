@@ -146,10 +146,7 @@ pub fn parse_schedule(text: &str) -> Result<Vec<ScheduledFlow>, String> {
 
 /// Serve until killed: read every connection to its end, answer one byte.
 pub fn serve(bind: Ipv4Addr, port: u16, protocol: Protocol) -> io::Result<()> {
-    let listener = match protocol {
-        Protocol::Tcp => TcpListener::bind(SocketAddrV4::new(bind, port))?,
-        Protocol::Mptcp => listen_on(protocol, SocketAddrV4::new(bind, port))?,
-    };
+    let listener = listen_on(protocol, SocketAddrV4::new(bind, port))?;
     for conn in listener.incoming() {
         let Ok(mut s) = conn else { continue };
         std::thread::spawn(move || {

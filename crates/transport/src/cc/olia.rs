@@ -16,7 +16,7 @@
 //! `alpha_r = 1 / (n * |B \ M|)` on B \ M, `-1 / (n * |M|)` on M when B \ M is not empty, and 0
 //! otherwise (n subflows). With one subflow OLIA is NewReno.
 //!
-//! A subflow's own loss intervals are its controller's ([`Olia::loss_interval_bytes`]); the
+//! A subflow's own loss intervals are its controller's ([`CongestionControl::loss_interval_bytes`]); the
 //! connection hands every subflow's to each controller in [`SubflowView::loss_interval_bytes`].
 
 use super::{slow_start, AckEvent, CongestionControl, CongestionSignal, NewReno, SubflowView};
@@ -45,12 +45,6 @@ impl Olia {
             between_losses_bytes: 0,
             frac: 0.0,
         }
-    }
-
-    /// This subflow's `l_r`: the larger of the bytes acknowledged since its last loss and
-    /// between its last two.
-    pub fn loss_interval_bytes(&self) -> u64 {
-        self.since_loss_bytes.max(self.between_losses_bytes)
     }
 
     /// `alpha_r` for subflow `me` among `subflows` (all measured: an RTT each); None when
@@ -136,8 +130,10 @@ impl CongestionControl for Olia {
     fn set_window(&mut self, cwnd: u64) {
         self.reno.set_window(cwnd);
     }
+    /// This subflow's `l_r`: the larger of the bytes acknowledged since its last loss and
+    /// between its last two.
     fn loss_interval_bytes(&self) -> u64 {
-        Olia::loss_interval_bytes(self)
+        self.since_loss_bytes.max(self.between_losses_bytes)
     }
 }
 

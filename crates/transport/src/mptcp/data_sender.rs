@@ -35,7 +35,7 @@ pub struct DataSender {
     data_una: u64,
     /// Offset of the next new byte.
     snd_nxt: u64,
-    /// Mappings not yet covered by a DATA_ACK, in DSN order of first sending.
+    /// Mappings not yet wholly covered by a DATA_ACK, in data sequence order.
     outstanding: VecDeque<Mapping>,
     /// The peer's window from its last DATA_ACK, bytes.
     peer_window_bytes: u64,
@@ -100,8 +100,13 @@ impl DataSender {
         }
         let acked = ack - self.data_una;
         self.data_una = ack;
-        let base = self.base;
-        self.outstanding.retain(|m| m.end().wrapping_sub(base) > ack);
+        // Mappings are kept in data sequence order (reinjection changes only their carrier).
+        while let Some(m) = self.outstanding.front() {
+            if m.end().wrapping_sub(self.base) > ack {
+                break;
+            }
+            self.outstanding.pop_front();
+        }
         acked
     }
 

@@ -127,20 +127,26 @@ impl DataReceiver {
     fn wait(&mut self, start: u64, end: u64) {
         let (mut s, mut e) = (start, end);
         let mut covered = 0;
-        // Every range that overlaps or touches [s, e): the one starting before s, then those
-        // starting in [s, e].
-        let first = self.waiting.range(..s).next_back().map(|(&a, &b)| (a, b));
-        let mut absorb: Vec<(u64, u64)> = first.filter(|&(_, b)| b >= s).into_iter().collect();
-        absorb.extend(self.waiting.range(s..=e).map(|(&a, &b)| (a, b)));
-        for (a, b) in absorb {
+        let mut absorb = |waiting: &mut BTreeMap<u64, u64>, a: u64, b: u64, s: &mut u64, e: &mut u64| {
             covered += b.min(end).saturating_sub(a.max(start));
-            self.waiting.remove(&a);
-            self.waiting_bytes -= b - a;
-            s = s.min(a);
-            e = e.max(b);
+            waiting.remove(&a);
+            *s = (*s).min(a);
+            *e = (*e).max(b);
+            b - a
+        };
+        let mut absorbed = 0;
+        // The range starting before s, if it reaches s; then every range starting in [s, e]
+        // (e grows as ranges join; the next one starts past it, since ranges never touch).
+        if let Some((&a, &b)) = self.waiting.range(..s).next_back() {
+            if b >= s {
+                absorbed += absorb(&mut self.waiting, a, b, &mut s, &mut e);
+            }
+        }
+        while let Some((&a, &b)) = self.waiting.range(s..=e).next() {
+            absorbed += absorb(&mut self.waiting, a, b, &mut s, &mut e);
         }
         self.waiting.insert(s, e);
-        self.waiting_bytes += e - s;
+        self.waiting_bytes = self.waiting_bytes - absorbed + (e - s);
         self.stats.duplicate_bytes += covered;
         self.stats.out_of_order_bytes += end - start - covered;
     }
