@@ -238,9 +238,11 @@ fn scenarios_1_and_2_agree_with_the_simulator_within_10_percent() {
 fn tcp_flows_agree_with_the_simulator_within_10_percent() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     compare_within_10pct("tcp/single-flow", "8", &["reno-10M", "cubic-50M"]);
-    // Two flows' shares of one bottleneck move by about 5 % between kernel runs (0.90 to 0.99 of
-    // the simulator's for the first flow in four runs): the mean of three is compared.
-    compare_within_10pct_over("tcp/two-flows", "15", &["reno"], 3);
+    // Two flows' shares of one bottleneck move between kernel runs, and the simulator's one
+    // deterministic realisation of a 15 s run sits at the edge of the kernel's spread (tcp2 22.14
+    // against 21.45-25.15 in six kernel runs). Over the scenario's 30 s six kernel runs all fell
+    // within 0.93-1.05 of the simulator's; the mean of two is compared.
+    compare_within_10pct_over("tcp/two-flows", "30", &["reno"], 2);
     let v = compare_within_10pct("tcp/ecn", "8", &["cubic"]);
     // Marking at 20 packets keeps the 100-packet queue from overflowing on the kernel too.
     let kernel = &v["netns"][0]["repetitions"][0]["flows"][0]["tcp"];
