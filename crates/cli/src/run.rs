@@ -355,6 +355,8 @@ pub fn finish(
 /// Per-flow tables stop after this many flows (a workload has thousands; they are all in
 /// `summary.json` and `flows.csv`).
 const MAX_FLOW_ROWS: usize = 32;
+/// Runs with at most this many flows list each MPTCP flow's subflows under it.
+const MAX_SUBFLOW_LISTS: usize = 8;
 
 fn more_flows(n: usize) -> anyhow::Result<()> {
     if n > MAX_FLOW_ROWS {
@@ -445,6 +447,19 @@ fn print_tcp_and_tunnels(results: &[VariantResult]) -> anyhow::Result<()> {
                     t.srtt_ms,
                     t.mean_cwnd_kib
                 );
+                // Subflow lines only while they stay readable (all are in summary.json).
+                for sub in t.subflows.iter().filter(|_| run.flows.len() <= MAX_SUBFLOW_LISTS) {
+                    outln!(
+                        "{:<12}   subflow {} acked {:.2} Mbit/s, {} retx, {} RTOs, SRTT {:.2} ms, cwnd {:.1} KiB",
+                        "",
+                        sub.id,
+                        sub.acked_mbps,
+                        sub.retransmitted_segments,
+                        sub.rtos,
+                        sub.srtt_ms,
+                        sub.cwnd_kib
+                    );
+                }
             }
             more_flows(run.flows.len())?;
         }

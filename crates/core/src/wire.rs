@@ -231,6 +231,8 @@ pub struct TcpFields {
 
 /// TCP flag bits.
 pub mod tcp_flags {
+    /// SYN.
+    pub const SYN: u8 = 0x02;
     /// PSH.
     pub const PSH: u8 = 0x08;
     /// ACK.

@@ -21,7 +21,7 @@ use mpsched_core::frame::MarkerConfig;
 use mpsched_core::packet::{ipv4_to_string, Ecn, PortId, UDP_OVERHEAD_BYTES};
 use mpsched_core::wire::mac_for;
 use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures, TcpFigures};
-use mpsched_scenario::{Flow, NodeKind, Scenario, TcpApp, TcpFlow};
+use mpsched_scenario::{Flow, NodeKind, Protocol, Scenario, TcpApp, TcpFlow};
 use mpsched_sim::TimeSeries;
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -113,6 +113,14 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             "tunnel `{}`: multipath tunnels run in the simulator only for now (the kernel tunnel daemon is a later \
              milestone); use --backend sim",
             t.name
+        )));
+    }
+    if let Some(f) = sc.flows.iter().find(|f| f.protocol == Protocol::Mptcp) {
+        return Err(NetnsError::Unsupported(format!(
+            "flow `{}` is MPTCP; MPTCP flows run in the simulator only for now (the traffic generator speaks \
+             kernel MPTCP, `mpsched trafficgen --mptcp`, but this backend does not configure endpoints or start it \
+             that way yet); use --backend sim",
+            f.name
         )));
     }
     for (i, n) in sc.nodes.iter().enumerate() {

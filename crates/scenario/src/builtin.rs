@@ -77,6 +77,16 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "scenarios/dc/websearch-k4-load.toml",
         include_str!("../../../scenarios/dc/websearch-k4-load.toml"),
     ),
+    (
+        "mptcp/two-paths",
+        "scenarios/mptcp/two-paths.toml",
+        include_str!("../../../scenarios/mptcp/two-paths.toml"),
+    ),
+    (
+        "mptcp/shared-bottleneck",
+        "scenarios/mptcp/shared-bottleneck.toml",
+        include_str!("../../../scenarios/mptcp/shared-bottleneck.toml"),
+    ),
 ];
 
 /// The scenario `mpsched run` uses when given none: scenario 3b with DWRR.

@@ -30,7 +30,7 @@ impl Scenario {
                         dst: f.dst,
                         path: path(f.path?),
                         // A TCP flow's ACKs come back along the same path.
-                        both_ways: f.protocol == Protocol::Tcp,
+                        both_ways: f.protocol != Protocol::Udp,
                     })
                 })
                 .collect(),

@@ -73,6 +73,29 @@ pub struct TcpFigures {
     /// Request / response: mean time from request sent to response received, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_response_ms: Option<f64>,
+    /// MPTCP: each subflow's figures (the flow's own are their sums, its goodput the
+    /// connection's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subflows: Vec<SubflowFigures>,
+}
+
+/// One MPTCP subflow's figures.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+pub struct SubflowFigures {
+    /// Its 5-tuple's ends, `address:port -> address:port`.
+    pub id: String,
+    /// Payload bytes acknowledged on it over the flow's active time, Mbit/s.
+    pub acked_mbps: f64,
+    /// Segments sent, retransmissions included.
+    pub segments_sent: u64,
+    /// Segments retransmitted.
+    pub retransmitted_segments: u64,
+    /// Retransmission timeouts.
+    pub rtos: u64,
+    /// Smoothed RTT at the end, ms.
+    pub srtt_ms: f64,
+    /// Congestion window at the end, KiB.
+    pub cwnd_kib: f64,
 }
 
 /// A multipath tunnel's figures, per direction (measured at that direction's exit).

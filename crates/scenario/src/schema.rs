@@ -86,8 +86,8 @@ pub struct RawSweep {
     pub variants: Vec<String>,
 }
 
-/// `[[workload]]`: TCP transfers with sizes from an empirical CDF, arriving as a Poisson
-/// process at each client at a target load.
+/// `[[workload]]`: TCP (or MPTCP) transfers with sizes from an empirical CDF, arriving as a
+/// Poisson process at each client at a target load, or one long flow per client.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawWorkload {
@@ -127,6 +127,12 @@ pub struct RawWorkload {
     /// Seed of the sizes and arrivals (default: the scenario's seed).
     #[serde(default)]
     pub seed: Option<u64>,
+    /// `tcp` (default) or `mptcp`.
+    #[serde(default)]
+    pub protocol: Option<String>,
+    /// MPTCP settings of every flow (`protocol = "mptcp"`).
+    #[serde(default)]
+    pub mptcp: Option<RawMptcp>,
 }
 
 /// `[topology]`: a generated data-centre topology.
@@ -179,7 +185,7 @@ pub struct RawTier {
 #[derive(Debug, Deserialize, Default, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RawTcp {
-    /// `reno`, `cubic` or `dctcp`.
+    /// `reno`, `cubic` or `dctcp`; for MPTCP also `lia` or `olia`.
     pub cc: Option<String>,
     pub mss: Option<String>,
     pub initial_window: Option<u32>,
@@ -368,6 +374,9 @@ pub struct RawFlow {
     /// TCP: overrides of `[tcp]`.
     #[serde(default)]
     pub tcp: Option<RawTcp>,
+    /// MPTCP: subflows, scheduler, version.
+    #[serde(default)]
+    pub mptcp: Option<RawMptcp>,
     #[serde(default)]
     pub payload: Option<String>,
     #[serde(default)]
@@ -387,6 +396,18 @@ pub struct RawFlow {
     pub src_port: Option<u16>,
     #[serde(default)]
     pub dst_port: Option<u16>,
+}
+
+/// `[flow.mptcp]`: an MPTCP flow's settings; every key optional.
+#[derive(Debug, Deserialize, Default, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawMptcp {
+    /// Subflows (default 2).
+    pub subflows: Option<u8>,
+    /// `default` (lowest RTT with room, Linux's) or `roundrobin`.
+    pub scheduler: Option<String>,
+    /// 1 (RFC 8684, default) or 0 (RFC 6824).
+    pub version: Option<u8>,
 }
 
 /// `[[variant]]`: one configuration of the experiment, overriding the split and flow rates.
@@ -413,9 +434,12 @@ pub struct RawVariant {
     /// Link name -> rate.
     #[serde(default)]
     pub link_rates: BTreeMap<String, String>,
-    /// Congestion control of every TCP flow.
+    /// Congestion control of every TCP flow (a coupled one, `lia` or `olia`: of every MPTCP flow).
     #[serde(default)]
     pub cc: Option<String>,
+    /// Subflows of every MPTCP flow.
+    #[serde(default)]
+    pub subflows: Option<u8>,
     /// Scheduler of every tunnel.
     #[serde(default)]
     pub tunnel_scheduler: Option<String>,

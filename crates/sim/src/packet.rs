@@ -1,5 +1,6 @@
 //! A simulated packet: headers a program sees, plus what the measuring end needs.
 
+use mpsched_core::mptcp::MptcpOption;
 use mpsched_core::packet::PacketMeta;
 use mpsched_transport::tcp::Segment;
 
@@ -12,6 +13,18 @@ pub const NO_INNER: u32 = u32::MAX;
 /// [`Packet::tcp`] of a packet that carries no TCP segment.
 pub const NO_TCP: u32 = u32::MAX;
 
+/// A segment of a connection's opening handshake (modelled for MPTCP subflows only: single-path
+/// TCP starts established, `docs/algorithms/tcp.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handshake {
+    /// The active opener's SYN (data direction).
+    Syn,
+    /// The passive opener's SYN/ACK (ACK direction).
+    SynAck,
+    /// The active opener's third ACK (data direction, no payload).
+    Ack,
+}
+
 /// The TCP part of a packet.
 #[derive(Clone, Copy, Debug)]
 pub struct TcpPart {
@@ -21,6 +34,39 @@ pub struct TcpPart {
     pub is_ack: bool,
     /// The segment.
     pub seg: Segment,
+    /// A handshake segment instead of data or an ACK.
+    pub handshake: Option<Handshake>,
+    /// The MPTCP option in its header.
+    pub mptcp: Option<MptcpOption>,
+}
+
+impl TcpPart {
+    /// A data segment or an ACK with no option.
+    pub fn plain(conn: u32, is_ack: bool, seg: Segment) -> TcpPart {
+        TcpPart {
+            conn,
+            is_ack,
+            seg,
+            handshake: None,
+            mptcp: None,
+        }
+    }
+
+    /// The TCP flags byte on the wire.
+    pub fn flags(&self) -> u8 {
+        use mpsched_core::wire::tcp_flags::{ACK, SYN};
+        match self.handshake {
+            Some(Handshake::Syn) => SYN,
+            Some(Handshake::SynAck) => SYN | ACK,
+            Some(Handshake::Ack) => ACK,
+            None => segment_flags(&self.seg),
+        }
+    }
+
+    /// Header bytes its MPTCP option adds on the wire (padded to 32-bit words).
+    pub fn option_bytes(&self) -> u32 {
+        self.mptcp.map_or(0, |o| (o.len_bytes() as u32).div_ceil(4) * 4)
+    }
 }
 
 /// A packet in the simulator.

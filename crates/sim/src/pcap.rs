@@ -6,7 +6,7 @@
 //! truncated to the snap length, as `tcpdump -s` does, with the original length recorded.
 
 use crate::event::TimePs;
-use crate::packet::{segment_flags, Packet, TcpPart};
+use crate::packet::{Handshake, Packet, TcpPart};
 use mpsched_core::feedback::feedback_payload;
 use mpsched_core::wire::{emit_tcp_frame, emit_udp_frame, mac_for, TcpFields};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
@@ -78,17 +78,21 @@ impl Capture {
             (mac_for(self.peer, self.peer_port), mac_for(self.node, self.port))
         };
         if let Some(t) = tcp {
-            let flags = segment_flags(&t.seg);
-            // Data segments carry seq (ack 1, the peer sends nothing); ACKs the reverse.
-            let (seq, ack) = if t.is_ack {
-                (1, t.seg.ack as u32)
-            } else {
-                (t.seg.seq as u32, 1)
+            // Data segments carry seq (ack 1, the peer sends nothing); ACKs the reverse. A
+            // connection that opened with a handshake (an MPTCP subflow: its segments carry an
+            // option) numbers from ISN 0, so its first byte is 1.
+            let isn = u64::from(t.mptcp.is_some());
+            let (seq, ack) = match (t.handshake, t.is_ack) {
+                (Some(Handshake::Syn), _) => (0, 0),
+                (Some(Handshake::SynAck), _) => (0, 1),
+                (Some(Handshake::Ack), _) => (1, 1),
+                (None, true) => (1, (t.seg.ack + isn) as u32),
+                (None, false) => ((t.seg.seq + isn) as u32, 1),
             };
             let fields = TcpFields {
                 seq,
                 ack,
-                flags,
+                flags: t.flags(),
                 // Window scale 7, as Linux negotiates for a 3 MiB buffer. Data segments advertise
                 // the sender's own (unmodelled, idle) receive buffer; ACKs the receiver's window.
                 window: if t.is_ack {
@@ -98,8 +102,7 @@ impl Capture {
                 },
                 tsval: (now / 1_000_000_000) as u32,
                 tsecr: 0,
-                // Simulated segments carry no MPTCP option yet (MPTCP is issue #12).
-                mptcp: None,
+                mptcp: t.mptcp,
             };
             self.ip_id = self.ip_id.wrapping_add(1);
             emit_tcp_frame(

@@ -123,6 +123,7 @@ fn stores_hold_exactly_what_packets_refer_to() {
         ("afmt/three-subtunnels", "RR"),
         ("afmt/three-subtunnels", "AFMT"),
         ("afmt/two-subtunnels", "RR-TCP"),
+        ("mptcp/shared-bottleneck", "lia"),
     ] {
         let (path, text) = mpsched_scenario::builtin::find(name).unwrap();
         let sc = Scenario::from_toml(text, path).unwrap().with_variant(variant).unwrap();

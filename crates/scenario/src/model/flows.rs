@@ -187,8 +187,20 @@ pub(super) fn flow_transport(
     let protocol = match f.protocol.as_deref().unwrap_or("udp") {
         "udp" => Protocol::Udp,
         "tcp" => Protocol::Tcp,
-        p => return Err(ctx.err(format!("{at}.protocol"), format!("expected `udp` or `tcp`, got `{p}`"))),
+        "mptcp" => Protocol::Mptcp,
+        p => {
+            return Err(ctx.err(
+                format!("{at}.protocol"),
+                format!("expected `udp`, `tcp` or `mptcp`, got `{p}`"),
+            ))
+        }
     };
+    if f.mptcp.is_some() && protocol != Protocol::Mptcp {
+        return Err(ctx.err(
+            format!("{at}.mptcp"),
+            "applies to MPTCP flows only (`protocol = \"mptcp\"`)",
+        ));
+    }
     let (rate_bps, tcp) = match protocol {
         Protocol::Udp => {
             for (k, v) in [
@@ -199,7 +211,10 @@ pub(super) fn flow_transport(
                 ("tcp", f.tcp.is_some()),
             ] {
                 if v {
-                    return Err(ctx.err(format!("{at}.{k}"), "applies to TCP flows only (`protocol = \"tcp\"`)"));
+                    return Err(ctx.err(
+                        format!("{at}.{k}"),
+                        "applies to TCP and MPTCP flows only (`protocol = \"tcp\"`)",
+                    ));
                 }
             }
             let r = f
@@ -208,7 +223,7 @@ pub(super) fn flow_transport(
                 .ok_or_else(|| ctx.err(format!("{at}.rate"), "a UDP flow needs `rate`, e.g. \"4Mbps\""))?;
             (ctx.rate(&format!("{at}.rate"), r)?, None)
         }
-        Protocol::Tcp => {
+        Protocol::Tcp | Protocol::Mptcp => {
             if f.rate.is_some() {
                 return Err(ctx.err(
                     format!("{at}.rate"),
@@ -257,10 +272,70 @@ pub(super) fn flow_transport(
                     ))
                 }
             };
-            (0, Some(TcpFlow { config, app }))
+            let mptcp = match protocol {
+                Protocol::Mptcp => Some(mptcp_settings(ctx, at, &f.mptcp.clone().unwrap_or_default(), app)?),
+                _ => None,
+            };
+            if config.cc.is_coupled() && mptcp.is_none() {
+                return Err(ctx.err(
+                    format!("{at}.tcp.cc"),
+                    format!(
+                        "`{}` couples the subflows of an MPTCP connection: use it with `protocol = \"mptcp\"`, or `reno` or `cubic` for TCP",
+                        config.cc.linux_name()
+                    ),
+                ));
+            }
+            (0, Some(TcpFlow { config, app, mptcp }))
         }
     };
     Ok((protocol, rate_bps, tcp))
+}
+
+/// An MPTCP flow's settings: subflows, scheduler, version; request / response is refused.
+fn mptcp_settings(ctx: &Ctx<'_>, at: &str, raw: &RawMptcp, app: TcpApp) -> Result<MptcpSettings, ScenarioError> {
+    if let TcpApp::RequestResponse { .. } = app {
+        return Err(ctx.err(
+            format!("{at}.request"),
+            "request / response over MPTCP is not modelled: an MPTCP flow is bulk or a transfer (`size`)",
+        ));
+    }
+    let subflows = subflow_count(ctx, &format!("{at}.mptcp.subflows"), raw.subflows.unwrap_or(2))?;
+    let scheduler = match raw.scheduler.as_deref().unwrap_or("default") {
+        "default" | "lowest-rtt" => MptcpScheduler::LowestRtt,
+        "roundrobin" | "round-robin" => MptcpScheduler::RoundRobin,
+        x => {
+            return Err(ctx.err(
+                format!("{at}.mptcp.scheduler"),
+                format!("expected `default` (lowest RTT with room) or `roundrobin`, got `{x}`"),
+            ))
+        }
+    };
+    let version = match raw.version.unwrap_or(1) {
+        0 => mpsched_core::mptcp::MptcpVersion::V0,
+        1 => mpsched_core::mptcp::MptcpVersion::V1,
+        v => {
+            return Err(ctx.err(
+                format!("{at}.mptcp.version"),
+                format!("expected 1 (RFC 8684) or 0 (RFC 6824), got {v}"),
+            ))
+        }
+    };
+    Ok(MptcpSettings {
+        subflows,
+        scheduler,
+        version,
+    })
+}
+
+/// A subflow count, 1 to [`MAX_SUBFLOWS`].
+pub(super) fn subflow_count(ctx: &Ctx<'_>, at: &str, n: u8) -> Result<u8, ScenarioError> {
+    if !(1..=MAX_SUBFLOWS).contains(&n) {
+        return Err(ctx.err(
+            at.to_string(),
+            format!("expected 1 to {MAX_SUBFLOWS} subflows, got {n}"),
+        ));
+    }
+    Ok(n)
 }
 
 pub(super) fn tcp_config(ctx: &Ctx<'_>, at: &str, base: TcpConfig, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
@@ -269,7 +344,7 @@ pub(super) fn tcp_config(ctx: &Ctx<'_>, at: &str, base: TcpConfig, raw: &RawTcp)
         c.cc = CcKind::parse(cc).ok_or_else(|| {
             ctx.err(
                 format!("{at}.cc"),
-                format!("expected `reno`, `cubic` or `dctcp`, got `{cc}`"),
+                format!("expected `reno`, `cubic`, `dctcp`, `lia` or `olia`, got `{cc}`"),
             )
         })?;
     }

@@ -70,6 +70,8 @@ pub enum Protocol {
     Udp,
     /// A TCP connection.
     Tcp,
+    /// An MPTCP connection (RFC 8684) of several TCP subflows ([`TcpFlow::mptcp`]).
+    Mptcp,
 }
 
 /// What a TCP flow's application does.
@@ -100,6 +102,33 @@ pub struct TcpFlow {
     pub config: TcpConfig,
     /// Application.
     pub app: TcpApp,
+    /// MPTCP settings, for an MPTCP flow (its subflows each use `config`).
+    pub mptcp: Option<MptcpSettings>,
+}
+
+/// Most subflows an MPTCP connection may have (Linux's limit, `ip mptcp limits set subflows 8`,
+/// and the largest count Raiciu et al. ran).
+pub const MAX_SUBFLOWS: u8 = 8;
+
+/// An MPTCP flow's settings (`protocol = "mptcp"`, `[flow.mptcp]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MptcpSettings {
+    /// Subflows, 1 to [`MAX_SUBFLOWS`]: each its own 5-tuple (the next source port, and the
+    /// next interface of a host that has several).
+    pub subflows: u8,
+    /// Which subflow carries each segment.
+    pub scheduler: MptcpScheduler,
+    /// Protocol version: 1 (RFC 8684, SHA-256, Linux's) or 0 (RFC 6824, SHA-1, MP-HULA's).
+    pub version: mpsched_core::mptcp::MptcpVersion,
+}
+
+/// The packet schedulers an MPTCP flow may name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MptcpScheduler {
+    /// The subflow with the lowest smoothed RTT that has room in its window (Linux's default).
+    LowestRtt,
+    /// Each subflow in turn.
+    RoundRobin,
 }
 
 /// Transport of a tunnel's subtunnels.
@@ -464,15 +493,42 @@ impl Scenario {
             out.links[li].rate_bps = ctx.rate(&format!("variant[{vi}].link_rates.{link}"), rate)?;
         }
         if let Some(cc) = &raw.cc {
-            let kind = CcKind::parse(cc)
-                .ok_or_else(|| ctx.err(f("cc"), format!("expected `reno`, `cubic` or `dctcp`, got `{cc}`")))?;
+            let kind = CcKind::parse(cc).ok_or_else(|| {
+                ctx.err(
+                    f("cc"),
+                    format!("expected `reno`, `cubic`, `dctcp`, `lia` or `olia`, got `{cc}`"),
+                )
+            })?;
+            if kind.is_coupled() && !out.flows.iter().any(|x| x.protocol == Protocol::Mptcp) {
+                return Err(ctx.err(
+                    f("cc"),
+                    format!("`{cc}` couples MPTCP subflows, and the scenario has no MPTCP flow"),
+                ));
+            }
             for fl in out.flows.iter_mut() {
                 if let Some(t) = &mut fl.tcp {
+                    // A coupled controller is for MPTCP connections; single-path TCP keeps its own.
+                    if kind.is_coupled() && t.mptcp.is_none() {
+                        continue;
+                    }
                     t.config.cc = kind;
                     if kind == CcKind::Dctcp && !t.config.ecn {
                         return Err(ctx.err(f("cc"), format!("DCTCP needs ECN, and flow `{}` has it off", fl.name)));
                     }
                 }
+            }
+        }
+        if let Some(n) = raw.subflows {
+            let at = f("subflows");
+            let mut any = false;
+            for t in out.flows.iter_mut().filter_map(|x| x.tcp.as_mut()) {
+                if let Some(m) = &mut t.mptcp {
+                    m.subflows = flows::subflow_count(&ctx, &at, n)?;
+                    any = true;
+                }
+            }
+            if !any {
+                return Err(ctx.err(at, "the scenario has no MPTCP flow (`protocol = \"mptcp\"`)"));
             }
         }
         if let Some(r) = &raw.routing {

@@ -36,8 +36,17 @@ pub(super) fn workload_flows(
         let dst_of = destinations(ctx, &at("pattern"), w.pattern.as_deref(), &clients, &servers, seed)?;
         let mut rng = SeededRandom::new(seed);
         let cdf = w.cdf.as_deref().map(|c| cdf_of(ctx, &at("cdf"), c)).transpose()?;
+        let protocol = match w.protocol.as_deref().unwrap_or("tcp") {
+            p @ ("tcp" | "mptcp") => p,
+            p => return Err(ctx.err(at("protocol"), format!("expected `tcp` or `mptcp`, got `{p}`"))),
+        };
+        if w.mptcp.is_some() && protocol != "mptcp" {
+            return Err(ctx.err(at("mptcp"), "applies to MPTCP workloads only (`protocol = \"mptcp\"`)"));
+        }
         let drawn = Drawn {
             name: &w.name,
+            protocol,
+            mptcp: w.mptcp.as_ref(),
             clients: &clients,
             nodes,
             dst_of: &dst_of,
@@ -123,6 +132,8 @@ fn host_rate(links: &[Link], h: usize) -> u64 {
 /// What drawing one workload's flows needs.
 struct Drawn<'a> {
     name: &'a str,
+    protocol: &'a str,
+    mptcp: Option<&'a RawMptcp>,
     clients: &'a [usize],
     nodes: &'a [Node],
     dst_of: &'a PickServer,
@@ -136,7 +147,8 @@ impl Drawn<'_> {
             name: format!("{}-{}", self.name, out.len()),
             src: self.nodes[c].name.clone(),
             dst: self.nodes[dst].name.clone(),
-            protocol: Some("tcp".into()),
+            protocol: Some(self.protocol.into()),
+            mptcp: self.mptcp.cloned(),
             start: Some(format!("{start_ps}ps")),
             ..RawFlow::default()
         }

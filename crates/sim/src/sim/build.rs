@@ -195,18 +195,38 @@ pub(super) fn flows(
     flows
 }
 
-/// The TCP connections of TCP flows (two for request / response).
+/// The TCP connections of TCP flows (two for request / response), and the MPTCP connections of
+/// MPTCP flows with their subflows' connections.
 pub(super) fn flow_connections(
     sc: &Scenario,
     wiring: &mpsched_topo::Wiring,
     flows: &mut [FlowState],
     intervals: usize,
-) -> Vec<Conn> {
+    seed: u64,
+) -> (Vec<Conn>, Vec<mptcp::MptcpConn>) {
     let mut conns: Vec<Conn> = Vec::new();
+    let mut mptcp = Vec::new();
+    // Keys and nonces from their own stream, so that MPTCP flows move no other draw.
+    let mut keys_rng = SeededRandom::new(seed ^ 0x6d70_7463_705f_6b65);
     for (fi, f) in sc.flows.iter().enumerate() {
         let Some(t) = &f.tcp else { continue };
         let meta = flows[fi].meta;
         let c = conns.len() as u32;
+        if let Some(settings) = &t.mptcp {
+            let mp = mptcp.len() as u32;
+            mptcp.push(mptcp_connection(
+                sc,
+                wiring,
+                (fi, mp),
+                settings,
+                &mut conns,
+                &mut keys_rng,
+            ));
+            let mut state = TcpFlowState::new(t.app, c, None, intervals);
+            state.mptcp = Some(mp);
+            flows[fi].tcp = Some(state);
+            continue;
+        }
         let (there, back) = (flow_port(sc, wiring, f, f.src), flow_port(sc, wiring, f, f.dst));
         conns.push(Conn::new(
             &t.config,
@@ -238,7 +258,73 @@ pub(super) fn flow_connections(
         flows[fi].tcp = Some(TcpFlowState::new(t.app, c, response_conn, intervals));
     }
 
-    conns
+    (conns, mptcp)
+}
+
+/// Source port of subflow `k` of flow `fi`: the flow's own for the first, then steps of the
+/// number of flows, so that flows on their default ports (40 000 + index) never share a
+/// 5-tuple; wrapping within 40 000-65 535 as the defaults do.
+fn subflow_port(sc: &Scenario, fi: usize, k: u8) -> u16 {
+    let base = sc.flows[fi].src_port;
+    if k == 0 {
+        return base;
+    }
+    let step = (u32::from(k) * sc.flows.len() as u32) % 25_536;
+    let off = (u32::from(base.saturating_sub(40_000)) + step) % 25_536;
+    if base >= 40_000 {
+        (40_000 + off) as u16
+    } else {
+        base.wrapping_add(step as u16)
+    }
+}
+
+/// One MPTCP flow's connection: a TCP connection per subflow (appended to `conns`), each from
+/// the next interface of a host with several (the route's of one with a single link) and its
+/// own source port, segments shortened by the DSS option, keys and nonces drawn from `rng`.
+fn mptcp_connection(
+    sc: &Scenario,
+    wiring: &mpsched_topo::Wiring,
+    (fi, mp): (usize, u32),
+    settings: &mpsched_scenario::MptcpSettings,
+    conns: &mut Vec<Conn>,
+    rng: &mut SeededRandom,
+) -> mptcp::MptcpConn {
+    let f = &sc.flows[fi];
+    let t = f.tcp.as_ref().expect("an MPTCP flow has TCP settings");
+    let mut cfg = t.config.clone();
+    cfg.mss_bytes = cfg.mss_bytes.saturating_sub(mptcp::DSS_DATA_BYTES).max(64);
+    let interfaces = wiring.interface_ips[f.src].len();
+    let back = flow_port(sc, wiring, f, f.dst);
+    let mut subflow_conns = Vec::new();
+    let mut nonces = Vec::new();
+    for k in 0..settings.subflows {
+        let out = if interfaces > 1 && f.path.is_none() {
+            usize::from(k) % interfaces
+        } else {
+            usize::from(flow_port(sc, wiring, f, f.src))
+        };
+        let mut meta = PacketMeta::udp(
+            wiring.interface_ips[f.src][out],
+            wiring.interface_ips[f.dst][usize::from(back)],
+            subflow_port(sc, fi, k),
+            f.dst_port,
+            0,
+        );
+        meta.dscp = f.dscp;
+        subflow_conns.push(conns.len() as u32);
+        conns.push(Conn::new(
+            &cfg,
+            f.src as u32,
+            f.dst as u32,
+            meta,
+            out as PortId,
+            back,
+            Owner::Subflow { mp, k },
+        ));
+        nonces.push((rng.next_u64() as u32, rng.next_u64() as u32));
+    }
+    let keys = (rng.next_u64(), rng.next_u64());
+    mptcp::MptcpConn::new(fi as u32, settings, &subflow_conns, keys, &nonces, &cfg)
 }
 
 /// The tunnels' two ends, their subtunnel connections (appended to `conns`) and the subtunnel

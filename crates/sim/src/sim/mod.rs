@@ -3,6 +3,7 @@
 mod build;
 mod component;
 mod failures;
+mod mptcp;
 mod tcp;
 mod tunnel;
 
@@ -205,8 +206,10 @@ struct Network {
 /// What uses the network: the scenario's flows, TCP connections, tunnels, and components.
 struct Traffic {
     flows: Vec<FlowState>,
-    /// TCP connections (flows, subtunnels, components').
+    /// TCP connections (flows, subtunnels, components', MPTCP subflows).
     conns: Vec<Conn>,
+    /// MPTCP connections, their subflows among `conns`.
+    mptcp: Vec<mptcp::MptcpConn>,
     tunnels: Vec<TunnelState>,
     /// What a tunnel scheduler sees of the subtunnels, reused from packet to packet.
     view_buf: Vec<SubtunnelView>,
@@ -248,7 +251,7 @@ impl Simulation {
         let (path_links, path_capacity_bps) = build::path_monitors(sc, &nodes, &mut links);
         let intervals = sc.duration_ps.div_ceil(sc.sample_interval_ps) as usize;
         let mut flows = build::flows(sc, &wiring, &mut rng, intervals);
-        let mut conns = build::flow_connections(sc, &wiring, &mut flows, intervals);
+        let (mut conns, mptcp) = build::flow_connections(sc, &wiring, &mut flows, intervals, opts.seed);
         let (tunnels, tunnel_addrs) = build::tunnels(sc, &wiring, &mut nodes, &mut conns)?;
         let build::Captures {
             captures,
@@ -280,6 +283,7 @@ impl Simulation {
         let traffic = Traffic {
             flows,
             conns,
+            mptcp,
             tunnels,
             view_buf: Vec::new(),
             tunnel_addrs,
@@ -864,7 +868,15 @@ impl Simulation {
         for f in &mut self.traffic.flows {
             let Some(t) = f.tcp.as_mut() else { continue };
             let c = &self.traffic.conns[t.conn as usize];
-            let cwnd = c.sender.cwnd_bytes();
+            // An MPTCP flow's window is its subflows' together.
+            let cwnd = match t.mptcp {
+                Some(mp) => self.traffic.mptcp[mp as usize]
+                    .subflows
+                    .iter()
+                    .map(|s| self.traffic.conns[s.conn as usize].sender.cwnd_bytes())
+                    .sum(),
+                None => c.sender.cwnd_bytes(),
+            };
             t.cwnd_samples_sum += cwnd;
             t.cwnd_samples += 1;
             row.push(round(cwnd as f64 / 1024.0, 3));
@@ -912,6 +924,13 @@ impl Simulation {
         let mut conns = vec![&self.traffic.conns[t.conn as usize]];
         if let Some(rc) = t.response_conn {
             conns.push(&self.traffic.conns[rc as usize]);
+        }
+        if let Some(mp) = t.mptcp {
+            conns = self.traffic.mptcp[mp as usize]
+                .subflows
+                .iter()
+                .map(|s| &self.traffic.conns[s.conn as usize])
+                .collect();
         }
         let sum = |g: &dyn Fn(&Conn) -> u64| conns.iter().map(|c| g(c)).sum::<u64>();
         let sent = sum(&|c| c.sender.stats().segments_sent);
@@ -965,6 +984,11 @@ impl Simulation {
                     }
                     _ => None,
                 },
+                subflows: conns
+                    .iter()
+                    .filter(|_| t.mptcp.is_some())
+                    .map(|c| subflow_figures(c, active_s))
+                    .collect(),
             }),
         }
     }
@@ -1108,5 +1132,26 @@ impl Simulation {
             events: self.net.events,
             captured_frames,
         })
+    }
+}
+
+/// One MPTCP subflow's figures.
+fn subflow_figures(c: &Conn, active_s: f64) -> mpsched_scenario::results::SubflowFigures {
+    let m = &c.data_meta;
+    let st = c.sender.stats();
+    mpsched_scenario::results::SubflowFigures {
+        id: format!(
+            "{}:{} -> {}:{}",
+            std::net::Ipv4Addr::from(m.src_ip),
+            m.src_port,
+            std::net::Ipv4Addr::from(m.dst_ip),
+            m.dst_port
+        ),
+        acked_mbps: round(c.sender.acked_bytes() as f64 * 8.0 / active_s / 1e6, 4),
+        segments_sent: st.segments_sent,
+        retransmitted_segments: st.retransmitted_segments,
+        rtos: st.rtos,
+        srtt_ms: round(c.sender.rtt().srtt_ns().unwrap_or(0) as f64 / 1e6, 3),
+        cwnd_kib: round(c.sender.cwnd_bytes() as f64 / 1024.0, 3),
     }
 }

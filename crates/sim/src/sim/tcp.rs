@@ -4,7 +4,7 @@
 use super::component::{ComponentId, ConnId};
 use super::{Simulation, TunnelRef};
 use crate::event::{EventKind, TimePs};
-use crate::packet::{segment_flags, Packet, TcpPart};
+use crate::packet::{Packet, TcpPart};
 use mpsched_core::packet::{Ecn, HeaderExt, PacketMeta, PortId};
 use mpsched_scenario::TcpApp;
 use mpsched_transport::tcp::{Segment, TcpConfig, TcpReceiver, TcpSender, TCP_OVERHEAD_BYTES};
@@ -22,6 +22,8 @@ pub(crate) enum Owner {
     Subtunnel(TunnelRef),
     /// A component's connection.
     Component(ComponentId),
+    /// Subflow `k` of MPTCP connection `mp`.
+    Subflow { mp: u32, k: u8 },
 }
 
 /// One TCP connection: a sender at `src`, a receiver at `dst`.
@@ -43,6 +45,8 @@ pub(crate) struct Conn {
     pub records: RecordQueue<u32>,
     /// Sum of one-way delays of data segments received, for the mean.
     pub owd_sum_ps: u128,
+    /// When a handshake segment is due again (an MPTCP subflow's SYN or MP_JOIN third ACK).
+    pub handshake_deadline_ns: Option<u64>,
 }
 
 impl Conn {
@@ -76,6 +80,7 @@ impl Conn {
             timer_at: None,
             records: RecordQueue::default(),
             owd_sum_ps: 0,
+            handshake_deadline_ns: None,
         }
     }
 }
@@ -87,6 +92,8 @@ pub(crate) struct TcpFlowState {
     pub conn: u32,
     /// Response connection (request / response).
     pub response_conn: Option<u32>,
+    /// The MPTCP connection (MPTCP flows; `conn` is then its first subflow).
+    pub mptcp: Option<u32>,
     pub stopped: bool,
     pub completion_ps: Option<TimePs>,
     /// Request / response: when each outstanding request was written.
@@ -110,6 +117,7 @@ impl TcpFlowState {
             app,
             conn,
             response_conn,
+            mptcp: None,
             stopped: false,
             completion_ps: None,
             requests_sent_ps: VecDeque::new(),
@@ -141,14 +149,20 @@ impl Simulation {
                 break;
             };
             let mut meta = conn.data_meta;
-            meta.wire_len_bytes = seg.len + TCP_OVERHEAD_BYTES;
+            let (node, port, owner) = (conn.src_node, conn.data_port, conn.owner);
+            let mut part = TcpPart::plain(c, false, seg);
+            if let Owner::Subflow { mp, k } = owner {
+                part.mptcp = self.mptcp_data_option(mp, k, &seg);
+            }
+            meta.wire_len_bytes = seg.len + TCP_OVERHEAD_BYTES + part.option_bytes();
             meta.ecn = if seg.ect { Ecn::Ect0 } else { Ecn::NotEct };
             meta.ext = HeaderExt::Tcp {
-                flags: segment_flags(&seg),
-                mptcp: None,
+                flags: part.flags(),
+                mptcp: part.mptcp.map(|o| o.kind()),
             };
-            let (node, port, owner) = (conn.src_node, conn.data_port, conn.owner);
-            if let Owner::Flow(fi) | Owner::Response(fi) = owner {
+            let flow = self.conn_flow(c);
+            if flow != crate::packet::CONTROL_FLOW {
+                let fi = flow;
                 let k = self.interval_index(self.net.now);
                 if let Some(t) = self.traffic.flows[fi as usize].tcp.as_mut() {
                     t.segs_by_interval[k] += 1;
@@ -157,17 +171,9 @@ impl Simulation {
                     }
                 }
             }
-            let flow = match owner {
-                Owner::Flow(f) | Owner::Response(f) => f,
-                Owner::Subtunnel(_) | Owner::Component(_) => crate::packet::CONTROL_FLOW,
-            };
             let mut pkt = Packet::bare(meta, flow, self.net.now);
             pkt.payload_bytes = seg.len;
-            pkt.tcp = self.net.tcp_parts.insert(TcpPart {
-                conn: c,
-                is_ack: false,
-                seg,
-            });
+            pkt.tcp = self.net.tcp_parts.insert(part);
             self.output(node, port, pkt);
         }
         self.arm_timer(c);
@@ -175,10 +181,14 @@ impl Simulation {
 
     pub(crate) fn arm_timer(&mut self, c: u32) {
         let conn = &mut self.traffic.conns[c as usize];
-        let next = match (conn.sender.next_timer(), conn.receiver.next_timer()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let next = [
+            conn.sender.next_timer(),
+            conn.receiver.next_timer(),
+            conn.handshake_deadline_ns,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         if let Some(ns) = next {
             let at = (ns * 1000).max(self.net.now);
             // Schedule only when no timer event is pending at or before `at`.
@@ -195,30 +205,48 @@ impl Simulation {
         if conn.timer_at == Some(self.net.now) {
             conn.timer_at = None;
         }
+        if conn.handshake_deadline_ns.is_some_and(|d| d <= now_ns) {
+            self.on_handshake_timer(c);
+        }
+        let conn = &mut self.traffic.conns[c as usize];
         conn.sender.on_timer(now_ns);
         if let Some(ack) = conn.receiver.on_timer(now_ns) {
             self.send_ack(c, ack);
         }
-        self.pump(c);
+        match self.traffic.conns[c as usize].owner {
+            Owner::Subflow { mp, .. } => self.mptcp_pump(mp),
+            _ => self.pump(c),
+        }
+        self.arm_timer(c);
     }
 
-    fn send_ack(&mut self, c: u32, seg: Segment) {
-        let conn = &self.traffic.conns[c as usize];
-        let (node, port, mut meta) = (conn.dst_node, conn.ack_port, conn.ack_meta);
-        meta.ext = HeaderExt::Tcp {
-            flags: segment_flags(&seg),
-            mptcp: None,
-        };
-        let flow = match conn.owner {
+    /// The flow connection `c` carries (its packets' flow id), or the control flow.
+    pub(crate) fn conn_flow(&self, c: u32) -> u32 {
+        match self.traffic.conns[c as usize].owner {
             Owner::Flow(f) | Owner::Response(f) => f,
+            Owner::Subflow { mp, .. } => self.traffic.mptcp[mp as usize].flow,
             Owner::Subtunnel(_) | Owner::Component(_) => crate::packet::CONTROL_FLOW,
+        }
+    }
+
+    fn send_ack(&mut self, c: u32, mut seg: Segment) {
+        let conn = &self.traffic.conns[c as usize];
+        let (node, port, mut meta, owner) = (conn.dst_node, conn.ack_port, conn.ack_meta, conn.owner);
+        let mptcp = match owner {
+            Owner::Subflow { mp, .. } => self.mptcp_ack_option(mp, &mut seg),
+            _ => None,
         };
-        let mut pkt = Packet::bare(meta, flow, self.net.now);
-        pkt.tcp = self.net.tcp_parts.insert(TcpPart {
-            conn: c,
-            is_ack: true,
-            seg,
-        });
+        let part = TcpPart {
+            mptcp,
+            ..TcpPart::plain(c, true, seg)
+        };
+        meta.wire_len_bytes += part.option_bytes();
+        meta.ext = HeaderExt::Tcp {
+            flags: part.flags(),
+            mptcp: mptcp.map(|o| o.kind()),
+        };
+        let mut pkt = Packet::bare(meta, self.conn_flow(c), self.net.now);
+        pkt.tcp = self.net.tcp_parts.insert(part);
         self.output(node, port, pkt);
     }
 
@@ -227,7 +255,23 @@ impl Simulation {
         let t = self.net.tcp_parts.take(pkt.tcp);
         let c = t.conn;
         let now_ns = ps_to_ns(self.net.now);
-        if t.is_ack {
+        let subflow = match self.traffic.conns[c as usize].owner {
+            Owner::Subflow { mp, k } => Some((mp, k)),
+            _ => None,
+        };
+        if let Some((mp, k)) = subflow {
+            if t.handshake.is_some() {
+                self.on_handshake(mp, k, &t);
+                return;
+            }
+            if t.is_ack {
+                self.mptcp_on_ack(mp, k, &t);
+                return;
+            }
+            if !self.mptcp_on_data(mp, k, &t) {
+                return;
+            }
+        } else if t.is_ack {
             self.traffic.conns[c as usize].sender.on_ack(now_ns, &t.seg);
             self.pump(c);
             return;
@@ -238,7 +282,7 @@ impl Simulation {
         for ack in [out.prior_ack, out.ack].into_iter().flatten() {
             self.send_ack(c, ack);
         }
-        if out.delivered_bytes > 0 {
+        if out.delivered_bytes > 0 && subflow.is_none() {
             self.on_delivered(c, out.delivered_bytes);
         }
         self.arm_timer(c);
@@ -249,6 +293,8 @@ impl Simulation {
         let rcv_nxt = self.traffic.conns[c as usize].receiver.rcv_nxt();
         match owner {
             Owner::Subtunnel(r) => self.on_subtunnel_delivered(r, c, rcv_nxt),
+            // Counted at the connection level, as the reassembly releases it.
+            Owner::Subflow { .. } => {}
             Owner::Component(id) => self.call_component(id, |x, net| x.on_delivered(ConnId(c), rcv_nxt, net)),
             Owner::Flow(fi) => {
                 let now = self.net.now;
@@ -324,6 +370,13 @@ impl Simulation {
         let f = &mut self.traffic.flows[fi as usize];
         let Some(t) = f.tcp.as_mut() else { return };
         let c = t.conn;
+        if let Some(mp) = t.mptcp {
+            match t.app {
+                TcpApp::Transfer { size_bytes } => self.mptcp_start(mp, size_bytes, true),
+                _ => self.mptcp_start(mp, u64::MAX / 4, false),
+            }
+            return;
+        }
         match t.app {
             TcpApp::Bulk => self.traffic.conns[c as usize].sender.write(u64::MAX / 4),
             TcpApp::Transfer { size_bytes } => {
@@ -344,7 +397,9 @@ impl Simulation {
         let f = &mut self.traffic.flows[fi as usize];
         let Some(t) = f.tcp.as_mut() else { return };
         t.stopped = true;
-        if t.app == TcpApp::Bulk {
+        if let (Some(mp), TcpApp::Bulk) = (t.mptcp, t.app) {
+            self.mptcp_stop(mp);
+        } else if t.app == TcpApp::Bulk {
             self.traffic.conns[t.conn as usize].sender.discard_unsent();
         }
     }

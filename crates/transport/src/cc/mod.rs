@@ -149,6 +149,10 @@ pub enum CcKind {
     Cubic,
     /// DCTCP (RFC 8257): NewReno growth, reduction by the fraction of marked bytes.
     Dctcp,
+    /// LIA (RFC 6356): MPTCP's linked increase, coupling a connection's subflows.
+    Lia,
+    /// OLIA (Khalili et al., CoNEXT 2012): the opportunistic linked increase.
+    Olia,
 }
 
 impl CcKind {
@@ -158,6 +162,8 @@ impl CcKind {
             "reno" | "newreno" => Some(CcKind::Reno),
             "cubic" => Some(CcKind::Cubic),
             "dctcp" => Some(CcKind::Dctcp),
+            "lia" => Some(CcKind::Lia),
+            "olia" => Some(CcKind::Olia),
             _ => None,
         }
     }
@@ -168,7 +174,14 @@ impl CcKind {
             CcKind::Reno => "reno",
             CcKind::Cubic => "cubic",
             CcKind::Dctcp => "dctcp",
+            CcKind::Lia => "lia",
+            CcKind::Olia => "olia",
         }
+    }
+
+    /// Whether it couples the subflows of an MPTCP connection (and so needs one).
+    pub fn is_coupled(self) -> bool {
+        matches!(self, CcKind::Lia | CcKind::Olia)
     }
 
     /// A controller of this kind with `initial_window_segments` segments of `mss` bytes.
@@ -177,6 +190,8 @@ impl CcKind {
             CcKind::Reno => Box::new(NewReno::new(mss, initial_window_segments)),
             CcKind::Cubic => Box::new(Cubic::new(mss, initial_window_segments)),
             CcKind::Dctcp => Box::new(Dctcp::new(mss, initial_window_segments)),
+            CcKind::Lia => Box::new(Lia::new(mss, initial_window_segments)),
+            CcKind::Olia => Box::new(Olia::new(mss, initial_window_segments)),
         }
     }
 }

@@ -93,6 +93,11 @@ impl CapableClient {
         CapableClient { version, local_key }
     }
 
+    /// The protocol version it speaks.
+    pub fn version(&self) -> MptcpVersion {
+        self.version
+    }
+
     /// The SYN's option: version 1 sends no key on the SYN, version 0 sends its own.
     pub fn syn(&self) -> MptcpOption {
         let key = (self.version == MptcpVersion::V0).then_some(self.local_key);
@@ -115,6 +120,20 @@ impl CapableClient {
     }
 }
 
+impl CapableClient {
+    /// Version 1's option on the first data segment (RFC 8684 3.1): both keys again, since the
+    /// third ACK may be lost, and the data-level length of the segment's payload.
+    pub fn first_data(&self, remote_key: u64, len: u16) -> MptcpOption {
+        MptcpOption::Capable {
+            version: self.version.wire(),
+            flags: CAPABLE_FLAGS,
+            sender_key: Some(self.local_key),
+            receiver_key: Some(remote_key),
+            data: Some((len, None)),
+        }
+    }
+}
+
 /// The passive opener's MP_CAPABLE: its SYN/ACK, then the check of the third ACK.
 #[derive(Clone, Copy, Debug)]
 pub struct CapableServer {
@@ -134,7 +153,18 @@ impl CapableServer {
         Ok(capable(self.version, Some(self.local_key), None))
     }
 
-    /// The third ACK arrived: it must echo this end's key; the connection's keys.
+    /// Version 0's SYN carries the client's key: the connection's keys from it, if it does.
+    pub fn keys_from_syn(&self, opt: &MptcpOption) -> Option<ConnectionKeys> {
+        let (sender, _) = capable_keys(self.version, opt).ok()?;
+        Some(ConnectionKeys {
+            version: self.version,
+            local_key: self.local_key,
+            remote_key: sender?,
+        })
+    }
+
+    /// The third ACK (or version 1's first data) arrived: it must echo this end's key; the
+    /// connection's keys.
     pub fn on_ack(&self, opt: &MptcpOption) -> Result<ConnectionKeys, HandshakeError> {
         let (sender, receiver) = capable_keys(self.version, opt)?;
         let remote_key = sender.ok_or(HandshakeError::Unexpected)?;
