@@ -78,6 +78,16 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../scenarios/dc/websearch-k4-load.toml"),
     ),
     (
+        "dc/fat-tree-k8-mptcp",
+        "scenarios/dc/fat-tree-k8-mptcp.toml",
+        include_str!("../../../scenarios/dc/fat-tree-k8-mptcp.toml"),
+    ),
+    (
+        "dc/htsim-mptcp-k4",
+        "scenarios/dc/htsim-mptcp-k4.toml",
+        include_str!("../../../scenarios/dc/htsim-mptcp-k4.toml"),
+    ),
+    (
         "mptcp/two-paths",
         "scenarios/mptcp/two-paths.toml",
         include_str!("../../../scenarios/mptcp/two-paths.toml"),

@@ -177,6 +177,9 @@ pub struct RawTier {
     pub delay: Option<String>,
     #[serde(default)]
     pub queue_pkts: Option<u32>,
+    /// The queue at the host end (host tier only).
+    #[serde(default)]
+    pub host_queue_pkts: Option<u32>,
     #[serde(default)]
     pub ecn_threshold_pkts: Option<u32>,
 }
@@ -280,6 +283,9 @@ pub struct RawLink {
     pub delay: Option<String>,
     #[serde(default)]
     pub queue_pkts: Option<u32>,
+    /// The queue at a host end (its own interface queue), when it differs from `queue_pkts`.
+    #[serde(default)]
+    pub host_queue_pkts: Option<u32>,
     /// A name for variants to refer to.
     #[serde(default)]
     pub name: Option<String>,

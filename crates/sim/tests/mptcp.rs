@@ -210,3 +210,92 @@ fn tshark_decodes_the_simulated_handshakes_and_mappings() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A path fails under a subflow: its retransmissions time out, the data it held is sent again on
+/// the other subflow (RFC 8684 3.3.6), and the connection goes on at the surviving path's rate
+/// instead of stalling behind the lost data.
+#[test]
+fn a_subflow_whose_path_fails_hands_its_data_to_the_other() {
+    let (path, text) = mpsched_scenario::builtin::find("mptcp/two-paths").unwrap();
+    let failed = text.replace("[[flow]]", "[[failure]]\nlink = \"path2\"\nat = \"3s\"\n\n[[flow]]");
+    let sc = Scenario::from_toml(&failed, path).unwrap().with_variant("lia").unwrap();
+    let out = Simulation::new(&sc, &SimOptions::with_seed(1)).unwrap().run().unwrap();
+    let col = out.series.columns.iter().position(|c| c == "mp_mbps").unwrap();
+    // The subflow is stale after four timeouts (0.2 + 0.4 + 0.8 + 1.6 s); seconds 7 to 10 are
+    // on the one path left. (Without reinjection the connection stalls for good.)
+    let late: Vec<f64> = out.series.rows.iter().filter(|r| r[0] > 7.0).map(|r| r[col]).collect();
+    let mean = late.iter().sum::<f64>() / late.len() as f64;
+    assert!(
+        mean > 80.0,
+        "after path2 failed the connection delivers {mean:.1} Mbit/s (one path: about 94)"
+    );
+    let subs = &flow(&out.figures, "mp").tcp.as_ref().unwrap().subflows;
+    assert!(subs[1].rtos > 0, "path2's subflow timed out: {subs:?}");
+}
+
+/// What a switch program saw of MPTCP options.
+#[derive(Default)]
+struct Seen {
+    server_key: Option<u64>,
+    join_tokens: Vec<u32>,
+    mappings: u64,
+}
+
+/// A router for `mptcp/two-paths`'s `r3` that reads every segment's MPTCP option as MP-HULA's
+/// switches must: the server's key off MP_CAPABLE, the tokens off MP_JOIN SYNs, DSS mappings.
+struct OptionReader(std::sync::Arc<std::sync::Mutex<Seen>>);
+
+impl mpsched_core::program::Program for OptionReader {
+    fn ingress(
+        &mut self,
+        pkt: &mut mpsched_core::packet::PacketMeta,
+        ctx: &mut mpsched_core::program::Ctx,
+    ) -> mpsched_core::program::Verdict {
+        use mpsched_core::mptcp::MptcpOption;
+        let mut seen = self.0.lock().unwrap();
+        match ctx.mptcp_option() {
+            // The SYN/ACK carries the server's key alone.
+            Some(MptcpOption::Capable {
+                sender_key: Some(k),
+                receiver_key: None,
+                ..
+            }) if pkt.src_port == 5201 => seen.server_key = Some(*k),
+            Some(MptcpOption::JoinSyn { receiver_token, .. }) => seen.join_tokens.push(*receiver_token),
+            Some(MptcpOption::Dss { mapping: Some(_), .. }) => seen.mappings += 1,
+            _ => {}
+        }
+        // r3's ports: eth0 to r1 (path1), eth1 to r2 (path2), eth2 to the server.
+        let port = match std::net::Ipv4Addr::from(pkt.dst_ip).octets() {
+            [10, 1, ..] => 0,
+            [10, 2, ..] => 1,
+            _ => 2,
+        };
+        mpsched_core::program::Verdict::Forward(port)
+    }
+}
+
+/// A switch program is handed each segment's MPTCP option: on the path's last switch it reads
+/// the server's key, finds that every MP_JOIN names the token derived from it, and sees the
+/// mappings, while routing the connection as the control plane's tables do (the same figures).
+#[test]
+fn a_switch_program_reads_the_options_of_simulated_segments() {
+    let sc = builtin("mptcp/two-paths")
+        .with_variant("lia")
+        .unwrap()
+        .scaled_to(2_000_000_000_000);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Seen::default()));
+    let mut sim = Simulation::new(&sc, &SimOptions::with_seed(1)).unwrap();
+    sim.install_program("r3", Box::new(OptionReader(seen.clone()))).unwrap();
+    let r = sim.run().unwrap().figures;
+    let plain = run(&sc, &SimOptions::with_seed(1));
+    assert_eq!(
+        flow(&r, "mp"),
+        flow(&plain, "mp"),
+        "routed as the control plane's tables do"
+    );
+    let seen = seen.lock().unwrap();
+    let key = seen.server_key.expect("the server's key on its SYN/ACK");
+    let token = mpsched_core::mptcp::token(mpsched_core::mptcp::MptcpVersion::V1, key);
+    assert_eq!(seen.join_tokens, vec![token], "one MP_JOIN, naming the server's token");
+    assert!(seen.mappings > 1000, "{} mappings", seen.mappings);
+}

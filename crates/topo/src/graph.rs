@@ -38,6 +38,10 @@ pub struct Link {
     pub delay_ps: u64,
     /// Queue capacity per direction, in packets waiting (excluding the one being sent).
     pub queue_pkts: u32,
+    /// The queue at a host end instead, when given: the host's own interface queue (Linux's
+    /// `txqueuelen`, 1 000 packets by default; htsim's source queue), which a switch's buffer
+    /// size does not describe.
+    pub host_queue_pkts: Option<u32>,
     /// Name, for variants to refer to.
     pub name: Option<String>,
     /// ECN marking threshold at the switch ends of this link, in packets waiting.

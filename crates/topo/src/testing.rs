@@ -19,6 +19,7 @@ pub fn link(a: NodeId, b: NodeId) -> Link {
         rate_bps: 1_000_000,
         delay_ps: 0,
         queue_pkts: 10,
+        host_queue_pkts: None,
         name: None,
         ecn_threshold_pkts: None,
         a_ip: None,

@@ -841,6 +841,90 @@ mod tests {
         BUILTIN[0].2.to_string()
     }
 
+    /// Each MPTCP mistake is refused at its field, with what would be accepted.
+    #[test]
+    fn mptcp_flows_are_checked_at_their_fields() {
+        let (_, text) = crate::builtin::find("mptcp/two-paths").unwrap();
+        let ok = Scenario::from_toml(text, "x.toml").unwrap();
+        let m = ok.flows[0].tcp.as_ref().unwrap().mptcp.unwrap();
+        assert_eq!((m.subflows, m.scheduler), (2, MptcpScheduler::LowestRtt));
+        assert_eq!(m.version, mpsched_core::mptcp::MptcpVersion::V1);
+        for (from, to, field, says) in [
+            (
+                "mptcp.subflows = 2",
+                "mptcp.subflows = 9",
+                "flow[0].mptcp.subflows",
+                "1 to 8",
+            ),
+            (
+                "mptcp.subflows = 2",
+                "mptcp.subflows = 0",
+                "flow[0].mptcp.subflows",
+                "1 to 8",
+            ),
+            (
+                "mptcp.subflows = 2",
+                "mptcp.version = 2",
+                "flow[0].mptcp.version",
+                "RFC 8684",
+            ),
+            (
+                "mptcp.subflows = 2",
+                "mptcp.scheduler = \"blest\"",
+                "flow[0].mptcp.scheduler",
+                "roundrobin",
+            ),
+            (
+                "protocol = \"mptcp\"",
+                "protocol = \"tcp\"",
+                "flow[0].mptcp",
+                "MPTCP flows only",
+            ),
+            (
+                "tcp.cc = \"cubic\"",
+                "tcp.cc = \"olia\"\nrequest = \"1KB\"\nresponse = \"1KB\"",
+                "flow[0].request",
+                "not modelled",
+            ),
+            (
+                "protocol = \"mptcp\"\ntcp.cc = \"cubic\"\nmptcp.subflows = 2",
+                "protocol = \"tcp\"\ntcp.cc = \"lia\"",
+                "flow[0].tcp.cc",
+                "couples",
+            ),
+        ] {
+            assert!(text.contains(from), "{from}");
+            let e = err(&text.replacen(from, to, 1));
+            assert_eq!(e.field, field, "{to}: {e}");
+            assert!(e.to_string().contains(says), "{to}: {e}");
+        }
+        // A variant's subflows reach every MPTCP flow; with none, it is refused.
+        let v = format!("{text}\n[[variant]]\nname = \"four\"\nsubflows = 4\n");
+        let four = Scenario::from_toml(&v, "x.toml").unwrap().with_variant("four").unwrap();
+        assert_eq!(four.flows[0].tcp.as_ref().unwrap().mptcp.unwrap().subflows, 4);
+        let (_, tcp) = crate::builtin::find("tcp/two-flows").unwrap();
+        let v = format!("{tcp}\n[[variant]]\nname = \"four\"\nsubflows = 4\n");
+        let e = Scenario::from_toml(&v, "x.toml").unwrap_err();
+        assert_eq!(e.field, "variant[2].subflows");
+        assert!(e.to_string().contains("no MPTCP flow"), "{e}");
+        // A host's own queue: on links with a host end only, at least one packet.
+        let hq = text.replacen("a_ip = \"10.1.0.2\"", "a_ip = \"10.1.0.2\"\nhost_queue_pkts = 1000", 1);
+        assert_eq!(Scenario::from_toml(&hq, "x.toml").unwrap().links[0].host_queue_pkts, Some(1000));
+        let e = err(&text.replacen("name = \"path1\"", "name = \"path1\"\nhost_queue_pkts = 1000", 1));
+        assert_eq!(e.field, "link[2].host_queue_pkts");
+        assert!(e.to_string().contains("host end"), "{e}");
+        let e = err(&hq.replacen("host_queue_pkts = 1000", "host_queue_pkts = 0", 1));
+        assert_eq!(e.field, "link[0].host_queue_pkts");
+        // A coupled controller set by a variant leaves single-path flows theirs.
+        let (_, shared) = crate::builtin::find("mptcp/shared-bottleneck").unwrap();
+        let lia = Scenario::from_toml(shared, "x.toml")
+            .unwrap()
+            .with_variant("lia")
+            .unwrap();
+        let ccs: Vec<CcKind> = lia.flows.iter().map(|f| f.tcp.as_ref().unwrap().config.cc).collect();
+        assert_eq!(ccs, vec![CcKind::Lia, CcKind::Reno]);
+    }
+
     fn err(text: &str) -> ScenarioError {
         Scenario::from_toml(text, "x.toml").unwrap_err()
     }

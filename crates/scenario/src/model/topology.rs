@@ -83,6 +83,17 @@ pub(super) fn links_of(
         if queue_pkts == 0 {
             return Err(ctx.err(format!("link[{i}].queue_pkts"), "expected at least 1"));
         }
+        if let Some(q) = l.host_queue_pkts {
+            if q == 0 {
+                return Err(ctx.err(format!("link[{i}].host_queue_pkts"), "expected at least 1"));
+            }
+            if nodes[a].kind != NodeKind::Host && nodes[b].kind != NodeKind::Host {
+                return Err(ctx.err(
+                    format!("link[{i}].host_queue_pkts"),
+                    "applies to a link with a host end (the host's own interface queue)",
+                ));
+            }
+        }
         if let Some(n) = &l.name {
             check_name(ctx, format!("link[{i}].name"), n)?;
             if !link_names.insert(n.as_str()) {
@@ -101,6 +112,7 @@ pub(super) fn links_of(
             rate_bps,
             delay_ps,
             queue_pkts,
+            host_queue_pkts: l.host_queue_pkts,
             name: l.name.clone(),
             ecn_threshold_pkts: l.ecn_threshold_pkts,
             a_ip,
@@ -346,6 +358,7 @@ pub(super) fn generated(ctx: &Ctx<'_>, t: &RawTopology) -> Result<(Vec<RawNode>,
                 rate: tier.rate.clone(),
                 delay: tier.delay.clone(),
                 queue_pkts: tier.queue_pkts,
+                host_queue_pkts: tier.host_queue_pkts,
                 name: None,
                 ecn_threshold_pkts: tier.ecn_threshold_pkts,
                 queues: None,

@@ -59,6 +59,11 @@ pub(super) fn network(sc: &Scenario) -> (Vec<NodeState>, Vec<Link>) {
         })
         .collect();
     let mut links = Vec::new();
+    // A host's own interface queue may differ from the switch buffers (`host_queue_pkts`).
+    let queue_at = |end: usize, l: &mpsched_scenario::Link| match sc.nodes[end].kind {
+        NodeKind::Host => l.host_queue_pkts.unwrap_or(l.queue_pkts),
+        NodeKind::Switch => l.queue_pkts,
+    };
     for l in &sc.links {
         let (pa, pb) = (
             nodes[l.a].out_links.len() as PortId,
@@ -72,7 +77,7 @@ pub(super) fn network(sc: &Scenario) -> (Vec<NodeState>, Vec<Link>) {
             pb,
             l.rate_bps,
             l.delay_ps,
-            PortQueues::new(usize::from(l.queues), l.queue_pkts, l.discipline.clone()),
+            PortQueues::new(usize::from(l.queues), queue_at(l.a, l), l.discipline.clone()),
         ));
         links.push(Link::new(
             l.b as u32,
@@ -81,7 +86,7 @@ pub(super) fn network(sc: &Scenario) -> (Vec<NodeState>, Vec<Link>) {
             pa,
             l.rate_bps,
             l.delay_ps,
-            PortQueues::new(usize::from(l.queues), l.queue_pkts, l.discipline.clone()),
+            PortQueues::new(usize::from(l.queues), queue_at(l.b, l), l.discipline.clone()),
         ));
         nodes[l.a].out_links.push(ia);
         nodes[l.a].peers.push((l.b as u32, pb));

@@ -577,7 +577,14 @@ impl Simulation {
     ) -> Option<T> {
         let net = &mut self.net;
         net.ctx.reset(net.now);
-        let meta = &mut net.pool.at_mut(id).meta;
+        let pkt = net.pool.at_mut(id);
+        // An MPTCP option travels in the packet's TCP part; a program gets its fields as a P4
+        // parser's extracted header.
+        if pkt.meta.mptcp_kind().is_some() {
+            net.ctx
+                .set_mptcp_option(net.tcp_parts.get(pkt.tcp).and_then(|t| t.mptcp));
+        }
+        let meta = &mut pkt.meta;
         let out = net.nodes[node as usize]
             .program
             .as_deref_mut()

@@ -29,6 +29,10 @@ use std::collections::VecDeque;
 const SYN_RTO_NS: u64 = 1_000_000_000;
 /// Most SYN retransmissions (Linux's `tcp_syn_retries` default).
 const SYN_RETRIES: u32 = 6;
+/// Timeouts in a row, without an acknowledgement of new data between them, after which a
+/// subflow is stale: it carries no new data and hands all it holds to the others (Linux's
+/// `net.mptcp.stale_loss_cnt` default).
+const STALE_LOSS_COUNT: u32 = 4;
 
 /// Header bytes the DSS option of a data segment takes (64-bit DATA_ACK and mapping, no
 /// checksum: 26, padded to 28). A subflow's segments carry this much less payload than a TCP
@@ -66,6 +70,10 @@ pub(crate) struct Subflow {
     maps: VecDeque<(u64, u64, u32)>,
     /// Bytes handed to the subflow.
     written: u64,
+    /// Timeouts since it last had new data acknowledged.
+    timeouts: u32,
+    /// Whether it is stale (`STALE_LOSS_COUNT` timeouts in a row).
+    stale: bool,
 }
 
 /// One MPTCP connection: its subflows and the connection-level state of both ends.
@@ -82,6 +90,11 @@ pub(crate) struct MptcpConn {
     /// A DATA_ACK reached the active end: the peer has the keys.
     fully_established: bool,
     scheduler: Box<dyn PacketScheduler>,
+    /// Data to send again on another subflow (a timed-out subflow's, RFC 8684 3.3.6): (data
+    /// sequence number, length, the subflow to carry it), before any new data.
+    reinject: VecDeque<(u64, u32, usize)>,
+    /// Mappings sent again on another subflow.
+    pub reinjected: u64,
     /// Application bytes not yet mapped onto a subflow.
     app_unsent: u64,
     /// Whether the application will write nothing more (a transfer).
@@ -130,6 +143,8 @@ impl MptcpConn {
                     nonces,
                     maps: VecDeque::new(),
                     written: 0,
+                    timeouts: 0,
+                    stale: false,
                 })
                 .collect(),
             client: CapableClient::new(settings.version, keys.0),
@@ -140,6 +155,8 @@ impl MptcpConn {
             rx: None,
             fully_established: false,
             scheduler,
+            reinject: VecDeque::new(),
+            reinjected: 0,
             app_unsent: 0,
             app_closed: false,
             window_bytes: cfg.receive_window_bytes,
@@ -149,6 +166,27 @@ impl MptcpConn {
             states: vec![SubflowState::default(); conns.len()],
             views: vec![SubflowView::default(); conns.len()],
         }
+    }
+
+    /// The next segment's worth of the application's data, mapped onto the subflow the
+    /// scheduler picks: (subflow, data sequence number, length); None when nothing is to be
+    /// sent, the peer's window is full or no subflow has room.
+    fn map_next(&mut self) -> Option<(usize, u64, u32)> {
+        let tx = self.tx.as_mut()?;
+        if self.app_unsent == 0 {
+            return None;
+        }
+        let len = u64::from(self.mss).min(self.app_unsent) as u32;
+        // A segment's worth or nothing: every mapping but a transfer's last is a full
+        // segment, so a subflow's segments never straddle two mappings.
+        if tx.window_room_bytes() < u64::from(len) {
+            return None;
+        }
+        self.states.iter_mut().for_each(|s| s.next_segment_bytes = len);
+        let k = self.scheduler.pick(&self.states)?;
+        let map = tx.map_new(len, k).expect("the window has room");
+        self.app_unsent -= u64::from(len);
+        Some((k, map.dsn, len))
     }
 
     /// The protocol version.
@@ -374,45 +412,79 @@ impl Simulation {
         }
     }
 
-    /// Map what the application has written onto subflows with room, as the scheduler picks,
-    /// then let every subflow send.
-    pub(crate) fn mptcp_pump(&mut self, mp: u32) {
+    /// Subflow `k` timed out: if it carries the oldest data the peer has not acknowledged at the
+    /// data level (what holds the connection's in-order delivery), that mapping goes again on
+    /// the subflow the scheduler would pick among the others, as Linux's MPTCP retransmits at
+    /// the connection level (RFC 8684 3.3.6); after `STALE_LOSS_COUNT` timeouts in a row the
+    /// subflow is stale and everything it holds goes. The receiver counts whichever copy comes
+    /// second as a duplicate.
+    pub(crate) fn mptcp_reinject(&mut self, mp: u32, k: u8) {
+        let k = usize::from(k);
+        let s = &mut self.traffic.mptcp[mp as usize].subflows[k];
+        s.timeouts += 1;
+        s.stale |= s.timeouts >= STALE_LOSS_COUNT;
+        let stale = s.stale;
+        self.mptcp_subflow_states(mp);
         let m = &mut self.traffic.mptcp[mp as usize];
-        if let Some(tx) = m.tx.as_mut() {
-            for (st, s) in m.states.iter_mut().zip(&m.subflows) {
-                let sender = &self.traffic.conns[s.conn as usize].sender;
-                *st = SubflowState {
-                    active: s.opening == Opening::Established,
-                    backup: false,
-                    srtt_ns: sender.rtt().srtt_ns().unwrap_or(0),
-                    cwnd_bytes: sender.cwnd_bytes(),
-                    in_flight_bytes: sender.in_flight_bytes() + sender.unsent_bytes(),
-                    next_segment_bytes: m.mss,
-                };
-            }
-            while m.app_unsent > 0 {
-                let len = u64::from(m.mss).min(m.app_unsent) as u32;
-                // A segment's worth or nothing: every mapping but a transfer's last is a full
-                // segment, so a subflow's segments never straddle two mappings.
-                if tx.window_room_bytes() < u64::from(len) {
-                    break;
-                }
-                m.states.iter_mut().for_each(|s| s.next_segment_bytes = len);
-                let Some(k) = m.scheduler.pick(&m.states) else {
-                    break;
-                };
-                let map = tx.map_new(len, k).expect("the window has room");
-                let s = &mut m.subflows[k];
-                s.maps.push_back((s.written, map.dsn, len));
-                s.written += u64::from(len);
-                m.states[k].in_flight_bytes += u64::from(len);
-                m.app_unsent -= u64::from(len);
-                let sender = &mut self.traffic.conns[s.conn as usize].sender;
-                sender.write(u64::from(len));
-                if m.app_unsent == 0 && m.app_closed {
-                    for s in &m.subflows {
-                        self.traffic.conns[s.conn as usize].sender.close();
-                    }
+        let Some(tx) = m.tx.as_mut() else { return };
+        // Any other usable subflow, the scheduler's choice first, room or not.
+        m.states[k].active = false;
+        let to = m
+            .scheduler
+            .pick(&m.states)
+            .or_else(|| m.states.iter().position(|s| s.active));
+        let Some(to) = to else { return };
+        let maps = if stale {
+            tx.reinject(k, to)
+        } else {
+            tx.reinject_first(k, to).into_iter().collect()
+        };
+        for map in maps {
+            m.reinject.push_back((map.dsn, map.len, to));
+            m.reinjected += 1;
+        }
+    }
+
+    /// What the scheduler sees of each subflow of connection `mp` now.
+    fn mptcp_subflow_states(&mut self, mp: u32) {
+        let m = &mut self.traffic.mptcp[mp as usize];
+        for (st, s) in m.states.iter_mut().zip(&m.subflows) {
+            let sender = &self.traffic.conns[s.conn as usize].sender;
+            *st = SubflowState {
+                active: s.opening == Opening::Established && !s.stale,
+                backup: false,
+                srtt_ns: sender.rtt().srtt_ns().unwrap_or(0),
+                cwnd_bytes: sender.cwnd_bytes(),
+                in_flight_bytes: sender.in_flight_bytes() + sender.unsent_bytes(),
+                next_segment_bytes: m.mss,
+            };
+        }
+    }
+
+    /// Hand `len` bytes from data sequence number `dsn` to subflow `k`.
+    fn mptcp_assign(&mut self, mp: u32, k: usize, dsn: u64, len: u32) {
+        let m = &mut self.traffic.mptcp[mp as usize];
+        let s = &mut m.subflows[k];
+        s.maps.push_back((s.written, dsn, len));
+        s.written += u64::from(len);
+        m.states[k].in_flight_bytes += u64::from(len);
+        self.traffic.conns[s.conn as usize].sender.write(u64::from(len));
+    }
+
+    /// Map what the application has written onto subflows with room, as the scheduler picks,
+    /// after any data to reinject, then let every subflow send.
+    pub(crate) fn mptcp_pump(&mut self, mp: u32) {
+        self.mptcp_subflow_states(mp);
+        while let Some(&(dsn, len, to)) = self.traffic.mptcp[mp as usize].reinject.front() {
+            self.traffic.mptcp[mp as usize].reinject.pop_front();
+            self.mptcp_assign(mp, to, dsn, len);
+        }
+        while let Some((k, dsn, len)) = self.traffic.mptcp[mp as usize].map_next() {
+            self.mptcp_assign(mp, k, dsn, len);
+            let m = &self.traffic.mptcp[mp as usize];
+            if m.app_unsent == 0 && m.app_closed {
+                for s in &m.subflows {
+                    self.traffic.conns[s.conn as usize].sender.close();
                 }
             }
         }
@@ -546,7 +618,13 @@ impl Simulation {
             fully_established = !std::mem::replace(&mut m.fully_established, true);
         }
         let acked = self.traffic.conns[c as usize].sender.acked_bytes();
-        let maps = &mut m.subflows[k].maps;
+        let s = &mut m.subflows[k];
+        if s.maps.front().is_some_and(|&(off, _, _)| off < acked) {
+            // New data acknowledged: the subflow works.
+            s.timeouts = 0;
+            s.stale = false;
+        }
+        let maps = &mut s.maps;
         while maps.front().is_some_and(|&(off, _, len)| off + u64::from(len) <= acked) {
             maps.pop_front();
         }

@@ -209,12 +209,19 @@ impl Simulation {
             self.on_handshake_timer(c);
         }
         let conn = &mut self.traffic.conns[c as usize];
+        let rtos = conn.sender.stats().rtos;
         conn.sender.on_timer(now_ns);
+        let timed_out = conn.sender.stats().rtos > rtos;
         if let Some(ack) = conn.receiver.on_timer(now_ns) {
             self.send_ack(c, ack);
         }
         match self.traffic.conns[c as usize].owner {
-            Owner::Subflow { mp, .. } => self.mptcp_pump(mp),
+            Owner::Subflow { mp, k } => {
+                if timed_out {
+                    self.mptcp_reinject(mp, k);
+                }
+                self.mptcp_pump(mp);
+            }
             _ => self.pump(c),
         }
         self.arm_timer(c);

@@ -121,6 +121,15 @@ impl DataSender {
         again
     }
 
+    /// Subflow `subflow` timed out: if the oldest mapping not acknowledged at the data level is
+    /// one it carries (the one holding the peer's in-order delivery), it goes to `to` now; that
+    /// mapping, to send again there.
+    pub fn reinject_first(&mut self, subflow: usize, to: usize) -> Option<Mapping> {
+        let m = self.outstanding.front_mut().filter(|m| m.subflow == subflow)?;
+        m.subflow = to;
+        Some(*m)
+    }
+
     /// Mappings outstanding (sent, not acknowledged at the data level).
     pub fn outstanding(&self) -> impl Iterator<Item = &Mapping> {
         self.outstanding.iter()
@@ -177,6 +186,19 @@ mod tests {
         assert_eq!(s.on_data_ack(got.data_ack, 100_000), 2_000);
         assert_eq!(s.outstanding().count(), 0);
         assert_eq!(s.on_data_ack(u64::MAX - 5_000, 100_000), 0);
+    }
+
+    #[test]
+    fn a_timed_out_subflow_gives_up_only_the_mapping_that_holds_delivery() {
+        let mut tx = DataSender::new(IDSN, 1 << 20);
+        let first = tx.map_new(1000, 1).unwrap();
+        tx.map_new(1000, 0).unwrap();
+        tx.map_new(1000, 1).unwrap();
+        assert_eq!(tx.reinject_first(0, 1), None, "subflow 0 does not hold the oldest");
+        let again = tx.reinject_first(1, 0).unwrap();
+        assert_eq!((again.dsn, again.subflow), (first.dsn, 0));
+        assert_eq!(tx.reinject_first(1, 0), None, "it is subflow 0's now");
+        assert_eq!(tx.outstanding().filter(|m| m.subflow == 1).count(), 1);
     }
 
     #[test]
