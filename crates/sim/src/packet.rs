@@ -25,6 +25,9 @@ pub enum Handshake {
     Ack,
 }
 
+/// [`TcpPart::mptcp`] of a segment without an MPTCP option.
+pub const NO_OPTION: u32 = u32::MAX;
+
 /// The TCP part of a packet.
 #[derive(Clone, Copy, Debug)]
 pub struct TcpPart {
@@ -36,8 +39,10 @@ pub struct TcpPart {
     pub seg: Segment,
     /// A handshake segment instead of data or an ACK.
     pub handshake: Option<Handshake>,
-    /// The MPTCP option in its header.
-    pub mptcp: Option<MptcpOption>,
+    /// The MPTCP option in its header: an index into the simulation's store of options
+    /// ([`NO_OPTION`]: none), so that a TCP segment's part stays small and plain (single-path
+    /// TCP moves every part through a store; an option is up to 56 bytes).
+    pub mptcp: u32,
 }
 
 impl TcpPart {
@@ -48,7 +53,7 @@ impl TcpPart {
             is_ack,
             seg,
             handshake: None,
-            mptcp: None,
+            mptcp: NO_OPTION,
         }
     }
 
@@ -62,11 +67,11 @@ impl TcpPart {
             None => segment_flags(&self.seg),
         }
     }
+}
 
-    /// Header bytes its MPTCP option adds on the wire (padded to 32-bit words).
-    pub fn option_bytes(&self) -> u32 {
-        self.mptcp.map_or(0, |o| (o.len_bytes() as u32).div_ceil(4) * 4)
-    }
+/// Header bytes an MPTCP option adds to a segment on the wire (padded to 32-bit words).
+pub fn option_bytes(o: &MptcpOption) -> u32 {
+    (o.len_bytes() as u32).div_ceil(4) * 4
 }
 
 /// A packet in the simulator.

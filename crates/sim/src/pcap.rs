@@ -8,6 +8,7 @@
 use crate::event::TimePs;
 use crate::packet::{Handshake, Packet, TcpPart};
 use mpsched_core::feedback::feedback_payload;
+use mpsched_core::mptcp::MptcpOption;
 use mpsched_core::wire::{emit_tcp_frame, emit_udp_frame, mac_for, TcpFields};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, TsResolution};
@@ -71,7 +72,15 @@ impl Capture {
 
     /// Record `pkt` at `now`; `outgoing` tells the direction (for the MAC addresses).
     /// `tcp` is the packet's TCP part, for a TCP packet.
-    pub fn record(&mut self, pkt: &Packet, tcp: Option<&TcpPart>, now: TimePs, outgoing: bool) -> std::io::Result<()> {
+    /// `option` is its MPTCP option, if it has one.
+    pub fn record(
+        &mut self,
+        pkt: &Packet,
+        tcp: Option<&TcpPart>,
+        option: Option<&MptcpOption>,
+        now: TimePs,
+        outgoing: bool,
+    ) -> std::io::Result<()> {
         let (src, dst) = if outgoing {
             (mac_for(self.node, self.port), mac_for(self.peer, self.peer_port))
         } else {
@@ -81,7 +90,7 @@ impl Capture {
             // Data segments carry seq (ack 1, the peer sends nothing); ACKs the reverse. A
             // connection that opened with a handshake (an MPTCP subflow: its segments carry an
             // option) numbers from ISN 0, so its first byte is 1.
-            let isn = u64::from(t.mptcp.is_some());
+            let isn = u64::from(option.is_some());
             let (seq, ack) = match (t.handshake, t.is_ack) {
                 (Some(Handshake::Syn), _) => (0, 0),
                 (Some(Handshake::SynAck), _) => (0, 1),
@@ -102,7 +111,7 @@ impl Capture {
                 },
                 tsval: (now / 1_000_000_000) as u32,
                 tsecr: 0,
-                mptcp: t.mptcp,
+                mptcp: option.copied(),
             };
             self.ip_id = self.ip_id.wrapping_add(1);
             emit_tcp_frame(

@@ -8,6 +8,9 @@ use mpsched_sim::{CaptureRequest, SimOptions, Simulation};
 use std::path::Path;
 use std::process::Command;
 
+mod common;
+use common::have_tshark;
+
 fn builtin(name: &str) -> Scenario {
     let (path, text) = mpsched_scenario::builtin::find(name).unwrap();
     Scenario::from_toml(text, path).unwrap()
@@ -105,21 +108,6 @@ fn a_seed_fixes_an_mptcp_run_to_the_byte() {
     assert!(pa == pb, "two runs with seed 1 wrote different captures");
     assert!(pa != pc, "seeds 1 and 2 wrote the same capture");
     std::fs::remove_dir_all(&dir).ok();
-}
-
-fn have_tshark() -> bool {
-    let ok = Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var("CI").is_err(),
-            "tshark is installed by scripts/install-deps.sh; CI must have it"
-        );
-        eprintln!("skipping: tshark not installed (scripts/install-deps.sh installs it)");
-    }
-    ok
 }
 
 /// tshark's fields of every MPTCP segment in `pcap`, tab-separated.

@@ -10,20 +10,8 @@ use pcap_file::DataLink;
 use std::process::Command;
 use std::time::Duration;
 
-fn have_tshark() -> bool {
-    let ok = Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var("CI").is_err(),
-            "tshark is installed by scripts/install-deps.sh; CI must have it"
-        );
-        eprintln!("skipping: tshark not installed (scripts/install-deps.sh installs it)");
-    }
-    ok
-}
+mod common;
+use common::have_tshark;
 
 /// The options, each with the tshark fields it must decode to (in the order of `FIELDS`;
 /// tshark prints keys, tokens, nonces and HMACs in decimal: 81985529216486895 is

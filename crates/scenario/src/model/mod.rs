@@ -909,7 +909,10 @@ mod tests {
         assert!(e.to_string().contains("no MPTCP flow"), "{e}");
         // A host's own queue: on links with a host end only, at least one packet.
         let hq = text.replacen("a_ip = \"10.1.0.2\"", "a_ip = \"10.1.0.2\"\nhost_queue_pkts = 1000", 1);
-        assert_eq!(Scenario::from_toml(&hq, "x.toml").unwrap().links[0].host_queue_pkts, Some(1000));
+        assert_eq!(
+            Scenario::from_toml(&hq, "x.toml").unwrap().links[0].host_queue_pkts,
+            Some(1000)
+        );
         let e = err(&text.replacen("name = \"path1\"", "name = \"path1\"\nhost_queue_pkts = 1000", 1));
         assert_eq!(e.field, "link[2].host_queue_pkts");
         assert!(e.to_string().contains("host end"), "{e}");

@@ -183,6 +183,8 @@ struct Network {
     program_timers: Slab<(u32, u64)>,
     /// The TCP parts of packets in the network.
     tcp_parts: Slab<TcpPart>,
+    /// MPTCP options of segments (`TcpPart::mptcp`).
+    mptcp_options: Slab<mpsched_core::mptcp::MptcpOption>,
     /// Packets inside UDP subtunnels and TCP subtunnel streams.
     inner: Slab<tunnel::Inner>,
     /// Packets in queues, on wires and in flight, which those hold by handle.
@@ -270,6 +272,7 @@ impl Simulation {
             ctx: Ctx::new(),
             program_timers: Slab::default(),
             tcp_parts: Slab::default(),
+            mptcp_options: Slab::default(),
             inner: Slab::default(),
             pool: Slab::default(),
             captures,
@@ -388,6 +391,16 @@ impl Simulation {
             return Err(format!(
                 "{} TCP parts held for {tcp} TCP packets",
                 self.net.tcp_parts.len()
+            ));
+        }
+        let options = (0..self.net.tcp_parts.capacity())
+            .filter_map(|i| self.net.tcp_parts.get(i))
+            .filter(|t| t.mptcp != crate::packet::NO_OPTION)
+            .count();
+        if self.net.mptcp_options.len() != options {
+            return Err(format!(
+                "{} MPTCP options held for {options} segments with one",
+                self.net.mptcp_options.len()
             ));
         }
         if self.net.inner.len() != inner {
@@ -581,8 +594,11 @@ impl Simulation {
         // An MPTCP option travels in the packet's TCP part; a program gets its fields as a P4
         // parser's extracted header.
         if pkt.meta.mptcp_kind().is_some() {
-            net.ctx
-                .set_mptcp_option(net.tcp_parts.get(pkt.tcp).and_then(|t| t.mptcp));
+            net.ctx.set_mptcp_option(
+                net.tcp_parts
+                    .get(pkt.tcp)
+                    .and_then(|t| net.mptcp_options.get(t.mptcp).copied()),
+            );
         }
         let meta = &mut pkt.meta;
         let out = net.nodes[node as usize]
@@ -640,7 +656,10 @@ impl Simulation {
     /// and what that holds). Every drop path calls this.
     pub(crate) fn release(&mut self, pkt: &Packet) {
         if pkt.tcp != NO_TCP {
-            self.net.tcp_parts.take(pkt.tcp);
+            let t = self.net.tcp_parts.take(pkt.tcp);
+            if t.mptcp != crate::packet::NO_OPTION {
+                self.net.mptcp_options.take(t.mptcp);
+            }
         }
         if pkt.inner != NO_INNER {
             let inner = self.take_inner(pkt.inner);
@@ -1005,7 +1024,8 @@ impl Simulation {
             return;
         }
         let tcp = self.net.tcp_parts.get(pkt.tcp);
-        if let Err(e) = self.net.captures[c as usize].record(pkt, tcp, self.net.now, outgoing) {
+        let option = tcp.and_then(|t| self.net.mptcp_options.get(t.mptcp));
+        if let Err(e) = self.net.captures[c as usize].record(pkt, tcp, option, self.net.now, outgoing) {
             self.net.io_error = Some(e);
         }
     }

@@ -12,7 +12,7 @@
 
 use super::tcp::{ps_to_ns, Owner};
 use super::Simulation;
-use crate::packet::{Handshake, Packet, TcpPart};
+use crate::packet::{option_bytes, Handshake, Packet, TcpPart};
 use mpsched_core::mptcp::{DssMapping, MptcpOption, MptcpVersion};
 use mpsched_core::packet::{Ecn, HeaderExt};
 use mpsched_scenario::{MptcpScheduler, MptcpSettings};
@@ -252,9 +252,9 @@ impl Simulation {
             is_ack,
             seg: Segment::default(),
             handshake: Some(kind),
-            mptcp: Some(opt),
+            mptcp: self.net.mptcp_options.insert(opt),
         };
-        meta.wire_len_bytes = TCP_OVERHEAD_BYTES + part.option_bytes();
+        meta.wire_len_bytes = TCP_OVERHEAD_BYTES + option_bytes(&opt);
         meta.ecn = Ecn::NotEct;
         meta.ext = HeaderExt::Tcp {
             flags: part.flags(),
@@ -285,8 +285,10 @@ impl Simulation {
     }
 
     /// A handshake segment arrived on subflow `k` of connection `mp`.
-    pub(crate) fn on_handshake(&mut self, mp: u32, k: u8, t: &TcpPart) {
-        let Some(opt) = t.mptcp else { return };
+    pub(crate) fn on_handshake(&mut self, mp: u32, k: u8, t: &TcpPart, option: Option<MptcpOption>) {
+        let Some(opt) = option else {
+            return;
+        };
         let c = t.conn;
         let k = usize::from(k);
         match t.handshake {
@@ -537,12 +539,12 @@ impl Simulation {
     /// The passive end: a data segment on subflow `k`. False when it is refused (the subflow's
     /// handshake unchecked); otherwise its data goes to the connection-level reassembly at once
     /// (the subflow orders only its own acknowledgements) and what that delivers is counted.
-    pub(crate) fn mptcp_on_data(&mut self, mp: u32, k: u8, t: &TcpPart) -> bool {
+    pub(crate) fn mptcp_on_data(&mut self, mp: u32, k: u8, t: &TcpPart, option: Option<MptcpOption>) -> bool {
         let k = usize::from(k);
         if !self.traffic.mptcp[mp as usize].subflows[k].verified {
             // Version 1's first data segment repeats the keys, in case the third ACK was lost.
-            match t.mptcp {
-                Some(o @ MptcpOption::Capable { data: Some(_), .. }) if k == 0 => self.on_third_ack(mp, 0, &o),
+            match &option {
+                Some(o @ MptcpOption::Capable { data: Some(_), .. }) if k == 0 => self.on_third_ack(mp, 0, o),
                 _ => self.traffic.mptcp[mp as usize].refused += 1,
             }
             if !self.traffic.mptcp[mp as usize].subflows[k].verified {
@@ -553,7 +555,7 @@ impl Simulation {
         let (Some(rx), Some(keys)) = (m.rx.as_mut(), m.server_keys) else {
             return false;
         };
-        let dsn = match t.mptcp {
+        let dsn = match option {
             Some(MptcpOption::Dss { mapping: Some(map), .. }) => map.data_seq,
             Some(MptcpOption::Capable { data: Some(_), .. }) => keys.remote_idsn().wrapping_add(1),
             _ => return true,
@@ -582,7 +584,7 @@ impl Simulation {
 
     /// The active end: an ACK on subflow `k`. Its controller sees the siblings (when coupled),
     /// the DATA_ACK frees data, and the connection sends what it now may.
-    pub(crate) fn mptcp_on_ack(&mut self, mp: u32, k: u8, t: &TcpPart) {
+    pub(crate) fn mptcp_on_ack(&mut self, mp: u32, k: u8, t: &TcpPart, option: Option<MptcpOption>) {
         let now_ns = ps_to_ns(self.net.now);
         let k = usize::from(k);
         let m = &mut self.traffic.mptcp[mp as usize];
@@ -612,7 +614,7 @@ impl Simulation {
                 ..
             }),
             Some(tx),
-        ) = (t.mptcp, m.tx.as_mut())
+        ) = (option, m.tx.as_mut())
         {
             tx.on_data_ack(ack, t.seg.window_bytes);
             fully_established = !std::mem::replace(&mut m.fully_established, true);

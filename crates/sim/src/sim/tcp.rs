@@ -4,7 +4,7 @@
 use super::component::{ComponentId, ConnId};
 use super::{Simulation, TunnelRef};
 use crate::event::{EventKind, TimePs};
-use crate::packet::{Packet, TcpPart};
+use crate::packet::{option_bytes, segment_flags, Packet, TcpPart, NO_OPTION};
 use mpsched_core::packet::{Ecn, HeaderExt, PacketMeta, PortId};
 use mpsched_scenario::TcpApp;
 use mpsched_transport::tcp::{Segment, TcpConfig, TcpReceiver, TcpSender, TCP_OVERHEAD_BYTES};
@@ -151,16 +151,21 @@ impl Simulation {
             let mut meta = conn.data_meta;
             let (node, port, owner) = (conn.src_node, conn.data_port, conn.owner);
             let mut part = TcpPart::plain(c, false, seg);
+            let mut kind = None;
+            meta.wire_len_bytes = seg.len + TCP_OVERHEAD_BYTES;
             if let Owner::Subflow { mp, k } = owner {
-                part.mptcp = self.mptcp_data_option(mp, k, &seg);
+                if let Some(o) = self.mptcp_data_option(mp, k, &seg) {
+                    kind = Some(o.kind());
+                    meta.wire_len_bytes += option_bytes(&o);
+                    part.mptcp = self.net.mptcp_options.insert(o);
+                }
             }
-            meta.wire_len_bytes = seg.len + TCP_OVERHEAD_BYTES + part.option_bytes();
             meta.ecn = if seg.ect { Ecn::Ect0 } else { Ecn::NotEct };
             meta.ext = HeaderExt::Tcp {
-                flags: part.flags(),
-                mptcp: part.mptcp.map(|o| o.kind()),
+                flags: segment_flags(&seg),
+                mptcp: kind,
             };
-            let flow = self.conn_flow(c);
+            let flow = self.owner_flow(owner);
             if flow != crate::packet::CONTROL_FLOW {
                 let fi = flow;
                 let k = self.interval_index(self.net.now);
@@ -181,14 +186,14 @@ impl Simulation {
 
     pub(crate) fn arm_timer(&mut self, c: u32) {
         let conn = &mut self.traffic.conns[c as usize];
-        let next = [
-            conn.sender.next_timer(),
-            conn.receiver.next_timer(),
+        let earliest = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let next = earliest(
+            earliest(conn.sender.next_timer(), conn.receiver.next_timer()),
             conn.handshake_deadline_ns,
-        ]
-        .into_iter()
-        .flatten()
-        .min();
+        );
         if let Some(ns) = next {
             let at = (ns * 1000).max(self.net.now);
             // Schedule only when no timer event is pending at or before `at`.
@@ -229,7 +234,13 @@ impl Simulation {
 
     /// The flow connection `c` carries (its packets' flow id), or the control flow.
     pub(crate) fn conn_flow(&self, c: u32) -> u32 {
-        match self.traffic.conns[c as usize].owner {
+        self.owner_flow(self.traffic.conns[c as usize].owner)
+    }
+
+    /// The flow a connection of `owner` carries, or the control flow.
+    #[inline]
+    fn owner_flow(&self, owner: Owner) -> u32 {
+        match owner {
             Owner::Flow(f) | Owner::Response(f) => f,
             Owner::Subflow { mp, .. } => self.traffic.mptcp[mp as usize].flow,
             Owner::Subtunnel(_) | Owner::Component(_) => crate::packet::CONTROL_FLOW,
@@ -243,16 +254,16 @@ impl Simulation {
             Owner::Subflow { mp, .. } => self.mptcp_ack_option(mp, &mut seg),
             _ => None,
         };
-        let part = TcpPart {
-            mptcp,
-            ..TcpPart::plain(c, true, seg)
-        };
-        meta.wire_len_bytes += part.option_bytes();
+        let mut part = TcpPart::plain(c, true, seg);
+        if let Some(o) = mptcp {
+            meta.wire_len_bytes += option_bytes(&o);
+            part.mptcp = self.net.mptcp_options.insert(o);
+        }
         meta.ext = HeaderExt::Tcp {
             flags: part.flags(),
             mptcp: mptcp.map(|o| o.kind()),
         };
-        let mut pkt = Packet::bare(meta, self.conn_flow(c), self.net.now);
+        let mut pkt = Packet::bare(meta, self.owner_flow(owner), self.net.now);
         pkt.tcp = self.net.tcp_parts.insert(part);
         self.output(node, port, pkt);
     }
@@ -260,6 +271,7 @@ impl Simulation {
     /// A TCP packet reached its end (host or tunnel end).
     pub(crate) fn on_tcp_packet(&mut self, pkt: Packet) {
         let t = self.net.tcp_parts.take(pkt.tcp);
+        let option = (t.mptcp != NO_OPTION).then(|| self.net.mptcp_options.take(t.mptcp));
         let c = t.conn;
         let now_ns = ps_to_ns(self.net.now);
         let subflow = match self.traffic.conns[c as usize].owner {
@@ -268,14 +280,14 @@ impl Simulation {
         };
         if let Some((mp, k)) = subflow {
             if t.handshake.is_some() {
-                self.on_handshake(mp, k, &t);
+                self.on_handshake(mp, k, &t, option);
                 return;
             }
             if t.is_ack {
-                self.mptcp_on_ack(mp, k, &t);
+                self.mptcp_on_ack(mp, k, &t, option);
                 return;
             }
-            if !self.mptcp_on_data(mp, k, &t) {
+            if !self.mptcp_on_data(mp, k, &t, option) {
                 return;
             }
         } else if t.is_ack {

@@ -24,6 +24,14 @@ impl Mapping {
     }
 }
 
+/// A stretch of consecutive data on one subflow (its first data sequence number follows from
+/// its place: runs cover the outstanding data without gaps, in order).
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    len: u32,
+    subflow: u32,
+}
+
 /// The sending end of an MPTCP connection's data stream.
 #[derive(Clone, Debug)]
 pub struct DataSender {
@@ -35,8 +43,12 @@ pub struct DataSender {
     data_una: u64,
     /// Offset of the next new byte.
     snd_nxt: u64,
-    /// Mappings not yet wholly covered by a DATA_ACK, in data sequence order.
-    outstanding: VecDeque<Mapping>,
+    /// What is not yet wholly covered by a DATA_ACK, from `front_off` to `snd_nxt` without
+    /// gaps: consecutive mappings on one subflow are one run, and a run is 8 bytes, so a
+    /// window of a million segments costs megabytes, not tens of them.
+    outstanding: VecDeque<Run>,
+    /// Offset of the first run's first byte (at or before `data_una`).
+    front_off: u64,
     /// The peer's window from its last DATA_ACK, bytes.
     peer_window_bytes: u64,
 }
@@ -50,6 +62,7 @@ impl DataSender {
             data_una: 0,
             snd_nxt: 0,
             outstanding: VecDeque::new(),
+            front_off: 0,
             peer_window_bytes,
         }
     }
@@ -82,7 +95,15 @@ impl DataSender {
             subflow,
         };
         self.snd_nxt += len;
-        self.outstanding.push_back(m);
+        match self.outstanding.back_mut() {
+            Some(run) if run.subflow as usize == subflow && u64::from(run.len) + len <= u64::from(u32::MAX) => {
+                run.len += m.len;
+            }
+            _ => self.outstanding.push_back(Run {
+                len: m.len,
+                subflow: subflow as u32,
+            }),
+        }
         Some(m)
     }
 
@@ -100,39 +121,76 @@ impl DataSender {
         }
         let acked = ack - self.data_una;
         self.data_una = ack;
-        // Mappings are kept in data sequence order (reinjection changes only their carrier).
-        while let Some(m) = self.outstanding.front() {
-            if m.end().wrapping_sub(self.base) > ack {
+        // Runs wholly covered go (reinjection changes only their carrier).
+        while let Some(r) = self.outstanding.front() {
+            let end = self.front_off + u64::from(r.len);
+            if end > ack {
                 break;
             }
+            self.front_off = end;
             self.outstanding.pop_front();
         }
         acked
     }
 
+    /// The oldest run with what the peer has already acknowledged cut off its front.
+    fn trim_front(&mut self) {
+        if let Some(r) = self.outstanding.front_mut() {
+            let acked = self.data_una - self.front_off;
+            if acked > 0 {
+                r.len -= acked as u32;
+                self.front_off = self.data_una;
+            }
+        }
+    }
+
     /// Subflow `subflow` failed: its mappings not yet acknowledged at the data level, to send
     /// again on others (RFC 8684 3.3.6). They stay outstanding, now with `to` as carrier.
     pub fn reinject(&mut self, subflow: usize, to: usize) -> Vec<Mapping> {
+        self.trim_front();
         let mut again = Vec::new();
-        for m in self.outstanding.iter_mut().filter(|m| m.subflow == subflow) {
-            m.subflow = to;
-            again.push(*m);
+        let mut off = self.front_off;
+        for r in self.outstanding.iter_mut() {
+            if r.subflow as usize == subflow {
+                r.subflow = to as u32;
+                again.push(Mapping {
+                    dsn: self.base.wrapping_add(off),
+                    len: r.len,
+                    subflow: to,
+                });
+            }
+            off += u64::from(r.len);
         }
         again
     }
 
-    /// Subflow `subflow` timed out: if the oldest mapping not acknowledged at the data level is
-    /// one it carries (the one holding the peer's in-order delivery), it goes to `to` now; that
-    /// mapping, to send again there.
+    /// Subflow `subflow` timed out: if the oldest run not acknowledged at the data level is one
+    /// it carries (what holds the peer's in-order delivery), its unacknowledged part goes to
+    /// `to` now; that part, to send again there.
     pub fn reinject_first(&mut self, subflow: usize, to: usize) -> Option<Mapping> {
-        let m = self.outstanding.front_mut().filter(|m| m.subflow == subflow)?;
-        m.subflow = to;
-        Some(*m)
+        self.trim_front();
+        let r = self.outstanding.front_mut().filter(|r| r.subflow as usize == subflow)?;
+        r.subflow = to as u32;
+        Some(Mapping {
+            dsn: self.base.wrapping_add(self.front_off),
+            len: r.len,
+            subflow: to,
+        })
     }
 
-    /// Mappings outstanding (sent, not acknowledged at the data level).
-    pub fn outstanding(&self) -> impl Iterator<Item = &Mapping> {
-        self.outstanding.iter()
+    /// Runs of mappings outstanding (sent, not wholly acknowledged at the data level), each on
+    /// one subflow, in data sequence order.
+    pub fn outstanding(&self) -> impl Iterator<Item = Mapping> + '_ {
+        let mut off = self.front_off;
+        self.outstanding.iter().map(move |r| {
+            let m = Mapping {
+                dsn: self.base.wrapping_add(off),
+                len: r.len,
+                subflow: r.subflow as usize,
+            };
+            off += u64::from(r.len);
+            m
+        })
     }
 }
 
@@ -150,6 +208,21 @@ mod tests {
         assert_eq!((a.dsn, b.dsn), (IDSN + 1, IDSN + 1 + 1448));
         assert_eq!(s.snd_nxt(), IDSN + 1 + 2 * 1448);
         assert_eq!(s.outstanding().count(), 2);
+        // The next on subflow 1 extends its run.
+        s.map_new(1448, 1).unwrap();
+        let runs: Vec<(u64, u32, usize)> = s.outstanding().map(|m| (m.dsn, m.len, m.subflow)).collect();
+        assert_eq!(runs, vec![(IDSN + 1, 1448, 0), (IDSN + 1 + 1448, 2 * 1448, 1)]);
+    }
+
+    #[test]
+    fn a_partly_acknowledged_run_is_reinjected_from_the_data_ack() {
+        let mut s = DataSender::new(IDSN, 100_000);
+        for _ in 0..4 {
+            s.map_new(1000, 1).unwrap();
+        }
+        s.on_data_ack(IDSN + 1 + 1500, 100_000);
+        let again = s.reinject_first(1, 0).unwrap();
+        assert_eq!((again.dsn, again.len, again.subflow), (IDSN + 1 + 1500, 2500, 0));
     }
 
     #[test]

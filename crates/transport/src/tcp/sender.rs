@@ -275,12 +275,14 @@ impl TcpSender {
     }
 
     /// An ACK arrived.
+    #[inline]
     pub fn on_ack(&mut self, now: TimeNs, seg: &Segment) {
         self.on_ack_coupled(now, seg, &[], 0);
     }
 
     /// An ACK arrived for subflow `subflow` of a multipath connection whose subflows are
     /// `subflows` (as seen now): the controller may couple their windows.
+    #[inline(always)]
     pub fn on_ack_coupled(&mut self, now: TimeNs, seg: &Segment, subflows: &[SubflowView], subflow: usize) {
         let mss = u64::from(self.cfg.mss_bytes);
         let ack = seg.ack;
