@@ -77,6 +77,24 @@ pub struct TcpFigures {
     /// connection's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subflows: Vec<SubflowFigures>,
+    /// MPTCP: the connection level's own counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mptcp: Option<MptcpFigures>,
+}
+
+/// An MPTCP connection's counters at the connection level.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+pub struct MptcpFigures {
+    /// Mappings sent again on another subflow after a timeout.
+    pub reinjected_mappings: u64,
+    /// Bytes that arrived at the receiver after they were delivered or while they waited
+    /// (the second copy of reinjected data, among others).
+    pub duplicate_bytes: u64,
+    /// Bytes that arrived out of order at the connection level and waited.
+    pub out_of_order_bytes: u64,
+    /// Handshake segments refused (token, HMAC, keys) and data refused on a subflow whose
+    /// handshake was not checked.
+    pub refused_segments: u64,
 }
 
 /// One MPTCP subflow's figures.

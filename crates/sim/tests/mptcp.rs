@@ -217,8 +217,10 @@ fn a_subflow_whose_path_fails_hands_its_data_to_the_other() {
         mean > 80.0,
         "after path2 failed the connection delivers {mean:.1} Mbit/s (one path: about 94)"
     );
-    let subs = &flow(&out.figures, "mp").tcp.as_ref().unwrap().subflows;
-    assert!(subs[1].rtos > 0, "path2's subflow timed out: {subs:?}");
+    let t = flow(&out.figures, "mp").tcp.as_ref().unwrap();
+    assert!(t.subflows[1].rtos > 0, "path2's subflow timed out: {:?}", t.subflows);
+    let m = t.mptcp.as_ref().unwrap();
+    assert!(m.reinjected_mappings > 0 && m.refused_segments == 0, "{m:?}");
 }
 
 /// What a switch program saw of MPTCP options.

@@ -327,6 +327,23 @@ fn mptcp_settings(ctx: &Ctx<'_>, at: &str, raw: &RawMptcp, app: TcpApp) -> Resul
     })
 }
 
+/// A variant's `subflows`: every MPTCP flow gets `n`; refused where there is none.
+pub(super) fn set_subflows(ctx: &Ctx<'_>, at: &str, n: u8, flows: &mut [Flow]) -> Result<(), ScenarioError> {
+    let n = subflow_count(ctx, at, n)?;
+    let mut any = false;
+    for m in flows.iter_mut().filter_map(|x| x.tcp.as_mut()?.mptcp.as_mut()) {
+        m.subflows = n;
+        any = true;
+    }
+    if !any {
+        return Err(ctx.err(
+            at.to_string(),
+            "the scenario has no MPTCP flow (`protocol = \"mptcp\"`)",
+        ));
+    }
+    Ok(())
+}
+
 /// A subflow count, 1 to [`MAX_SUBFLOWS`].
 pub(super) fn subflow_count(ctx: &Ctx<'_>, at: &str, n: u8) -> Result<u8, ScenarioError> {
     if !(1..=MAX_SUBFLOWS).contains(&n) {

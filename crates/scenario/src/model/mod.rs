@@ -519,17 +519,7 @@ impl Scenario {
             }
         }
         if let Some(n) = raw.subflows {
-            let at = f("subflows");
-            let mut any = false;
-            for t in out.flows.iter_mut().filter_map(|x| x.tcp.as_mut()) {
-                if let Some(m) = &mut t.mptcp {
-                    m.subflows = flows::subflow_count(&ctx, &at, n)?;
-                    any = true;
-                }
-            }
-            if !any {
-                return Err(ctx.err(at, "the scenario has no MPTCP flow (`protocol = \"mptcp\"`)"));
-            }
+            flows::set_subflows(&ctx, &f("subflows"), n, &mut out.flows)?;
         }
         if let Some(r) = &raw.routing {
             out.routing = match r.as_str() {

@@ -1015,6 +1015,7 @@ impl Simulation {
                     .filter(|_| t.mptcp.is_some())
                     .map(|c| subflow_figures(c, active_s))
                     .collect(),
+                mptcp: t.mptcp.map(|mp| self.mptcp_figures(mp)),
             }),
         }
     }

@@ -94,7 +94,7 @@ pub(crate) struct MptcpConn {
     /// sequence number, length, the subflow to carry it), before any new data.
     reinject: VecDeque<(u64, u32, usize)>,
     /// Mappings sent again on another subflow.
-    pub reinjected: u64,
+    reinjected: u64,
     /// Application bytes not yet mapped onto a subflow.
     app_unsent: u64,
     /// Whether the application will write nothing more (a transfer).
@@ -108,7 +108,7 @@ pub(crate) struct MptcpConn {
     coupled: bool,
     /// Handshake segments refused (wrong token, HMAC or keys) and data refused on a subflow
     /// whose handshake the passive end had not checked.
-    pub refused: u64,
+    refused: u64,
     states: Vec<SubflowState>,
     views: Vec<SubflowView>,
 }
@@ -565,6 +565,18 @@ impl Simulation {
             self.mptcp_delivered(mp, got.delivered_bytes);
         }
         true
+    }
+
+    /// Connection `mp`'s counters, for the results.
+    pub(crate) fn mptcp_figures(&self, mp: u32) -> mpsched_scenario::results::MptcpFigures {
+        let m = &self.traffic.mptcp[mp as usize];
+        let rx = m.rx.as_ref().map(|r| r.stats()).unwrap_or_default();
+        mpsched_scenario::results::MptcpFigures {
+            reinjected_mappings: m.reinjected,
+            duplicate_bytes: rx.duplicate_bytes,
+            out_of_order_bytes: rx.out_of_order_bytes,
+            refused_segments: m.refused,
+        }
     }
 
     fn mptcp_delivered(&mut self, mp: u32, bytes: u64) {
