@@ -6,9 +6,11 @@
 //! receiver puts the stream back in order across subflows. The state machines are
 //! `mpsched_transport::mptcp`'s; this file moves their segments through the network.
 //!
-//! What is not modelled: DATA_FIN and subflow teardown (a transfer completes when its last byte
-//! is delivered), ADD_ADDR / REMOVE_ADDR (both ends know the subflows from the scenario),
-//! reinjection of a failed subflow's data, and checksums (Linux negotiates none by default).
+//! A subflow that times out hands the data holding the connection's delivery to another, and
+//! after four timeouts in a row all it holds. What is not modelled: DATA_FIN and subflow
+//! teardown (a transfer completes when its last byte is delivered), ADD_ADDR / REMOVE_ADDR (both
+//! ends know the subflows from the scenario), backup subflows, and checksums (Linux negotiates
+//! none by default).
 
 use super::tcp::{ps_to_ns, Owner};
 use super::Simulation;
