@@ -361,7 +361,7 @@ impl Simulation {
                 self.arm_timer(c);
             }
         }
-        self.mptcp_pump(mp);
+        self.mptcp_pump(mp, Some(k));
     }
 
     /// The first subflow is up at the active end: the data stream starts.
@@ -476,15 +476,21 @@ impl Simulation {
     }
 
     /// Map what the application has written onto subflows with room, as the scheduler picks,
-    /// after any data to reinject, then let every subflow send.
-    pub(crate) fn mptcp_pump(&mut self, mp: u32) {
+    /// after any data to reinject, then let send the subflows that got data and `trigger`, the
+    /// one whose ACK, timer or handshake called (its window may have opened on data it holds);
+    /// the others have nothing new to send.
+    pub(crate) fn mptcp_pump(&mut self, mp: u32, trigger: Option<usize>) {
         self.mptcp_subflow_states(mp);
+        // Subflows to let send, one bit each (at most `MAX_SUBFLOWS`).
+        let mut send: u32 = trigger.map_or(0, |k| 1 << k);
         while let Some(&(dsn, len, to)) = self.traffic.mptcp[mp as usize].reinject.front() {
             self.traffic.mptcp[mp as usize].reinject.pop_front();
             self.mptcp_assign(mp, to, dsn, len);
+            send |= 1 << to;
         }
         while let Some((k, dsn, len)) = self.traffic.mptcp[mp as usize].map_next() {
             self.mptcp_assign(mp, k, dsn, len);
+            send |= 1 << k;
             let m = &self.traffic.mptcp[mp as usize];
             if m.app_unsent == 0 && m.app_closed {
                 for s in &m.subflows {
@@ -494,7 +500,7 @@ impl Simulation {
         }
         for k in 0..self.traffic.mptcp[mp as usize].subflows.len() {
             let s = &self.traffic.mptcp[mp as usize].subflows[k];
-            if s.opening == Opening::Established {
+            if send & (1 << k) != 0 && s.opening == Opening::Established {
                 self.pump(s.conn);
             }
         }
@@ -647,6 +653,6 @@ impl Simulation {
         if fully_established {
             self.open_joins(mp);
         }
-        self.mptcp_pump(mp);
+        self.mptcp_pump(mp, Some(k));
     }
 }

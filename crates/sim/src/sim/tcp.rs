@@ -225,7 +225,7 @@ impl Simulation {
                 if timed_out {
                     self.mptcp_reinject(mp, k);
                 }
-                self.mptcp_pump(mp);
+                self.mptcp_pump(mp, Some(usize::from(k)));
             }
             _ => self.pump(c),
         }
