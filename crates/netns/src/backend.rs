@@ -325,10 +325,7 @@ impl Build<'_> {
                 let delay_ps = if b.have_netem { l.delay_ps } else { 0 };
                 // Whatever can arrive at the node may leave through this interface.
                 let in_rate_bps: u64 = w.ports[node].iter().map(|e| sc.links[e.link].rate_bps).sum();
-                let queue_pkts = match sc.nodes[node].kind {
-                    NodeKind::Host => l.host_queue_pkts.unwrap_or(l.queue_pkts),
-                    NodeKind::Switch => l.queue_pkts,
-                };
+                let queue_pkts = l.queue_pkts_at(sc.nodes[node].kind == NodeKind::Host);
                 let limit = netem_limit_pkts(queue_pkts, in_rate_bps, delay_ps, b.ref_frame);
                 shape(n, ifname, l.rate_bps, limit, delay_ps, b.have_netem)?;
             }

@@ -57,6 +57,17 @@ pub struct Link {
     pub b_ip: Option<Ipv4>,
 }
 
+impl Link {
+    /// Queue capacity at one end, in packets: `host_queue_pkts` where that end is a host and the
+    /// link gives one, else `queue_pkts`.
+    pub fn queue_pkts_at(&self, end_is_host: bool) -> u32 {
+        match self.host_queue_pkts {
+            Some(q) if end_is_host => q,
+            _ => self.queue_pkts,
+        }
+    }
+}
+
 /// The most queues a port may have (BMv2's priority queues are 0 to 7).
 pub const MAX_QUEUES: u8 = 8;
 

@@ -60,10 +60,7 @@ pub(super) fn network(sc: &Scenario) -> (Vec<NodeState>, Vec<Link>) {
         .collect();
     let mut links = Vec::new();
     // A host's own interface queue may differ from the switch buffers (`host_queue_pkts`).
-    let queue_at = |end: usize, l: &mpsched_scenario::Link| match sc.nodes[end].kind {
-        NodeKind::Host => l.host_queue_pkts.unwrap_or(l.queue_pkts),
-        NodeKind::Switch => l.queue_pkts,
-    };
+    let queue_at = |end: usize, l: &mpsched_scenario::Link| l.queue_pkts_at(sc.nodes[end].kind == NodeKind::Host);
     for l in &sc.links {
         let (pa, pb) = (
             nodes[l.a].out_links.len() as PortId,
