@@ -1,7 +1,8 @@
 //! A scenario as the control plane sees it: nodes, links and intents for `mpsched-topo`.
 
-use crate::model::{Protocol, Scenario};
-use mpsched_topo::{Intents, PinIntent, SplitIntent, Wiring};
+use crate::model::{Flow, Protocol, Scenario};
+use mpsched_core::packet::{Ipv4, PortId};
+use mpsched_topo::{Intents, NodeId, PinIntent, SplitIntent, Wiring};
 
 impl Scenario {
     /// The splits, pinned flows and tunnels, as intents over this scenario's graph.
@@ -40,6 +41,65 @@ impl Scenario {
                 .map(|t| t.subtunnels.iter().map(|&p| path(p)).collect())
                 .collect(),
         }
+    }
+
+    /// The port flow `f` leaves `host` by (its source, or for replies its destination): a flow
+    /// pinned to a path that starts (or ends) at a neighbour of the host uses the interface to
+    /// that neighbour, as a socket bound to an interface does; any other by the host's routes
+    /// (port 0 where none reaches: its traffic is then dropped further on, as a host without a
+    /// route would).
+    pub fn flow_port(&self, w: &Wiring, f: &Flow, host: NodeId) -> PortId {
+        let other = if host == f.src { f.dst } else { f.src };
+        let by_routes = || w.routes.port(host, other).unwrap_or(0);
+        let Some(p) = f.path else {
+            return by_routes();
+        };
+        let nodes = &self.paths[p].nodes;
+        let end = if host == f.src {
+            nodes[0]
+        } else {
+            nodes[nodes.len() - 1]
+        };
+        w.port_to(host, end).unwrap_or_else(by_routes)
+    }
+
+    /// Flow `f`'s source and destination addresses: those of the interfaces each end sends by
+    /// ([`Scenario::flow_port`]; the node's own unless the link gives the interface one).
+    pub fn flow_addresses(&self, w: &Wiring, f: &Flow) -> (Ipv4, Ipv4) {
+        let (out, back) = (self.flow_port(w, f, f.src), self.flow_port(w, f, f.dst));
+        (
+            w.interface_ips[f.src][usize::from(out)],
+            w.interface_ips[f.dst][usize::from(back)],
+        )
+    }
+
+    /// The node and port a capture's `NODE:IFACE` names: `ethN` is port N (in the order the
+    /// node's links are declared), any other name the port towards that neighbour. The error
+    /// says what the node has.
+    pub fn interface_port(&self, node: &str, iface: &str) -> Result<(NodeId, PortId), String> {
+        let ni = self.node_index(node).ok_or_else(|| format!("no node named `{node}`"))?;
+        let peers: Vec<NodeId> = self
+            .links
+            .iter()
+            .filter_map(|l| match (l.a == ni, l.b == ni) {
+                (true, _) => Some(l.b),
+                (_, true) => Some(l.a),
+                _ => None,
+            })
+            .collect();
+        let port = match iface.strip_prefix("eth").and_then(|x| x.parse::<usize>().ok()) {
+            Some(p) if p < peers.len() => p,
+            Some(p) => return Err(format!("`{node}` has {} interfaces, no eth{p}", peers.len())),
+            None => peers.iter().position(|&p| self.nodes[p].name == iface).ok_or_else(|| {
+                let names: Vec<String> = peers
+                    .iter()
+                    .enumerate()
+                    .map(|(p, &n)| format!("eth{p} ({})", self.nodes[n].name))
+                    .collect();
+                format!("`{node}` has no interface `{iface}`; it has {}", names.join(", "))
+            })?,
+        };
+        Ok((ni, port as PortId))
     }
 
     /// Ports, routes and switch tables: what every backend wires this scenario from.

@@ -159,14 +159,7 @@ impl Backend for SimBackend {
         let mut opts = SimOptions::with_seed(seed);
         if rep == 0 {
             let v = variant.unwrap_or("run");
-            opts.captures = self
-                .captures
-                .iter()
-                .map(|c| CaptureRequest {
-                    path: c.path.to_string_lossy().replace("{variant}", v).into(),
-                    ..c.clone()
-                })
-                .collect();
+            opts.captures = self.captures.iter().map(|c| c.for_variant(v)).collect();
         }
         let mut sim = Simulation::new(sc, &opts)?;
         let (step, mut t, mut engine_s) = (PS_PER_S / 2, 0, 0.0);

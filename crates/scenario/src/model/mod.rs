@@ -422,6 +422,17 @@ impl Scenario {
         Self::from_toml(&text, &origin)
     }
 
+    /// The scenario with every link's propagation delay at zero: what the kernel backend runs
+    /// with `--ignore-delay` where it has no netem, so that `mpsched compare` can hold the
+    /// simulator to the same network.
+    pub fn without_propagation_delay(&self) -> Scenario {
+        let mut sc = self.clone();
+        for l in &mut sc.links {
+            l.delay_ps = 0;
+        }
+        sc
+    }
+
     /// The scenario with variant `name` applied (its split and rates), validated.
     pub fn with_variant(&self, name: &str) -> Result<Scenario, ScenarioError> {
         let ctx = Ctx { file: &self.origin };

@@ -16,31 +16,6 @@ pub(super) fn port_to(nodes: &[NodeState], from: usize, to: usize) -> PortId {
         .expect("validated: linked") as PortId
 }
 
-/// A host's port towards `dst` by the routes (port 0 where none reaches: its traffic is then
-/// dropped further on, as a host without a route would).
-fn host_port(wiring: &mpsched_topo::Wiring, host: usize, dst: usize) -> PortId {
-    wiring.routes.port(host, dst).unwrap_or(0)
-}
-
-/// The port flow `f` leaves `host` by (its source, or for replies its destination): a flow
-/// pinned to a path that starts (or ends) at a neighbour of the host uses the interface to that
-/// neighbour, as a socket bound to an interface does; any other by the host's routes.
-fn flow_port(sc: &Scenario, wiring: &mpsched_topo::Wiring, f: &mpsched_scenario::Flow, host: usize) -> PortId {
-    let other = if host == f.src { f.dst } else { f.src };
-    let Some(p) = f.path else {
-        return host_port(wiring, host, other);
-    };
-    let nodes = &sc.paths[p].nodes;
-    let end = if host == f.src {
-        nodes[0]
-    } else {
-        nodes[nodes.len() - 1]
-    };
-    wiring
-        .port_to(host, end)
-        .unwrap_or_else(|| host_port(wiring, host, other))
-}
-
 /// Nodes and simplex links (two per scenario link), each node's ports in declaration order.
 pub(super) fn network(sc: &Scenario) -> (Vec<NodeState>, Vec<Link>) {
     let mut nodes: Vec<NodeState> = sc
@@ -151,7 +126,7 @@ pub(super) fn flows(
         };
         // Each end's address is that of the interface it sends by (the node's own unless the
         // link gives the interface one).
-        let (out_port, back_port) = (flow_port(sc, wiring, f, f.src), flow_port(sc, wiring, f, f.dst));
+        let (out_port, back_port) = (sc.flow_port(wiring, f, f.src), sc.flow_port(wiring, f, f.dst));
         let mut meta = PacketMeta::udp(
             wiring.interface_ips[f.src][usize::from(out_port)],
             wiring.interface_ips[f.dst][usize::from(back_port)],
@@ -229,7 +204,7 @@ pub(super) fn flow_connections(
             flows[fi].tcp = Some(state);
             continue;
         }
-        let (there, back) = (flow_port(sc, wiring, f, f.src), flow_port(sc, wiring, f, f.dst));
+        let (there, back) = (sc.flow_port(wiring, f, f.src), sc.flow_port(wiring, f, f.dst));
         conns.push(Conn::new(
             &t.config,
             f.src as u32,
@@ -296,14 +271,14 @@ fn mptcp_connection(
     let mut cfg = t.config.clone();
     cfg.mss_bytes = cfg.mss_bytes.saturating_sub(mptcp::DSS_DATA_BYTES).max(64);
     let interfaces = wiring.interface_ips[f.src].len();
-    let back = flow_port(sc, wiring, f, f.dst);
+    let back = sc.flow_port(wiring, f, f.dst);
     let mut subflow_conns = Vec::new();
     let mut nonces = Vec::new();
     for k in 0..settings.subflows {
         let out = if interfaces > 1 && f.path.is_none() {
             usize::from(k) % interfaces
         } else {
-            usize::from(flow_port(sc, wiring, f, f.src))
+            usize::from(sc.flow_port(wiring, f, f.src))
         };
         let mut meta = PacketMeta::udp(
             wiring.interface_ips[f.src][out],
@@ -444,34 +419,8 @@ pub(super) fn captures(
     let mut cap_tx = vec![None; n_links];
     let mut cap_rx = vec![None; n_links];
     for req in &opts.captures {
-        let ni = sc
-            .node_index(&req.node)
-            .ok_or_else(|| SimError::Capture(format!("no node named `{}`", req.node)))?;
-        let port = match req.iface.strip_prefix("eth").and_then(|x| x.parse::<usize>().ok()) {
-            Some(p) if p < nodes[ni].peers.len() => p,
-            Some(p) => {
-                return Err(SimError::Capture(format!(
-                    "`{}` has {} interfaces, no eth{p}",
-                    req.node,
-                    nodes[ni].peers.len()
-                )))
-            }
-            None => nodes[ni]
-                .peers
-                .iter()
-                .position(|&(peer, _)| nodes[peer as usize].name == req.iface)
-                .ok_or_else(|| {
-                    let names: Vec<String> = (0..nodes[ni].peers.len())
-                        .map(|p| format!("eth{p} ({})", nodes[nodes[ni].peers[p].0 as usize].name))
-                        .collect();
-                    SimError::Capture(format!(
-                        "`{}` has no interface `{}`; it has {}",
-                        req.node,
-                        req.iface,
-                        names.join(", ")
-                    ))
-                })?,
-        };
+        let (ni, port) = sc.interface_port(&req.node, &req.iface).map_err(SimError::Capture)?;
+        let port = usize::from(port);
         let (peer, peer_port) = nodes[ni].peers[port];
         let ci = captures.len() as u32;
         captures.push(Capture::create(

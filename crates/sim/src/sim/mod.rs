@@ -51,6 +51,16 @@ pub struct CaptureRequest {
     pub snaplen: u32,
 }
 
+impl CaptureRequest {
+    /// This capture for variant `variant`: `{variant}` in its path replaced by the name.
+    pub fn for_variant(&self, variant: &str) -> CaptureRequest {
+        CaptureRequest {
+            path: self.path.to_string_lossy().replace("{variant}", variant).into(),
+            ..self.clone()
+        }
+    }
+}
+
 /// Options of one run.
 #[derive(Clone, Debug)]
 pub struct SimOptions {
