@@ -4,7 +4,7 @@
 use crate::run::{resolve_scenario, run_netns};
 use crate::UsageError;
 use anyhow::Context;
-use mpsched_netns::backend::{NetnsError, NetnsOptions};
+use mpsched_netns::backend::NetnsOptions;
 use mpsched_scenario::results::Summary;
 use mpsched_sim::experiment::{run_plan, Plan, VariantResult};
 use std::path::PathBuf;
@@ -25,7 +25,8 @@ pub struct CompareArgs {
     /// compared are the means over them, as in `mpsched run`.
     #[arg(long)]
     repetitions: Option<u32>,
-    /// Run links with propagation delay without it on netns when the kernel lacks netem.
+    /// Run every link without its propagation delay on both backends (the kernel needs netem
+    /// for delay; without it, this compares like with like).
     #[arg(long)]
     ignore_delay: bool,
     /// Also write both summaries and the comparison into this directory: compare.json,
@@ -51,6 +52,12 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
         return Err(UsageError("--repetitions: expected at least 1".into()).into());
     }
     let (sc, variants) = resolve_scenario(a.scenario.as_deref(), a.duration.as_deref(), &a.variants)?;
+    let sc = if a.ignore_delay && sc.links.iter().any(|l| l.delay_ps > 0) {
+        eprintln!("--ignore-delay: both backends run every link without its propagation delay");
+        sc.without_propagation_delay()
+    } else {
+        sc
+    };
     if let Some(dir) = &a.out {
         // Before the runs: a bad folder is an input error, not a lost hour.
         crate::run::create_out_dir(dir)?;
@@ -65,18 +72,10 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
         ignore_delay: a.ignore_delay,
         stop: crate::stop_flag(),
         track_queues: None::<Duration>,
+        captures: Vec::new(),
     };
     // What the kernel cannot run is refused before the simulator spends its time.
-    for name in plan.variant_names(&sc) {
-        let concrete = match &name {
-            Some(v) => sc.with_variant(v)?,
-            None => sc.clone(),
-        };
-        mpsched_netns::backend::check(&concrete, &opts).map_err(|e| match e {
-            e @ (NetnsError::Missing(_) | NetnsError::Unsupported(_)) => UsageError(e.to_string()).into(),
-            e => anyhow::Error::new(e),
-        })?;
-    }
+    crate::run::check_netns_plan(&sc, &plan, &opts)?;
     let sim = run_plan(&sc, &plan, |_| {}).map_err(|e| anyhow::anyhow!("{e}"))?;
     let kernel = run_netns(&sc, &plan, opts)?;
     let rows = rows_of(&sim, &kernel);

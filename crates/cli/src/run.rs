@@ -47,7 +47,8 @@ pub struct RunArgs {
     /// (milliseconds) into queue_tracking.csv.
     #[arg(long, value_name = "MS")]
     track_queues: Option<u64>,
-    /// Capture NODE:IFACE (IFACE is ethN or a neighbour's name) to a pcap file (repeatable).
+    /// Capture NODE:IFACE (IFACE is ethN or a neighbour's name) to a pcap file (repeatable): the
+    /// simulator writes what crosses the interface; netns runs dumpcap on it (interface eN).
     #[arg(long = "pcap", value_name = "NODE:IFACE")]
     pcaps: Vec<String>,
     /// Snap length of pcap captures, bytes.
@@ -208,11 +209,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
     if a.backend != "sim" && a.backend != "netns" {
         return Err(UsageError(format!("unknown backend `{}`: use sim or netns", a.backend)).into());
     }
-    if a.backend == "netns" && !a.pcaps.is_empty() {
-        return Err(
-            UsageError("--pcap is a sim option; on netns capture with tcpdump inside the namespaces".into()).into(),
-        );
-    }
     if a.repetitions == Some(0) {
         return Err(UsageError("--repetitions: expected at least 1 (as `scenario.repetitions`)".into()).into());
     }
@@ -253,6 +249,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             ignore_delay: a.ignore_delay,
             stop: crate::stop_flag(),
             track_queues: a.track_queues.map(Duration::from_millis),
+            captures: plan.captures.clone(),
         };
         let results = run_netns(&sc, &plan, opts)?;
         finish(&sc, &out, multi, &results, !a.no_plot, "netns")?;
@@ -455,7 +452,7 @@ fn print_tcp_and_tunnels(results: &[VariantResult]) -> anyhow::Result<()> {
                         sub.id,
                         sub.acked_mbps,
                         sub.retransmitted_segments,
-                        sub.rtos,
+                        or_dash(sub.rtos.map(|x| x.to_string())),
                         sub.srtt_ms,
                         sub.cwnd_kib
                     );
@@ -525,7 +522,27 @@ fn experiment_error(e: ExperimentError) -> anyhow::Error {
 
 /// Run a plan on the netns backend through the experiment runner, with a progress bar of the
 /// real time it takes.
+/// Refuse, before any run, a plan with a variant the kernel cannot run (naming the variant),
+/// rather than after the variants before it have taken their time.
+pub fn check_netns_plan(sc: &Scenario, plan: &Plan, opts: &NetnsOptions) -> anyhow::Result<()> {
+    for name in plan.variant_names(sc) {
+        let concrete = match &name {
+            Some(v) => sc.with_variant(v)?,
+            None => sc.clone(),
+        };
+        mpsched_netns::backend::check(&concrete, opts).map_err(|e| match e {
+            e @ (NetnsError::Missing(_) | NetnsError::Unsupported(_)) => match &name {
+                Some(v) if sc.variants.len() > 1 => UsageError(format!("variant `{v}`: {e}")).into(),
+                _ => UsageError(e.to_string()).into(),
+            },
+            e => anyhow::Error::new(e),
+        })?;
+    }
+    Ok(())
+}
+
 pub fn run_netns(sc: &Scenario, plan: &Plan, opts: NetnsOptions) -> anyhow::Result<Vec<VariantResult>> {
+    check_netns_plan(sc, plan, &opts)?;
     warn_of_leftovers();
     let backend = NetnsBackend { opts };
     let reps = plan.repetitions.unwrap_or(backend.default_repetitions(sc)).max(1);

@@ -16,7 +16,9 @@
 
 use crate::dataplane::{Dataplane, NodeTables, PortBinding};
 use crate::ns::{self, is_root, Netns, NsError};
+use crate::subflows::{self, SsSubflow};
 use crate::trafficgen::{format_schedule, unix_ns, FlowResult, ScheduledFlow, TG_PORT};
+use crate::{capture, hosts};
 use mpsched_core::frame::MarkerConfig;
 use mpsched_core::packet::{ipv4_to_string, Ecn, PortId, UDP_OVERHEAD_BYTES};
 use mpsched_core::wire::mac_for;
@@ -69,6 +71,9 @@ pub struct NetnsOptions {
     /// Sample the virtual queues and the qdisc backlogs of the marking interfaces this often
     /// (None: do not), for `queue_tracking.csv`.
     pub track_queues: Option<Duration>,
+    /// Captures ([`crate::capture`]); [`NetnsBackend`] takes them in the first repetition of
+    /// each variant, `{variant}` in a path replaced by the variant's name.
+    pub captures: Vec<mpsched_sim::CaptureRequest>,
 }
 
 /// The outcome of one run.
@@ -115,29 +120,21 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             t.name
         )));
     }
-    if let Some(f) = sc.flows.iter().find(|f| f.protocol == Protocol::Mptcp) {
-        return Err(NetnsError::Unsupported(format!(
-            "flow `{}` is MPTCP; MPTCP flows run in the simulator only for now (the traffic generator speaks \
-             kernel MPTCP, `mpsched trafficgen --mptcp`, but this backend does not configure endpoints or start it \
-             that way yet); use --backend sim",
-            f.name
-        )));
-    }
-    for (i, n) in sc.nodes.iter().enumerate() {
-        let links = sc.links.iter().filter(|l| l.a == i || l.b == i).count();
-        if n.kind == NodeKind::Host && links > 1 {
-            return Err(NetnsError::Unsupported(format!(
-                "host `{}` has {links} links; multi-homed hosts run in the simulator only for now \
-                 (a host namespace gets one interface, one address and a default route); use --backend sim",
-                n.name
-            )));
+    if sc.flows.iter().any(|f| f.protocol == Protocol::Mptcp) {
+        if ns::run("sh", &["-c", "command -v mptcpize"]).is_err() {
+            return Err(NetnsError::Missing(
+                "the scenario has MPTCP flows, which run iperf3 under `mptcpize` (Debian's package mptcpize; \
+                 scripts/install-deps.sh installs it); install it or use --backend sim"
+                    .into(),
+            ));
         }
-    }
-    if let Some(i) = sc.links.iter().position(|l| l.a_ip.is_some() || l.b_ip.is_some()) {
-        return Err(NetnsError::Unsupported(format!(
-            "link[{i}] gives a host an address per interface; that runs in the simulator only for now \
-             (a host namespace gets the node's one address); use --backend sim"
-        )));
+        if std::fs::read_to_string("/proc/sys/net/mptcp/enabled").map_or(true, |v| v.trim() != "1") {
+            return Err(NetnsError::Missing(
+                "the scenario has MPTCP flows, and this kernel has no MPTCP or has it off (CONFIG_MPTCP, sysctl \
+                 net.mptcp.enabled); use --backend sim"
+                    .into(),
+            ));
+        }
     }
     if let Some(i) = sc.links.iter().position(|l| l.queues > 1) {
         return Err(NetnsError::Unsupported(format!(
@@ -152,6 +149,17 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
              (links down from the start, `[topology] down`, run on both); use --backend sim",
             f.link
         )));
+    }
+    // Each bulk flow has its own iperf3 server, listening on the flow's port.
+    let bulk: Vec<&Flow> = sc.flows.iter().filter(|f| !is_transfer(f)).collect();
+    for (k, f) in bulk.iter().enumerate() {
+        if let Some(g) = bulk[..k].iter().find(|g| g.dst == f.dst && g.dst_port == f.dst_port) {
+            return Err(NetnsError::Unsupported(format!(
+                "flows `{}` and `{}` both go to port {} on `{}`; on the kernel each has its own iperf3 server \
+                 there, so give one another `dst_port`",
+                g.name, f.name, f.dst_port, sc.nodes[f.dst].name
+            )));
+        }
     }
     // The traffic generator's servers listen on TG_PORT on every host that receives transfers.
     if let Some(f) = sc
@@ -228,11 +236,17 @@ struct Live {
     tg_servers: Vec<usize>,
     /// Per flow, the child running the generator client of its sending host.
     tg_client_of: Vec<Option<usize>>,
+    /// dumpcap processes and their files, stopped once the traffic has drained.
+    captures: Vec<(Child, std::path::PathBuf)>,
 }
 
 impl Drop for Live {
     fn drop(&mut self) {
-        for c in &mut self.children {
+        for c in self
+            .children
+            .iter_mut()
+            .chain(self.captures.iter_mut().map(|c| &mut c.0))
+        {
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -262,7 +276,7 @@ struct Build<'a> {
 }
 
 /// The MAC address of `node`'s port `port`.
-fn mac_of(node: usize, port: PortId) -> [u8; 6] {
+pub(crate) fn mac_of(node: usize, port: PortId) -> [u8; 6] {
     mac_for(node as u32 + 1, port)
 }
 
@@ -334,34 +348,13 @@ impl Build<'_> {
         Ok(())
     }
 
-    /// Hosts: an address, a default route via the neighbour, a static neighbour entry.
+    /// Hosts: addresses, routes, neighbours and MPTCP path managers ([`crate::hosts`]).
     fn hosts(&self, live: &Live) -> Result<(), NetnsError> {
-        let (sc, w) = (self.sc, self.w);
-
-        for (i, node) in sc.nodes.iter().enumerate() {
-            if node.kind != NodeKind::Host {
-                continue;
+        for (i, node) in self.sc.nodes.iter().enumerate() {
+            if node.kind == NodeKind::Host && !self.w.ports[i].is_empty() {
+                hosts::configure(&live.nss[i], self.sc, self.w, i)?;
+                hosts::configure_mptcp(&live.nss[i], self.sc, self.w, i)?;
             }
-            let n = &live.nss[i];
-            let ip = ipv4_to_string(node.ip);
-            let Some(first) = w.ports[i].first() else {
-                continue;
-            };
-            n.ip(&["addr", "add", &format!("{ip}/32"), "dev", "e0"])?;
-            let gw = ipv4_to_string(sc.nodes[first.peer].ip);
-            n.ip(&["route", "add", &format!("{gw}/32"), "dev", "e0"])?;
-            n.ip(&["route", "add", "default", "via", &gw, "dev", "e0"])?;
-            n.ip(&[
-                "neigh",
-                "replace",
-                &gw,
-                "lladdr",
-                &mac_string(mac_of(first.peer, first.peer_port)),
-                "dev",
-                "e0",
-                "nud",
-                "permanent",
-            ])?;
         }
         Ok(())
     }
@@ -429,29 +422,28 @@ impl Build<'_> {
                 }
                 continue;
             }
-            let server = live.nss[f.dst].spawn(
-                "iperf3",
-                &[
-                    "-s",
-                    "-1",
-                    "-J",
-                    "-i",
-                    &report_interval(sc),
-                    "-B",
-                    &ipv4_to_string(sc.nodes[f.dst].ip),
-                    "-p",
-                    &f.dst_port.to_string(),
-                ],
-            )?;
+            let addr = ipv4_to_string(sc.flow_addresses(self.w, f).1);
+            let port = f.dst_port.to_string();
+            let args = ["-s", "-1", "-J", "-i", &report_interval(sc), "-B", &addr, "-p", &port];
+            let server = spawn_iperf3(&live.nss[f.dst], f, &args)?;
             live.server_of[fi] = Some(live.children.len());
             push_child(live, server);
             listeners.push((f.dst, f.dst_port, format!("the server of flow `{}`", f.name)));
         }
         let exe = trafficgen_exe()?;
         for &h in &tg_hosts {
-            let ip = ipv4_to_string(sc.nodes[h].ip);
+            // Every address of the host (a multi-homed one has several); an MPTCP listener
+            // where MPTCP transfers arrive, which plain TCP clients fall back on.
             let port = TG_PORT.to_string();
-            let server = live.nss[h].spawn(&exe, &["trafficgen", "serve", "--bind", &ip, "--port", &port])?;
+            let mut args = vec!["trafficgen", "serve", "--bind", "0.0.0.0", "--port", &port];
+            if sc
+                .flows
+                .iter()
+                .any(|f| f.dst == h && is_transfer(f) && f.protocol == Protocol::Mptcp)
+            {
+                args.push("--mptcp");
+            }
+            let server = live.nss[h].spawn(&exe, &args)?;
             live.tg_servers.push(live.children.len());
             push_child(live, server);
             listeners.push((h, TG_PORT, format!("the traffic generator on `{}`", sc.nodes[h].name)));
@@ -477,7 +469,8 @@ impl Build<'_> {
     /// schedule; `t0` is the run's time zero.
     fn generator_clients(&self, live: &mut Live, t0: Instant) -> Result<(), NetnsError> {
         let sc = self.sc;
-        let mut by_src: BTreeMap<usize, Vec<ScheduledFlow>> = BTreeMap::new();
+        // One client per sending host and transport: MPTCP is chosen per process.
+        let mut by_src: BTreeMap<(usize, bool), Vec<ScheduledFlow>> = BTreeMap::new();
         for (fi, f) in sc.flows.iter().enumerate() {
             let (Some(t), true) = (&f.tcp, is_transfer(f)) else {
                 continue;
@@ -491,15 +484,18 @@ impl Build<'_> {
                 // TCP_MAXSEG clamps the MSS before Linux takes the 12 bytes of timestamps off.
                 t.config.mss_bytes + 12
             };
-            by_src.entry(f.src).or_default().push(ScheduledFlow {
-                id: fi,
-                dst: std::net::Ipv4Addr::from(sc.nodes[f.dst].ip),
-                size_bytes,
-                start_ns: f.start_ps / 1000,
-                cc: t.config.cc.linux_name().to_string(),
-                nodelay: t.config.nodelay,
-                maxseg,
-            });
+            by_src
+                .entry((f.src, f.protocol == Protocol::Mptcp))
+                .or_default()
+                .push(ScheduledFlow {
+                    id: fi,
+                    dst: std::net::Ipv4Addr::from(sc.flow_addresses(self.w, f).1),
+                    size_bytes,
+                    start_ns: f.start_ps / 1000,
+                    cc: t.config.cc.linux_name().to_string(),
+                    nodelay: t.config.nodelay,
+                    maxseg,
+                });
         }
         if by_src.is_empty() {
             return Ok(());
@@ -507,13 +503,13 @@ impl Build<'_> {
         let exe = trafficgen_exe()?;
         let zero = std::time::SystemTime::now() - t0.elapsed();
         let t0_ns = unix_ns(zero).to_string();
-        for (src, flows) in by_src {
+        for ((src, mptcp), flows) in by_src {
             let ids: Vec<usize> = flows.iter().map(|f| f.id).collect();
-            let c = live.nss[src].spawn_with_input(
-                &exe,
-                &["trafficgen", "client", "--t0-unix-ns", &t0_ns],
-                format_schedule(&flows),
-            )?;
+            let mut args = vec!["trafficgen", "client", "--t0-unix-ns", &t0_ns];
+            if mptcp {
+                args.push("--mptcp");
+            }
+            let c = live.nss[src].spawn_with_input(&exe, &args, format_schedule(&flows))?;
             for id in ids {
                 live.tg_client_of[id] = Some(live.children.len());
             }
@@ -539,18 +535,40 @@ fn trafficgen_exe() -> Result<String, NetnsError> {
 /// and of this machine. `mpsched compare` calls it before its simulator run, so that a scenario
 /// the kernel cannot run is refused at once, not after the simulation.
 pub fn check(sc: &Scenario, opts: &NetnsOptions) -> Result<(), NetnsError> {
+    checked(sc, opts).map(|_| ())
+}
+
+/// What a run is built from, once every check has passed.
+struct Checked {
+    w: mpsched_topo::Wiring,
+    /// Each capture's node and port.
+    capture_ports: Vec<(usize, PortId)>,
+    /// The kernel has netem.
+    have_netem: bool,
+}
+
+/// [`check`]'s checks, in order: the pure ones first, then the preflight, which probes the
+/// kernel with a scratch namespace.
+fn checked(sc: &Scenario, opts: &NetnsOptions) -> Result<Checked, NetnsError> {
     let w = sc.wiring().map_err(NetnsError::Unsupported)?;
     check_kernel_limits(sc, &w)?;
-    preflight(sc, opts).map(|_| ())
+    hosts::check(sc, &w)?;
+    let capture_ports = capture::check(sc, &opts.captures)?;
+    let have_netem = preflight(sc, opts)?;
+    Ok(Checked {
+        w,
+        capture_ports,
+        have_netem,
+    })
 }
 
 /// Run `sc` (one variant, one repetition) on the kernel.
 pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun, NetnsError> {
-    // What the scenario asks of the data plane first: pure checks, nothing made yet (the
-    // preflight probes the kernel with a scratch namespace).
-    let w = sc.wiring().map_err(NetnsError::Unsupported)?;
-    check_kernel_limits(sc, &w)?;
-    let have_netem = preflight(sc, opts)?;
+    let Checked {
+        w,
+        capture_ports,
+        have_netem,
+    } = checked(sc, opts)?;
     let b = Build {
         sc,
         w: &w,
@@ -572,16 +590,24 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         server_of: vec![None; sc.flows.len()],
         tg_servers: Vec::new(),
         tg_client_of: vec![None; sc.flows.len()],
+        captures: Vec::new(),
     };
     b.namespaces(&mut live)?;
     b.links(&live)?;
     b.hosts(&live)?;
     b.switches(&mut live)?;
+    for (req, &(node, port)) in opts.captures.iter().zip(&capture_ports) {
+        live.captures
+            .push((capture::start(&live.nss[node], port, req)?, req.path.clone()));
+    }
     let t0 = Instant::now();
     b.servers(&mut live)?;
     std::thread::sleep(Duration::from_millis(300));
     let samples = drive(&b, &mut live, t0)?;
     let outputs = wait_for_traffic(&b, &mut live)?;
+    for (c, path) in &mut live.captures {
+        capture::stop(c, path);
+    }
     let run = figures(&b, &live, samples, &outputs);
     drop(live);
     run
@@ -596,6 +622,69 @@ struct Samples {
     /// Per flow, the child running its TCP client.
     client_of: Vec<Option<usize>>,
     queue_tracking: Vec<(f64, String, PortId, u64, u64)>,
+    /// Per flow, its MPTCP subflows as `ss` showed them last.
+    mptcp: MptcpWatch,
+}
+
+/// The subflows of each running MPTCP bulk flow, read with `ss` every sample interval
+/// ([`crate::subflows`]): iperf3 sees only the first.
+struct MptcpWatch {
+    /// Per flow: seconds since its start at the last reading, and the subflows then.
+    last: Vec<Option<(f64, Vec<SsSubflow>)>>,
+    /// Per flow: (sample interval, the subflows' windows together in KiB) of each reading.
+    cwnd_kib: Vec<Vec<(usize, f64)>>,
+}
+
+impl MptcpWatch {
+    fn new(flows: usize) -> MptcpWatch {
+        MptcpWatch {
+            last: vec![None; flows],
+            cwnd_kib: vec![Vec::new(); flows],
+        }
+    }
+
+    /// Read the subflows of every MPTCP bulk flow running `now` after time zero, in sample
+    /// interval `interval`.
+    fn sample(&mut self, b: &Build, live: &Live, now: Duration, interval: usize) {
+        let mut listings: BTreeMap<usize, Vec<SsSubflow>> = BTreeMap::new();
+        for (fi, f) in b.sc.flows.iter().enumerate() {
+            let ps = now.as_nanos() as u64 * 1000;
+            if f.protocol != Protocol::Mptcp || is_transfer(f) || ps < f.start_ps || ps >= f.stop_ps {
+                continue;
+            }
+            let all = listings
+                .entry(f.src)
+                .or_insert_with(|| subflows::parse(&subflows::read(&live.nss[f.src])));
+            let remote = format!("{}:{}", ipv4_to_string(b.sc.flow_addresses(b.w, f).1), f.dst_port);
+            let conn = subflows::connection(all, &remote);
+            if conn.is_empty() {
+                continue;
+            }
+            let cwnd: u64 = conn.iter().map(|s| s.cwnd_bytes).sum();
+            self.cwnd_kib[fi].push((interval, cwnd as f64 / 1024.0));
+            self.last[fi] = Some(((ps - f.start_ps) as f64 / PS_PER_S as f64, conn));
+        }
+    }
+
+    /// Flow `fi`'s TCP figures and window column with its subflows': theirs listed, the
+    /// retransmissions their sum, the window their sum (its mean over readings in the figures),
+    /// the RTT the first subflow's, as the simulator gives an MPTCP flow's.
+    fn apply(&self, fi: usize, tcp: &mut TcpFigures, cwnd_col: &mut [f64]) {
+        let Some((active_s, conn)) = &self.last[fi] else { return };
+        tcp.subflows = conn.iter().map(|s| s.figures(*active_s)).collect();
+        tcp.retransmitted_segments = conn.iter().map(|s| s.retrans_total).sum();
+        tcp.srtt_ms = round(conn[0].srtt_ms, 3);
+        let readings = &self.cwnd_kib[fi];
+        tcp.mean_cwnd_kib = round(
+            readings.iter().map(|r| r.1).sum::<f64>() / readings.len().max(1) as f64,
+            3,
+        );
+        for &(k, kib) in readings {
+            if let Some(c) = cwnd_col.get_mut(k) {
+                *c = kib;
+            }
+        }
+    }
 }
 
 /// Start each client at its time and sample the path monitors and registers each interval,
@@ -625,6 +714,7 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
     b.generator_clients(live, t0)?;
     let mut client_of: Vec<Option<usize>> = vec![None; sc.flows.len()];
     let mut queue_tracking = Vec::new();
+    let mut mptcp = MptcpWatch::new(sc.flows.len());
     let tracked: Vec<(usize, PortId)> = live
         .dataplanes
         .iter()
@@ -647,16 +737,16 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
                 started[fi] = true;
                 let dur_s = (f.stop_ps - f.start_ps) as f64 / PS_PER_S as f64;
                 if let Some(t) = &f.tcp {
-                    let args = tcp_client_args(sc, f, t, dur_s);
+                    let args = tcp_client_args(sc, w, f, t, dur_s);
                     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-                    let c = live.nss[f.src].spawn("iperf3", &refs)?;
+                    let c = spawn_iperf3(&live.nss[f.src], f, &refs)?;
                     client_of[fi] = Some(live.children.len());
                     push_child(live, c);
                     continue;
                 }
                 let mut args: Vec<String> = vec![
                     "-c".into(),
-                    ipv4_to_string(sc.nodes[f.dst].ip),
+                    ipv4_to_string(sc.flow_addresses(w, f).1),
                     "-p".into(),
                     f.dst_port.to_string(),
                     "--cport".into(),
@@ -677,6 +767,9 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
                 // the system allows (net.core.wmem_max) keeps the sender at its rate.
                 args.push("-w".into());
                 args.push(send_buffer_bytes().to_string());
+                if let Some(a) = hosts::bind_address(sc, w, f) {
+                    args.extend(["-B".into(), ipv4_to_string(a)]);
+                }
                 if f.ecn != Ecn::NotEct || f.dscp != 0 {
                     args.push("--tos".into());
                     args.push(((f.dscp << 2) | f.ecn.bits()).to_string());
@@ -726,6 +819,7 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
                 }
             }
             reg_samples.push(regs);
+            mptcp.sample(b, live, now, reg_samples.len() - 1);
             next_sample += sample_every;
             if reg_samples.len() >= intervals {
                 break;
@@ -741,6 +835,7 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
         regs: reg_samples,
         client_of,
         queue_tracking,
+        mptcp,
     })
 }
 
@@ -819,7 +914,10 @@ fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[String]) -> Resu
             let client: serde_json::Value = samples.client_of[fi]
                 .and_then(|ci| serde_json::from_str(&outputs[ci]).ok())
                 .unwrap_or(serde_json::Value::Null);
-            let (fig, cols) = tcp_flow_figures(f, t, &server, &client, intervals, sample_every.as_secs_f64());
+            let (mut fig, mut cols) = tcp_flow_figures(f, t, &server, &client, intervals, sample_every.as_secs_f64());
+            if let Some(tcp) = fig.tcp.as_mut() {
+                samples.mptcp.apply(fi, tcp, &mut cols[1]);
+            }
             flows.push(fig);
             flow_series.push(cols[0].clone());
             tcp_series.push((f.name.clone(), cols[1..].to_vec()));
@@ -1016,13 +1114,22 @@ impl mpsched_sim::experiment::Backend for NetnsBackend {
     fn run_one(
         &self,
         sc: &Scenario,
-        _variant: Option<&str>,
+        variant: Option<&str>,
         _seed: u64,
-        _rep: u32,
+        rep: u32,
         progress: &mut dyn FnMut(u64),
     ) -> Result<mpsched_sim::experiment::RunResult, mpsched_sim::experiment::BackendError> {
         let started = Instant::now();
-        let res = run(sc, &new_run_id(), &self.opts)?;
+        let mut opts = self.opts.clone();
+        opts.captures = match rep {
+            0 => opts
+                .captures
+                .iter()
+                .map(|c| c.for_variant(variant.unwrap_or("run")))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let res = run(sc, &new_run_id(), &opts)?;
         progress(self.run_ps(sc));
         let mut artifacts = Vec::new();
         if !res.queue_tracking.is_empty() {
@@ -1086,10 +1193,10 @@ fn tcp_sysctls(n: &Netns, sc: &Scenario, host: usize) -> Result<(), NetnsError> 
 
 /// iperf3 client arguments for a bulk TCP flow: `-C` for the congestion control, `-t`, `-N` for
 /// no Nagle.
-fn tcp_client_args(sc: &Scenario, f: &Flow, t: &TcpFlow, dur_s: f64) -> Vec<String> {
+fn tcp_client_args(sc: &Scenario, w: &mpsched_topo::Wiring, f: &Flow, t: &TcpFlow, dur_s: f64) -> Vec<String> {
     let mut args: Vec<String> = vec![
         "-c".into(),
-        ipv4_to_string(sc.nodes[f.dst].ip),
+        ipv4_to_string(sc.flow_addresses(w, f).1),
         "-p".into(),
         f.dst_port.to_string(),
         "--cport".into(),
@@ -1111,7 +1218,21 @@ fn tcp_client_args(sc: &Scenario, f: &Flow, t: &TcpFlow, dur_s: f64) -> Vec<Stri
     if t.config.nodelay {
         args.push("-N".into());
     }
+    if let Some(a) = hosts::bind_address(sc, w, f) {
+        args.extend(["-B".into(), ipv4_to_string(a)]);
+    }
     args
+}
+
+/// iperf3 in namespace `n` for flow `f`: under `mptcpize` (its sockets then open as
+/// `IPPROTO_MPTCP`) for an MPTCP flow, since Debian's iperf3 3.12 has no MPTCP option.
+fn spawn_iperf3(n: &Netns, f: &Flow, args: &[&str]) -> Result<Child, NetnsError> {
+    if f.protocol != Protocol::Mptcp {
+        return Ok(n.spawn("iperf3", args)?);
+    }
+    let mut wrapped = vec!["run", "iperf3"];
+    wrapped.extend_from_slice(args);
+    Ok(n.spawn("mptcpize", &wrapped)?)
 }
 
 /// The generator clients' results, by flow index.
@@ -1253,7 +1374,7 @@ fn check_stop_plain(stop: &AtomicBool, run_id: &str) -> Result<(), NetnsError> {
     }
 }
 
-fn mac_string(m: [u8; 6]) -> String {
+pub(crate) fn mac_string(m: [u8; 6]) -> String {
     m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
 

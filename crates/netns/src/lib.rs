@@ -6,16 +6,22 @@
 //! from iperf3, and per-second interface counters, written in the same results schema.
 //!
 //! - [`layout`]: the map layouts of `bpf/mpsched.h` as Rust structs, checked at compile time.
+//! - [`capture`]: `--pcap` on the kernel, with dumpcap.
 //! - [`dataplane`]: load, configure, read, attach and detach one node's eBPF programs.
+//! - [`hosts`]: host namespaces' addresses, routes and MPTCP path managers.
 //! - [`ns`]: network namespaces and commands inside them.
+//! - [`subflows`]: kernel MPTCP subflows' figures from `ss`.
 //! - [`vectors`]: conformance vectors through `BPF_PROG_TEST_RUN`.
 
 #![warn(missing_docs)]
 
 pub mod backend;
 pub mod bench;
+pub mod capture;
 pub mod dataplane;
+pub mod hosts;
 pub mod layout;
 pub mod ns;
+pub mod subflows;
 pub mod trafficgen;
 pub mod vectors;

@@ -108,8 +108,8 @@ pub struct SubflowFigures {
     pub segments_sent: u64,
     /// Segments retransmitted.
     pub retransmitted_segments: u64,
-    /// Retransmission timeouts.
-    pub rtos: u64,
+    /// Retransmission timeouts; None where not measured (netns: `ss` shows no count).
+    pub rtos: Option<u64>,
     /// Smoothed RTT at the end, ms.
     pub srtt_ms: f64,
     /// Congestion window at the end, KiB.

@@ -1188,7 +1188,7 @@ fn subflow_figures(c: &Conn, active_s: f64) -> mpsched_scenario::results::Subflo
         acked_mbps: round(c.sender.acked_bytes() as f64 * 8.0 / active_s / 1e6, 4),
         segments_sent: st.segments_sent,
         retransmitted_segments: st.retransmitted_segments,
-        rtos: st.rtos,
+        rtos: Some(st.rtos),
         srtt_ms: round(c.sender.rtt().srtt_ns().unwrap_or(0) as f64 / 1e6, 3),
         cwnd_kib: round(c.sender.cwnd_bytes() as f64 / 1024.0, 3),
     }
