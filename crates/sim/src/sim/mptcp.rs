@@ -68,10 +68,15 @@ pub(crate) struct Subflow {
     /// The two ends' MP_JOIN nonces (drawn at build time from the run's seed).
     nonces: (u32, u32),
     /// The data each stretch of the subflow's stream carries: (subflow offset, data sequence
-    /// number, length), in stream order, until acknowledged on the subflow.
+    /// number, length), in stream order, until acknowledged on the subflow. A stretch that
+    /// continues the last in both spaces extends it (one entry per run, not per segment: a
+    /// subflow in a long recovery holds millions of segments); each segment's DSS mapping is
+    /// cut from its stretch, so the wire is the same.
     maps: VecDeque<(u64, u64, u32)>,
     /// Bytes handed to the subflow.
     written: u64,
+    /// Bytes acknowledged on the subflow at its last ACK.
+    acked: u64,
     /// Timeouts since it last had new data acknowledged.
     timeouts: u32,
     /// Whether it is stale (`STALE_LOSS_COUNT` timeouts in a row).
@@ -145,6 +150,7 @@ impl MptcpConn {
                     nonces,
                     maps: VecDeque::new(),
                     written: 0,
+                    acked: 0,
                     timeouts: 0,
                     stale: false,
                 })
@@ -469,7 +475,14 @@ impl Simulation {
     fn mptcp_assign(&mut self, mp: u32, k: usize, dsn: u64, len: u32) {
         let m = &mut self.traffic.mptcp[mp as usize];
         let s = &mut m.subflows[k];
-        s.maps.push_back((s.written, dsn, len));
+        match s.maps.back_mut() {
+            Some((off, d, l))
+                if *off + u64::from(*l) == s.written && *d + u64::from(*l) == dsn && l.checked_add(len).is_some() =>
+            {
+                *l += len
+            }
+            _ => s.maps.push_back((s.written, dsn, len)),
+        }
         s.written += u64::from(len);
         m.states[k].in_flight_bytes += u64::from(len);
         self.traffic.conns[s.conn as usize].sender.write(u64::from(len));
@@ -641,10 +654,11 @@ impl Simulation {
         }
         let acked = self.traffic.conns[c as usize].sender.acked_bytes();
         let s = &mut m.subflows[k];
-        if s.maps.front().is_some_and(|&(off, _, _)| off < acked) {
+        if acked > s.acked {
             // New data acknowledged: the subflow works.
             s.timeouts = 0;
             s.stale = false;
+            s.acked = acked;
         }
         let maps = &mut s.maps;
         while maps.front().is_some_and(|&(off, _, len)| off + u64::from(len) <= acked) {
