@@ -664,6 +664,7 @@ impl Simulation {
         while maps.front().is_some_and(|&(off, _, len)| off + u64::from(len) <= acked) {
             maps.pop_front();
         }
+        mpsched_transport::release_burst_room(maps);
         if fully_established {
             self.open_joins(mp);
         }

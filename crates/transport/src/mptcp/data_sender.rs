@@ -130,6 +130,7 @@ impl DataSender {
             self.front_off = end;
             self.outstanding.pop_front();
         }
+        crate::release_burst_room(&mut self.outstanding);
         acked
     }
 

@@ -333,6 +333,7 @@ impl TcpSender {
             if let Some(r) = newest.filter(|_| !ambiguous) {
                 self.rtt.on_sample(now - r.sent_ns());
             }
+            crate::release_burst_room(&mut self.sent);
             let window_end = ack >= self.window_end;
             if window_end {
                 self.cwnd_limited_prev = self.cwnd_limited_now;
@@ -452,6 +453,7 @@ impl TcpSender {
         self.retransmit_next = false;
         self.dupacks = 0;
         self.sent.clear();
+        crate::release_burst_room(&mut self.sent);
         self.window_end = self.snd_max;
         self.arm_rto(now);
     }
