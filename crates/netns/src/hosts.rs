@@ -129,10 +129,10 @@ pub fn bind_address(sc: &Scenario, w: &Wiring, f: &Flow) -> Option<Ipv4> {
 
 /// Addresses, routes and static neighbour entries of host `i` in its namespace `n`.
 pub fn configure(n: &Netns, sc: &Scenario, w: &Wiring, i: usize) -> Result<(), NetnsError> {
-    let ports = &w.ports[i];
-    let gateway = |p: usize| ipv4_to_string(sc.nodes[ports[p].peer].ip);
-    for (p, e) in ports.iter().enumerate() {
+    let gateway = |p: usize| ipv4_to_string(sc.nodes[w.ports[i][p].peer].ip);
+    for (p, e) in w.ports[i].iter().enumerate() {
         let lladdr = crate::backend::mac_string(crate::backend::mac_of(e.peer, e.peer_port));
+        let dev = format!("e{p}");
         n.ip(&[
             "neigh",
             "replace",
@@ -140,53 +140,27 @@ pub fn configure(n: &Netns, sc: &Scenario, w: &Wiring, i: usize) -> Result<(), N
             "lladdr",
             &lladdr,
             "dev",
-            &format!("e{p}"),
+            &dev,
             "nud",
             "permanent",
         ])?;
     }
-    let own = ipv4_to_string(sc.nodes[i].ip);
-    if ports.len() == 1 {
+    // The node's own address, where no interface carries it (the link gives each its own).
+    if !w.interface_ips[i].contains(&sc.nodes[i].ip) {
+        n.ip(&[
+            "addr",
+            "add",
+            &format!("{}/32", ipv4_to_string(sc.nodes[i].ip)),
+            "dev",
+            "lo",
+        ])?;
+    }
+    if w.ports[i].len() > 1 {
+        source_routes(n, sc, w, i, &gateway)?;
+    } else {
         let addr = ipv4_to_string(w.interface_ips[i][0]);
         n.ip(&["addr", "add", &format!("{addr}/32"), "dev", "e0"])?;
-        if addr != own {
-            n.ip(&["addr", "add", &format!("{own}/32"), "dev", "lo"])?;
-        }
         n.ip(&["route", "add", &format!("{}/32", gateway(0)), "dev", "e0"])?;
-        n.ip(&["route", "add", "default", "via", &gateway(0), "dev", "e0", "src", &addr])?;
-        return Ok(());
-    }
-    if !w.interface_ips[i].contains(&sc.nodes[i].ip) {
-        n.ip(&["addr", "add", &format!("{own}/32"), "dev", "lo"])?;
-    }
-    for p in 0..ports.len() {
-        let (dev, gw, table) = (format!("e{p}"), gateway(p), (TABLE_BASE + p).to_string());
-        let addr = ipv4_to_string(w.interface_ips[i][p]);
-        n.ip(&["addr", "add", &format!("{addr}/32"), "dev", &dev])?;
-        // Two links to one neighbour share its address: one main-table route to it will do.
-        n.ip(&["route", "replace", &format!("{gw}/32"), "dev", &dev])?;
-        n.ip(&["route", "add", &format!("{gw}/32"), "dev", &dev, "table", &table])?;
-        n.ip(&[
-            "route", "add", "default", "via", &gw, "dev", &dev, "src", &addr, "table", &table,
-        ])?;
-        n.ip(&["rule", "add", "from", &addr, "table", &table])?;
-    }
-    for (d, other) in sc.nodes.iter().enumerate() {
-        if d == i || other.kind != NodeKind::Host {
-            continue;
-        }
-        let Some(p) = w.routes.port(i, d).map(usize::from) else {
-            continue;
-        };
-        let (dev, gw, src) = (format!("e{p}"), gateway(p), ipv4_to_string(w.interface_ips[i][p]));
-        let mut addrs = w.interface_ips[d].clone();
-        addrs.push(other.ip);
-        addrs.sort_unstable();
-        addrs.dedup();
-        for a in addrs {
-            let dst = format!("{}/32", ipv4_to_string(a));
-            n.ip(&["route", "add", &dst, "via", &gw, "dev", &dev, "src", &src])?;
-        }
     }
     let first = ipv4_to_string(w.interface_ips[i][0]);
     n.ip(&[
@@ -200,6 +174,46 @@ pub fn configure(n: &Netns, sc: &Scenario, w: &Wiring, i: usize) -> Result<(), N
         "src",
         &first,
     ])?;
+    Ok(())
+}
+
+/// A multi-homed host's interfaces: each its address, a routing table and a rule sending what
+/// leaves from that address by that interface; and main-table routes to every other host by
+/// the port the simulator's routes use, from that port's address.
+fn source_routes(
+    n: &Netns,
+    sc: &Scenario,
+    w: &Wiring,
+    i: usize,
+    gateway: &dyn Fn(usize) -> String,
+) -> Result<(), NetnsError> {
+    for p in 0..w.ports[i].len() {
+        let (dev, gw, table) = (format!("e{p}"), gateway(p), (TABLE_BASE + p).to_string());
+        let addr = ipv4_to_string(w.interface_ips[i][p]);
+        n.ip(&["addr", "add", &format!("{addr}/32"), "dev", &dev])?;
+        // Two links to one neighbour share its address: one main-table route to it will do.
+        n.ip(&["route", "replace", &format!("{gw}/32"), "dev", &dev])?;
+        n.ip(&["route", "add", &format!("{gw}/32"), "dev", &dev, "table", &table])?;
+        n.ip(&[
+            "route", "add", "default", "via", &gw, "dev", &dev, "src", &addr, "table", &table,
+        ])?;
+        n.ip(&["rule", "add", "from", &addr, "table", &table])?;
+    }
+    for (d, other) in sc.nodes.iter().enumerate() {
+        let port = w.routes.port(i, d).map(usize::from);
+        let Some(p) = port.filter(|_| d != i && other.kind == NodeKind::Host) else {
+            continue;
+        };
+        let (dev, gw, src) = (format!("e{p}"), gateway(p), ipv4_to_string(w.interface_ips[i][p]));
+        let mut addrs = w.interface_ips[d].clone();
+        addrs.push(other.ip);
+        addrs.sort_unstable();
+        addrs.dedup();
+        for a in addrs {
+            let dst = format!("{}/32", ipv4_to_string(a));
+            n.ip(&["route", "add", &dst, "via", &gw, "dev", &dev, "src", &src])?;
+        }
+    }
     Ok(())
 }
 
