@@ -563,3 +563,69 @@ protocol = "tcp"
         "pure ACKs, fewer (delayed): {c:?} {t:?}"
     );
 }
+
+/// A TCP flow over a host's 100 Mbit/s link (the bottleneck: the rest is 1 Gbit/s) with
+/// 8-packet queues, from the host (`towards_host` false: its own interface is the bottleneck) or
+/// to it (the switch's port towards it is); `host_link_extra` adds keys to the host's link.
+fn host_bottleneck(host_link_extra: &str, towards_host: bool) -> RunFigures {
+    let (src, dst) = if towards_host { ("d", "h") } else { ("h", "d") };
+    let text = format!(
+        r#"
+[scenario]
+name = "host-queue"
+duration = "3s"
+queue_pkts = 8
+[[node]]
+name = "h"
+kind = "host"
+[[node]]
+name = "s"
+kind = "switch"
+[[node]]
+name = "d"
+kind = "host"
+[[link]]
+a = "h"
+b = "s"
+rate = "100Mbps"
+delay = "100us"
+{host_link_extra}
+[[link]]
+a = "s"
+b = "d"
+rate = "1Gbps"
+delay = "100us"
+[[flow]]
+name = "t"
+src = "{src}"
+dst = "{dst}"
+protocol = "tcp"
+tcp.receive_window = "256KB"
+"#
+    );
+    let sc = Scenario::from_toml(&text, "host-queue.toml").unwrap();
+    Simulation::new(&sc, &SimOptions::with_seed(1))
+        .unwrap()
+        .run()
+        .unwrap()
+        .figures
+}
+
+/// `host_queue_pkts` sizes the host's own interface queue (Linux's txqueuelen), not the
+/// switch's: with the scenario's 8 packets there the flow's slow start overflows its own
+/// interface and it retransmits; with 1 000 the window (at most 256 KB, about 180 segments)
+/// fits, nothing is lost, and the flow fills its link. The switch's end of the same link keeps
+/// 8 packets: a flow towards the host loses there either way, the same segments.
+#[test]
+fn host_queue_pkts_sizes_the_hosts_own_queue_only() {
+    let retx = |r: &RunFigures| r.flows[0].tcp.as_ref().unwrap().retransmitted_segments;
+    let small = host_bottleneck("", false);
+    let large = host_bottleneck("host_queue_pkts = 1000", false);
+    assert!(retx(&small) > 0, "8 packets at the host: slow start overflows them");
+    assert_eq!(retx(&large), 0, "1 000 at the host hold the whole window");
+    assert!(mbps(&large, "t") > 90.0, "{}", mbps(&large, "t"));
+    let back_small = host_bottleneck("", true);
+    let back_large = host_bottleneck("host_queue_pkts = 1000", true);
+    assert!(retx(&back_large) > 0, "the switch's end keeps 8 packets");
+    assert_eq!(retx(&back_small), retx(&back_large));
+}
