@@ -251,6 +251,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             track_queues: a.track_queues.map(Duration::from_millis),
             captures: plan.captures.clone(),
         };
+        check_netns_plan(&sc, &plan, &opts)?;
         let results = run_netns(&sc, &plan, opts)?;
         finish(&sc, &out, multi, &results, !a.no_plot, "netns")?;
         outln!("\nResults in {}", out.display());
@@ -541,8 +542,8 @@ pub fn check_netns_plan(sc: &Scenario, plan: &Plan, opts: &NetnsOptions) -> anyh
     Ok(())
 }
 
+/// Run `plan` on the kernel; the caller has checked it ([`check_netns_plan`]).
 pub fn run_netns(sc: &Scenario, plan: &Plan, opts: NetnsOptions) -> anyhow::Result<Vec<VariantResult>> {
-    check_netns_plan(sc, plan, &opts)?;
     warn_of_leftovers();
     let backend = NetnsBackend { opts };
     let reps = plan.repetitions.unwrap_or(backend.default_repetitions(sc)).max(1);
