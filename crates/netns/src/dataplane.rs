@@ -400,8 +400,9 @@ impl Dataplane {
     }
 }
 
-/// The registers of a split group as the eBPF program starts with them.
-fn split_registers(s: &mpsched_core::switch::SplitGroupConfig) -> Result<layout::Split, DataplaneError> {
+/// The registers of a split group as the eBPF program starts with them (the BMv2 control plane
+/// starts its registers from the same values), checked.
+pub fn split_registers(s: &mpsched_core::switch::SplitGroupConfig) -> Result<layout::Split, DataplaneError> {
     let n = s.ports.len();
     if n == 0 || n > layout::MAX_PATHS {
         return Err(DataplaneError::Config(format!("group {}: 1 to 8 paths", s.group)));

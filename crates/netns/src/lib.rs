@@ -23,5 +23,6 @@ pub mod hosts;
 pub mod layout;
 pub mod ns;
 pub mod subflows;
+pub mod tap;
 pub mod trafficgen;
 pub mod vectors;

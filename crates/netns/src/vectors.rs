@@ -13,6 +13,7 @@
 
 use crate::dataplane::{Dataplane, NodeTables, PortBinding};
 use crate::ns::{is_root, Netns};
+use crate::tap::Tap;
 use libbpf_rs::ProgramInput;
 use mpsched_core::packet::PortId;
 use mpsched_core::vectors::{chosen_path, from_hex, Delivery, EmitObserved, Hook, Observed, StepResult, VectorSet};
@@ -130,79 +131,6 @@ pub fn run_ebpf(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
     })?
 }
 
-/// A packet socket on a port's veth peer: what the port sent, as the next hop receives it.
-struct Tap(std::os::fd::OwnedFd);
-
-impl Tap {
-    fn open(ifindex: u32) -> Result<Tap, String> {
-        use std::os::fd::FromRawFd;
-        let proto = (libc::ETH_P_ALL as u16).to_be();
-        // SAFETY: plain socket(2); the descriptor is owned from here on.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                i32::from(proto),
-            )
-        };
-        if fd < 0 {
-            return Err(format!("packet socket: {}", std::io::Error::last_os_error()));
-        }
-        // SAFETY: fd is a fresh descriptor nothing else owns.
-        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
-        // SAFETY: sockaddr_ll is plain data; all-zero is a valid value to fill in.
-        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        addr.sll_family = libc::AF_PACKET as u16;
-        addr.sll_protocol = proto;
-        addr.sll_ifindex = ifindex as i32;
-        let len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        use std::os::fd::AsRawFd;
-        // SAFETY: addr is a valid sockaddr_ll of `len` bytes.
-        let rc = unsafe { libc::bind(fd.as_raw_fd(), std::ptr::addr_of!(addr).cast(), len) };
-        if rc != 0 {
-            return Err(format!("bind packet socket: {}", std::io::Error::last_os_error()));
-        }
-        Ok(Tap(fd))
-    }
-
-    /// The next frame that arrived, waiting up to `timeout_ms` for it.
-    fn next(&self, timeout_ms: i32) -> Option<Vec<u8>> {
-        use std::os::fd::AsRawFd;
-        let mut pfd = libc::pollfd {
-            fd: self.0.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        if unsafe { libc::poll(&mut pfd, 1, timeout_ms) } <= 0 {
-            return None;
-        }
-        let mut buf = vec![0u8; 4096];
-        // SAFETY: buf is writable for its length.
-        let n = unsafe { libc::recv(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-        (n > 0).then(|| {
-            buf.truncate(n as usize);
-            buf
-        })
-    }
-
-    /// Send `frame` out of the port this socket is bound to (it arrives at the veth's peer).
-    fn send(&self, frame: &[u8]) -> Result<(), String> {
-        use std::os::fd::AsRawFd;
-        // SAFETY: frame is readable for its length; the socket is bound to one interface.
-        let n = unsafe { libc::send(self.0.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-        if n != frame.len() as isize {
-            return Err(format!("send on the wire: {}", std::io::Error::last_os_error()));
-        }
-        Ok(())
-    }
-
-    /// Discard whatever has arrived.
-    fn drain(&self) {
-        while self.next(0).is_some() {}
-    }
-}
-
 fn replay(
     set: &VectorSet,
     tables: &NodeTables,
@@ -245,11 +173,12 @@ fn replay(
 }
 
 /// The increment of counter `k` from `prev` to `regs`.
-fn delta_of(prev: &BTreeMap<String, u64>, regs: &BTreeMap<String, u64>, k: &str) -> u64 {
+pub fn delta_of(prev: &BTreeMap<String, u64>, regs: &BTreeMap<String, u64>, k: &str) -> u64 {
     regs.get(k).copied().unwrap_or(0) - prev.get(k).copied().unwrap_or(0)
 }
 
-fn observed(path: Option<u8>) -> Observed {
+/// An outcome with nothing observed yet but the chosen path.
+pub fn observed(path: Option<u8>) -> Observed {
     Observed {
         action: String::new(),
         port: None,
@@ -329,7 +258,7 @@ fn by_test_run(
 
 /// A shot frame: consumed if a feedback counter moved, otherwise dropped for the drop counter
 /// that moved.
-fn shot(obs: &mut Observed, delta: &impl Fn(&str) -> u64) {
+pub fn shot(obs: &mut Observed, delta: &impl Fn(&str) -> u64) {
     let feedback = [
         "counter.feedback_rx",
         "counter.feedback_unknown_group",
@@ -417,13 +346,14 @@ fn on_the_wire(
 }
 
 /// The port whose peer MAC a frame is addressed to.
-fn port_of_mac(frame: &[u8]) -> Option<PortId> {
+pub fn port_of_mac(frame: &[u8]) -> Option<PortId> {
     let dst: [u8; 6] = frame.get(..6)?.try_into().ok()?;
     let p = u16::from_be_bytes([dst[4], dst[5]]);
     (mac_for(PEER_MAC_NODE, p) == dst).then_some(p)
 }
 
-fn check_ipv4_checksum(frame: &[u8]) -> Result<(), String> {
+/// An IPv4 frame's header checksum must be right (other frames pass).
+pub fn check_ipv4_checksum(frame: &[u8]) -> Result<(), String> {
     if frame.len() < 34 || frame[12..14] != [0x08, 0x00] {
         return Ok(());
     }
