@@ -1,0 +1,409 @@
+//! The control plane of `p4/mpsched.p4`: a node's configuration into BMv2's tables, registers
+//! and mirror sessions, and its registers back under the names the Rust programs give them
+//! ([`mpsched_core::frame::FrameSwitch::snapshot`]).
+//!
+//! Tables match (which group a flow belongs to, routes, ECMP members, port MACs); registers
+//! hold what the Rust programs hold per group, path and port, configuration and state alike, at
+//! the indices `p4/include/layout.p4` fixes. A group's initial registers come from the same
+//! checked constructor the eBPF control plane uses ([`mpsched_netns::dataplane::split_registers`]).
+
+use crate::cli::SwitchCli;
+use crate::Bmv2Error;
+use mpsched_core::frame::MarkerConfig;
+use mpsched_core::marker::VirtualQueueMarker;
+use mpsched_core::packet::PortId;
+use mpsched_core::switch::SwitchConfig;
+use mpsched_core::table::ECMP_GROUP;
+use mpsched_core::wire::mac_for;
+use mpsched_netns::layout::{self as ebpf, COUNTERS};
+use std::collections::BTreeMap;
+
+/// Paths per group (`MPS_MAX_PATHS`).
+pub const MAX_PATHS: usize = 8;
+/// Ports with counters, markers and MACs (`MPS_MAX_PORTS`).
+pub const MAX_PORTS: usize = 16;
+/// Splitting groups and confluence entries (`MPS_MAX_GROUPS`).
+pub const MAX_GROUPS: usize = 8;
+/// IPv4 routes (`MPS_MAX_ROUTES`).
+pub const MAX_ROUTES: usize = 1024;
+/// ECMP groups (`MPS_MAX_ECMP_GROUPS`).
+pub const MAX_ECMP_GROUPS: usize = 64;
+/// Fixed RS draws (`MPS_TEST_DRAWS`).
+pub const TEST_DRAWS: usize = 64;
+/// The port the node's own traffic leaves by (`MPS_STACK_PORT`).
+pub const STACK_PORT: u16 = 64;
+/// Mirror session of return port p: p + this (`MPS_SESSION_BASE`).
+pub const SESSION_BASE: u16 = 1;
+
+const INGRESS: &str = "MpsIngress";
+const SPLIT: &str = "MpsIngress.split_stage";
+const CONFLUENCE: &str = "MpsIngress.confluence_stage";
+const ROUTE: &str = "MpsIngress.route_stage";
+const EGRESS: &str = "MpsEgress";
+
+/// One node's configuration for BMv2.
+#[derive(Clone, Debug)]
+pub struct Bmv2Tables {
+    /// The switch's tables (routes, splits, confluences, deq_qdepth markers, ECMP).
+    pub switch: SwitchConfig,
+    /// Ports 0..n_ports; port p's own MAC is `mac_for(own_mac_node, p)`, its peer's
+    /// `mac_for(peer_mac_node, p)`.
+    pub n_ports: usize,
+    /// Node numbers of the MACs.
+    pub own_mac_node: u32,
+    /// Node number of the peers' MACs.
+    pub peer_mac_node: u32,
+    /// Virtual-queue markers.
+    pub markers: Vec<MarkerConfig>,
+    /// Raw RS draws to replay instead of random ones (conformance tests).
+    pub test_draws: Vec<u32>,
+    /// Egress time from the `test_clock_ns` register (conformance tests).
+    pub test_clock: bool,
+}
+
+/// Check that `t` fits the program's tables and registers, before anything is started.
+pub fn check(t: &Bmv2Tables) -> Result<(), Bmv2Error> {
+    let cfg = &t.switch;
+    let over = |what: &str, n: usize, max: usize| {
+        (n > max).then(|| Bmv2Error::Config(format!("{n} {what}; the P4 program holds {max}")))
+    };
+    let checks = [
+        over("ports", t.n_ports, MAX_PORTS),
+        over("splitting groups", cfg.splits.len(), MAX_GROUPS),
+        over("confluence entries", cfg.confluences.len(), MAX_GROUPS),
+        over("routes", cfg.routes.len(), MAX_ROUTES),
+        over("ECMP groups", cfg.ecmp_groups.len(), MAX_ECMP_GROUPS),
+        over("fixed RS draws", t.test_draws.len(), TEST_DRAWS),
+    ];
+    if let Some(e) = checks.into_iter().flatten().next() {
+        return Err(e);
+    }
+    for s in &cfg.splits {
+        mpsched_netns::dataplane::split_registers(s).map_err(|e| Bmv2Error::Config(e.to_string()))?;
+    }
+    for c in &cfg.confluences {
+        if c.path_ingress_ports.len() > MAX_PATHS || c.return_ports.len() != c.path_ingress_ports.len() {
+            return Err(Bmv2Error::Config(format!(
+                "confluence group {}: bad path ports",
+                c.group
+            )));
+        }
+    }
+    for (i, g) in cfg.ecmp_groups.iter().enumerate() {
+        if g.is_empty() || g.len() > MAX_PORTS {
+            return Err(Bmv2Error::Config(format!("ECMP group {i}: 1 to {MAX_PORTS} ports")));
+        }
+    }
+    Ok(())
+}
+
+/// `table_add TABLE ACTION KEYS => PARAMS`, the action named within the table's control as
+/// BMv2's JSON names it.
+fn table_add(cli: &mut SwitchCli, table: &str, action: &str, entry: &str) -> Result<(), Bmv2Error> {
+    let control = table.rsplit_once('.').map_or("", |(c, _)| c);
+    cli.run(&format!("table_add {table} {control}.{action} {entry}"))
+        .map(|_| ())
+}
+
+fn mac(node: u32, port: usize) -> u64 {
+    let m = mac_for(node, port as PortId);
+    m.iter().fold(0u64, |acc, b| acc << 8 | u64::from(*b))
+}
+
+/// Fill every table, register and mirror session from `t` (checked with [`check`] first).
+pub fn configure(cli: &mut SwitchCli, t: &Bmv2Tables) -> Result<(), Bmv2Error> {
+    check(t)?;
+    let cfg = &t.switch;
+    cli.run(&format!(
+        "table_set_default {INGRESS}.node {INGRESS}.set_node {} {} {}",
+        cfg.own_ip, cfg.feedback_port, cfg.hash_seed
+    ))?;
+    for p in 0..t.n_ports {
+        let (own, peer) = (mac(t.own_mac_node, p), mac(t.peer_mac_node, p));
+        table_add(
+            cli,
+            &format!("{INGRESS}.port_macs"),
+            "set_macs",
+            &format!("{p} => {own} {peer}"),
+        )?;
+        table_add(
+            cli,
+            &format!("{EGRESS}.feedback_macs"),
+            "set_macs",
+            &format!("{p} => {own} {peer}"),
+        )?;
+        cli.run(&format!("mirroring_add {} {p}", p as u16 + SESSION_BASE))?;
+    }
+    configure_routes(cli, cfg)?;
+    for (slot, s) in cfg.splits.iter().enumerate() {
+        configure_split(cli, slot, s)?;
+    }
+    for (slot, c) in cfg.confluences.iter().enumerate() {
+        configure_confluence(cli, slot, c)?;
+    }
+    for &(port, threshold) in &cfg.ecn_markers {
+        cli.register_write(
+            &format!("{EGRESS}.marker_qdepth_threshold"),
+            usize::from(port),
+            u64::from(threshold),
+        )?;
+    }
+    for m in &t.markers {
+        let vq = VirtualQueueMarker::new(m.rate_bps, m.threshold_bytes, m.limit_bytes);
+        let p = usize::from(m.port);
+        for (name, v) in [
+            ("rate_bps", vq.rate_bps),
+            ("max_elapsed_ns", vq.max_elapsed_ns),
+            ("threshold_scaled", vq.threshold_scaled.max(1)),
+            ("limit_scaled", vq.limit_scaled),
+        ] {
+            cli.register_write(&format!("{EGRESS}.marker_{name}"), p, v)?;
+        }
+    }
+    for (i, d) in t.test_draws.iter().enumerate() {
+        cli.register_write(&format!("{SPLIT}.rs_test_draws"), i, u64::from(*d))?;
+    }
+    cli.register_write(&format!("{SPLIT}.rs_test_draws_n"), 0, t.test_draws.len() as u64)?;
+    cli.register_write(&format!("{EGRESS}.test_clock_on"), 0, u64::from(t.test_clock))?;
+    Ok(())
+}
+
+fn configure_routes(cli: &mut SwitchCli, cfg: &SwitchConfig) -> Result<(), Bmv2Error> {
+    for r in &cfg.routes {
+        let key = format!("{}/{}", r.prefix, r.len);
+        if r.port & ECMP_GROUP != 0 {
+            table_add(
+                cli,
+                &format!("{ROUTE}.routes"),
+                "route_ecmp",
+                &format!("{key} => {}", r.port & !ECMP_GROUP),
+            )?;
+        } else {
+            table_add(
+                cli,
+                &format!("{ROUTE}.routes"),
+                "route_port",
+                &format!("{key} => {}", r.port),
+            )?;
+        }
+    }
+    for (g, ports) in cfg.ecmp_groups.iter().enumerate() {
+        table_add(
+            cli,
+            &format!("{ROUTE}.ecmp_group"),
+            "set_group_size",
+            &format!("{g} => {}", ports.len()),
+        )?;
+        for (i, p) in ports.iter().enumerate() {
+            table_add(
+                cli,
+                &format!("{ROUTE}.ecmp_member"),
+                "route_port",
+                &format!("{g} {i} => {p}"),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn configure_split(
+    cli: &mut SwitchCli,
+    slot: usize,
+    s: &mpsched_core::switch::SplitGroupConfig,
+) -> Result<(), Bmv2Error> {
+    let v = mpsched_netns::dataplane::split_registers(s).map_err(|e| Bmv2Error::Config(e.to_string()))?;
+    table_add(
+        cli,
+        &format!("{SPLIT}.split"),
+        "set_slot",
+        &format!("{} {} => {slot}", s.src_ip, s.dst_ip),
+    )?;
+    table_add(
+        cli,
+        &format!("{SPLIT}.feedback_group"),
+        "set_slot",
+        &format!("{} => {slot}", s.group),
+    )?;
+    let mut w =
+        |name: &str, index: usize, value: u64| cli.register_write(&format!("{SPLIT}.split_{name}"), index, value);
+    for (name, value) in [
+        ("sched", u64::from(v.sched)),
+        ("n_paths", u64::from(v.n_paths)),
+        ("cursor", u64::from(v.cursor)),
+        ("groups", u64::from(v.groups)),
+        ("groups_left", u64::from(v.groups_left)),
+        ("min_weight", u64::from(v.min_weight)),
+        ("max_step", u64::from(v.max_step)),
+        ("feedback_ports", u64::from(v.feedback_ports)),
+        ("avoidance_drop_pkts", u64::from(v.avoidance_drop_pkts)),
+    ] {
+        w(name, slot, value)?;
+    }
+    for i in 0..usize::from(v.n_paths) {
+        let at = slot * MAX_PATHS + i;
+        w("port", at, u64::from(v.ports[i]))?;
+        w("rs_lo", at, u64::from(v.rs_lo[i]))?;
+        w("rs_hi", at, u64::from(v.rs_hi[i]))?;
+        w("weight", at, u64::from(v.weights[i]))?;
+        w("remaining", at, u64::from(v.remaining[i]))?;
+    }
+    Ok(())
+}
+
+fn configure_confluence(
+    cli: &mut SwitchCli,
+    slot: usize,
+    c: &mpsched_core::switch::ConfluenceConfig,
+) -> Result<(), Bmv2Error> {
+    table_add(
+        cli,
+        &format!("{CONFLUENCE}.confluence"),
+        "set_slot",
+        &format!("{} {} => {slot}", c.src_ip, c.dst_ip),
+    )?;
+    for (i, p) in c.path_ingress_ports.iter().enumerate() {
+        table_add(
+            cli,
+            &format!("{CONFLUENCE}.confluence_path"),
+            "set_path",
+            &format!("{slot} {p} => {i}"),
+        )?;
+        cli.register_write(
+            &format!("{CONFLUENCE}.conf_return_port"),
+            slot * MAX_PATHS + i,
+            u64::from(c.return_ports[i]),
+        )?;
+    }
+    let mut w = |name: &str, value: u64| cli.register_write(&format!("{CONFLUENCE}.conf_{name}"), slot, value);
+    w("n_paths", c.path_ingress_ports.len() as u64)?;
+    w("group", u64::from(c.group))?;
+    w("every", u64::from(c.feedback_every.max(1)))?;
+    w("splitter_ip", u64::from(c.splitter_ip))
+}
+
+/// The registers BMv2 holds, for the registers [`snapshot`] reports.
+struct Registers<'a> {
+    cli: &'a mut SwitchCli,
+    read: BTreeMap<String, Vec<u64>>,
+}
+
+impl Registers<'_> {
+    fn get(&mut self, name: &str, index: usize) -> Result<u64, Bmv2Error> {
+        if !self.read.contains_key(name) {
+            let values = self.cli.register_read_all(name)?;
+            self.read.insert(name.to_string(), values);
+        }
+        self.read[name]
+            .get(index)
+            .copied()
+            .ok_or_else(|| Bmv2Error::Switch(format!("register {name} has no index {index}")))
+    }
+}
+
+/// Every register and counter, named as [`mpsched_core::frame::FrameSwitch::snapshot`] names
+/// them (the same keys as the eBPF data plane's snapshot).
+pub fn snapshot(cli: &mut SwitchCli, t: &Bmv2Tables) -> Result<BTreeMap<String, u64>, Bmv2Error> {
+    let mut r = Registers {
+        cli,
+        read: BTreeMap::new(),
+    };
+    let mut out = BTreeMap::new();
+    for (i, name) in COUNTERS.iter().enumerate() {
+        let v = r.get(&format!("{INGRESS}.counters"), i)?;
+        if *name != "redirect_failed" || v != 0 {
+            out.insert(format!("counter.{name}"), v);
+        }
+    }
+    for (slot, s) in t.switch.splits.iter().enumerate() {
+        split_snapshot(&mut r, slot, s, &mut out)?;
+    }
+    for (slot, c) in t.switch.confluences.iter().enumerate() {
+        let g = format!("confluence{}", c.group);
+        for i in 0..c.path_ingress_ports.len() {
+            out.insert(
+                format!("{g}.ce_pending{i}"),
+                r.get(&format!("{CONFLUENCE}.conf_ce_pending"), slot * MAX_PATHS + i)?,
+            );
+        }
+        out.insert(
+            format!("{g}.ce_arrivals"),
+            r.get(&format!("{CONFLUENCE}.conf_ce_arrivals"), slot)?,
+        );
+        out.insert(
+            format!("{g}.feedback_sent"),
+            r.get(&format!("{CONFLUENCE}.conf_feedback_sent"), slot)?,
+        );
+    }
+    for p in 0..t.n_ports {
+        out.insert(
+            format!("port{p}.rx_pkts"),
+            r.get(&format!("{INGRESS}.port_rx_pkts"), p)?,
+        );
+        out.insert(
+            format!("port{p}.tx_pkts"),
+            r.get(&format!("{INGRESS}.port_tx_pkts"), p)?,
+        );
+    }
+    for m in &t.markers {
+        let p = usize::from(m.port);
+        let mut get = |name: &str| r.get(&format!("{EGRESS}.marker_{name}"), p);
+        let vq = VirtualQueueMarker {
+            rate_bps: get("rate_bps")?,
+            max_elapsed_ns: get("max_elapsed_ns")?,
+            threshold_scaled: get("threshold_scaled")?,
+            limit_scaled: get("limit_scaled")?,
+            backlog_scaled: get("backlog_scaled")?,
+            last_ns: get("last_ns")?,
+            marked: get("marked")?,
+            not_ect_over_threshold: get("not_ect_over_threshold")?,
+            overflow: get("overflow")?,
+        };
+        for (k, v) in vq.registers() {
+            out.insert(format!("marker{p}.{k}"), v);
+        }
+    }
+    Ok(out)
+}
+
+fn split_snapshot(
+    r: &mut Registers<'_>,
+    slot: usize,
+    s: &mpsched_core::switch::SplitGroupConfig,
+    out: &mut BTreeMap<String, u64>,
+) -> Result<(), Bmv2Error> {
+    let sched = u64::from(
+        mpsched_netns::dataplane::split_registers(s)
+            .map_err(|e| Bmv2Error::Config(e.to_string()))?
+            .sched,
+    );
+    let g = format!("split{}", s.group);
+    let n = s.ports.len();
+    let mut per_path = |r: &mut Registers<'_>, key: &str, suffix: &str, reg: &str| -> Result<(), Bmv2Error> {
+        for i in 0..n {
+            let v = r.get(&format!("{SPLIT}.split_{reg}"), slot * MAX_PATHS + i)?;
+            out.insert(format!("{g}.{key}{i}{suffix}"), v);
+        }
+        Ok(())
+    };
+    per_path(r, "path", "_pkts", "path_pkts")?;
+    if sched == ebpf::h::SCHED_WRR || sched == ebpf::h::SCHED_DWRR {
+        per_path(r, "weight", "", "weight")?;
+        per_path(r, "remaining", "", "remaining")?;
+    }
+    if sched == ebpf::h::SCHED_DWRR {
+        per_path(r, "adjust", "", "adjust")?;
+        for k in [
+            "groups_left",
+            "drop_left",
+            "cursor",
+            "feedback_rx",
+            "windows",
+            "adjustments",
+            "avoidance_events",
+            "avoidance_drops",
+        ] {
+            out.insert(format!("{g}.{k}"), r.get(&format!("{SPLIT}.split_{k}"), slot)?);
+        }
+    }
+    Ok(())
+}

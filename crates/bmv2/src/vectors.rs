@@ -1,0 +1,312 @@
+//! Replaying conformance vectors through `simple_switch`.
+//!
+//! Each set runs in a fresh network namespace: one veth pair per port (`p<i>` is BMv2's port
+//! i, its peer `q<i>` stands where the next hop would), one for the node's stack port, the
+//! program loaded and configured from the set. A step's frame is sent into `q<port>`, so BMv2
+//! receives it on the wire as in a live network; what it did is read from outside, as the eBPF
+//! runner reads it: the frames that came out of each port (their MACs name the port; a
+//! feedback packet is parsed), the frame handed to the stack port, and the registers.
+//!
+//! BMv2 forwards asynchronously, so a step ends when its outcome shows: a frame arrived, or a
+//! counter that ends a frame's way (a drop, a consumed feedback packet) moved; then the frames
+//! the transmit counters promise are awaited. An egress step sets `test_egress_port`, so the
+//! frame goes straight from ingress (which does nothing else) to the marker of that port, on
+//! the clock the step names.
+
+use crate::control::{self, Bmv2Tables, STACK_PORT};
+use crate::switch::{Bmv2Switch, SwitchOptions};
+use crate::Bmv2Error;
+use mpsched_core::packet::{Ecn, PortId};
+use mpsched_core::vectors::{chosen_path, from_hex, EmitObserved, Hook, Observed, Step, StepResult, VectorSet};
+use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
+use mpsched_core::wire::parse_frame;
+use mpsched_netns::ns::{is_root, Netns};
+use mpsched_netns::tap::Tap;
+use mpsched_netns::vectors::{check_ipv4_checksum, delta_of, observed, port_of_mac, shot};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+static NEXT_NS: AtomicU32 = AtomicU32::new(0);
+
+/// What a step produced: the frames out of the switch, by port, and the registers after.
+type Outcome = (Vec<(PortId, Vec<u8>)>, BTreeMap<String, u64>);
+
+/// How long a step may take to show its outcome.
+const STEP_TIMEOUT: Duration = Duration::from_secs(3);
+/// Counters whose move ends a frame's way through ingress.
+const TERMINAL: [&str; 10] = [
+    "counter.not_ipv4",
+    "counter.local",
+    "counter.no_route",
+    "counter.ttl_expired",
+    "counter.avoidance",
+    "counter.malformed",
+    "counter.feedback_rx",
+    "counter.feedback_unknown_group",
+    "counter.feedback_untrusted_port",
+    "counter.redirect_failed",
+];
+
+/// A set's node: namespace, switch and a tap per port (the stack port's last).
+struct Node {
+    taps: Vec<Tap>,
+    switch: Bmv2Switch,
+    tables: Bmv2Tables,
+    _ns: Netns,
+}
+
+impl Node {
+    fn create(set: &VectorSet) -> Result<Node, Bmv2Error> {
+        let tables = Bmv2Tables {
+            switch: set.config.clone(),
+            n_ports: set.n_ports,
+            own_mac_node: OWN_MAC_NODE,
+            peer_mac_node: PEER_MAC_NODE,
+            markers: set.markers.clone(),
+            test_draws: set.rs_raw_draws.clone(),
+            test_clock: true,
+        };
+        control::check(&tables)?;
+        let name = format!(
+            "mpsb-{}-{}",
+            std::process::id(),
+            NEXT_NS.fetch_add(1, Ordering::Relaxed)
+        );
+        let ns = Netns::create(&name)?;
+        // No IPv6: its neighbour discovery would send frames of its own into the switch.
+        ns.sysctl("net.ipv6.conf.all.disable_ipv6", "1")?;
+        ns.sysctl("net.ipv6.conf.default.disable_ipv6", "1")?;
+        ns.ip(&["link", "set", "lo", "up"])?;
+        let mut ports: Vec<(u16, String)> = (0..set.n_ports as u16).map(|p| (p, format!("p{p}"))).collect();
+        ports.push((STACK_PORT, "ps".into()));
+        for (_, a) in &ports {
+            let b = a.replacen('p', "q", 1);
+            ns.ip(&["link", "add", a, "type", "veth", "peer", "name", &b])?;
+            ns.ip(&["link", "set", a, "up"])?;
+            ns.ip(&["link", "set", &b, "up"])?;
+        }
+        let mut taps = Vec::new();
+        for (_, a) in &ports {
+            let ifindex = ns.ifindex(&a.replacen('p', "q", 1))?;
+            taps.push(ns.enter(|| Tap::open(ifindex))?.map_err(Bmv2Error::Switch)?);
+        }
+        let opts = SwitchOptions {
+            ports,
+            thrift_port: 9090,
+            log_file: None,
+        };
+        let mut switch = Bmv2Switch::start(&ns, &opts)?;
+        control::configure(&mut switch.cli, &tables)?;
+        Ok(Node {
+            taps,
+            switch,
+            tables,
+            _ns: ns,
+        })
+    }
+
+    fn snapshot(&mut self) -> Result<BTreeMap<String, u64>, Bmv2Error> {
+        control::snapshot(&mut self.switch.cli, &self.tables)
+    }
+
+    /// Frames that arrived since the last call, by port (the stack port as `STACK_PORT`).
+    fn collect(&self, into: &mut Vec<(PortId, Vec<u8>)>) {
+        for (i, tap) in self.taps.iter().enumerate() {
+            let port = if i == self.taps.len() - 1 {
+                STACK_PORT
+            } else {
+                i as PortId
+            };
+            while let Some(f) = tap.next(0) {
+                into.push((port, f));
+            }
+        }
+    }
+}
+
+/// Replay `set` through `p4/mpsched.p4` on `simple_switch`: the initial registers and each
+/// step's result.
+pub fn run_bmv2(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResult>), String> {
+    if !is_root() {
+        return Err("running simple_switch on veth interfaces needs root".into());
+    }
+    let mut node = Node::create(set).map_err(|e| format!("{}: {e}", set.name))?;
+    let initial = node.snapshot().map_err(|e| e.to_string())?;
+    let mut prev = initial.clone();
+    let mut results = Vec::new();
+    for (i, st) in set.steps.iter().enumerate() {
+        let at = format!("{} step {i} ({})", set.name, st.note);
+        let (observed, regs) = step(set, &mut node, st, &prev).map_err(|e| format!("{at}: {e}"))?;
+        prev = regs.clone();
+        results.push(StepResult {
+            observed,
+            registers: regs,
+        });
+    }
+    Ok((initial, results))
+}
+
+fn step(
+    set: &VectorSet,
+    node: &mut Node,
+    st: &Step,
+    prev: &BTreeMap<String, u64>,
+) -> Result<(Observed, BTreeMap<String, u64>), String> {
+    let frame = from_hex(&st.frame)?;
+    let tap = node
+        .taps
+        .get(usize::from(st.port))
+        .filter(|_| usize::from(st.port) < set.n_ports)
+        .ok_or_else(|| format!("port {} does not exist", st.port))?;
+    node.taps.iter().for_each(Tap::drain);
+    let cli = &mut node.switch.cli;
+    let err = |e: Bmv2Error| e.to_string();
+    if st.hook == Hook::Egress {
+        cli.register_write("MpsEgress.test_clock_ns", 0, st.time_ns)
+            .map_err(err)?;
+        cli.register_write("MpsIngress.test_egress_port", 0, u64::from(st.port) + 1)
+            .map_err(err)?;
+    }
+    tap.send(&frame)?;
+    let (frames, regs) = match st.hook {
+        Hook::Ingress => await_ingress(node, prev)?,
+        Hook::Egress => await_egress(node, st.port)?,
+    };
+    if st.hook == Hook::Egress {
+        node.switch
+            .cli
+            .register_write("MpsIngress.test_egress_port", 0, 0)
+            .map_err(err)?;
+    }
+    let obs = match st.hook {
+        Hook::Ingress => ingress_outcome(set, &frames, prev, &regs)?,
+        Hook::Egress => egress_outcome(set, &frames, prev, &regs)?,
+    };
+    Ok((obs, regs))
+}
+
+/// Wait for an ingress step's outcome: the frames out of the switch and the registers after.
+fn await_ingress(node: &mut Node, prev: &BTreeMap<String, u64>) -> Result<Outcome, String> {
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    let mut frames = Vec::new();
+    loop {
+        node.collect(&mut frames);
+        if !frames.is_empty() {
+            break;
+        }
+        let counters = node
+            .switch
+            .cli
+            .register_read_all("MpsIngress.counters")
+            .map_err(|e| e.to_string())?;
+        let moved = mpsched_netns::layout::COUNTERS.iter().enumerate().any(|(i, name)| {
+            let key = format!("counter.{name}");
+            TERMINAL.contains(&key.as_str())
+                && counters.get(i).copied().unwrap_or(0) > prev.get(&key).copied().unwrap_or(0)
+        });
+        if moved {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "simple_switch showed no outcome within {} s",
+                STEP_TIMEOUT.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // Ingress has ended (a frame left it, or a terminal counter moved); its writes are done.
+    let regs = node.snapshot().map_err(|e| e.to_string())?;
+    let delta = |k: &str| delta_of(prev, &regs, k);
+    let tables = &node.tables;
+    let promised: u64 = (0..tables.n_ports)
+        .map(|p| delta(&format!("port{p}.tx_pkts")))
+        .sum::<u64>()
+        + delta("counter.not_ipv4")
+        + delta("counter.local");
+    while (frames.len() as u64) < promised {
+        if Instant::now() > deadline {
+            return Err(format!("{} frames left the switch, {promised} counted", frames.len()));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        node.collect(&mut frames);
+    }
+    Ok((frames, regs))
+}
+
+/// Wait for an egress step's frame to come out of its port.
+fn await_egress(node: &mut Node, port: PortId) -> Result<Outcome, String> {
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    let mut frames = Vec::new();
+    while !frames.iter().any(|(p, _)| *p == port) {
+        if Instant::now() > deadline {
+            return Err(format!("nothing left port {port} within {} s", STEP_TIMEOUT.as_secs()));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        node.collect(&mut frames);
+    }
+    let regs = node.snapshot().map_err(|e| e.to_string())?;
+    Ok((frames, regs))
+}
+
+fn ingress_outcome(
+    set: &VectorSet,
+    frames: &[(PortId, Vec<u8>)],
+    prev: &BTreeMap<String, u64>,
+    regs: &BTreeMap<String, u64>,
+) -> Result<Observed, String> {
+    let delta = |k: &str| delta_of(prev, regs, k);
+    let mut obs = observed(chosen_path(prev, regs));
+    let fb_port = set.config.feedback_port;
+    let out: Vec<&(PortId, Vec<u8>)> = frames.iter().filter(|(p, _)| *p != STACK_PORT).collect();
+    if out.is_empty() {
+        if frames.is_empty() {
+            shot(&mut obs, &delta);
+        } else {
+            obs.action = "to_stack".into();
+        }
+        return Ok(obs);
+    }
+    obs.action = "redirect".into();
+    for (port, f) in out {
+        check_ipv4_checksum(f)?;
+        if port_of_mac(f) != Some(*port) {
+            return Err(format!("a frame left port {port} addressed to another port's peer"));
+        }
+        let meta = parse_frame(f, fb_port).map_err(|e| format!("frame out of port {port}: {e:?}"))?;
+        match meta.feedback().filter(|_| meta.src_ip == set.config.own_ip) {
+            Some(fb) => {
+                obs.emit = Some(EmitObserved {
+                    port: *port,
+                    dst_ip: meta.dst_ip,
+                    group: fb.group,
+                    path: fb.path,
+                })
+            }
+            None => {
+                obs.port = Some(*port);
+                obs.ttl = Some(meta.ttl);
+                obs.ecn = Some(meta.ecn);
+            }
+        }
+    }
+    Ok(obs)
+}
+
+fn egress_outcome(
+    set: &VectorSet,
+    frames: &[(PortId, Vec<u8>)],
+    prev: &BTreeMap<String, u64>,
+    regs: &BTreeMap<String, u64>,
+) -> Result<Observed, String> {
+    let mut obs = observed(chosen_path(prev, regs));
+    obs.action = "transmit".into();
+    let f = &frames.last().ok_or("no frame")?.1;
+    if let Ok(m) = parse_frame(f, set.config.feedback_port) {
+        obs.ecn = Some(m.ecn);
+    } else if f.len() >= 34 && f[12..14] == [0x08, 0x00] {
+        obs.ecn = Some(Ecn::from_bits(f[15]));
+    }
+    Ok(obs)
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mpsched on BMv2: sizes, constants and register indices, the P4 twin of bpf/mpsched.h.
+ *
+ * The Rust control plane (crates/bmv2/src/layout.rs) names the same registers and tables and
+ * uses the same sizes; change them together. Every register mirrors a register of the Rust
+ * reference programs in crates/core, as the eBPF maps do. Per-path registers of slot s, path i
+ * live at index s * MPS_MAX_PATHS + i.
+ */
+#ifndef MPSCHED_LAYOUT_P4
+#define MPSCHED_LAYOUT_P4
+
+#define MPS_MAX_PATHS 8
+#define MPS_MAX_PORTS 16
+#define MPS_MAX_GROUPS 8
+#define MPS_GROUP_PATHS 64 /* MPS_MAX_GROUPS * MPS_MAX_PATHS */
+#define MPS_MAX_ROUTES 1024
+#define MPS_MAX_ECMP_GROUPS 64
+#define MPS_TEST_DRAWS 64
+
+/* The node's own IP stack: ARP, IPv6 and packets addressed to the node leave by this port
+ * (the eBPF program hands them to the kernel with TC_ACT_OK). */
+#define MPS_STACK_PORT 64
+
+/* Scheduler kinds (register split_sched), as MPS_SCHED_* in bpf/mpsched.h. */
+#define MPS_SCHED_SINGLE 0
+#define MPS_SCHED_RS 2
+#define MPS_SCHED_WRR 3
+#define MPS_SCHED_DWRR 4
+
+/* Register test_flags. */
+#define MPS_F_TEST_CLOCK 1 /* the egress clock is test_clock_ns, not the switch's timestamp */
+#define MPS_F_TEST_DRAWS 2 /* RS draws come from test_draws */
+
+#define MPS_RS_DRAW_MIN 1
+#define MPS_RS_DRAW_SPAN 100 /* the paper's random(1, 100) */
+
+#define MPS_FEEDBACK_MAGIC 0x4d504642 /* "MPFB" */
+#define MPS_FEEDBACK_FRAME_BYTES 60
+
+/* Register "counters": indices as enum mps_counter. */
+#define MPS_C_NO_ROUTE 0
+#define MPS_C_TTL_EXPIRED 1
+#define MPS_C_AVOIDANCE 2
+#define MPS_C_FEEDBACK_RX 3
+#define MPS_C_FEEDBACK_UNKNOWN_GROUP 4
+#define MPS_C_LOCAL 5
+#define MPS_C_NOT_IPV4 6
+#define MPS_C_MALFORMED 7
+#define MPS_C_REDIRECT_FAILED 8
+#define MPS_C_FEEDBACK_UNTRUSTED_PORT 9
+#define MPS_C_MAX 10
+
+/* The feedback packet's mirror session for return port p is p + MPS_SESSION_BASE. */
+#define MPS_SESSION_BASE 1
+
+/* standard_metadata.instance_type of an ingress-to-egress clone in BMv2. */
+#define BMV2_INSTANCE_CLONE_I2E 1
+
+#endif
