@@ -1,5 +1,5 @@
-//! `mpsched vectors`: write the conformance vectors from the Rust programs, or check the Rust
-//! and eBPF programs against them.
+//! `mpsched vectors`: write the conformance vectors from the Rust programs, or check the Rust,
+//! eBPF and P4 (BMv2) programs against them, one column each.
 
 use anyhow::Context;
 use mpsched_core::vectors::{compare, fill_expectations, run_rust, standard_sets, VectorSet};
@@ -20,7 +20,8 @@ enum Action {
         #[arg(default_value = "tests/vectors")]
         dir: PathBuf,
     },
-    /// Replay every set in DIR through the Rust programs and (as root) the eBPF programs.
+    /// Replay every set in DIR through the Rust programs and (as root) the eBPF programs and
+    /// the P4 program on BMv2.
     Check {
         /// Directory of `*.json` sets.
         #[arg(default_value = "tests/vectors")]
@@ -28,6 +29,10 @@ enum Action {
         /// Only the Rust programs.
         #[arg(long)]
         rust_only: bool,
+        /// The implementations to check (default: all three; BMv2 is left out with a note when
+        /// its toolchain is missing, unless named here).
+        #[arg(long = "impl", value_enum)]
+        impls: Vec<Impl>,
     },
 }
 
@@ -60,37 +65,83 @@ pub fn vectors(a: VectorsArgs) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Action::Check { dir, rust_only } => {
-            let sets = read_sets(&dir)?;
-            let mut failures = 0;
-            for set in &sets {
-                let (init, res) = run_rust(set).map_err(anyhow::Error::msg)?;
-                let errs = compare(set, &init, &res);
-                report("rust", set, &errs)?;
-                failures += errs.len();
-                if !rust_only {
-                    let (init, res) = mpsched_netns::vectors::run_ebpf(set).map_err(anyhow::Error::msg)?;
-                    let errs = compare(set, &init, &res);
-                    report("ebpf", set, &errs)?;
-                    failures += errs.len();
-                }
-            }
-            if failures > 0 {
-                anyhow::bail!("{failures} differences");
-            }
-            Ok(())
-        }
+        Action::Check { dir, rust_only, impls } => check(&dir, rust_only, impls),
     }
 }
 
-fn report(who: &str, set: &VectorSet, errs: &[String]) -> anyhow::Result<()> {
-    if errs.is_empty() {
-        outln!("{who:<4} {:<24} {:>3} steps agree", set.name, set.steps.len());
-    } else {
-        outln!("{who:<4} {:<24} {} differences:", set.name, errs.len());
-        for e in errs.iter().take(20) {
-            outln!("     {e}");
+/// An implementation of the programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Impl {
+    /// The Rust reference programs (`crates/core`).
+    Rust,
+    /// The eBPF programs (`bpf/`), with `BPF_PROG_TEST_RUN`; root.
+    Ebpf,
+    /// The P4 program (`p4/`) on `simple_switch`; root and the P4 toolchain.
+    Bmv2,
+}
+
+impl Impl {
+    fn name(self) -> &'static str {
+        match self {
+            Impl::Rust => "rust",
+            Impl::Ebpf => "ebpf",
+            Impl::Bmv2 => "bmv2",
         }
+    }
+
+    fn run(self, set: &VectorSet) -> Result<Vec<String>, String> {
+        let (init, res) = match self {
+            Impl::Rust => run_rust(set)?,
+            Impl::Ebpf => mpsched_netns::vectors::run_ebpf(set)?,
+            Impl::Bmv2 => mpsched_bmv2::vectors::run_bmv2(set)?,
+        };
+        Ok(compare(set, &init, &res))
+    }
+}
+
+fn check(dir: &Path, rust_only: bool, mut impls: Vec<Impl>) -> anyhow::Result<()> {
+    let sets = read_sets(dir)?;
+    if rust_only {
+        impls = vec![Impl::Rust];
+    } else if impls.is_empty() {
+        impls = vec![Impl::Rust, Impl::Ebpf];
+        match mpsched_bmv2::toolchain::find().and_then(|_| mpsched_bmv2::toolchain::program_json()) {
+            Ok(_) => impls.push(Impl::Bmv2),
+            Err(e) => outln!("bmv2 left out: {e}"),
+        }
+    }
+    let mut header = format!("{:<24} {:>5}", "set", "steps");
+    for i in &impls {
+        header += &format!("  {:<10}", i.name());
+    }
+    outln!("{header}");
+    let mut failures = 0;
+    let mut details = Vec::new();
+    for set in &sets {
+        let mut line = format!("{:<24} {:>5}", set.name, set.steps.len());
+        for &i in &impls {
+            let cell = match i.run(set) {
+                Ok(errs) if errs.is_empty() => "agree".to_string(),
+                Ok(errs) => {
+                    failures += errs.len();
+                    details.extend(errs.iter().take(20).map(|e| format!("{} {}: {e}", i.name(), set.name)));
+                    format!("{} differ", errs.len())
+                }
+                Err(e) => {
+                    failures += 1;
+                    details.push(format!("{} {}: {e}", i.name(), set.name));
+                    "error".to_string()
+                }
+            };
+            line += &format!("  {cell:<10}");
+        }
+        outln!("{line}");
+    }
+    for d in &details {
+        outln!("  {d}");
+    }
+    if failures > 0 {
+        anyhow::bail!("{failures} differences");
     }
     Ok(())
 }
