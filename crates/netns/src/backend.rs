@@ -14,9 +14,10 @@
 //! deleted (which takes their interfaces, qdiscs and attached programs with them), the traffic
 //! processes are killed, and nothing is pinned in bpffs.
 
-use crate::dataplane::{Dataplane, NodeTables, PortBinding};
+use crate::dataplane::{NodeTables, PortBinding};
 use crate::ns::{self, is_root, Netns, NsError};
 use crate::subflows::{self, SsSubflow};
+use crate::switchplane::{EbpfPlanes, SwitchPlane, SwitchPlanes};
 use crate::trafficgen::{format_schedule, unix_ns, FlowResult, ScheduledFlow, TG_PORT};
 use crate::{capture, hosts};
 use mpsched_core::frame::MarkerConfig;
@@ -56,6 +57,9 @@ pub enum NetnsError {
     /// iperf3 misbehaved.
     #[error("iperf3: {0}")]
     Traffic(String),
+    /// A switch's data plane failed.
+    #[error("switch data plane: {0}")]
+    Plane(String),
     /// SIGINT or SIGTERM arrived; everything made has been removed.
     #[error("interrupted; removed every namespace of run {0}")]
     Interrupted(String),
@@ -74,6 +78,15 @@ pub struct NetnsOptions {
     /// Captures ([`crate::capture`]); [`NetnsBackend`] takes them in the first repetition of
     /// each variant, `{variant}` in a path replaced by the variant's name.
     pub captures: Vec<mpsched_sim::CaptureRequest>,
+    /// What runs the switches (None: the eBPF programs, [`EbpfPlanes`]).
+    pub switch_planes: Option<Arc<dyn SwitchPlanes>>,
+}
+
+impl NetnsOptions {
+    /// What runs the switches.
+    pub fn planes(&self) -> Arc<dyn SwitchPlanes> {
+        self.switch_planes.clone().unwrap_or_else(|| Arc::new(EbpfPlanes))
+    }
 }
 
 /// The outcome of one run.
@@ -229,7 +242,7 @@ struct Live {
     /// Readers of the children's stdout, drained as they write (a full pipe would stall
     /// iperf3 before its final report).
     readers: Vec<Option<std::thread::JoinHandle<String>>>,
-    dataplanes: Vec<(usize, Dataplane)>,
+    dataplanes: Vec<(usize, Box<dyn SwitchPlane>)>,
     /// Per flow, the child serving it (iperf3), if it has its own.
     server_of: Vec<Option<usize>>,
     /// Children running the traffic generator's servers (they run until killed).
@@ -250,10 +263,11 @@ impl Drop for Live {
             let _ = c.kill();
             let _ = c.wait();
         }
-        // Deleting a namespace removes its interfaces, their qdiscs and the attached programs;
-        // the programs and maps are freed when the data planes below close their descriptors.
-        self.nss.clear();
+        // Switch processes stop before their interfaces go; deleting a namespace removes its
+        // interfaces, their qdiscs and the attached programs (the programs and maps are freed
+        // when the data planes close their descriptors).
         self.dataplanes.clear();
+        self.nss.clear();
     }
 }
 
@@ -335,7 +349,11 @@ impl Build<'_> {
                 n.ip(&["link", "set", ifname, "address", &mac_string(mac_of(node, port))])?;
                 n.ip(&["link", "set", ifname, "up"])?;
                 // Offloads would let TCP hand htb 64 KB super-packets.
-                let _ = n.exec("ethtool", &["-K", ifname, "tso", "off", "gso", "off", "gro", "off"]);
+                let mut offloads = vec!["-K", ifname.as_str(), "tso", "off", "gso", "off", "gro", "off"];
+                if b.opts.planes().needs_checksummed_frames() {
+                    offloads.extend(["tx", "off"]);
+                }
+                let _ = n.exec("ethtool", &offloads);
                 let delay_ps = if b.have_netem { l.delay_ps } else { 0 };
                 // Whatever can arrive at the node may leave through this interface.
                 let in_rate_bps: u64 = w.ports[node].iter().map(|e| sc.links[e.link].rate_bps).sum();
@@ -396,13 +414,7 @@ impl Build<'_> {
                 test_draws: Vec::new(),
                 test_clock: false,
             };
-            let dp = n.enter(|| -> Result<Dataplane, NetnsError> {
-                let mut dp = Dataplane::load(&tables)?;
-                for (p, b) in ports.iter().enumerate() {
-                    dp.attach(b.ifindex, markers.iter().any(|m| usize::from(m.port) == p))?;
-                }
-                Ok(dp)
-            })??;
+            let dp = b.opts.planes().start(n, &tables)?;
             live.dataplanes.push((i, dp));
             b.check_stop()?;
         }
@@ -555,6 +567,7 @@ fn checked(sc: &Scenario, opts: &NetnsOptions) -> Result<Checked, NetnsError> {
     hosts::check(sc, &w)?;
     let capture_ports = capture::check(sc, &opts.captures)?;
     let have_netem = preflight(sc, opts)?;
+    opts.planes().preflight()?;
     Ok(Checked {
         w,
         capture_ports,
@@ -783,11 +796,9 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
             let t = now.as_secs_f64();
             for &(node, port) in &tracked {
                 let dp = &live.dataplanes.iter().find(|(i, _)| *i == node).unwrap().1;
-                let vq = dp
-                    .marker(port)
-                    .map(|m| m.backlog_scaled / mpsched_core::marker::VQ_SCALE_PER_BYTE);
+                let vq = dp.marker_backlog_bytes(port);
                 let q = qdisc_backlog_bytes(&live.nss[node], &format!("e{port}"));
-                if let (Ok(vq), Some(q)) = (vq, q) {
+                if let (Some(vq), Some(q)) = (vq, q) {
                     queue_tracking.push((t, sc.nodes[node].name.clone(), port, vq, q));
                 }
             }
@@ -806,7 +817,7 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
             }
             let mut regs = Vec::new();
             for (i, dp) in &live.dataplanes {
-                for (g, ws) in dp.weights().unwrap_or_default() {
+                for (g, ws) in dp.weights() {
                     let is_dwrr = w.switches[*i]
                         .as_ref()
                         .and_then(|c| c.splits.iter().find(|s| s.group == g))
@@ -986,7 +997,7 @@ fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[String]) -> Resu
         .collect();
     let mut counters = BTreeMap::new();
     for (i, dp) in &live.dataplanes {
-        if let Ok(s) = dp.snapshot() {
+        if let Some(s) = dp.snapshot() {
             counters.insert(
                 sc.nodes[*i].name.clone(),
                 // The counters, by the names the simulator's results use too (the
@@ -1098,7 +1109,7 @@ pub struct NetnsBackend {
 
 impl mpsched_sim::experiment::Backend for NetnsBackend {
     fn name(&self) -> &'static str {
-        "netns"
+        self.opts.planes().backend_name()
     }
 
     /// Kernel runs take real time: one repetition unless the plan asks for more.
@@ -1587,8 +1598,24 @@ pub fn leftovers() -> Vec<String> {
 pub struct Cleaned {
     /// Namespaces deleted (their interfaces, qdiscs and attached programs with them).
     pub namespaces: Vec<String>,
-    /// Processes killed inside them (iperf3 servers and clients).
+    /// Processes killed inside them (iperf3 servers and clients, switch processes).
     pub processes: usize,
+    /// Files in the temporary directory named after them (a switch process's program, output
+    /// and sockets: `NAMESPACE.*`).
+    pub files: usize,
+}
+
+/// Remove the files in the temporary directory whose names start with `namespace.`.
+fn remove_files_named_after(namespace: &str) -> usize {
+    let prefix = format!("{namespace}.");
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
 }
 
 /// Remove what [`leftovers`] finds: kill every process inside each namespace, then delete it,
@@ -1600,13 +1627,25 @@ pub fn clean() -> Result<Cleaned, NetnsError> {
         let pids = ns::ip(&["netns", "pids", &name])
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_default();
+        let mut killed = Vec::new();
         for pid in pids.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
             // SAFETY: kill(2) with a pid the kernel listed in the namespace; no memory involved.
             if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
                 done.processes += 1;
+                killed.push(pid);
             }
         }
+        // Gone, not only signalled: a switch process with many threads takes a moment to exit.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while killed
+            .iter()
+            .any(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         ns::ip(&["netns", "del", &name])?;
+        done.files += remove_files_named_after(&name);
         done.namespaces.push(name);
     }
     Ok(done)

@@ -23,6 +23,7 @@ pub mod hosts;
 pub mod layout;
 pub mod ns;
 pub mod subflows;
+pub mod switchplane;
 pub mod tap;
 pub mod trafficgen;
 pub mod vectors;

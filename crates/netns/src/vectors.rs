@@ -172,6 +172,22 @@ fn replay(
     Ok((initial, results))
 }
 
+/// Counters whose move ends a frame's way through the switch's ingress (to the stack, dropped,
+/// consumed, or a failed redirect): with a transmit counter, what says a frame sent on the
+/// wire has been handled.
+pub const OUTCOME_COUNTERS: [&str; 10] = [
+    "counter.not_ipv4",
+    "counter.local",
+    "counter.no_route",
+    "counter.ttl_expired",
+    "counter.avoidance",
+    "counter.malformed",
+    "counter.feedback_rx",
+    "counter.feedback_unknown_group",
+    "counter.feedback_untrusted_port",
+    "counter.redirect_failed",
+];
+
 /// The increment of counter `k` from `prev` to `regs`.
 pub fn delta_of(prev: &BTreeMap<String, u64>, regs: &BTreeMap<String, u64>, k: &str) -> u64 {
     regs.get(k).copied().unwrap_or(0) - prev.get(k).copied().unwrap_or(0)
@@ -303,18 +319,7 @@ fn on_the_wire(
 ) -> Result<(Observed, BTreeMap<String, u64>), String> {
     let tap = taps.get(usize::from(port)).ok_or("no such port")?;
     tap.send(frame)?;
-    let outcome = [
-        "counter.not_ipv4",
-        "counter.local",
-        "counter.no_route",
-        "counter.ttl_expired",
-        "counter.avoidance",
-        "counter.malformed",
-        "counter.feedback_rx",
-        "counter.feedback_unknown_group",
-        "counter.feedback_untrusted_port",
-        "counter.redirect_failed",
-    ];
+    let outcome = OUTCOME_COUNTERS;
     let tx = |p: PortId| format!("port{p}.tx_pkts");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
     let regs = loop {
