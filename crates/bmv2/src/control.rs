@@ -1,4 +1,5 @@
-//! The control plane of `p4/mpsched.p4`: a node's configuration into BMv2's tables, registers
+//! The control plane of `p4/mpsched.p4`: a node's configuration (the [`NodeTables`] the eBPF
+//! data plane is configured with; interface indexes aside) into BMv2's tables, registers
 //! and mirror sessions, and its registers back under the names the Rust programs give them
 //! ([`mpsched_core::frame::FrameSwitch::snapshot`]).
 //!
@@ -9,12 +10,10 @@
 
 use crate::cli::SwitchCli;
 use crate::Bmv2Error;
-use mpsched_core::frame::MarkerConfig;
 use mpsched_core::marker::VirtualQueueMarker;
-use mpsched_core::packet::PortId;
 use mpsched_core::switch::SwitchConfig;
 use mpsched_core::table::ECMP_GROUP;
-use mpsched_core::wire::mac_for;
+use mpsched_netns::dataplane::NodeTables;
 use mpsched_netns::layout::{self as ebpf, COUNTERS};
 use std::collections::BTreeMap;
 
@@ -41,34 +40,14 @@ const CONFLUENCE: &str = "MpsIngress.confluence_stage";
 const ROUTE: &str = "MpsIngress.route_stage";
 const EGRESS: &str = "MpsEgress";
 
-/// One node's configuration for BMv2.
-#[derive(Clone, Debug)]
-pub struct Bmv2Tables {
-    /// The switch's tables (routes, splits, confluences, deq_qdepth markers, ECMP).
-    pub switch: SwitchConfig,
-    /// Ports 0..n_ports; port p's own MAC is `mac_for(own_mac_node, p)`, its peer's
-    /// `mac_for(peer_mac_node, p)`.
-    pub n_ports: usize,
-    /// Node numbers of the MACs.
-    pub own_mac_node: u32,
-    /// Node number of the peers' MACs.
-    pub peer_mac_node: u32,
-    /// Virtual-queue markers.
-    pub markers: Vec<MarkerConfig>,
-    /// Raw RS draws to replay instead of random ones (conformance tests).
-    pub test_draws: Vec<u32>,
-    /// Egress time from the `test_clock_ns` register (conformance tests).
-    pub test_clock: bool,
-}
-
 /// Check that `t` fits the program's tables and registers, before anything is started.
-pub fn check(t: &Bmv2Tables) -> Result<(), Bmv2Error> {
+pub fn check(t: &NodeTables) -> Result<(), Bmv2Error> {
     let cfg = &t.switch;
     let over = |what: &str, n: usize, max: usize| {
         (n > max).then(|| Bmv2Error::Config(format!("{n} {what}; the P4 program holds {max}")))
     };
     let checks = [
-        over("ports", t.n_ports, MAX_PORTS),
+        over("ports", t.ports.len(), MAX_PORTS),
         over("splitting groups", cfg.splits.len(), MAX_GROUPS),
         over("confluence entries", cfg.confluences.len(), MAX_GROUPS),
         over("routes", cfg.routes.len(), MAX_ROUTES),
@@ -105,21 +84,21 @@ fn table_add(cli: &mut SwitchCli, table: &str, action: &str, entry: &str) -> Res
         .map(|_| ())
 }
 
-fn mac(node: u32, port: usize) -> u64 {
-    let m = mac_for(node, port as PortId);
+/// A MAC address as the CLI takes a 48-bit action parameter.
+fn mac(m: [u8; 6]) -> u64 {
     m.iter().fold(0u64, |acc, b| acc << 8 | u64::from(*b))
 }
 
 /// Fill every table, register and mirror session from `t` (checked with [`check`] first).
-pub fn configure(cli: &mut SwitchCli, t: &Bmv2Tables) -> Result<(), Bmv2Error> {
+pub fn configure(cli: &mut SwitchCli, t: &NodeTables) -> Result<(), Bmv2Error> {
     check(t)?;
     let cfg = &t.switch;
     cli.run(&format!(
         "table_set_default {INGRESS}.node {INGRESS}.set_node {} {} {}",
         cfg.own_ip, cfg.feedback_port, cfg.hash_seed
     ))?;
-    for p in 0..t.n_ports {
-        let (own, peer) = (mac(t.own_mac_node, p), mac(t.peer_mac_node, p));
+    for (p, b) in t.ports.iter().enumerate() {
+        let (own, peer) = (mac(b.own_mac), mac(b.peer_mac));
         table_add(
             cli,
             &format!("{INGRESS}.port_macs"),
@@ -302,7 +281,7 @@ impl Registers<'_> {
 
 /// Every register and counter, named as [`mpsched_core::frame::FrameSwitch::snapshot`] names
 /// them (the same keys as the eBPF data plane's snapshot).
-pub fn snapshot(cli: &mut SwitchCli, t: &Bmv2Tables) -> Result<BTreeMap<String, u64>, Bmv2Error> {
+pub fn snapshot(cli: &mut SwitchCli, t: &NodeTables) -> Result<BTreeMap<String, u64>, Bmv2Error> {
     let mut r = Registers {
         cli,
         read: BTreeMap::new(),
@@ -334,7 +313,7 @@ pub fn snapshot(cli: &mut SwitchCli, t: &Bmv2Tables) -> Result<BTreeMap<String, 
             r.get(&format!("{CONFLUENCE}.conf_feedback_sent"), slot)?,
         );
     }
-    for p in 0..t.n_ports {
+    for p in 0..t.ports.len() {
         out.insert(
             format!("port{p}.rx_pkts"),
             r.get(&format!("{INGRESS}.port_rx_pkts"), p)?,

@@ -11,6 +11,7 @@
 
 pub mod cli;
 pub mod control;
+pub mod plane;
 pub mod switch;
 pub mod toolchain;
 pub mod vectors;

@@ -41,7 +41,8 @@ impl Bmv2Switch {
     /// listens on it) and the interfaces of `opts.ports`.
     pub fn start(ns: &Netns, opts: &SwitchOptions) -> Result<Bmv2Switch, Bmv2Error> {
         let tools = toolchain::find()?;
-        let json = std::env::temp_dir().join(format!("mpsched-bmv2-{}-{}.json", std::process::id(), ns.name()));
+        // Named after the namespace, so `mpsched clean` finds them after a SIGKILL.
+        let json = std::env::temp_dir().join(format!("{}.bmv2.json", ns.name()));
         std::fs::write(&json, toolchain::program_json()?)
             .map_err(Bmv2Error::io(format!("writing {}", json.display())))?;
         let output = json.with_extension("out");

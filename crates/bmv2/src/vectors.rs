@@ -13,16 +13,17 @@
 //! frame goes straight from ingress (which does nothing else) to the marker of that port, on
 //! the clock the step names.
 
-use crate::control::{self, Bmv2Tables, STACK_PORT};
+use crate::control::{self, STACK_PORT};
 use crate::switch::{Bmv2Switch, SwitchOptions};
 use crate::Bmv2Error;
 use mpsched_core::packet::{Ecn, PortId};
 use mpsched_core::vectors::{chosen_path, from_hex, EmitObserved, Hook, Observed, Step, StepResult, VectorSet};
 use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
-use mpsched_core::wire::parse_frame;
+use mpsched_core::wire::{mac_for, parse_frame};
+use mpsched_netns::dataplane::{NodeTables, PortBinding};
 use mpsched_netns::ns::{is_root, Netns};
 use mpsched_netns::tap::Tap;
-use mpsched_netns::vectors::{check_ipv4_checksum, delta_of, observed, port_of_mac, shot};
+use mpsched_netns::vectors::{check_ipv4_checksum, delta_of, observed, port_of_mac, shot, OUTCOME_COUNTERS};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -34,35 +35,27 @@ type Outcome = (Vec<(PortId, Vec<u8>)>, BTreeMap<String, u64>);
 
 /// How long a step may take to show its outcome.
 const STEP_TIMEOUT: Duration = Duration::from_secs(3);
-/// Counters whose move ends a frame's way through ingress.
-const TERMINAL: [&str; 10] = [
-    "counter.not_ipv4",
-    "counter.local",
-    "counter.no_route",
-    "counter.ttl_expired",
-    "counter.avoidance",
-    "counter.malformed",
-    "counter.feedback_rx",
-    "counter.feedback_unknown_group",
-    "counter.feedback_untrusted_port",
-    "counter.redirect_failed",
-];
 
 /// A set's node: namespace, switch and a tap per port (the stack port's last).
 struct Node {
     taps: Vec<Tap>,
     switch: Bmv2Switch,
-    tables: Bmv2Tables,
+    tables: NodeTables,
     _ns: Netns,
 }
 
 impl Node {
     fn create(set: &VectorSet) -> Result<Node, Bmv2Error> {
-        let tables = Bmv2Tables {
+        let ports = (0..set.n_ports as PortId)
+            .map(|p| PortBinding {
+                ifindex: 0,
+                own_mac: mac_for(OWN_MAC_NODE, p),
+                peer_mac: mac_for(PEER_MAC_NODE, p),
+            })
+            .collect();
+        let tables = NodeTables {
             switch: set.config.clone(),
-            n_ports: set.n_ports,
-            own_mac_node: OWN_MAC_NODE,
-            peer_mac_node: PEER_MAC_NODE,
+            ports,
             markers: set.markers.clone(),
             test_draws: set.rs_raw_draws.clone(),
             test_clock: true,
@@ -202,7 +195,7 @@ fn await_ingress(node: &mut Node, prev: &BTreeMap<String, u64>) -> Result<Outcom
             .map_err(|e| e.to_string())?;
         let moved = mpsched_netns::layout::COUNTERS.iter().enumerate().any(|(i, name)| {
             let key = format!("counter.{name}");
-            TERMINAL.contains(&key.as_str())
+            OUTCOME_COUNTERS.contains(&key.as_str())
                 && counters.get(i).copied().unwrap_or(0) > prev.get(&key).copied().unwrap_or(0)
         });
         if moved {
@@ -220,7 +213,7 @@ fn await_ingress(node: &mut Node, prev: &BTreeMap<String, u64>) -> Result<Outcom
     let regs = node.snapshot().map_err(|e| e.to_string())?;
     let delta = |k: &str| delta_of(prev, &regs, k);
     let tables = &node.tables;
-    let promised: u64 = (0..tables.n_ports)
+    let promised: u64 = (0..tables.ports.len())
         .map(|p| delta(&format!("port{p}.tx_pkts")))
         .sum::<u64>()
         + delta("counter.not_ipv4")

@@ -1,0 +1,121 @@
+//! `simple_switch` as the switches' data plane on the kernel backend (`--backend bmv2`): the
+//! netns topology, links, hosts and traffic as with the eBPF programs, and in each switch's
+//! namespace a `simple_switch` on its interfaces in place of the programs, as Mininet runs the
+//! papers' switches.
+//!
+//! The links stay shaped by the kernel's qdiscs (htb and pfifo, netem where present), so the
+//! queue that builds up is the interface's, after BMv2, as with eBPF; a marker therefore runs
+//! on the program's virtual queue (`marker_*` registers), as the eBPF marker does, on BMv2's
+//! microsecond egress clock. The program's `deq_qdepth` marker is for setups that make BMv2's
+//! own queues the bottleneck (`set_queue_rate`), as the papers' Mininet runs did.
+//!
+//! `MPSCHED_BMV2_LOG=DIR` writes each switch's per-packet log to `DIR/<namespace>.log`.
+
+use crate::control;
+use crate::switch::{Bmv2Switch, SwitchOptions};
+use crate::{toolchain, Bmv2Error};
+use mpsched_core::marker::VQ_SCALE_PER_BYTE;
+use mpsched_core::packet::PortId;
+use mpsched_netns::backend::NetnsError;
+use mpsched_netns::dataplane::NodeTables;
+use mpsched_netns::ns::Netns;
+use mpsched_netns::switchplane::{SwitchPlane, SwitchPlanes};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// Starts a `simple_switch` per switch node.
+#[derive(Debug, Default)]
+pub struct Bmv2Planes;
+
+fn netns_error(e: Bmv2Error) -> NetnsError {
+    match e {
+        Bmv2Error::Missing(m) => NetnsError::Missing(m),
+        Bmv2Error::Config(m) => NetnsError::Unsupported(m),
+        e => NetnsError::Plane(e.to_string()),
+    }
+}
+
+impl SwitchPlanes for Bmv2Planes {
+    fn backend_name(&self) -> &'static str {
+        "bmv2"
+    }
+
+    fn description(&self) -> &'static str {
+        "BMv2 simple_switch (netns)"
+    }
+
+    fn switch_name(&self) -> &'static str {
+        "BMv2"
+    }
+
+    fn needs_checksummed_frames(&self) -> bool {
+        true
+    }
+
+    fn preflight(&self) -> Result<(), NetnsError> {
+        toolchain::find().map_err(netns_error)?;
+        toolchain::program_json().map_err(netns_error)?;
+        Ok(())
+    }
+
+    fn start(&self, ns: &Netns, tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError> {
+        control::check(tables).map_err(netns_error)?;
+        // Thrift listens on the namespace's loopback.
+        ns.ip(&["link", "set", "lo", "up"])?;
+        let opts = SwitchOptions {
+            ports: (0..tables.ports.len() as u16).map(|p| (p, format!("e{p}"))).collect(),
+            thrift_port: 9090,
+            // Per-packet logs, for debugging a run: slow, so only on request.
+            log_file: std::env::var_os("MPSCHED_BMV2_LOG")
+                .map(|d| std::path::PathBuf::from(d).join(format!("{}.log", ns.name()))),
+        };
+        let mut switch = Bmv2Switch::start(ns, &opts).map_err(netns_error)?;
+        control::configure(&mut switch.cli, tables).map_err(netns_error)?;
+        Ok(Box::new(Bmv2Plane {
+            switch: Mutex::new(switch),
+            tables: tables.clone(),
+        }))
+    }
+}
+
+/// One running switch.
+struct Bmv2Plane {
+    switch: Mutex<Bmv2Switch>,
+    tables: NodeTables,
+}
+
+impl Bmv2Plane {
+    fn read(&self, register: &str) -> Option<Vec<u64>> {
+        let mut sw = self.switch.lock().unwrap_or_else(|e| e.into_inner());
+        sw.cli.register_read_all(register).ok()
+    }
+}
+
+impl SwitchPlane for Bmv2Plane {
+    fn weights(&self) -> Vec<(u8, Vec<u16>)> {
+        let Some(all) = self.read("MpsIngress.split_stage.split_weight") else {
+            return Vec::new();
+        };
+        self.tables
+            .switch
+            .splits
+            .iter()
+            .enumerate()
+            .map(|(slot, s)| {
+                let at = slot * control::MAX_PATHS;
+                let ws = all[at..at + s.ports.len()].iter().map(|&w| w as u16).collect();
+                (s.group, ws)
+            })
+            .collect()
+    }
+
+    fn marker_backlog_bytes(&self, port: PortId) -> Option<u64> {
+        let all = self.read("MpsEgress.marker_backlog_scaled")?;
+        all.get(usize::from(port)).map(|b| b / VQ_SCALE_PER_BYTE)
+    }
+
+    fn snapshot(&self) -> Option<BTreeMap<String, u64>> {
+        let mut sw = self.switch.lock().unwrap_or_else(|e| e.into_inner());
+        control::snapshot(&mut sw.cli, &self.tables).ok()
+    }
+}
