@@ -27,7 +27,8 @@ pub struct BenchArgs {
     json: bool,
     /// Benchmark the kernel data plane instead (root): each eBPF program's ns per packet under
     /// BPF_PROG_TEST_RUN, the Rust programs' decisions per second, and UDP / TCP throughput
-    /// through namespaces with and without the splitter.
+    /// through namespaces with the kernel forwarding, the eBPF switch and (with the P4
+    /// toolchain) BMv2's simple_switch, each routing and splitting, in one run.
     #[arg(long)]
     dataplane: bool,
     /// BPF_PROG_TEST_RUN repeats per program.
@@ -47,7 +48,13 @@ fn dataplane(a: &BenchArgs) -> anyhow::Result<()> {
         .iter()
         .map(|(n, c, p)| (n.to_string(), decisions_per_s(c, *p, a.decisions.min(20_000_000))))
         .collect();
-    let paths = mpsched_netns::bench::path_throughput(a.iperf_seconds).map_err(anyhow::Error::msg)?;
+    let mut planes: Vec<std::sync::Arc<dyn mpsched_netns::switchplane::SwitchPlanes>> =
+        vec![std::sync::Arc::new(mpsched_netns::switchplane::EbpfPlanes)];
+    match mpsched_bmv2::toolchain::find().and_then(|_| mpsched_bmv2::toolchain::program_json()) {
+        Ok(_) => planes.push(std::sync::Arc::new(mpsched_bmv2::plane::Bmv2Planes)),
+        Err(e) => eprintln!("BMv2 left out of the throughput test: {e}"),
+    }
+    let paths = mpsched_netns::bench::path_throughput(a.iperf_seconds, &planes).map_err(anyhow::Error::msg)?;
     if a.json {
         let v = serde_json::json!({ "ebpf": costs, "rust_decisions_per_s": decisions, "throughput": paths });
         outln!("{}", serde_json::to_string_pretty(&v)?);
@@ -71,9 +78,10 @@ fn dataplane(a: &BenchArgs) -> anyhow::Result<()> {
     let base = paths.first().map(|p| (p.udp_mbps, p.tcp_mbps)).unwrap_or((1.0, 1.0));
     for p in &paths {
         outln!(
-            "  {:<30} UDP {:>8.0} Mbit/s ({:.2}x)   TCP {:>8.0} Mbit/s ({:.2}x)",
+            "  {:<30} UDP {:>8.0} Mbit/s {:>7.1} kpps ({:.3}x)   TCP {:>8.0} Mbit/s ({:.3}x)",
             p.mode,
             p.udp_mbps,
+            p.udp_kpps,
             p.udp_mbps / base.0.max(1e-9),
             p.tcp_mbps,
             p.tcp_mbps / base.1.max(1e-9)

@@ -4,6 +4,7 @@
 
 use crate::dataplane::{Dataplane, NodeTables};
 use crate::ns::{self, Netns};
+use crate::switchplane::{SwitchPlane, SwitchPlanes};
 use crate::vectors::{test_run, TestNode};
 use mpsched_core::frame::MarkerConfig;
 use mpsched_core::packet::{Ecn, PacketMeta};
@@ -11,6 +12,7 @@ use mpsched_core::sched::{DwrrParams, SchedulerConfig};
 use mpsched_core::switch::{ConfluenceConfig, SplitGroupConfig, SwitchConfig};
 use mpsched_core::table::Route;
 use mpsched_core::wire::{emit_udp_frame, mac_for};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One program's cost.
@@ -174,31 +176,47 @@ pub struct PathThroughput {
     pub mode: String,
     /// UDP goodput at the receiver, Mbit/s.
     pub udp_mbps: f64,
+    /// The same in thousands of packets per second (1 470-byte datagrams).
+    pub udp_kpps: f64,
     /// TCP goodput, Mbit/s.
     pub tcp_mbps: f64,
 }
 
-/// Measure [`PathThroughput`] for each forwarding mode, `seconds` per test.
-pub fn path_throughput(seconds: u32) -> Result<Vec<PathThroughput>, String> {
+/// Measure [`PathThroughput`] for each forwarding mode, `seconds` per test: the kernel's own
+/// forwarding, then each of `planes` (the eBPF programs, BMv2, ...) routing and splitting.
+pub fn path_throughput(seconds: u32, planes: &[Arc<dyn SwitchPlanes>]) -> Result<Vec<PathThroughput>, String> {
     let mut out = Vec::new();
-    for mode in ["kernel forwarding", "eBPF routes", "eBPF WRR split over 2 paths"] {
-        let path = BenchPath::create()?;
-        // Kept loaded (and attached) until the measurement is over.
-        let _dp = if mode == "kernel forwarding" {
-            path.kernel_forwarding()?;
-            None
-        } else {
-            Some(path.ebpf_switch(mode.contains("split"))?)
+    // (name, the switch and whether it splits; None: the kernel forwards).
+    type Mode<'a> = (String, Option<(&'a Arc<dyn SwitchPlanes>, bool)>);
+    let mut modes: Vec<Mode> = vec![("kernel forwarding".into(), None)];
+    for p in planes {
+        modes.push((format!("{} routes", p.switch_name()), Some((p, false))));
+        modes.push((format!("{} WRR split over 2 paths", p.switch_name()), Some((p, true))));
+    }
+    for (mode, plane) in modes {
+        let checksummed = plane.is_some_and(|(p, _)| p.needs_checksummed_frames());
+        let path = BenchPath::create(checksummed)?;
+        // Kept running until the measurement is over.
+        let _switch = match plane {
+            None => {
+                path.kernel_forwarding()?;
+                None
+            }
+            Some((p, split)) => Some(path.switch(p.as_ref(), split)?),
         };
         let (udp_mbps, tcp_mbps) = path.iperf_goodput(seconds)?;
         out.push(PathThroughput {
-            mode: mode.into(),
+            mode,
             udp_mbps,
+            udp_kpps: udp_mbps * 1e3 / (f64::from(UDP_PAYLOAD_BYTES + 28) * 8.0),
             tcp_mbps,
         });
     }
     Ok(out)
 }
+
+/// The UDP payload of the throughput test (a 1 512-byte frame).
+const UDP_PAYLOAD_BYTES: u32 = 1470;
 
 fn ns_err(x: ns::NsError) -> String {
     x.to_string()
@@ -213,7 +231,9 @@ struct BenchPath {
 }
 
 impl BenchPath {
-    fn create() -> Result<BenchPath, String> {
+    /// The three namespaces; `checksummed`: transmit checksum offload off on every interface
+    /// ([`SwitchPlanes::needs_checksummed_frames`]).
+    fn create(checksummed: bool) -> Result<BenchPath, String> {
         let id = crate::backend::new_run_id();
         let p = BenchPath {
             src: Netns::create(&format!("mps-{id}-bsrc")).map_err(ns_err)?,
@@ -228,6 +248,9 @@ impl BenchPath {
                 let mac = mac_string(mac_for(node, k));
                 n.ip(&["link", "set", &format!("e{k}"), "address", &mac])
                     .map_err(ns_err)?;
+                if checksummed {
+                    let _ = n.exec("ethtool", &["-K", &format!("e{k}"), "tx", "off"]);
+                }
             }
         }
         p.src.ip(&["addr", "add", "10.0.0.1/24", "dev", "e0"]).map_err(ns_err)?;
@@ -259,8 +282,9 @@ impl BenchPath {
         neigh(sw, "10.0.0.3", mac_for(12, 0), "e1")
     }
 
-    /// sw runs the eBPF switch with two routes, splitting src's traffic WRR 1:1 when `split`.
-    fn ebpf_switch(&self, split: bool) -> Result<Dataplane, String> {
+    /// sw runs the switch of `planes` with two routes, splitting src's traffic WRR 1:1 when
+    /// `split`.
+    fn switch(&self, planes: &dyn SwitchPlanes, split: bool) -> Result<Box<dyn SwitchPlane>, String> {
         let routes = vec![
             Route {
                 prefix: SRC,
@@ -294,20 +318,12 @@ impl BenchPath {
         }
         let tables = NodeTables {
             switch: cfg,
-            ports: ports.clone(),
+            ports,
             markers: Vec::new(),
             test_draws: Vec::new(),
             test_clock: false,
         };
-        self.sw
-            .enter(|| -> Result<Dataplane, String> {
-                let mut dp = Dataplane::load(&tables).map_err(|e| e.to_string())?;
-                for b in &ports {
-                    dp.attach(b.ifindex, false).map_err(|e| e.to_string())?;
-                }
-                Ok(dp)
-            })
-            .map_err(ns_err)?
+        planes.start(&self.sw, &tables).map_err(|e| e.to_string())
     }
 
     /// iperf3 from src to dst for `seconds`: (UDP, TCP) goodput in Mbit/s.
@@ -326,7 +342,8 @@ impl BenchPath {
                 .unwrap_or(0.0);
             Ok(bps / 1e6)
         };
-        let udp = run(&["-u", "-b", "0", "-l", "1470"]);
+        let len = UDP_PAYLOAD_BYTES.to_string();
+        let udp = run(&["-u", "-b", "0", "-l", &len]);
         let tcp = run(&[]);
         let _ = server.kill();
         let _ = server.wait();
