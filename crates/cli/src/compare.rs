@@ -1,5 +1,5 @@
-//! `mpsched compare`: one scenario on both backends, side by side, with the ratio per flow and
-//! per path.
+//! `mpsched compare`: one scenario in the simulator and on the kernel (and, with `--bmv2`, on
+//! the kernel with BMv2 as the switches), side by side, with the ratio per flow and per path.
 
 use crate::run::{resolve_scenario, run_netns};
 use crate::UsageError;
@@ -30,9 +30,13 @@ pub struct CompareArgs {
     #[arg(long)]
     ignore_delay: bool,
     /// Also write both summaries and the comparison into this directory: compare.json,
-    /// compare.csv and compare.png (the two backends' bars side by side).
+    /// compare.csv and compare.png (the backends' bars side by side).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Also run it with BMv2's simple_switch as every switch (`--backend bmv2`), a third column
+    /// (root and the P4 toolchain).
+    #[arg(long)]
+    bmv2: bool,
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -73,25 +77,46 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
         stop: crate::stop_flag(),
         track_queues: None::<Duration>,
         captures: Vec::new(),
+        switch_planes: None,
     };
+    let bmv2_opts = a.bmv2.then(|| NetnsOptions {
+        switch_planes: crate::run::switch_planes("bmv2"),
+        ..opts.clone()
+    });
     // What the kernel cannot run is refused before the simulator spends its time.
     crate::run::check_netns_plan(&sc, &plan, &opts)?;
+    if let Some(o) = &bmv2_opts {
+        crate::run::check_netns_plan(&sc, &plan, o)?;
+    }
     let sim = run_plan(&sc, &plan, |_| {}).map_err(|e| anyhow::anyhow!("{e}"))?;
     let kernel = run_netns(&sc, &plan, opts)?;
-    let rows = rows_of(&sim, &kernel);
+    let bmv2 = match bmv2_opts {
+        Some(o) => Some(run_netns(&sc, &plan, o)?),
+        None => None,
+    };
+    let rows = rows_of(&sim, &kernel, bmv2.as_deref());
     outln!("{} — {}", sc.name, sc.title);
-    outln!("delivered goodput per flow and wire rate per path, Mbit/s; ratio = netns / sim; loss %, - where not measured\n");
+    outln!("delivered goodput per flow and wire rate per path, Mbit/s; ratio = netns (or bmv2) / sim; loss %, - where not measured\n");
+    let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+    let third = |r: &CompareRow| match (r.bmv2_mbps, r.bmv2_ratio) {
+        (Some(m), Some(x)) => format!(" {m:>10.3} {x:>8.3} {:>10}", pct(r.bmv2_loss_pct)),
+        _ => String::new(),
+    };
     outln!(
-        "{:<10} {:<14} {:>10} {:>10} {:>8} {:>10} {:>10}",
+        "{:<10} {:<14} {:>10} {:>10} {:>8} {:>10} {:>10}{}",
         "variant",
         "flow / path",
         "sim",
         "netns",
         "ratio",
         "sim loss",
-        "netns loss"
+        "netns loss",
+        if bmv2.is_some() {
+            format!(" {:>10} {:>8} {:>10}", "bmv2", "ratio", "bmv2 loss")
+        } else {
+            String::new()
+        }
     );
-    let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
     // A workload has hundreds of flows: the first rows here, all of them in compare.csv.
     const SHOWN: usize = 32;
     if rows.len() > SHOWN {
@@ -102,14 +127,15 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
     }
     for r in rows.iter().take(SHOWN) {
         outln!(
-            "{:<10} {:<14} {:>10.3} {:>10.3} {:>8.3} {:>10} {:>10}",
+            "{:<10} {:<14} {:>10.3} {:>10.3} {:>8.3} {:>10} {:>10}{}",
             r.variant,
             r.id,
             r.sim_mbps,
             r.netns_mbps,
             r.ratio,
             pct(r.sim_loss_pct),
-            pct(r.netns_loss_pct)
+            pct(r.netns_loss_pct),
+            third(r)
         );
     }
     print_completion(&sim, &kernel)?;
@@ -119,6 +145,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
             "rows": rows,
             "sim": sim.iter().map(|r| &r.summary).collect::<Vec<_>>(),
             "netns": kernel.iter().map(|r| &r.summary).collect::<Vec<_>>(),
+            "bmv2": bmv2.as_ref().map(|b| b.iter().map(|r| &r.summary).collect::<Vec<_>>()),
         });
         let p = dir.join("compare.json");
         std::fs::write(&p, serde_json::to_string_pretty(&v)? + "\n")
@@ -126,7 +153,12 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
         let p = dir.join("compare.csv");
         std::fs::write(&p, csv(&rows)).with_context(|| format!("writing {}", p.display()))?;
         let p = dir.join("compare.png");
-        crate::plot::compare_png(&format!("{}: simulator and kernel", sc.name), &rows, &p)
+        let title = if bmv2.is_some() {
+            "simulator, kernel and BMv2"
+        } else {
+            "simulator and kernel"
+        };
+        crate::plot::compare_png(&format!("{}: {title}", sc.name), &rows, &p)
             .with_context(|| format!("drawing {}", p.display()))?;
         if let Some(path) = completion_cdf(&sc, &sim, &kernel, &dir)? {
             outln!("Completion times of both backends: {}", path.display());
@@ -215,14 +247,20 @@ pub struct CompareRow {
     /// A flow's loss, percent; None for a path, or where the backend does not measure it.
     pub sim_loss_pct: Option<f64>,
     pub netns_loss_pct: Option<f64>,
+    /// With `--bmv2`: Mbit/s with BMv2 as the switches, bmv2 / sim, and loss.
+    pub bmv2_mbps: Option<f64>,
+    pub bmv2_ratio: Option<f64>,
+    pub bmv2_loss_pct: Option<f64>,
 }
 
-fn rows_of(sim: &[VariantResult], kernel: &[VariantResult]) -> Vec<CompareRow> {
+fn rows_of(sim: &[VariantResult], kernel: &[VariantResult], bmv2: Option<&[VariantResult]>) -> Vec<CompareRow> {
     let mut rows = Vec::new();
-    for (s, k) in sim.iter().zip(kernel) {
+    for (i, (s, k)) in sim.iter().zip(kernel).enumerate() {
         let v = s.variant.as_deref().unwrap_or("-").to_string();
         let (ss, ks): (&Summary, &Summary) = (&s.summary, &k.summary);
-        for (fs, fk) in ss.flows.iter().zip(&ks.flows) {
+        let bs: Option<&Summary> = bmv2.and_then(|b| b.get(i)).map(|r| &r.summary);
+        for (j, (fs, fk)) in ss.flows.iter().zip(&ks.flows).enumerate() {
+            let fb = bs.and_then(|b| b.flows.get(j));
             rows.push(CompareRow {
                 variant: v.clone(),
                 kind: "flow",
@@ -232,9 +270,13 @@ fn rows_of(sim: &[VariantResult], kernel: &[VariantResult]) -> Vec<CompareRow> {
                 ratio: ratio(fk.delivered_mbps, fs.delivered_mbps),
                 sim_loss_pct: fs.loss_pct,
                 netns_loss_pct: fk.loss_pct,
+                bmv2_mbps: fb.map(|f| f.delivered_mbps),
+                bmv2_ratio: fb.map(|f| ratio(f.delivered_mbps, fs.delivered_mbps)),
+                bmv2_loss_pct: fb.and_then(|f| f.loss_pct),
             });
         }
-        for (ps, pk) in ss.paths.iter().zip(&ks.paths) {
+        for (j, (ps, pk)) in ss.paths.iter().zip(&ks.paths).enumerate() {
+            let pb = bs.and_then(|b| b.paths.get(j));
             rows.push(CompareRow {
                 variant: v.clone(),
                 kind: "path",
@@ -244,6 +286,9 @@ fn rows_of(sim: &[VariantResult], kernel: &[VariantResult]) -> Vec<CompareRow> {
                 ratio: ratio(pk.mean_mbps, ps.mean_mbps),
                 sim_loss_pct: None,
                 netns_loss_pct: None,
+                bmv2_mbps: pb.map(|p| p.mean_mbps),
+                bmv2_ratio: pb.map(|p| ratio(p.mean_mbps, ps.mean_mbps)),
+                bmv2_loss_pct: None,
             });
         }
     }
@@ -254,10 +299,16 @@ fn rows_of(sim: &[VariantResult], kernel: &[VariantResult]) -> Vec<CompareRow> {
 /// empty field).
 fn csv(rows: &[CompareRow]) -> String {
     let opt = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
-    let mut out = String::from("variant,kind,id,sim_mbps,netns_mbps,ratio,sim_loss_pct,netns_loss_pct\n");
+    let with_bmv2 = rows.iter().any(|r| r.bmv2_mbps.is_some());
+    let mut out = String::from("variant,kind,id,sim_mbps,netns_mbps,ratio,sim_loss_pct,netns_loss_pct");
+    out.push_str(if with_bmv2 {
+        ",bmv2_mbps,bmv2_ratio,bmv2_loss_pct\n"
+    } else {
+        "\n"
+    });
     for r in rows {
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{}",
             r.variant,
             r.kind,
             r.id,
@@ -267,6 +318,15 @@ fn csv(rows: &[CompareRow]) -> String {
             opt(r.sim_loss_pct),
             opt(r.netns_loss_pct)
         ));
+        if with_bmv2 {
+            out.push_str(&format!(
+                ",{},{},{}",
+                opt(r.bmv2_mbps),
+                opt(r.bmv2_ratio),
+                opt(r.bmv2_loss_pct)
+            ));
+        }
+        out.push('\n');
     }
     out
 }

@@ -184,7 +184,7 @@ pub fn compare_png(title: &str, rows: &[crate::compare::CompareRow], out: &Path)
     root.fill(&WHITE)?;
     let top = rows
         .iter()
-        .map(|r| r.sim_mbps.max(r.netns_mbps))
+        .map(|r| r.sim_mbps.max(r.netns_mbps).max(r.bmv2_mbps.unwrap_or(0.0)))
         .fold(0.0_f64, f64::max)
         .max(1e-6)
         * 1.15;
@@ -209,14 +209,19 @@ pub fn compare_png(title: &str, rows: &[crate::compare::CompareRow], out: &Path)
         .x_label_formatter(&label)
         .y_desc("Mbit/s (flows: goodput; paths: wire rate)")
         .draw()?;
-    for (k, (name, color)) in [("simulator", COLORS[0]), ("kernel (netns)", COLORS[2])]
-        .into_iter()
-        .enumerate()
-    {
+    type Value = fn(&crate::compare::CompareRow) -> f64;
+    let mut backends: Vec<(&str, RGBColor, Value)> = vec![
+        ("simulator", COLORS[0], |r| r.sim_mbps),
+        ("kernel (netns)", COLORS[2], |r| r.netns_mbps),
+    ];
+    if rows.iter().any(|r| r.bmv2_mbps.is_some()) {
+        backends.push(("BMv2 (netns)", COLORS[1], |r| r.bmv2_mbps.unwrap_or(0.0)));
+    }
+    let width = 0.8 / backends.len() as f64;
+    for (k, (name, color, value)) in backends.into_iter().enumerate() {
         let bars = rows.iter().enumerate().map(|(i, r)| {
-            let v = if k == 0 { r.sim_mbps } else { r.netns_mbps };
-            let x0 = i as f64 + 0.1 + 0.4 * k as f64;
-            Rectangle::new([(x0, 0.0), (x0 + 0.38, v)], color.filled())
+            let x0 = i as f64 + 0.1 + width * k as f64;
+            Rectangle::new([(x0, 0.0), (x0 + width * 0.95, value(r))], color.filled())
         });
         chart
             .draw_series(bars)?

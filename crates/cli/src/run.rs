@@ -37,7 +37,8 @@ pub struct RunArgs {
     /// Run only this variant (repeatable; default: all).
     #[arg(long = "variant")]
     variants: Vec<String>,
-    /// Backend: sim (the simulator) or netns (the Linux kernel: namespaces, eBPF, iperf3; root).
+    /// Backend: sim (the simulator), netns (the Linux kernel: namespaces, eBPF, iperf3; root)
+    /// or bmv2 (the same with BMv2 simple_switch as every switch; root and the P4 toolchain).
     #[arg(long, default_value = "sim")]
     backend: String,
     /// netns: run links that have propagation delay without it when the kernel lacks netem.
@@ -99,8 +100,15 @@ fn backend_name(backend: &str) -> &str {
     match backend {
         "sim" => "simulator",
         "netns" => "Linux kernel (netns, eBPF)",
+        "bmv2" => "BMv2 simple_switch (netns)",
         other => other,
     }
+}
+
+/// What runs the switches of a kernel backend: `bmv2` its `simple_switch`, `netns` the eBPF
+/// programs (None).
+pub fn switch_planes(backend: &str) -> Option<std::sync::Arc<dyn mpsched_netns::switchplane::SwitchPlanes>> {
+    (backend == "bmv2").then(|| std::sync::Arc::new(mpsched_bmv2::plane::Bmv2Planes) as _)
 }
 
 /// A figure, or `-` where the backend does not measure it.
@@ -206,8 +214,8 @@ pub fn resolve_scenario(
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<()> {
-    if a.backend != "sim" && a.backend != "netns" {
-        return Err(UsageError(format!("unknown backend `{}`: use sim or netns", a.backend)).into());
+    if !["sim", "netns", "bmv2"].contains(&a.backend.as_str()) {
+        return Err(UsageError(format!("unknown backend `{}`: use sim, netns or bmv2", a.backend)).into());
     }
     if a.repetitions == Some(0) {
         return Err(UsageError("--repetitions: expected at least 1 (as `scenario.repetitions`)".into()).into());
@@ -244,16 +252,17 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         captures,
     };
 
-    if a.backend == "netns" {
+    if a.backend != "sim" {
         let opts = NetnsOptions {
             ignore_delay: a.ignore_delay,
             stop: crate::stop_flag(),
             track_queues: a.track_queues.map(Duration::from_millis),
             captures: plan.captures.clone(),
+            switch_planes: switch_planes(&a.backend),
         };
         check_netns_plan(&sc, &plan, &opts)?;
         let results = run_netns(&sc, &plan, opts)?;
-        finish(&sc, &out, multi, &results, !a.no_plot, "netns")?;
+        finish(&sc, &out, multi, &results, !a.no_plot, &a.backend)?;
         outln!("\nResults in {}", out.display());
         return Ok(());
     }
