@@ -1,55 +1,52 @@
 //! The P4 program on BMv2 end to end: every conformance vector agrees between the Rust, eBPF
-//! and P4 programs, and a run leaves no switch process, namespace or file behind.
+//! and P4 programs; Motohashi's scenarios 1, 2 and 3b with BMv2 as the switches agree with the
+//! simulator within 10 %, and DWRR moves flow1 off path2 there too; nothing is left behind
+//! (switch processes, namespaces, files) after a normal, an interrupted or a failed run.
 //!
 //! These tests need root and the P4 toolchain (BMv2, p4c at build time). Without either they
 //! are reported as ignored, with the reason, except under CI=true, where each of them fails
-//! instead (libtest-mimic harness, as tests/netns.rs).
+//! instead (`common::run_or_skip`).
 
-use libtest_mimic::{Arguments, Failed, Trial};
+mod common;
+
+use common::{mpsched, ok};
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// BMv2 runs share the machine's CPU: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// The tests of this file.
-const TESTS: &[(&str, fn())] = &[(
-    "every_vector_agrees_across_rust_ebpf_and_bmv2",
-    every_vector_agrees_across_rust_ebpf_and_bmv2,
-)];
+const TESTS: &[(&str, fn())] = &[
+    (
+        "every_vector_agrees_across_rust_ebpf_and_bmv2",
+        every_vector_agrees_across_rust_ebpf_and_bmv2,
+    ),
+    (
+        "scenarios_1_2_and_3b_on_bmv2_agree_with_the_simulator_within_10_percent",
+        scenarios_1_2_and_3b_on_bmv2_agree_with_the_simulator_within_10_percent,
+    ),
+    (
+        "the_papers_marker_marks_on_bmv2s_own_queue_depth",
+        the_papers_marker_marks_on_bmv2s_own_queue_depth,
+    ),
+    (
+        "nothing_is_left_after_a_normal_an_interrupted_or_a_failed_bmv2_run",
+        nothing_is_left_after_a_normal_an_interrupted_or_a_failed_bmv2_run,
+    ),
+];
 
 fn main() {
-    let args = Arguments::from_args();
     let root = mpsched_netns::ns::is_root();
-    let ci = std::env::var("CI").as_deref() == Ok("true");
     let toolchain = mpsched_bmv2::toolchain::find().and_then(|_| mpsched_bmv2::toolchain::program_json());
     let missing = match (&toolchain, root) {
         (Err(e), _) => Some(e.to_string()),
         (Ok(_), false) => Some("they need root (namespaces, veth, simple_switch)".to_string()),
         (Ok(_), true) => None,
     };
-    if let (Some(why), false) = (&missing, ci) {
-        eprintln!("{} BMv2 tests skipped (reported as ignored): {why}", TESTS.len());
-    }
-    let trials = TESTS
-        .iter()
-        .map(|&(name, f)| {
-            let ignored = missing.is_some() && !ci;
-            let missing = missing.clone();
-            Trial::test(name, move || {
-                if let Some(why) = missing {
-                    return Err(Failed::from(format!(
-                        "CI=true: this BMv2 test must run, not skip: {why}"
-                    )));
-                }
-                f();
-                Ok(())
-            })
-            .with_ignored_flag(ignored)
-        })
-        .collect();
-    libtest_mimic::run(&args, trials).exit();
+    common::run_or_skip(TESTS, missing, "BMv2").exit();
 }
 
 fn switch_processes() -> usize {
@@ -57,13 +54,198 @@ fn switch_processes() -> usize {
     String::from_utf8_lossy(&out.stdout).lines().count()
 }
 
+/// Namespaces of this test's vector runs (`mpsb-PID-`) and of runs it started (`mps-CHILDx`).
 fn our_namespaces() -> Vec<String> {
     let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| l.starts_with(&format!("mpsb-{}-", std::process::id())))
-        .map(str::to_string)
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .filter(|l| l.starts_with(&format!("mpsb-{}-", std::process::id())) || is_a_childs(l))
         .collect()
+}
+
+/// A run namespace whose owner is a child of this test process (or gone).
+fn is_a_childs(name: &str) -> bool {
+    let Some(pid) = mpsched_netns::backend::owner_pid(name) else {
+        return false;
+    };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let ppid = stat
+        .rsplit(") ")
+        .next()
+        .and_then(|r| r.split_whitespace().nth(1))
+        .unwrap_or("");
+    stat.is_empty() || ppid == std::process::id().to_string()
+}
+
+/// No namespace of ours, no switch process beyond `switches`, no switch file in the temp dir.
+fn assert_clean(when: &str, switches: usize) {
+    assert!(
+        our_namespaces().is_empty(),
+        "{when}: namespaces left: {:?}",
+        our_namespaces()
+    );
+    assert_eq!(switch_processes(), switches, "{when}: a simple_switch outlived its run");
+    let files: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".bmv2."))
+        .filter(|n| our_namespaces_prefix(n))
+        .collect();
+    assert!(files.is_empty(), "{when}: files left: {files:?}");
+}
+
+fn our_namespaces_prefix(file: &str) -> bool {
+    let ns = file.split(".bmv2.").next().unwrap_or("");
+    ns.starts_with(&format!("mpsb-{}-", std::process::id())) || is_a_childs(ns)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    common::scratch("mpsched-bmv2-test", name)
+}
+
+/// `mpsched compare --bmv2` on a shortened scenario: every flow within 10 % of the simulator
+/// with BMv2 as the switches (and with eBPF, as tests/netns.rs checks as well).
+fn compare_with_bmv2(scenario: &str, duration: &str, variants: &[&str]) -> serde_json::Value {
+    let dir = tmp(scenario);
+    let mut cmd = mpsched();
+    cmd.args(["compare", scenario, "--bmv2", "--duration", duration, "--out"])
+        .arg(&dir);
+    for v in variants {
+        cmd.args(["--variant", v]);
+    }
+    let out = cmd.output().unwrap();
+    ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("bmv2"), "no BMv2 column: {text}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("compare.json")).unwrap()).unwrap();
+    let mut checked = 0;
+    for row in v["rows"].as_array().unwrap() {
+        if row["kind"] == "flow" {
+            checked += 1;
+            let r = row["bmv2_ratio"].as_f64().unwrap();
+            assert!(
+                (0.9..=1.1).contains(&r),
+                "{scenario}: {row}: BMv2 not within 10 % of the simulator"
+            );
+        }
+    }
+    assert!(checked > 0, "{scenario}: no flow rows");
+    assert!(std::fs::metadata(dir.join("compare.png")).unwrap().len() > 10_000);
+    let _ = std::fs::remove_dir_all(&dir);
+    v
+}
+
+fn scenarios_1_2_and_3b_on_bmv2_agree_with_the_simulator_within_10_percent() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = switch_processes();
+    compare_with_bmv2("s1-homogeneous", "10", &["RS", "WRR", "SP1"]);
+    compare_with_bmv2("s2-heterogeneous", "10", &["RS", "WRR"]);
+    let v = compare_with_bmv2("s3b-dwrr-two-flows", "30", &["DWRR"]);
+    let counters = &v["bmv2"][0]["repetitions"][0]["counters"]["ap1"];
+    assert!(
+        counters["split0.feedback_rx"].as_u64().unwrap_or(0) > 0,
+        "no feedback reached the splitter on BMv2: {counters}"
+    );
+    // Each adjustment moves one unit off the congested path2: five or more take 32:16 past 3:1.
+    let moved = counters["split0.adjustments"].as_u64().unwrap_or(0);
+    assert!(
+        moved >= 5,
+        "{moved} adjustments: DWRR on BMv2 did not move flow1 off path2 ({counters})"
+    );
+    assert_clean("after the comparisons", before);
+}
+
+/// A BMv2 run of scenario 3b long enough to interrupt, returned once its switches run.
+fn start_long_bmv2_run(out: &str) -> std::process::Child {
+    let child = mpsched()
+        .args([
+            "run",
+            "s3b-dwrr-two-flows",
+            "--backend",
+            "bmv2",
+            "--variant",
+            "DWRR",
+            "--no-plot",
+            "--out",
+        ])
+        .arg(tmp(out))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while switch_processes() < 4 {
+        assert!(Instant::now() < deadline, "the run never started its four switches");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    child
+}
+
+/// A 3-second BMv2 run of scenario 1's WRR variant into `out`.
+fn short_run(out: &std::path::Path) -> Command {
+    let mut c = mpsched();
+    c.args(["run", "s1-homogeneous", "--backend", "bmv2", "--duration", "3"])
+        .args(["--variant", "WRR", "--no-plot", "--out"])
+        .arg(out);
+    c
+}
+
+fn nothing_is_left_after_a_normal_an_interrupted_or_a_failed_bmv2_run() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = switch_processes();
+
+    // Normal: a short run, its results written.
+    let out = tmp("normal");
+    ok(&short_run(&out).output().unwrap());
+    assert!(out.join("summary.json").exists());
+    assert_clean("after a normal run", before);
+
+    // SIGINT part-way: exit 130, every switch stopped, every namespace and file removed.
+    let mut child = start_long_bmv2_run("interrupted");
+    assert!(!our_namespaces().is_empty(), "the run never built its namespaces");
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(
+        child.wait().unwrap().code(),
+        Some(130),
+        "an interrupted run exits with 130"
+    );
+    assert_clean("after SIGINT", before);
+
+    // Failed: the switches cannot start (a simple_switch that exits at once, found first through
+    // MPSCHED_P4_PREFIX) after the namespaces, links and hosts exist.
+    let fake = tmp("fake-p4");
+    std::fs::create_dir_all(fake.join("bin")).unwrap();
+    for tool in ["simple_switch", "simple_switch_CLI"] {
+        let path = fake.join("bin").join(tool);
+        std::fs::write(&path, "#!/bin/sh\necho 'this switch fails on purpose' >&2\nexit 1\n").unwrap();
+        Command::new("chmod").arg("755").arg(&path).status().unwrap();
+    }
+    let o = short_run(&tmp("failed"))
+        .env("MPSCHED_P4_PREFIX", &fake)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("fails on purpose"), "{err}");
+    assert_clean("after a failed run", before);
+    let _ = std::fs::remove_dir_all(&fake);
+
+    // SIGKILL leaves the switches running; `mpsched clean` removes them with their files.
+    let mut child = start_long_bmv2_run("killed");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        switch_processes() > before,
+        "SIGKILL should leave the switches for clean to find"
+    );
+    ok(&mpsched().arg("clean").output().unwrap());
+    assert_clean("after mpsched clean", before);
 }
 
 /// `mpsched vectors check` in three columns, every set agreeing in each; the switches it
@@ -100,4 +282,101 @@ fn every_vector_agrees_across_rust_ebpf_and_bmv2() {
     assert!(mpsched_core::vectors::compare(&set, &init, &res).is_empty());
     assert_eq!(switch_processes(), switches_before, "a simple_switch outlived its run");
     assert!(our_namespaces().is_empty(), "namespaces left: {:?}", our_namespaces());
+}
+
+/// The paper's marker (Fig. 6), which the vectors cannot reach: with BMv2's own queue on port 1
+/// drained at 200 packets/s (`set_queue_rate`, as the papers' Mininet runs shape), a burst of
+/// 40 ECT(0) frames leaves with CE on those that found at least 5 packets still queued behind
+/// them (`deq_qdepth`), none on the first; a burst of Not-ECT frames is counted, not marked.
+fn the_papers_marker_marks_on_bmv2s_own_queue_depth() {
+    use mpsched_core::packet::{Ecn, PacketMeta};
+    use mpsched_core::switch::SwitchConfig;
+    use mpsched_core::table::Route;
+    use mpsched_core::wire::{emit_udp_frame, mac_for, parse_frame};
+    use mpsched_netns::dataplane::{NodeTables, PortBinding};
+    use mpsched_netns::ns::Netns;
+    use mpsched_netns::tap::Tap;
+
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let ns = Netns::create(&format!("mpsb-{}-qdepth", std::process::id())).unwrap();
+    for k in ["all", "default"] {
+        ns.sysctl(&format!("net.ipv6.conf.{k}.disable_ipv6"), "1").unwrap();
+    }
+    ns.ip(&["link", "set", "lo", "up"]).unwrap();
+    for p in 0..2 {
+        let (a, b) = (format!("p{p}"), format!("q{p}"));
+        ns.ip(&["link", "add", &a, "type", "veth", "peer", "name", &b]).unwrap();
+        ns.ip(&["link", "set", &a, "up"]).unwrap();
+        ns.ip(&["link", "set", &b, "up"]).unwrap();
+    }
+    let (src, dst) = (0x0a00_0001, 0x0a00_0003);
+    let mut cfg = SwitchConfig::forwarding(
+        0x0aff_0001,
+        vec![Route {
+            prefix: dst,
+            len: 32,
+            port: 1,
+        }],
+    );
+    cfg.ecn_markers = vec![(1, 5)];
+    let ports = (0..2)
+        .map(|p| PortBinding {
+            ifindex: 0,
+            own_mac: mac_for(1, p),
+            peer_mac: mac_for(2, p),
+        })
+        .collect();
+    let tables = NodeTables {
+        switch: cfg,
+        ports,
+        markers: Vec::new(),
+        test_draws: Vec::new(),
+        test_clock: false,
+    };
+    let opts = mpsched_bmv2::switch::SwitchOptions {
+        ports: vec![(0, "p0".into()), (1, "p1".into())],
+        thrift_port: 9090,
+        log_file: None,
+    };
+    let mut sw = mpsched_bmv2::switch::Bmv2Switch::start(&ns, &opts).unwrap();
+    mpsched_bmv2::control::configure(&mut sw.cli, &tables).unwrap();
+    sw.cli.run("set_queue_rate 200 1").unwrap();
+    let (q0, q1) = (ns.ifindex("q0").unwrap(), ns.ifindex("q1").unwrap());
+    let tap_in = ns.enter(|| Tap::open(q0)).unwrap().unwrap();
+    let tap_out = ns.enter(|| Tap::open(q1)).unwrap().unwrap();
+    let burst = |ecn: Ecn| -> Vec<Ecn> {
+        for i in 0..40u16 {
+            let mut m = PacketMeta::udp(src, dst, 5001, 5201, 0);
+            m.ecn = ecn;
+            let mut f = Vec::new();
+            emit_udp_frame(&m, mac_for(2, 0), mac_for(1, 0), i, &[0u8; 100], &mut f);
+            tap_in.send(&f).unwrap();
+            // 1 000 frames/s: five times the queue's rate, within what BMv2's input takes.
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while got.len() < 40 && Instant::now() < deadline {
+            if let Some(f) = tap_out.next(100) {
+                got.push(parse_frame(&f, 50_000).unwrap().ecn);
+            }
+        }
+        got
+    };
+    let ect = burst(Ecn::Ect0);
+    assert_eq!(
+        ect.len(),
+        40,
+        "BMv2 queues 64 packets: none of 40 should be lost: {ect:?}"
+    );
+    assert_eq!(ect[0], Ecn::Ect0, "the first frame found an empty queue: {ect:?}");
+    let marked = ect.iter().filter(|e| **e == Ecn::Ce).count();
+    assert!((20..40).contains(&marked), "{marked} of 40 marked: {ect:?}");
+    let counted = |sw: &mut mpsched_bmv2::switch::Bmv2Switch, name: &str| {
+        sw.cli.register_read_all(&format!("MpsEgress.marker_{name}")).unwrap()[1]
+    };
+    assert_eq!(counted(&mut sw, "marked"), marked as u64);
+    let not_ect = burst(Ecn::NotEct);
+    assert!(not_ect.iter().all(|e| *e == Ecn::NotEct), "{not_ect:?}");
+    assert!(counted(&mut sw, "not_ect_over_threshold") >= 20);
 }

@@ -4,21 +4,18 @@
 //! run, an interrupted run or a failed one.
 //!
 //! These tests need root. Without it they are reported as ignored, with the reason and their
-//! number, except under CI=true, where each of them fails instead (libtest-mimic harness: the
-//! standard harness cannot skip at run time, and a test that returns early counts as passed).
+//! number, except under CI=true, where each of them fails instead (`common::run_or_skip`).
 
-use libtest_mimic::{Arguments, Failed, Trial};
+mod common;
+
+use common::{mpsched, ok};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Kernel runs share the machine's CPU: one at a time, so their timing stays honest.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn mpsched() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_mpsched"))
-}
 
 /// The root-only tests of this file.
 const TESTS: &[(&str, fn())] = &[
@@ -93,29 +90,8 @@ const TESTS: &[(&str, fn())] = &[
 ];
 
 fn main() {
-    let args = Arguments::from_args();
-    let root = mpsched_netns::ns::is_root();
-    let ci = std::env::var("CI").as_deref() == Ok("true");
-    if !root && !ci {
-        eprintln!(
-            "{} kernel tests skipped (reported as ignored): they need root (namespaces, eBPF)",
-            TESTS.len()
-        );
-    }
-    let trials = TESTS
-        .iter()
-        .map(|&(name, f)| {
-            Trial::test(name, move || {
-                if !root {
-                    return Err(Failed::from("CI=true: this kernel test must run as root, not skip"));
-                }
-                f();
-                Ok(())
-            })
-            .with_ignored_flag(!root && !ci)
-        })
-        .collect();
-    let conclusion = libtest_mimic::run(&args, trials);
+    let missing = (!mpsched_netns::ns::is_root()).then(|| "they need root (namespaces, eBPF)".to_string());
+    let conclusion = common::run_or_skip(TESTS, missing, "kernel");
     // Outputs stay for a look after a failure; after a pass they go.
     if !conclusion.has_failed() {
         remove_tmp_dirs();
@@ -185,22 +161,7 @@ fn start_long_kernel_run(out: &str) -> std::process::Child {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "mpsched-netns-{}-{}",
-        std::process::id(),
-        name.replace('/', "_")
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-fn ok(out: &Output) {
-    assert!(
-        out.status.success(),
-        "mpsched failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::scratch("mpsched-netns", name)
 }
 
 fn summary(dir: &Path) -> serde_json::Value {

@@ -1,0 +1,61 @@
+//! What the root-only test files share: a harness that reports a test as ignored, with the
+//! reason, where this machine cannot run it, and fails it instead under CI=true (libtest-mimic:
+//! the standard harness cannot skip at run time, and a test that returns early counts as
+//! passed); the binary; scratch folders.
+
+#![allow(dead_code)] // each test file uses its own part
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// Run `tests`, or report them ignored because of `missing` (what this machine lacks), unless
+/// CI=true, where a missing requirement fails each of them. `what` names them ("kernel").
+pub fn run_or_skip(tests: &[(&'static str, fn())], missing: Option<String>, what: &str) -> libtest_mimic::Conclusion {
+    let args = Arguments::from_args();
+    let ci = std::env::var("CI").as_deref() == Ok("true");
+    if let (Some(why), false) = (&missing, ci) {
+        eprintln!("{} {what} tests skipped (reported as ignored): {why}", tests.len());
+    }
+    let trials = tests
+        .iter()
+        .map(|&(name, f)| {
+            let ignored = missing.is_some() && !ci;
+            let missing = missing.clone();
+            let what = what.to_string();
+            Trial::test(name, move || {
+                if let Some(why) = missing {
+                    return Err(Failed::from(format!(
+                        "CI=true: this {what} test must run, not skip: {why}"
+                    )));
+                }
+                f();
+                Ok(())
+            })
+            .with_ignored_flag(ignored)
+        })
+        .collect();
+    libtest_mimic::run(&args, trials)
+}
+
+/// The `mpsched` binary under test.
+pub fn mpsched() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mpsched"))
+}
+
+/// An empty scratch path `TMP/PREFIX-PID-NAME` (not created).
+pub fn scratch(prefix: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("{prefix}-{}-{}", std::process::id(), name.replace('/', "_")));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Assert that `mpsched` succeeded, showing what it printed if not.
+pub fn ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "mpsched failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
