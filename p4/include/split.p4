@@ -3,6 +3,9 @@
  * The split stage: the splitting groups' table and registers, the schedulers RS, WRR and DWRR
  * (crates/core/src/sched), and DWRR's feedback counting (MultipathSwitch::on_feedback).
  * One control owns the registers both need; `feedback` picks which of the two runs.
+ *
+ * p4c scopes a `for` loop's variable to the enclosing block, so the loops of one action each
+ * name theirs differently.
  */
 #ifndef MPSCHED_SPLIT_P4
 #define MPSCHED_SPLIT_P4
@@ -127,16 +130,16 @@ control SplitStage(in headers_t h, in bool feedback, in bit<16> in_port,
             split_remaining.write(base + best, best_rem - 1);
         }
         bool left = false;
-        for (bit<32> i2 = 0; i2 < MPS_MAX_PATHS; i2 = i2 + 1) {
+        for (bit<32> c = 0; c < MPS_MAX_PATHS; c = c + 1) {
             bit<16> rem;
-            split_remaining.read(rem, base + i2);
-            if (i2 < n && rem != 0) { left = true; }
+            split_remaining.read(rem, base + c);
+            if (c < n && rem != 0) { left = true; }
         }
         if (!left) {
-            for (bit<32> i3 = 0; i3 < MPS_MAX_PATHS; i3 = i3 + 1) {
+            for (bit<32> r = 0; r < MPS_MAX_PATHS; r = r + 1) {
                 bit<16> w;
-                split_weight.read(w, base + i3);
-                split_remaining.write(base + i3, w);
+                split_weight.read(w, base + r);
+                split_remaining.write(base + r, w);
             }
         }
         period_done = !left;
@@ -184,14 +187,14 @@ control SplitStage(in headers_t h, in bool feedback, in bit<16> in_port,
         split_cursor.read(cursor, slot);
         bit<8> new_cursor = cursor;
         bit<32> j = 0;
-        for (bit<32> i2 = 0; i2 < MPS_MAX_PATHS; i2 = i2 + 1) {
-            bit<32> k = (bit<32>)cursor + i2;
+        for (bit<32> t = 0; t < MPS_MAX_PATHS; t = t + 1) {
+            bit<32> k = (bit<32>)cursor + t;
             if (k >= n) { k = k - n; }
             bit<32> a;
             bit<16> w;
             split_adjust.read(a, base + k);
             split_weight.read(w, base + k);
-            if (i2 < n && a == 0) {
+            if (t < n && a == 0) {
                 bit<32> give = q;
                 if (j < r) { give = give + 1; }
                 split_weight.write(base + k, (bit<16>)min32((bit<32>)w + give, 0xffff));
@@ -204,10 +207,10 @@ control SplitStage(in headers_t h, in bool feedback, in bit<16> in_port,
             }
         }
         split_cursor.write(slot, new_cursor);
-        for (bit<32> i3 = 0; i3 < MPS_MAX_PATHS; i3 = i3 + 1) {
+        for (bit<32> p = 0; p < MPS_MAX_PATHS; p = p + 1) {
             bit<16> w;
-            split_weight.read(w, base + i3);
-            split_remaining.write(base + i3, w);
+            split_weight.read(w, base + p);
+            split_remaining.write(base + p, w);
         }
     }
 
@@ -233,8 +236,8 @@ control SplitStage(in headers_t h, in bool feedback, in bit<16> in_port,
         } else if (congested > 0) {
             dwrr_move_weight();
         }
-        for (bit<32> i2 = 0; i2 < MPS_MAX_PATHS; i2 = i2 + 1) {
-            split_adjust.write(base + i2, 0);
+        for (bit<32> c = 0; c < MPS_MAX_PATHS; c = c + 1) {
+            split_adjust.write(base + c, 0);
         }
     }
 
