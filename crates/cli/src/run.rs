@@ -86,9 +86,11 @@ pub fn clean() -> anyhow::Result<()> {
         outln!("nothing to clean: no namespace left by an unfinished run");
     } else {
         outln!(
-            "removed {} namespaces (with their interfaces, qdiscs and eBPF programs) and killed {} processes in them: {}",
+            "removed {} namespaces (with their interfaces, qdiscs and eBPF programs), killed {} processes in them \
+             (iperf3, simple_switch) and removed {} files named after them: {}",
             done.namespaces.len(),
             done.processes,
+            done.files,
             done.namespaces.join(", ")
         );
     }
