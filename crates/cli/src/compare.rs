@@ -138,7 +138,11 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
             third(r)
         );
     }
-    print_completion(&sim, &kernel)?;
+    let mut backends: Vec<(&'static str, &[VariantResult])> = vec![("simulator", &sim), ("kernel (netns)", &kernel)];
+    if let Some(b) = &bmv2 {
+        backends.push(("BMv2 (netns)", b));
+    }
+    print_completion(&backends)?;
     if let Some(dir) = a.out {
         let v = serde_json::json!({
             "scenario": sc.name,
@@ -160,69 +164,83 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
         };
         crate::plot::compare_png(&format!("{}: {title}", sc.name), &rows, &p)
             .with_context(|| format!("drawing {}", p.display()))?;
-        if let Some(path) = completion_cdf(&sc, &sim, &kernel, &dir)? {
-            outln!("Completion times of both backends: {}", path.display());
+        if let Some(path) = completion_cdf(&sc, &backends, &dir)? {
+            outln!("Completion times of every backend: {}", path.display());
         }
         outln!("\nWrote compare.json, compare.csv and compare.png in {}", dir.display());
     }
     Ok(())
 }
 
-/// Completion times of fixed-size transfers on both backends, per variant and class.
-fn print_completion(sim: &[VariantResult], kernel: &[VariantResult]) -> anyhow::Result<()> {
+/// The backends a comparison ran, by the name its tables and plots give them.
+type Backends<'a> = [(&'static str, &'a [VariantResult])];
+
+/// Completion times of fixed-size transfers on every backend, per variant and class; the ratio
+/// is each kernel backend's median over the simulator's.
+fn print_completion(backends: &Backends) -> anyhow::Result<()> {
     let three = |x: Option<[f64; 3]>| x.map_or("-".to_string(), |[a, b, c]| format!("{a:.2} / {b:.2} / {c:.2}"));
+    let Some(((_, sim), others)) = backends.split_first() else {
+        return Ok(());
+    };
     let mut header = false;
-    for (s, k) in sim.iter().zip(kernel) {
-        for (cs, ck) in s.summary.completion.iter().zip(&k.summary.completion) {
+    for (i, s) in sim.iter().enumerate() {
+        for (c, cs) in s.summary.completion.iter().enumerate() {
+            let theirs: Vec<_> = others
+                .iter()
+                .filter_map(|(_, b)| b.get(i).and_then(|r| r.summary.completion.get(c)))
+                .collect();
+            if theirs.len() != others.len() {
+                continue;
+            }
             if !header {
-                outln!("\ncompletion times, ms: mean / median / p99 (netns from connect to the server's answer)");
                 outln!(
-                    "{:<10} {:<20} {:>28} {:>28} {:>9}",
-                    "variant",
-                    "flows",
-                    "sim",
-                    "netns",
-                    "median ×"
+                    "\ncompletion times, ms: mean / median / p99 (kernel backends from connect to the server's answer)"
                 );
+                let mut line = format!("{:<10} {:<20} {:>28}", "variant", "flows", "sim");
+                for (name, _) in others {
+                    line += &format!(" {name:>28} {:>9}", "median ×");
+                }
+                outln!("{line}");
                 header = true;
             }
-            let ratio = match (cs.fct_ms, ck.fct_ms) {
-                (Some(a), Some(b)) if a[1] > 0.0 => format!("{:.2}", b[1] / a[1]),
-                _ => "-".into(),
-            };
-            outln!(
-                "{:<10} {:<20} {:>28} {:>28} {:>9}",
+            let mut line = format!(
+                "{:<10} {:<20} {:>28}",
                 s.variant.as_deref().unwrap_or("-"),
                 cs.class,
-                three(cs.fct_ms),
-                three(ck.fct_ms),
-                ratio
+                three(cs.fct_ms)
             );
+            for ck in theirs {
+                let ratio = match (cs.fct_ms, ck.fct_ms) {
+                    (Some(a), Some(b)) if a[1] > 0.0 => format!("{:.2}", b[1] / a[1]),
+                    _ => "-".into(),
+                };
+                line += &format!(" {:>28} {ratio:>9}", three(ck.fct_ms));
+            }
+            outln!("{line}");
         }
     }
     Ok(())
 }
 
-/// `compare_fct_cdf.png`: the completion-time distributions of both backends (first variant).
+/// `compare_fct_cdf.png`: the completion-time distributions of every backend (first variant).
 fn completion_cdf(
     sc: &mpsched_scenario::Scenario,
-    sim: &[VariantResult],
-    kernel: &[VariantResult],
+    backends: &Backends,
     dir: &std::path::Path,
 ) -> anyhow::Result<Option<std::path::PathBuf>> {
-    let (Some(s), Some(k)) = (sim.first(), kernel.first()) else {
-        return Ok(None);
-    };
     let mut lines = Vec::new();
-    for (name, r) in [("simulator", s), ("kernel (netns)", k)] {
-        if r.transfers.is_empty() {
-            return Ok(None);
+    for (name, results) in backends {
+        match results.first() {
+            Some(r) if !r.transfers.is_empty() => {
+                lines.push(crate::plot::fct_cdf_line(name.to_string(), &r.transfers));
+            }
+            _ => return Ok(None),
         }
-        lines.push(crate::plot::fct_cdf_line(name.to_string(), &r.transfers));
     }
+    let names: Vec<&str> = backends.iter().map(|(n, _)| *n).collect();
     let path = dir.join("compare_fct_cdf.png");
     crate::plot::fct_cdf_png(
-        &format!("{}: completion times, simulator and kernel", sc.name),
+        &format!("{}: completion times, {}", sc.name, names.join(", ")),
         &lines,
         &path,
     )
