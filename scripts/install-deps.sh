@@ -45,7 +45,7 @@ install_p4() {
   fi
   for sources in "${MPSCHED_P4_SOURCES:-}" "$here/../shared/p4" /work/shared/p4; do
     if [ -n "$sources" ] && [ -x "$sources/build-toolchain.sh" ]; then
-      echo "building the P4 toolchain into $prefix from $sources (about 45 minutes, once)"
+      echo "building the P4 toolchain into $prefix from $sources (45 to 60 minutes on two cores, once)"
       $sudo bash "$sources/build-toolchain.sh" "$prefix"
       return
     fi
