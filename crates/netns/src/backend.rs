@@ -349,11 +349,7 @@ impl Build<'_> {
                 n.ip(&["link", "set", ifname, "address", &mac_string(mac_of(node, port))])?;
                 n.ip(&["link", "set", ifname, "up"])?;
                 // Offloads would let TCP hand htb 64 KB super-packets.
-                let mut offloads = vec!["-K", ifname.as_str(), "tso", "off", "gso", "off", "gro", "off"];
-                if b.opts.planes().needs_checksummed_frames() {
-                    offloads.extend(["tx", "off"]);
-                }
-                let _ = n.exec("ethtool", &offloads);
+                n.frames_as_on_the_wire(ifname, b.opts.planes().needs_checksummed_frames());
                 let delay_ps = if b.have_netem { l.delay_ps } else { 0 };
                 // Whatever can arrive at the node may leave through this interface.
                 let in_rate_bps: u64 = w.ports[node].iter().map(|e| sc.links[e.link].rate_bps).sum();

@@ -231,8 +231,10 @@ struct BenchPath {
 }
 
 impl BenchPath {
-    /// The three namespaces; `checksummed`: transmit checksum offload off on every interface
-    /// ([`SwitchPlanes::needs_checksummed_frames`]).
+    /// The three namespaces; `checksummed`: for a switch in user space, transmit checksum,
+    /// segmentation and receive offloads off on every interface
+    /// ([`SwitchPlanes::needs_checksummed_frames`], [`Netns::frames_as_on_the_wire`]); the kernel
+    /// and eBPF paths keep the offloads a Linux deployment has.
     fn create(checksummed: bool) -> Result<BenchPath, String> {
         let id = crate::backend::new_run_id();
         let p = BenchPath {
@@ -249,7 +251,9 @@ impl BenchPath {
                 n.ip(&["link", "set", &format!("e{k}"), "address", &mac])
                     .map_err(ns_err)?;
                 if checksummed {
-                    let _ = n.exec("ethtool", &["-K", &format!("e{k}"), "tx", "off"]);
+                    // A switch in user space reads frames, not super-packets, through libpcap,
+                    // whose ring holds 32 of them while offloads are on.
+                    n.frames_as_on_the_wire(&format!("e{k}"), true);
                 }
             }
         }

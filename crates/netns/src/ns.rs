@@ -108,6 +108,22 @@ impl Netns {
         ip(&a)
     }
 
+    /// Make `ifname` carry frames as a wire would: segmentation and receive offloads (TSO, GSO,
+    /// GRO) off, so no super-packet bigger than the MTU reaches a qdisc or a switch, and with
+    /// `fill_checksums` transmit checksum offload off too (for switches outside the kernel,
+    /// [`crate::switchplane::SwitchPlanes::needs_checksummed_frames`]). It also sizes a
+    /// user-space switch's input: libpcap gives each slot of its 2 MiB receive ring room for
+    /// 64 KiB while such offloads are on, which leaves 32 slots, and a burst of more frames than
+    /// that is lost before the switch sees it; with them off a slot fits an MTU frame. Best
+    /// effort: where ethtool cannot change a setting the interface keeps its default.
+    pub fn frames_as_on_the_wire(&self, ifname: &str, fill_checksums: bool) {
+        let mut args = vec!["-K", ifname, "tso", "off", "gso", "off", "gro", "off"];
+        if fill_checksums {
+            args.extend(["tx", "off"]);
+        }
+        let _ = self.exec("ethtool", &args);
+    }
+
     /// A command inside the namespace, not waited for; its stdout is piped (read it as it
     /// comes, or a full pipe stalls the command), its stderr discarded.
     pub fn spawn(&self, cmd: &str, args: &[&str]) -> Result<std::process::Child, NsError> {
