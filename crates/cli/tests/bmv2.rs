@@ -46,6 +46,7 @@ fn main() {
         (Ok(_), false) => Some("they need root (namespaces, veth, simple_switch)".to_string()),
         (Ok(_), true) => None,
     };
+    common::clean_leftovers_of_earlier_runs();
     common::run_or_skip(TESTS, missing, "BMv2").exit();
 }
 

@@ -91,6 +91,7 @@ const TESTS: &[(&str, fn())] = &[
 
 fn main() {
     let missing = (!mpsched_netns::ns::is_root()).then(|| "they need root (namespaces, eBPF)".to_string());
+    common::clean_leftovers_of_earlier_runs();
     let conclusion = common::run_or_skip(TESTS, missing, "kernel");
     // Outputs stay for a look after a failure; after a pass they go.
     if !conclusion.has_failed() {

@@ -38,6 +38,28 @@ pub fn run_or_skip(tests: &[(&'static str, fn())], missing: Option<String>, what
     libtest_mimic::run(&args, trials)
 }
 
+/// Remove what earlier runs that never finished left behind (one killed with SIGKILL, a machine
+/// that lost power), as `mpsched clean` does, and say so. The root tests count every namespace of
+/// ours as a leak of the test that made it; these are no test's of this binary. Runs in progress
+/// are never touched; without root, nothing to do.
+pub fn clean_leftovers_of_earlier_runs() {
+    if !mpsched_netns::ns::is_root() {
+        return;
+    }
+    match mpsched_netns::backend::clean() {
+        Ok(done) if !done.namespaces.is_empty() => eprintln!(
+            "before the tests: removed {} namespaces left by earlier runs that did not finish, {} processes and \
+             {} files with them: {}",
+            done.namespaces.len(),
+            done.processes,
+            done.files,
+            done.namespaces.join(", ")
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!("before the tests: could not remove what earlier runs left: {e}"),
+    }
+}
+
 /// The `mpsched` binary under test.
 pub fn mpsched() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mpsched"))
