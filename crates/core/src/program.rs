@@ -169,6 +169,13 @@ pub trait Program: Send {
     /// Process an arriving packet. `pkt.ingress_port` is set by the caller.
     fn ingress(&mut self, pkt: &mut PacketMeta, ctx: &mut Ctx) -> Verdict;
 
+    /// Whether the program reads MPTCP options ([`Ctx::mptcp_option`]): a runtime hands them
+    /// over only to programs that say so, as a P4 parser extracts only the headers it declares
+    /// (fetching every segment's option at every hop was a tenth of an MPTCP run's time).
+    fn parses_mptcp(&self) -> bool {
+        false
+    }
+
     /// Whether [`Program::on_enqueue`] does anything: a runtime skips the call for programs
     /// without an enqueue stage (most P4 programs have none).
     fn uses_enqueue(&self) -> bool {

@@ -240,6 +240,10 @@ struct Seen {
 struct OptionReader(std::sync::Arc<std::sync::Mutex<Seen>>);
 
 impl mpsched_core::program::Program for OptionReader {
+    fn parses_mptcp(&self) -> bool {
+        true
+    }
+
     fn ingress(
         &mut self,
         pkt: &mut mpsched_core::packet::PacketMeta,

@@ -29,6 +29,7 @@ pub(super) fn network(sc: &Scenario) -> (Vec<NodeState>, Vec<Link>) {
             peers: Vec::new(),
             program: None,
             uses_enqueue: false,
+            parses_mptcp: false,
             dropped: 0,
             tunnel_side: None,
         })

@@ -108,6 +108,8 @@ struct NodeState {
     program: Option<Box<dyn Program>>,
     /// Whether the program has an enqueue stage (asked once, not per packet).
     uses_enqueue: bool,
+    /// Whether the program reads MPTCP options (asked once, not per packet).
+    parses_mptcp: bool,
     /// Packets that reached a host not addressed to it, or were dropped by a program.
     dropped: u64,
     /// For a tunnel end: (tunnel, direction it encapsulates in: 0 down, 1 up).
@@ -340,11 +342,13 @@ impl Simulation {
         self.net.routes.as_ref()?.port(host as usize, dst as usize)
     }
 
-    /// Ask `node`'s program once which stages it has (enqueue; dequeue per port), so the
+    /// Ask `node`'s program once which stages it has (enqueue; dequeue per port) and whether it
+    /// parses MPTCP options, so the
     /// per-packet path skips the calls that would do nothing.
     fn cache_stages(&mut self, node: u32) {
         let n = &mut self.net.nodes[node as usize];
         n.uses_enqueue = n.program.as_ref().is_some_and(|p| p.uses_enqueue());
+        n.parses_mptcp = n.program.as_ref().is_some_and(|p| p.parses_mptcp());
         for (port, &l) in n.out_links.iter().enumerate() {
             let port = PortId::try_from(port).expect("ports fit a PortId");
             self.net.links[l as usize].egress_stage = n.program.as_ref().is_some_and(|p| p.uses_dequeue(port));
@@ -601,9 +605,9 @@ impl Simulation {
         let net = &mut self.net;
         net.ctx.reset(net.now);
         let pkt = net.pool.at_mut(id);
-        // An MPTCP option travels in the packet's TCP part; a program gets its fields as a P4
-        // parser's extracted header.
-        if pkt.meta.mptcp_kind().is_some() {
+        // An MPTCP option travels in the packet's TCP part; a program that parses it gets its
+        // fields as a P4 parser's extracted header.
+        if pkt.meta.mptcp_kind().is_some() && net.nodes[node as usize].parses_mptcp {
             net.ctx.set_mptcp_option(
                 net.tcp_parts
                     .get(pkt.tcp)

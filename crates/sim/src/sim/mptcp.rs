@@ -91,6 +91,9 @@ pub(crate) struct MptcpConn {
     client: CapableClient,
     server: CapableServer,
     client_keys: Option<ConnectionKeys>,
+    /// The DATA_ACK every data segment of the active end carries (the peer's IDSN + 1), known
+    /// with the keys: a hash of the key, computed once rather than per segment.
+    client_data_ack: Option<u64>,
     server_keys: Option<ConnectionKeys>,
     tx: Option<DataSender>,
     rx: Option<DataReceiver>,
@@ -158,6 +161,7 @@ impl MptcpConn {
             client: CapableClient::new(settings.version, keys.0),
             server: CapableServer::new(settings.version, keys.1),
             client_keys: None,
+            client_data_ack: None,
             server_keys: None,
             tx: None,
             rx: None,
@@ -200,12 +204,6 @@ impl MptcpConn {
     /// The protocol version.
     fn version(&self) -> MptcpVersion {
         self.client.version()
-    }
-
-    /// The DATA_ACK a data segment of the active opener carries (it receives no data, so the
-    /// peer's first data sequence number), once the keys are known.
-    fn client_data_ack(&self) -> Option<u64> {
-        self.client_keys.map(|k| k.remote_idsn().wrapping_add(1))
     }
 }
 
@@ -374,6 +372,8 @@ impl Simulation {
     fn client_learns_keys(&mut self, mp: u32, keys: ConnectionKeys) {
         let m = &mut self.traffic.mptcp[mp as usize];
         m.client_keys = Some(keys);
+        // It receives no data: its DATA_ACK stays the peer's first data sequence number.
+        m.client_data_ack = Some(keys.remote_idsn().wrapping_add(1));
         m.tx = Some(DataSender::new(keys.local_idsn(), m.window_bytes));
     }
 
@@ -532,7 +532,7 @@ impl Simulation {
         let (off, dsn, len) = s.maps[i];
         debug_assert!(seg.end() <= off + u64::from(len), "a segment within one mapping");
         Some(MptcpOption::Dss {
-            data_ack: m.client_data_ack().map(|a| (a, true)),
+            data_ack: m.client_data_ack.map(|a| (a, true)),
             mapping: Some(DssMapping {
                 data_seq: dsn.wrapping_add(seg.seq - off),
                 dsn64: true,
