@@ -56,10 +56,10 @@ const BUCKETS: usize = 129;
 /// nothing may be scheduled before it, so time never runs backwards.
 pub struct EventQueue {
     buckets: Vec<Vec<Entry>>,
-    /// Bit b set: bucket b is not empty.
-    occupied: u128,
-    /// Bucket 128 does not fit the mask's 128 bits; it is tracked apart.
-    top_occupied: bool,
+    /// Bit `b % 64` of word `b / 64` set: bucket b is not empty. Three 64-bit words rather
+    /// than a `u128` and a flag: a shift by a variable amount is one instruction on a word,
+    /// and the mask is touched on every schedule, pop and refile.
+    occupied: [u64; 3],
     len: usize,
     /// The key the buckets are filed around: the last popped, (time, seq). A look ahead
     /// (`pop_before` past its limit) finds the minimum without moving anything, so every key
@@ -73,8 +73,7 @@ impl Default for EventQueue {
     fn default() -> Self {
         EventQueue {
             buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
-            occupied: 0,
-            top_occupied: false,
+            occupied: [0; 3],
             len: 0,
             last: (0, 0),
             next_seq: 0,
@@ -156,38 +155,34 @@ impl EventQueue {
 
     #[inline]
     fn mark(&mut self, b: usize) {
-        if b < 128 {
-            self.occupied |= 1 << b;
-        } else {
-            self.top_occupied = true;
-        }
+        self.occupied[b >> 6] |= 1 << (b & 63);
     }
 
     /// Whether an event is pending at the current time (none can be pending before it).
     #[inline]
     pub fn due_now(&self) -> bool {
         // Relative to a key at `now`, buckets 0..=64 hold the keys of the same time.
-        const SAME_TIME: u128 = (1 << 65) - 1;
-        self.last.0 == self.now && self.occupied & SAME_TIME != 0
+        self.last.0 == self.now && (self.occupied[0] != 0 || self.occupied[1] & 1 != 0)
     }
 
     /// The lowest non-empty bucket.
     #[inline]
     fn lowest(&self) -> Option<usize> {
-        if self.occupied != 0 {
-            Some(self.occupied.trailing_zeros() as usize)
+        let [low, mid, high] = self.occupied;
+        if low != 0 {
+            Some(low.trailing_zeros() as usize)
+        } else if mid != 0 {
+            Some(64 + mid.trailing_zeros() as usize)
+        } else if high != 0 {
+            Some(128 + high.trailing_zeros() as usize)
         } else {
-            self.top_occupied.then_some(128)
+            None
         }
     }
 
     #[inline]
     fn unmark(&mut self, b: usize) {
-        if b < 128 {
-            self.occupied &= !(1 << b);
-        } else {
-            self.top_occupied = false;
-        }
+        self.occupied[b >> 6] &= !(1 << (b & 63));
     }
 
     /// Remove and return the earliest event if it is due before `until`.
@@ -250,16 +245,16 @@ impl EventQueue {
         (e.time, e.kind)
     }
 
-    /// Move what is left in bucket `b` to the buckets of reference key `at`.
+    /// Move what is left in bucket `b` to the buckets of reference key `at`: all lie below
+    /// `b`, since they agree with `at` above the bit that files them in `b`. The emptied
+    /// vector keeps its capacity for the next time this bucket fills.
     fn refile(&mut self, b: usize, at: (TimePs, u64)) {
-        let mut rest = std::mem::take(&mut self.buckets[b]);
-        for r in rest.drain(..) {
+        let (below, from) = self.buckets.split_at_mut(b);
+        for r in from[0].drain(..) {
             let nb = bucket_of(r.time, r.seq, at);
-            self.buckets[nb].push(r);
-            self.mark(nb);
+            below[nb].push(r);
+            self.occupied[nb >> 6] |= 1 << (nb & 63);
         }
-        // Keep the emptied vector's capacity for the next time this bucket fills.
-        self.buckets[b] = rest;
     }
 
     /// Number of pending events.

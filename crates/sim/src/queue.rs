@@ -44,7 +44,9 @@ pub struct PortQueues {
     /// follow per packet).
     fifo: VecDeque<Waiting>,
     capacity_pkts: u32,
-    len: usize,
+    /// Packets waiting in all queues (a `u32`, so the port's state fits 48 bytes of its
+    /// link's second cache line, beside the transmit counters).
+    len: u32,
     /// A port with several queues: all of them and the discipline's state.
     multi: Option<Box<MultiQueue>>,
 }
@@ -88,7 +90,7 @@ impl PortQueues {
     /// Packets waiting in all queues.
     #[inline]
     pub fn len(&self) -> usize {
-        self.len
+        self.len as usize
     }
 
     /// Whether no packet waits.

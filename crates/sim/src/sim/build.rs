@@ -409,16 +409,15 @@ pub(super) fn tunnels(
     Ok((tunnels, tunnel_addrs))
 }
 
-/// The pcap captures asked for, and per link the capture of its transmissions and arrivals.
+/// The pcap captures asked for; each link they record is told which records its
+/// transmissions and which its arrivals.
 pub(super) fn captures(
     opts: &SimOptions,
     sc: &Scenario,
     nodes: &[NodeState],
-    n_links: usize,
-) -> Result<Captures, SimError> {
+    links: &mut [Link],
+) -> Result<Vec<Capture>, SimError> {
     let mut captures = Vec::new();
-    let mut cap_tx = vec![None; n_links];
-    let mut cap_rx = vec![None; n_links];
     for req in &opts.captures {
         let (ni, port) = sc.interface_port(&req.node, &req.iface).map_err(SimError::Capture)?;
         let port = usize::from(port);
@@ -433,23 +432,11 @@ pub(super) fn captures(
             req.snaplen,
         )?);
         let out_link = nodes[ni].out_links[port] as usize;
-        cap_tx[out_link] = Some(ci);
+        links[out_link].capture_tx = Some(ci);
         let in_link = nodes[peer as usize].out_links[usize::from(peer_port)] as usize;
-        cap_rx[in_link] = Some(ci);
+        links[in_link].capture_rx = Some(ci);
     }
-
-    Ok(Captures {
-        captures,
-        cap_tx,
-        cap_rx,
-    })
-}
-
-/// The pcap writers and, per link, the capture recording its transmissions and arrivals.
-pub(super) struct Captures {
-    pub captures: Vec<Capture>,
-    pub cap_tx: Vec<Option<u32>>,
-    pub cap_rx: Vec<Option<u32>>,
+    Ok(captures)
 }
 
 /// The time series' columns, and the (node, register) behind each register column.

@@ -8,7 +8,7 @@ mod tcp;
 mod tunnel;
 
 use crate::event::{EventKind, EventQueue, TimePs, PS_PER_S};
-use crate::link::{InFlight, Link};
+use crate::link::{Link, Wire};
 use crate::packet::{Packet, PacketId, Slab, TcpPart, CONTROL_FLOW, NO_INNER, NO_PATH, NO_TCP};
 use crate::pcap::Capture;
 use crate::queue::PortQueues;
@@ -98,22 +98,22 @@ pub enum SimError {
 }
 
 struct NodeState {
-    name: String,
-    kind: NodeKind,
-    ip: Ipv4,
     /// Per port: the outgoing link.
     out_links: Vec<u32>,
-    /// Per port: (peer node, peer port).
-    peers: Vec<(u32, PortId)>,
     program: Option<Box<dyn Program>>,
+    /// For a tunnel end: (tunnel, direction it encapsulates in: 0 down, 1 up).
+    tunnel_side: Option<(u32, u8)>,
+    ip: Ipv4,
+    kind: NodeKind,
     /// Whether the program has an enqueue stage (asked once, not per packet).
     uses_enqueue: bool,
     /// Whether the program reads MPTCP options (asked once, not per packet).
     parses_mptcp: bool,
     /// Packets that reached a host not addressed to it, or were dropped by a program.
     dropped: u64,
-    /// For a tunnel end: (tunnel, direction it encapsulates in: 0 down, 1 up).
-    tunnel_side: Option<(u32, u8)>,
+    name: String,
+    /// Per port: (peer node, peer port).
+    peers: Vec<(u32, PortId)>,
 }
 
 struct FlowState {
@@ -201,10 +201,10 @@ struct Network {
     inner: Slab<tunnel::Inner>,
     /// Packets in queues, on wires and in flight, which those hold by handle.
     pool: Slab<Packet>,
+    /// Where the packets in propagation are due, by handle; each link holds its list's ends.
+    wire: Wire,
+    /// The pcap writers (a link names the ones recording it).
     captures: Vec<Capture>,
-    /// Per link: capture index recording its transmissions / arrivals.
-    cap_tx: Vec<Option<u32>>,
-    cap_rx: Vec<Option<u32>>,
     /// The first error writing a capture (reported at the end).
     io_error: Option<std::io::Error>,
     /// The time the run ends.
@@ -267,11 +267,7 @@ impl Simulation {
         let mut flows = build::flows(sc, &wiring, &mut rng, intervals);
         let (mut conns, mptcp) = build::flow_connections(sc, &wiring, &mut flows, intervals, opts.seed);
         let (tunnels, tunnel_addrs) = build::tunnels(sc, &wiring, &mut nodes, &mut conns)?;
-        let build::Captures {
-            captures,
-            cap_tx,
-            cap_rx,
-        } = build::captures(opts, sc, &nodes, links.len())?;
+        let captures = build::captures(opts, sc, &nodes, &mut links)?;
         let (columns, register_columns) = build::series_columns(sc, &flows, &tunnels, &nodes);
         let queue = build::first_events(sc, &flows);
         let multi_homed = nodes.iter().any(|n| n.kind == NodeKind::Host && n.out_links.len() > 1);
@@ -287,9 +283,8 @@ impl Simulation {
             mptcp_options: Slab::default(),
             inner: Slab::default(),
             pool: Slab::default(),
+            wire: Wire::default(),
             captures,
-            cap_tx,
-            cap_rx,
             io_error: None,
             end_ps: sc.duration_ps + opts.drain_ps,
             routes: multi_homed.then_some(wiring.routes),
@@ -381,7 +376,7 @@ impl Simulation {
         };
         for l in &self.net.links {
             l.queues.iter().for_each(&mut count);
-            l.in_flight.iter().for_each(|f| count(f.pkt));
+            self.net.wire.iter(&l.in_flight).for_each(&mut count);
         }
         if dangling > 0 {
             return Err(format!("{dangling} handles to packets no longer in the pool"));
@@ -696,7 +691,7 @@ impl Simulation {
                 return false;
             }
         }
-        if let Some(c) = self.net.cap_tx[li] {
+        if let Some(c) = self.net.links[li].capture_tx {
             let pkt = *self.net.pool.at(id);
             self.capture(c, &pkt, true);
         }
@@ -714,11 +709,7 @@ impl Simulation {
         } else {
             self.net.queue.reserve_seq()
         };
-        link.in_flight.push_back(InFlight {
-            arrive_ps,
-            seq,
-            pkt: id,
-        });
+        self.net.wire.push_back(&mut link.in_flight, id, arrive_ps, seq);
         true
     }
 
@@ -751,15 +742,12 @@ impl Simulation {
 
     fn on_arrive(&mut self, l: u32) {
         let link = &mut self.net.links[l as usize];
-        let pkt = link
-            .in_flight
-            .pop_front()
-            .expect("an Arrive event has a packet in flight")
-            .pkt;
-        if let Some(next) = link.in_flight.front() {
-            self.net
-                .queue
-                .schedule_reserved(next.arrive_ps, next.seq, EventKind::Arrive(l));
+        let wire = &mut self.net.wire;
+        let pkt = wire
+            .pop_front(&mut link.in_flight)
+            .expect("an Arrive event has a packet in flight");
+        if let Some((arrive_ps, seq)) = wire.front(&link.in_flight) {
+            self.net.queue.schedule_reserved(arrive_ps, seq, EventKind::Arrive(l));
         }
         if link.delay_ps == 0 && link.busy_until_ps <= self.net.now && !link.queues.is_empty() {
             self.start_next_tx(l);
@@ -783,7 +771,7 @@ impl Simulation {
             pkt.path = tag;
         }
         let (to, to_port) = (link.to, link.to_port);
-        if let Some(c) = self.net.cap_rx[li] {
+        if let Some(c) = link.capture_rx {
             let pkt = *self.net.pool.at(id);
             self.capture(c, &pkt, false);
         }
