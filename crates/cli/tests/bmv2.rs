@@ -61,22 +61,8 @@ fn our_namespaces() -> Vec<String> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
-        .filter(|l| l.starts_with(&format!("mpsb-{}-", std::process::id())) || is_a_childs(l))
+        .filter(|l| l.starts_with(&format!("mpsb-{}-", std::process::id())) || common::made_by_this_test(l))
         .collect()
-}
-
-/// A run namespace whose owner is a child of this test process (or gone).
-fn is_a_childs(name: &str) -> bool {
-    let Some(pid) = mpsched_netns::backend::owner_pid(name) else {
-        return false;
-    };
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let ppid = stat
-        .rsplit(") ")
-        .next()
-        .and_then(|r| r.split_whitespace().nth(1))
-        .unwrap_or("");
-    stat.is_empty() || ppid == std::process::id().to_string()
 }
 
 /// No namespace of ours, no switch process beyond `switches`, no switch file in the temp dir.
@@ -99,7 +85,7 @@ fn assert_clean(when: &str, switches: usize) {
 
 fn our_namespaces_prefix(file: &str) -> bool {
     let ns = file.split(".bmv2.").next().unwrap_or("");
-    ns.starts_with(&format!("mpsb-{}-", std::process::id())) || is_a_childs(ns)
+    ns.starts_with(&format!("mpsb-{}-", std::process::id())) || common::made_by_this_test(ns)
 }
 
 fn tmp(name: &str) -> PathBuf {

@@ -112,12 +112,13 @@ fn remove_tmp_dirs() {
     }
 }
 
+/// The run namespaces this test binary answers for (`common::made_by_this_test`).
 fn our_namespaces() -> Vec<String> {
     let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with("mps-"))
+        .filter(|n| n.starts_with("mps-") && common::made_by_this_test(n))
         .map(str::to_string)
         .collect()
 }

@@ -38,6 +38,23 @@ pub fn run_or_skip(tests: &[(&'static str, fn())], missing: Option<String>, what
     libtest_mimic::run(&args, trials)
 }
 
+/// Whether run namespace `name` is this test binary's to account for: made by this process or
+/// by a child it started (an `mpsched` run), or left by an owner that is gone. Another user's
+/// run in progress on the same machine is not, so it cannot fail a leak check.
+pub fn made_by_this_test(name: &str) -> bool {
+    let Some(pid) = mpsched_netns::backend::owner_pid(name) else {
+        return false;
+    };
+    let me = std::process::id();
+    if pid == me {
+        return true;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name, which is in parentheses: state, then the parent.
+    let ppid = stat.rsplit(") ").next().and_then(|r| r.split_whitespace().nth(1));
+    stat.is_empty() || ppid == Some(me.to_string().as_str())
+}
+
 /// Remove what earlier runs that never finished left behind (one killed with SIGKILL, a machine
 /// that lost power), as `mpsched clean` does, and say so. The root tests count every namespace of
 /// ours as a leak of the test that made it; these are no test's of this binary. Runs in progress
