@@ -629,7 +629,7 @@ impl Simulation {
             for (v, s) in m.views.iter_mut().zip(&m.subflows) {
                 let sender = &self.traffic.conns[s.conn as usize].sender;
                 *v = SubflowView {
-                    cwnd_bytes: sender.cwnd_bytes(),
+                    cwnd_bytes: sender.coupling_window_bytes(),
                     srtt_ns: sender.rtt().srtt_ns().unwrap_or(0),
                     loss_interval_bytes: sender.controller().loss_interval_bytes(),
                 };

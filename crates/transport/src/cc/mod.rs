@@ -35,7 +35,8 @@ use serde::{Deserialize, Serialize};
 /// One subflow of a multipath connection as its siblings' controllers see it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SubflowView {
-    /// Its congestion window in bytes.
+    /// Its congestion window in bytes, as coupling counts it: not inflated in fast recovery
+    /// (`TcpSender::coupling_window_bytes`).
     pub cwnd_bytes: u64,
     /// Its smoothed RTT (0 before the first sample).
     pub srtt_ns: u64,

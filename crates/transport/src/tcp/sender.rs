@@ -184,6 +184,20 @@ impl TcpSender {
         self.cc.window_bytes()
     }
 
+    /// The window a coupled controller counts for this subflow (its siblings' `cwnd_i`, RFC 6356):
+    /// the congestion window, or in fast recovery the slow-start threshold the window returns
+    /// to. RFC 6582's inflation by a segment per duplicate ACK keeps the ACK clock going; it is
+    /// no measure of the path (Linux does not inflate, and htsim's coupled controllers count
+    /// `ssthresh` in recovery). Counted inflated, a subflow in recovery at 100 Gbit/s (tens of
+    /// MB of window) froze every sibling's increase.
+    pub fn coupling_window_bytes(&self) -> u64 {
+        if self.in_recovery {
+            self.cc.ssthresh_bytes()
+        } else {
+            self.cc.window_bytes()
+        }
+    }
+
     /// Slow-start threshold in bytes.
     pub fn ssthresh_bytes(&self) -> u64 {
         self.cc.ssthresh_bytes()

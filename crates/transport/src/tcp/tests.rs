@@ -102,6 +102,31 @@ fn one_loss_is_repaired_by_fast_retransmit_and_halves_the_window() {
 }
 
 #[test]
+fn siblings_count_a_subflow_in_fast_recovery_at_its_threshold_not_its_inflated_window() {
+    let mut s = TcpSender::new(cfg(CcKind::Reno));
+    let mut r = TcpReceiver::new(&TcpConfig {
+        delayed_ack_ns: 0,
+        ..cfg(CcKind::Reno)
+    });
+    s.write(10_000_000);
+    let now = 10 * NS_PER_MS;
+    // Segment 0 lost: the other nine give dupacks, the last six inflate the window.
+    for g in burst(&mut s, 0).iter().skip(1) {
+        if let Some(a) = r.on_segment(now, g, false).ack {
+            s.on_ack(now, &a);
+        }
+    }
+    assert!(s.in_recovery());
+    assert!(s.cwnd_bytes() > s.ssthresh_bytes(), "inflated: {}", s.cwnd_bytes());
+    assert_eq!(s.coupling_window_bytes(), s.ssthresh_bytes());
+    let rtx = s.poll_transmit(now).unwrap();
+    let a = r.on_segment(now + NS_PER_MS, &rtx, false).ack.unwrap();
+    s.on_ack(now + NS_PER_MS, &a);
+    assert!(!s.in_recovery());
+    assert_eq!(s.coupling_window_bytes(), s.cwnd_bytes());
+}
+
+#[test]
 fn rto_goes_back_to_the_first_unacknowledged_byte_with_one_segment() {
     let mut s = TcpSender::new(cfg(CcKind::Cubic));
     s.write(100_000);
