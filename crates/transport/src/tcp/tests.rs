@@ -17,6 +17,17 @@ fn burst(s: &mut TcpSender, now: u64) -> Vec<Segment> {
     std::iter::from_fn(|| s.poll_transmit(now)).collect()
 }
 
+/// A NewReno sender with 10 MB to send and a receiver that acknowledges every segment.
+fn bulk_reno_pair() -> (TcpSender, TcpReceiver) {
+    let mut s = TcpSender::new(cfg(CcKind::Reno));
+    s.write(10_000_000);
+    let r = TcpReceiver::new(&TcpConfig {
+        delayed_ack_ns: 0,
+        ..cfg(CcKind::Reno)
+    });
+    (s, r)
+}
+
 #[test]
 fn the_initial_window_is_ten_segments_and_delayed_acks_ack_every_second() {
     let mut s = TcpSender::new(cfg(CcKind::Reno));
@@ -59,12 +70,7 @@ fn a_lone_segment_is_acknowledged_by_the_delayed_ack_timer() {
 
 #[test]
 fn one_loss_is_repaired_by_fast_retransmit_and_halves_the_window() {
-    let mut s = TcpSender::new(cfg(CcKind::Reno));
-    let mut r = TcpReceiver::new(&TcpConfig {
-        delayed_ack_ns: 0,
-        ..cfg(CcKind::Reno)
-    });
-    s.write(10_000_000);
+    let (mut s, mut r) = bulk_reno_pair();
     let segs = burst(&mut s, 0);
     // Segment 2 is lost; the others produce dupacks.
     let mut now = 10 * NS_PER_MS;
@@ -103,12 +109,7 @@ fn one_loss_is_repaired_by_fast_retransmit_and_halves_the_window() {
 
 #[test]
 fn siblings_count_a_subflow_in_fast_recovery_at_its_threshold_not_its_inflated_window() {
-    let mut s = TcpSender::new(cfg(CcKind::Reno));
-    let mut r = TcpReceiver::new(&TcpConfig {
-        delayed_ack_ns: 0,
-        ..cfg(CcKind::Reno)
-    });
-    s.write(10_000_000);
+    let (mut s, mut r) = bulk_reno_pair();
     let now = 10 * NS_PER_MS;
     // Segment 0 lost: the other nine give dupacks, the last six inflate the window.
     for g in burst(&mut s, 0).iter().skip(1) {
