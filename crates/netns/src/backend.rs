@@ -753,36 +753,7 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
                     push_child(live, c);
                     continue;
                 }
-                let mut args: Vec<String> = vec![
-                    "-c".into(),
-                    ipv4_to_string(sc.flow_addresses(w, f).1),
-                    "-p".into(),
-                    f.dst_port.to_string(),
-                    "--cport".into(),
-                    f.src_port.to_string(),
-                    "-u".into(),
-                    "-b".into(),
-                    f.rate_bps.to_string(),
-                    "-l".into(),
-                    f.payload_bytes.to_string(),
-                    "-t".into(),
-                    format!("{dur_s:.3}"),
-                    "-J".into(),
-                ];
-                // Namespaces share one kernel, and since Linux 4.19 a packet keeps its socket
-                // reference across veth: packets queued at a remote bottleneck count against
-                // the sender's send buffer, which then blocks the sender instead of letting
-                // the bottleneck drop, as a separate machine would. A send buffer as large as
-                // the system allows (net.core.wmem_max) keeps the sender at its rate.
-                args.push("-w".into());
-                args.push(send_buffer_bytes().to_string());
-                if let Some(a) = hosts::bind_address(sc, w, f) {
-                    args.extend(["-B".into(), ipv4_to_string(a)]);
-                }
-                if f.ecn != Ecn::NotEct || f.dscp != 0 {
-                    args.push("--tos".into());
-                    args.push(((f.dscp << 2) | f.ecn.bits()).to_string());
-                }
+                let args = udp_client_args(sc, w, f, dur_s);
                 let refs: Vec<&str> = args.iter().map(String::as_str).collect();
                 let c = live.nss[f.src].spawn("iperf3", &refs)?;
                 push_child(live, c);
@@ -1201,19 +1172,13 @@ fn tcp_sysctls(n: &Netns, sc: &Scenario, host: usize) -> Result<(), NetnsError> 
 /// iperf3 client arguments for a bulk TCP flow: `-C` for the congestion control, `-t`, `-N` for
 /// no Nagle.
 fn tcp_client_args(sc: &Scenario, w: &mpsched_topo::Wiring, f: &Flow, t: &TcpFlow, dur_s: f64) -> Vec<String> {
-    let mut args: Vec<String> = vec![
-        "-c".into(),
-        ipv4_to_string(sc.flow_addresses(w, f).1),
-        "-p".into(),
-        f.dst_port.to_string(),
-        "--cport".into(),
-        f.src_port.to_string(),
+    let mut args = client_args(sc, w, f);
+    args.extend([
         "-C".into(),
         t.config.cc.linux_name().into(),
-        "-J".into(),
         "-i".into(),
         report_interval(sc),
-    ];
+    ]);
     // TCP_MAXSEG clamps the MSS before Linux takes the 12 bytes of timestamps off it.
     if t.config.mss_bytes != mpsched_transport::tcp::DEFAULT_MSS_BYTES {
         args.push("-M".into());
@@ -1225,6 +1190,45 @@ fn tcp_client_args(sc: &Scenario, w: &mpsched_topo::Wiring, f: &Flow, t: &TcpFlo
     if t.config.nodelay {
         args.push("-N".into());
     }
+    args
+}
+
+/// iperf3 client arguments for a UDP flow at its rate, payload size and duration.
+fn udp_client_args(sc: &Scenario, w: &mpsched_topo::Wiring, f: &Flow, dur_s: f64) -> Vec<String> {
+    let mut args = client_args(sc, w, f);
+    args.extend([
+        "-u".into(),
+        "-b".into(),
+        f.rate_bps.to_string(),
+        "-l".into(),
+        f.payload_bytes.to_string(),
+        "-t".into(),
+        format!("{dur_s:.3}"),
+    ]);
+    // Namespaces share one kernel, and since Linux 4.19 a packet keeps its socket reference
+    // across veth: packets queued at a remote bottleneck count against the sender's send
+    // buffer, which then blocks the sender instead of letting the bottleneck drop, as a
+    // separate machine would. A send buffer as large as the system allows (net.core.wmem_max)
+    // keeps the sender at its rate.
+    args.extend(["-w".into(), send_buffer_bytes().to_string()]);
+    if f.ecn != Ecn::NotEct || f.dscp != 0 {
+        args.extend(["--tos".into(), ((f.dscp << 2) | f.ecn.bits()).to_string()]);
+    }
+    args
+}
+
+/// What every iperf3 client of flow `f` is given: the server's address and port, the flow's
+/// source port and, on a multi-homed host, the address to send from; JSON output.
+fn client_args(sc: &Scenario, w: &mpsched_topo::Wiring, f: &Flow) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "-c".into(),
+        ipv4_to_string(sc.flow_addresses(w, f).1),
+        "-p".into(),
+        f.dst_port.to_string(),
+        "--cport".into(),
+        f.src_port.to_string(),
+        "-J".into(),
+    ];
     if let Some(a) = hosts::bind_address(sc, w, f) {
         args.extend(["-B".into(), ipv4_to_string(a)]);
     }
