@@ -199,6 +199,9 @@ pub struct RawTcp {
     pub nodelay: Option<bool>,
     pub receive_window: Option<String>,
     pub ecn: Option<bool>,
+    /// Bytes a host's interface queue may hold before its TCP senders wait for room
+    /// (simulator; default: they never wait, and the queue drops what overflows).
+    pub host_queue_limit: Option<String>,
 }
 
 /// `[[tunnel]]`: a multipath tunnel between two switches.

@@ -5,6 +5,7 @@ use crate::event::{TimePs, PS_PER_S};
 use crate::packet::PacketId;
 use crate::queue::PortQueues;
 use mpsched_core::packet::PortId;
+use std::collections::VecDeque;
 
 /// A simplex link and its output queue.
 ///
@@ -57,6 +58,9 @@ pub struct Link {
     pub rate_bps: u64,
     /// Wire bytes of the packets waiting (kept with `queues`).
     pub queued_bytes: u64,
+    /// TCP connections of the sending host waiting for room in `queues`
+    /// (`tcp.host_queue_limit`), to send in turn as it drains. Empty on switches' links.
+    pub waiting_conns: VecDeque<u32>,
 }
 
 /// No packet: the end of an [`InFlight`] list.
@@ -219,6 +223,7 @@ impl Link {
             delay_ps,
             queues,
             queued_bytes: 0,
+            waiting_conns: VecDeque::new(),
             busy_until_ps: 0,
             in_flight: InFlight::default(),
             egress_stage: false,

@@ -232,13 +232,18 @@ queues = 3
     s
 }
 
-fn classes(discipline: &str) -> RunFigures {
-    let sc = Scenario::from_toml(&three_classes(discipline), "classes.toml").unwrap();
+/// The figures of a run of scenario `text` (named `file` in errors) with seed 1.
+fn run_scenario(text: &str, file: &str) -> RunFigures {
+    let sc = Scenario::from_toml(text, file).unwrap();
     Simulation::new(&sc, &SimOptions::with_seed(1))
         .unwrap()
         .run()
         .unwrap()
         .figures
+}
+
+fn classes(discipline: &str) -> RunFigures {
+    run_scenario(&three_classes(discipline), "classes.toml")
 }
 
 fn mbps(r: &RunFigures, id: &str) -> f64 {
@@ -564,17 +569,11 @@ protocol = "tcp"
     );
 }
 
-/// A TCP flow over a host's 100 Mbit/s link (the bottleneck: the rest is 1 Gbit/s) with
-/// 8-packet queues, from the host (`towards_host` false: its own interface is the bottleneck) or
-/// to it (the switch's port towards it is); `host_link_extra` adds keys to the host's link.
-fn host_bottleneck(host_link_extra: &str, towards_host: bool) -> RunFigures {
-    let (src, dst) = if towards_host { ("d", "h") } else { ("h", "d") };
-    let text = format!(
+/// Host `h`, switch `s`, host `d`: a 100 Mbit/s link from `h` (with `host_link_extra` keys),
+/// 1 Gbit/s on to `d`, 100 us each.
+fn host_switch_host(host_link_extra: &str) -> String {
+    format!(
         r#"
-[scenario]
-name = "host-queue"
-duration = "3s"
-queue_pkts = 8
 [[node]]
 name = "h"
 kind = "host"
@@ -595,20 +594,31 @@ a = "s"
 b = "d"
 rate = "1Gbps"
 delay = "100us"
-[[flow]]
+"#
+    )
+}
+
+/// A TCP flow over a host's 100 Mbit/s link (the bottleneck: the rest is 1 Gbit/s) with
+/// 8-packet queues, from the host (`towards_host` false: its own interface is the bottleneck) or
+/// to it (the switch's port towards it is); `host_link_extra` adds keys to the host's link.
+fn host_bottleneck(host_link_extra: &str, towards_host: bool) -> RunFigures {
+    let (src, dst) = if towards_host { ("d", "h") } else { ("h", "d") };
+    let text = format!(
+        r#"
+[scenario]
+name = "host-queue"
+duration = "3s"
+queue_pkts = 8
+{}[[flow]]
 name = "t"
 src = "{src}"
 dst = "{dst}"
 protocol = "tcp"
 tcp.receive_window = "256KB"
-"#
+"#,
+        host_switch_host(host_link_extra)
     );
-    let sc = Scenario::from_toml(&text, "host-queue.toml").unwrap();
-    Simulation::new(&sc, &SimOptions::with_seed(1))
-        .unwrap()
-        .run()
-        .unwrap()
-        .figures
+    run_scenario(&text, "host-queue.toml")
 }
 
 /// `host_queue_pkts` sizes the host's own interface queue (Linux's txqueuelen), not the
@@ -628,4 +638,64 @@ fn host_queue_pkts_sizes_the_hosts_own_queue_only() {
     let back_large = host_bottleneck("host_queue_pkts = 1000", true);
     assert!(retx(&back_large) > 0, "the switch's end keeps 8 packets");
     assert_eq!(retx(&back_small), retx(&back_large));
+}
+
+/// Two TCP flows from one host whose own interface (100 Mbit/s, 8 packets) is the bottleneck,
+/// with `tcp.host_queue_limit` = `limit` if given.
+fn two_flows_from_one_host(limit: Option<&str>) -> RunFigures {
+    let tcp = limit.map_or(String::new(), |l| format!("host_queue_limit = \"{l}\""));
+    let flow = |name: &str| {
+        format!("[[flow]]\nname = \"{name}\"\nsrc = \"h\"\ndst = \"d\"\nprotocol = \"tcp\"\ntcp.receive_window = \"256KB\"\n")
+    };
+    let text = format!(
+        r#"
+[scenario]
+name = "host-queue-limit"
+duration = "3s"
+queue_pkts = 8
+[tcp]
+cc = "reno"
+{tcp}
+{}{}{}"#,
+        host_switch_host(""),
+        flow("a"),
+        flow("b")
+    );
+    run_scenario(&text, "host-queue-limit.toml")
+}
+
+/// `tcp.host_queue_limit`: a host's senders wait for room in its interface queue instead of
+/// overflowing it (Linux's TCP Small Queues; htsim's lossless host queue). Without it two flows'
+/// slow starts overflow the host's 8 packets and retransmit; with a limit of 4 packets nothing
+/// is lost anywhere (the host's link is the only bottleneck), the link stays full and the flows,
+/// admitted in turn as the queue drains, share it.
+#[test]
+fn host_queue_limit_makes_a_hosts_senders_wait_instead_of_dropping() {
+    let retx = |r: &RunFigures, f: usize| r.flows[f].tcp.as_ref().unwrap().retransmitted_segments;
+    let dropping = two_flows_from_one_host(None);
+    assert!(
+        retx(&dropping, 0) + retx(&dropping, 1) > 0,
+        "8 packets at the host overflow"
+    );
+    let waiting = two_flows_from_one_host(Some("6000B"));
+    assert_eq!(
+        (retx(&waiting, 0), retx(&waiting, 1)),
+        (0, 0),
+        "a sender that waits loses nothing"
+    );
+    let (a, b) = (mbps(&waiting, "a"), mbps(&waiting, "b"));
+    assert!(a + b > 90.0, "the link stays full: {a} + {b} Mbit/s");
+    assert!(
+        a.min(b) > 0.8 * a.max(b),
+        "in turn, about equal shares: {a} and {b} Mbit/s"
+    );
+}
+
+/// A limit below one segment could never admit a segment: refused at validation.
+#[test]
+fn host_queue_limit_below_a_segment_is_refused() {
+    let text = include_str!("../../../scenarios/dc/htsim-mptcp-k4.toml")
+        .replace("host_queue_limit = \"1500000B\"", "host_queue_limit = \"1000B\"");
+    let e = Scenario::from_toml(&text, "x.toml").unwrap_err();
+    assert!(e.to_string().contains("tcp.host_queue_limit"), "{e}");
 }

@@ -355,6 +355,9 @@ pub(super) fn subflow_count(ctx: &Ctx<'_>, at: &str, n: u8) -> Result<u8, Scenar
     Ok(n)
 }
 
+/// Largest `host_queue_limit`: a host's queue holds up to this much while its senders wait.
+const MAX_HOST_QUEUE_LIMIT_BYTES: u64 = 1 << 30;
+
 pub(super) fn tcp_config(ctx: &Ctx<'_>, at: &str, base: TcpConfig, raw: &RawTcp) -> Result<TcpConfig, ScenarioError> {
     let mut c = base;
     if let Some(cc) = &raw.cc {
@@ -402,6 +405,16 @@ pub(super) fn tcp_config(ctx: &Ctx<'_>, at: &str, base: TcpConfig, raw: &RawTcp)
     }
     if let Some(e) = raw.ecn {
         c.ecn = e;
+    }
+    if let Some(q) = &raw.host_queue_limit {
+        let v = ctx.size(&format!("{at}.host_queue_limit"), q)?;
+        if !(u64::from(c.mss_bytes)..=MAX_HOST_QUEUE_LIMIT_BYTES).contains(&v) {
+            return Err(ctx.err(
+                format!("{at}.host_queue_limit"),
+                format!("expected one segment ({}B) to 1GiB, got {v}B", c.mss_bytes),
+            ));
+        }
+        c.host_queue_limit_bytes = Some(v);
     }
     if c.cc == CcKind::Dctcp && !c.ecn {
         return Err(ctx.err(format!("{at}.ecn"), "DCTCP needs ECN: set `ecn = true`"));

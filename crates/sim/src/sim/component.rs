@@ -202,6 +202,11 @@ impl Net<'_> {
                 link.stats.down_drops += 1;
                 sim.drop_packet(d.pkt);
             }
+            // The queue is empty: those waiting for room in it wait no more (their next ACK or
+            // timer lets them send, into a link that drops what it is given).
+            for c in std::mem::take(&mut sim.net.links[l].waiting_conns) {
+                sim.traffic.conns[c as usize].waiting_for_room = false;
+            }
         }
         Ok(())
     }

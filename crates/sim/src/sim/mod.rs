@@ -738,6 +738,9 @@ impl Simulation {
                 break;
             }
         }
+        if !self.net.links[l as usize].waiting_conns.is_empty() {
+            self.wake_waiting_conns(l);
+        }
     }
 
     fn on_arrive(&mut self, l: u32) {

@@ -47,6 +47,11 @@ pub(crate) struct Conn {
     pub owd_sum_ps: u128,
     /// When a handshake segment is due again (an MPTCP subflow's SYN or MP_JOIN third ACK).
     pub handshake_deadline_ns: Option<u64>,
+    /// Bytes the source host's queue may hold before this connection waits for room
+    /// (`tcp.host_queue_limit`; `u64::MAX`: never).
+    pub host_queue_limit_bytes: u64,
+    /// Whether it is in its host link's `waiting_conns`.
+    pub waiting_for_room: bool,
 }
 
 impl Conn {
@@ -81,6 +86,8 @@ impl Conn {
             records: RecordQueue::default(),
             owd_sum_ps: 0,
             handshake_deadline_ns: None,
+            host_queue_limit_bytes: cfg.host_queue_limit_bytes.unwrap_or(u64::MAX),
+            waiting_for_room: false,
         }
     }
 }
@@ -144,6 +151,9 @@ impl Simulation {
     pub(crate) fn pump(&mut self, c: u32) {
         let now_ns = ps_to_ns(self.net.now);
         loop {
+            if self.host_queue_full(c) {
+                break;
+            }
             let conn = &mut self.traffic.conns[c as usize];
             let Some(seg) = conn.sender.poll_transmit(now_ns) else {
                 break;
@@ -182,6 +192,42 @@ impl Simulation {
             self.output(node, port, pkt);
         }
         self.arm_timer(c);
+    }
+
+    /// Whether connection `c` must wait for room in its host's queue (`tcp.host_queue_limit`);
+    /// if so it joins the link's waiting connections, once.
+    #[inline]
+    fn host_queue_full(&mut self, c: u32) -> bool {
+        let conn = &self.traffic.conns[c as usize];
+        if conn.host_queue_limit_bytes == u64::MAX {
+            return false;
+        }
+        let node = &self.net.nodes[conn.src_node as usize];
+        let Some(&l) = node.out_links.get(usize::from(conn.data_port)) else {
+            return false;
+        };
+        let link = &mut self.net.links[l as usize];
+        if link.queued_bytes < conn.host_queue_limit_bytes {
+            return false;
+        }
+        let conn = &mut self.traffic.conns[c as usize];
+        if !conn.waiting_for_room {
+            conn.waiting_for_room = true;
+            link.waiting_conns.push_back(c);
+        }
+        true
+    }
+
+    /// A packet left host link `l`'s queue: the connections waiting for room send in turn,
+    /// until one fills the queue again (it waits at the back) or none is left.
+    pub(crate) fn wake_waiting_conns(&mut self, l: u32) {
+        while let Some(c) = self.net.links[l as usize].waiting_conns.pop_front() {
+            self.traffic.conns[c as usize].waiting_for_room = false;
+            self.pump(c);
+            if self.traffic.conns[c as usize].waiting_for_room {
+                break;
+            }
+        }
     }
 
     pub(crate) fn arm_timer(&mut self, c: u32) {

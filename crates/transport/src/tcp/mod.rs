@@ -74,6 +74,13 @@ pub struct TcpConfig {
     pub ecn: bool,
     /// Duplicate ACKs that trigger fast retransmit.
     pub dupack_threshold: u32,
+    /// Bytes the sending host's interface queue may hold before this connection waits for
+    /// room instead of sending (None: it never waits, and a full queue drops its segments as
+    /// any queue does). A host model for the simulator, not a sender setting: Linux's TCP Small
+    /// Queues keep each socket's bytes in the qdisc small, and htsim's host queue never drops
+    /// and serves its flows in turn; with this limit a host drops none of its own segments and
+    /// the connections waiting send in turn as the queue drains.
+    pub host_queue_limit_bytes: Option<u64>,
 }
 
 impl Default for TcpConfig {
@@ -89,6 +96,7 @@ impl Default for TcpConfig {
             receive_window_bytes: 3 << 20,
             ecn: false,
             dupack_threshold: 3,
+            host_queue_limit_bytes: None,
         }
     }
 }
