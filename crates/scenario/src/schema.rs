@@ -202,6 +202,8 @@ pub struct RawTcp {
     /// Bytes a host's interface queue may hold before its TCP senders wait for room
     /// (simulator; default: they never wait, and the queue drops what overflows).
     pub host_queue_limit: Option<String>,
+    /// RFC 3465's L: segments an ACK may grow the window by (default: no limit, as Linux).
+    pub abc_limit: Option<u32>,
 }
 
 /// `[[tunnel]]`: a multipath tunnel between two switches.

@@ -699,3 +699,11 @@ fn host_queue_limit_below_a_segment_is_refused() {
     let e = Scenario::from_toml(&text, "x.toml").unwrap_err();
     assert!(e.to_string().contains("tcp.host_queue_limit"), "{e}");
 }
+
+/// An ABC limit of no segment could never grow a window: refused at validation.
+#[test]
+fn an_abc_limit_of_zero_is_refused() {
+    let text = include_str!("../../../scenarios/dc/htsim-mptcp-k4.toml").replace("abc_limit = 1", "abc_limit = 0");
+    let e = Scenario::from_toml(&text, "x.toml").unwrap_err();
+    assert!(e.to_string().contains("tcp.abc_limit"), "{e}");
+}

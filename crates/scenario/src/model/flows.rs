@@ -416,6 +416,12 @@ pub(super) fn tcp_config(ctx: &Ctx<'_>, at: &str, base: TcpConfig, raw: &RawTcp)
         }
         c.host_queue_limit_bytes = Some(v);
     }
+    if let Some(l) = raw.abc_limit {
+        if l == 0 {
+            return Err(ctx.err(format!("{at}.abc_limit"), "expected at least 1 segment"));
+        }
+        c.abc_limit_segments = Some(l);
+    }
     if c.cc == CcKind::Dctcp && !c.ecn {
         return Err(ctx.err(format!("{at}.ecn"), "DCTCP needs ECN: set `ecn = true`"));
     }

@@ -81,6 +81,12 @@ pub struct TcpConfig {
     /// and serves its flows in turn; with this limit a host drops none of its own segments and
     /// the connections waiting send in turn as the queue drains.
     pub host_queue_limit_bytes: Option<u64>,
+    /// Appropriate byte counting's limit L (RFC 3465), in segments: an ACK grows the window by
+    /// at most this many segments' worth, however much it acknowledges (None: no limit, as
+    /// Linux's `tcp_slow_start`; htsim's `TcpSrc` counts at most one segment per ACK). Without
+    /// a limit, the ACK that fills a hole after a timeout can open the window to the threshold
+    /// at once, and the sender bursts all of it at line rate.
+    pub abc_limit_segments: Option<u32>,
 }
 
 impl Default for TcpConfig {
@@ -97,6 +103,7 @@ impl Default for TcpConfig {
             ecn: false,
             dupack_threshold: 3,
             host_queue_limit_bytes: None,
+            abc_limit_segments: None,
         }
     }
 }

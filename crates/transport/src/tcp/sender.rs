@@ -383,9 +383,13 @@ impl TcpSender {
                     || self.cwnd_limited_prev
                     || (ss && self.cc.window_bytes() < 2 * self.max_flight)
                     || flight_before + mss >= self.cc.window_bytes();
+                let counted = self
+                    .cfg
+                    .abc_limit_segments
+                    .map_or(acked, |l| acked.min(u64::from(l) * mss));
                 self.cc.on_ack(&AckEvent {
                     now_ns: now,
-                    acked_bytes: acked,
+                    acked_bytes: counted,
                     cwnd_limited: limited,
                     srtt_ns: self.rtt.srtt_ns().unwrap_or(0),
                     min_rtt_ns: if self.rtt.min_rtt_ns() == u64::MAX {

@@ -380,3 +380,31 @@ mod prop {
         }
     }
 }
+
+/// RFC 3465's L (`abc_limit_segments`): an ACK that acknowledges ten segments at once grows a
+/// slow-starting window by ten segments without a limit (Linux), by one with L = 1 (htsim).
+#[test]
+fn an_abc_limit_caps_what_one_ack_grows_the_window_by() {
+    let grown_by = |limit: Option<u32>| {
+        let c = TcpConfig {
+            abc_limit_segments: limit,
+            ..cfg(CcKind::Reno)
+        };
+        let mut s = TcpSender::new(c);
+        s.write(1_000_000);
+        let segs = burst(&mut s, 0);
+        assert_eq!(segs.len(), 10);
+        let before = s.cwnd_bytes();
+        let last = segs.last().unwrap();
+        let ack = Segment {
+            ack: last.seq + u64::from(last.len),
+            window_bytes: 1 << 20,
+            ..Segment::default()
+        };
+        s.on_ack(NS_PER_MS, &ack);
+        s.cwnd_bytes() - before
+    };
+    assert_eq!(grown_by(None), 10_000);
+    assert_eq!(grown_by(Some(1)), 1_000);
+    assert_eq!(grown_by(Some(2)), 2_000);
+}
