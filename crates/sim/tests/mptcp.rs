@@ -297,3 +297,22 @@ fn a_switch_program_reads_the_options_of_simulated_segments() {
     assert_eq!(seen.join_tokens, vec![token], "one MP_JOIN, naming the server's token");
     assert!(seen.mappings > 1000, "{} mappings", seen.mappings);
 }
+
+/// The time series' `<flow>_retx` of an MPTCP flow counts every subflow's retransmissions, as
+/// its figures do, not the first subflow's alone: over two lossy paths its sum exceeds what the
+/// first subflow retransmitted in the whole run.
+#[test]
+fn an_mptcp_flows_retransmission_series_counts_every_subflow() {
+    let sc = builtin("mptcp/two-paths").with_variant("lia").unwrap();
+    let out = Simulation::new(&sc, &SimOptions::with_seed(1)).unwrap().run().unwrap();
+    let col = out.series.columns.iter().position(|c| c == "mp_retx").unwrap();
+    let series: f64 = out.series.rows.iter().map(|r| r[col]).sum();
+    let t = flow(&out.figures, "mp").tcp.as_ref().unwrap();
+    let first = t.subflows[0].retransmitted_segments as f64;
+    assert!(
+        t.subflows[1].retransmitted_segments > 0 && series > first,
+        "series {series} against the first subflow's {first} ({:?})",
+        t.subflows
+    );
+    assert!(series <= t.retransmitted_segments as f64);
+}

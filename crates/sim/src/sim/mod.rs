@@ -912,7 +912,20 @@ impl Simulation {
             t.cwnd_samples += 1;
             row.push(round(cwnd as f64 / 1024.0, 3));
             row.push(round(c.sender.rtt().srtt_ns().unwrap_or(0) as f64 / 1e6, 3));
-            let retx = c.sender.stats().retransmitted_segments;
+            // An MPTCP flow's retransmissions are its subflows' together, as in its figures.
+            let retx = match t.mptcp {
+                Some(mp) => self.traffic.mptcp[mp as usize]
+                    .subflows
+                    .iter()
+                    .map(|s| {
+                        self.traffic.conns[s.conn as usize]
+                            .sender
+                            .stats()
+                            .retransmitted_segments
+                    })
+                    .sum(),
+                None => c.sender.stats().retransmitted_segments,
+            };
             row.push((retx - t.retx_at_last_sample) as f64);
             t.retx_at_last_sample = retx;
         }
