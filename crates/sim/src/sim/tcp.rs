@@ -150,8 +150,9 @@ impl Simulation {
     /// Send what connection `c` may send now, and keep its timer armed.
     pub(crate) fn pump(&mut self, c: u32) {
         let now_ns = ps_to_ns(self.net.now);
+        let limited_link = self.limited_host_link(c);
         loop {
-            if self.host_queue_full(c) {
+            if limited_link.is_some_and(|l| self.must_wait_for_room(c, l)) {
                 break;
             }
             let conn = &mut self.traffic.conns[c as usize];
@@ -194,23 +195,25 @@ impl Simulation {
         self.arm_timer(c);
     }
 
-    /// Whether connection `c` must wait for room in its host's queue (`tcp.host_queue_limit`);
-    /// if so it joins the link's waiting connections, once.
+    /// The link out of connection `c`'s host whose queue limits it (`tcp.host_queue_limit`).
     #[inline]
-    fn host_queue_full(&mut self, c: u32) -> bool {
+    fn limited_host_link(&self, c: u32) -> Option<u32> {
         let conn = &self.traffic.conns[c as usize];
         if conn.host_queue_limit_bytes == u64::MAX {
-            return false;
+            return None;
         }
         let node = &self.net.nodes[conn.src_node as usize];
-        let Some(&l) = node.out_links.get(usize::from(conn.data_port)) else {
-            return false;
-        };
+        node.out_links.get(usize::from(conn.data_port)).copied()
+    }
+
+    /// Whether connection `c` must wait for room in its host's queue on link `l`; if so it
+    /// joins the link's waiting connections, once.
+    fn must_wait_for_room(&mut self, c: u32, l: u32) -> bool {
+        let conn = &mut self.traffic.conns[c as usize];
         let link = &mut self.net.links[l as usize];
         if link.queued_bytes < conn.host_queue_limit_bytes {
             return false;
         }
-        let conn = &mut self.traffic.conns[c as usize];
         if !conn.waiting_for_room {
             conn.waiting_for_room = true;
             link.waiting_conns.push_back(c);
