@@ -16,6 +16,16 @@ macro_rules! outln {
     }};
 }
 
+/// `eprintln!` that never panics: a message to a standard error that cannot take it (a full
+/// disk, a closed pipe) is lost rather than turned into a panic, whose own report would then
+/// fail too and abort the process.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// `print!` as [`outln!`] is `println!`.
 macro_rules! out {
     ($($arg:tt)*) => {{
@@ -112,7 +122,7 @@ pub fn stop_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
 
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("mpsched: internal error: {info}\nThis is a bug; please report it with the command you ran.");
+        errln!("mpsched: internal error: {info}\nThis is a bug; please report it with the command you ran.");
     }));
     let cli = Cli::parse();
     let result = match cli.command {
@@ -134,19 +144,19 @@ fn main() -> ExitCode {
                 if io.kind() == std::io::ErrorKind::BrokenPipe {
                     return ExitCode::SUCCESS;
                 }
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return ExitCode::from(1);
             }
             if let Some(mpsched_netns::backend::NetnsError::Interrupted(_)) = e.downcast_ref() {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return ExitCode::from(130);
             }
             if e.downcast_ref::<mpsched_scenario::ScenarioError>().is_some() || e.downcast_ref::<UsageError>().is_some()
             {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 ExitCode::from(2)
             } else {
-                eprintln!("error: {e:#}");
+                errln!("error: {e:#}");
                 ExitCode::from(1)
             }
         }
