@@ -1,24 +1,12 @@
 //! MPTCP in the simulator (issue #12): two subflows aggregate two disjoint paths, the coupled
-//! controllers keep RFC 6356's goals on a shared bottleneck, the handshakes and mappings are on
-//! the wire as tshark reads them, and a seed fixes a run to the byte.
+//! controllers keep RFC 6356's goals on a shared bottleneck, and a seed fixes a run to the byte.
 
 use mpsched_scenario::results::{FlowFigures, RunFigures};
 use mpsched_scenario::Scenario;
-use mpsched_sim::{CaptureRequest, SimOptions, Simulation};
-use std::path::Path;
-use std::process::Command;
+use mpsched_sim::{SimOptions, Simulation};
 
 mod common;
-use common::have_tshark;
-
-fn builtin(name: &str) -> Scenario {
-    let (path, text) = mpsched_scenario::builtin::find(name).unwrap();
-    Scenario::from_toml(text, path).unwrap()
-}
-
-fn run(sc: &Scenario, opts: &SimOptions) -> RunFigures {
-    Simulation::new(sc, opts).unwrap().run().unwrap().figures
-}
+use common::{builtin, capture, run};
 
 fn flow<'a>(r: &'a RunFigures, name: &str) -> &'a FlowFigures {
     r.flows.iter().find(|f| f.id == name).unwrap()
@@ -74,19 +62,6 @@ fn coupled_subflows_take_one_share_of_a_shared_bottleneck_and_uncoupled_two() {
     }
 }
 
-fn capture(sc: &Scenario, dir: &Path, seed: u64) -> (RunFigures, Vec<u8>) {
-    let mut opts = SimOptions::with_seed(seed);
-    let pcap = dir.join(format!("server-{seed}.pcap"));
-    opts.captures.push(CaptureRequest {
-        node: "server".into(),
-        iface: "eth0".into(),
-        path: pcap.clone(),
-        snaplen: 128,
-    });
-    let r = run(sc, &opts);
-    (r, std::fs::read(pcap).unwrap())
-}
-
 /// The same seed gives the same figures and the same capture to the byte; another seed other
 /// keys (so other tokens and data sequence numbers on the wire).
 #[test]
@@ -107,95 +82,6 @@ fn a_seed_fixes_an_mptcp_run_to_the_byte() {
     assert_eq!(seedless(a), seedless(b));
     assert!(pa == pb, "two runs with seed 1 wrote different captures");
     assert!(pa != pc, "seeds 1 and 2 wrote the same capture");
-    std::fs::remove_dir_all(&dir).ok();
-}
-
-/// tshark's fields of every MPTCP segment in `pcap`, tab-separated.
-fn tshark(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
-    let mut cmd = Command::new("tshark");
-    cmd.args(["-o", "mptcp.analyze_mptcp:TRUE", "-r"])
-        .arg(pcap)
-        .args(["-Y", "mptcp", "-T", "fields"]);
-    for f in fields {
-        cmd.args(["-e", f]);
-    }
-    let o = cmd.output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| l.split('\t').map(str::to_string).collect())
-        .collect()
-}
-
-/// A simulated connection on the wire, as tshark decodes it: MP_CAPABLE's three segments with
-/// the keys, an MP_JOIN SYN whose token is the one tshark derives from the server's key, and
-/// DSS mappings on the data and DATA_ACKs on the ACKs of both subflows.
-#[test]
-fn tshark_decodes_the_simulated_handshakes_and_mappings() {
-    if !have_tshark() {
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("mpsched-mptcp-tshark-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let sc = builtin("mptcp/two-paths")
-        .with_variant("lia")
-        .unwrap()
-        .scaled_to((1.0 * 1e12) as u64);
-    capture(&sc, &dir, 1);
-    let pcap = dir.join("server-1.pcap");
-    let rows = tshark(
-        &pcap,
-        &[
-            "tcp.flags.syn",
-            "tcp.flags.ack",
-            "tcp.options.mptcp.subtype",
-            "tcp.options.mptcp.sendkey",
-            "tcp.options.mptcp.recvkey",
-            "tcp.options.mptcp.recvtok",
-            "mptcp.expected_token",
-            "tcp.options.mptcp.rawdataseqno",
-            "tcp.options.mptcp.rawdataack",
-            "tcp.srcport",
-        ],
-    );
-    let has = |p: &dyn Fn(&Vec<String>) -> bool| rows.iter().any(p);
-    // MP_CAPABLE (subtype 0): SYN, SYN/ACK with the server's key, third ACK with both.
-    assert!(has(&|r| r[0] == "1" && r[1] == "0" && r[2] == "0"), "no MP_CAPABLE SYN");
-    let synack = rows
-        .iter()
-        .find(|r| r[0] == "1" && r[1] == "1" && r[2] == "0")
-        .expect("an MP_CAPABLE SYN/ACK");
-    assert!(
-        !synack[3].is_empty(),
-        "the SYN/ACK carries the server's key: {synack:?}"
-    );
-    assert!(
-        has(&|r| r[0] == "0" && r[2] == "0" && !r[3].is_empty() && !r[4].is_empty()),
-        "no third ACK with both keys"
-    );
-    // tshark derives the server's token from its key; the MP_JOIN SYN (subtype 1) names it.
-    let tokens: Vec<&String> = rows.iter().map(|r| &r[6]).filter(|t| !t.is_empty()).collect();
-    let join = rows
-        .iter()
-        .find(|r| r[0] == "1" && r[1] == "0" && r[2] == "1")
-        .expect("an MP_JOIN SYN");
-    assert!(
-        tokens.contains(&&join[5]),
-        "MP_JOIN token {} is none tshark derived ({tokens:?})",
-        join[5]
-    );
-    // DSS (subtype 2): mappings on data from both subflows' ports, DATA_ACKs from the server.
-    let ports: std::collections::BTreeSet<&String> = rows
-        .iter()
-        .filter(|r| r[2] == "2" && !r[7].is_empty())
-        .map(|r| &r[9])
-        .collect();
-    assert_eq!(ports.len(), 2, "mappings from both subflows: {ports:?}");
-    assert!(
-        has(&|r| r[2] == "2" && r[9] == "5201" && !r[8].is_empty()),
-        "no DATA_ACK from the server"
-    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -1,17 +1,41 @@
 //! MPTCP options as mpsched writes them are what Wireshark reads: frames carrying each form of
 //! MP_CAPABLE, MP_JOIN and DSS go into a pcap, and tshark's decoding of every field is compared
-//! with what was written. (The simulator's MPTCP, issue #12, writes its segments this way.)
+//! with what was written; a simulated connection's handshakes and mappings, captured, decode as
+//! tshark expects. (The simulator's MPTCP, issue #12, writes its segments this way.)
 
 use mpsched_core::mptcp::{DssMapping, MptcpOption};
 use mpsched_core::packet::{proto, PacketMeta};
 use mpsched_core::wire::{emit_tcp_frame, mac_for, TcpFields};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::DataLink;
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 mod common;
-use common::have_tshark;
+use common::{builtin, capture};
+
+const TESTS: &[(&str, fn())] = &[
+    (
+        "tshark_decodes_every_mptcp_option_as_written",
+        tshark_decodes_every_mptcp_option_as_written,
+    ),
+    (
+        "tokens_and_idsns_match_what_tshark_derives_from_the_keys",
+        tokens_and_idsns_match_what_tshark_derives_from_the_keys,
+    ),
+    (
+        "tshark_decodes_the_simulated_handshakes_and_mappings",
+        tshark_decodes_the_simulated_handshakes_and_mappings,
+    ),
+];
+
+/// Every test here reads with tshark: where it is missing they are reported as ignored, with
+/// the reason, and under CI=true they fail instead.
+fn main() {
+    let missing = mpsched_testkit::missing_tool("tshark", &["--version"]);
+    mpsched_testkit::run_or_skip(TESTS, missing, "tshark").exit();
+}
 
 /// The options, each with the tshark fields it must decode to (in the order of `FIELDS`;
 /// tshark prints keys, tokens, nonces and HMACs in decimal: 81985529216486895 is
@@ -122,11 +146,7 @@ const FIELDS: [&str; 10] = [
     "tcp.options.mptcp.datalvllen",
 ];
 
-#[test]
 fn tshark_decodes_every_mptcp_option_as_written() {
-    if !have_tshark() {
-        return;
-    }
     let dir = std::env::temp_dir().join(format!("mpsched-mptcp-wire-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("mptcp.pcap");
@@ -185,14 +205,10 @@ fn tshark_decodes_every_mptcp_option_as_written() {
 /// The tokens and initial data sequence numbers mpsched derives from MP_CAPABLE keys are those
 /// tshark derives from the same keys on the wire, for both protocol versions (SHA-256 for
 /// RFC 8684's version 1, SHA-1 for RFC 6824's version 0).
-#[test]
 fn tokens_and_idsns_match_what_tshark_derives_from_the_keys() {
     use mpsched_core::mptcp::{idsn, token, MptcpVersion};
     use mpsched_core::wire::tcp_flags::ACK;
     const SYN: u8 = 0x02;
-    if !have_tshark() {
-        return;
-    }
     let (key_a, key_b) = (0x0123_4567_89ab_cdef_u64, 0x1122_3344_5566_7788_u64);
     let dir = std::env::temp_dir().join(format!("mpsched-mptcp-token-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -281,5 +297,90 @@ fn tokens_and_idsns_match_what_tshark_derives_from_the_keys() {
         }
         assert!(checked >= 2, "{version:?}: tshark derived {checked} tokens: {out}");
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// tshark's fields of every MPTCP segment in `pcap`, tab-separated.
+fn tshark(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut cmd = Command::new("tshark");
+    cmd.args(["-o", "mptcp.analyze_mptcp:TRUE", "-r"])
+        .arg(pcap)
+        .args(["-Y", "mptcp", "-T", "fields"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
+/// A simulated connection on the wire, as tshark decodes it: MP_CAPABLE's three segments with
+/// the keys, an MP_JOIN SYN whose token is the one tshark derives from the server's key, and
+/// DSS mappings on the data and DATA_ACKs on the ACKs of both subflows.
+fn tshark_decodes_the_simulated_handshakes_and_mappings() {
+    let dir = std::env::temp_dir().join(format!("mpsched-mptcp-tshark-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sc = builtin("mptcp/two-paths")
+        .with_variant("lia")
+        .unwrap()
+        .scaled_to((1.0 * 1e12) as u64);
+    capture(&sc, &dir, 1);
+    let pcap = dir.join("server-1.pcap");
+    let rows = tshark(
+        &pcap,
+        &[
+            "tcp.flags.syn",
+            "tcp.flags.ack",
+            "tcp.options.mptcp.subtype",
+            "tcp.options.mptcp.sendkey",
+            "tcp.options.mptcp.recvkey",
+            "tcp.options.mptcp.recvtok",
+            "mptcp.expected_token",
+            "tcp.options.mptcp.rawdataseqno",
+            "tcp.options.mptcp.rawdataack",
+            "tcp.srcport",
+        ],
+    );
+    let has = |p: &dyn Fn(&Vec<String>) -> bool| rows.iter().any(p);
+    // MP_CAPABLE (subtype 0): SYN, SYN/ACK with the server's key, third ACK with both.
+    assert!(has(&|r| r[0] == "1" && r[1] == "0" && r[2] == "0"), "no MP_CAPABLE SYN");
+    let synack = rows
+        .iter()
+        .find(|r| r[0] == "1" && r[1] == "1" && r[2] == "0")
+        .expect("an MP_CAPABLE SYN/ACK");
+    assert!(
+        !synack[3].is_empty(),
+        "the SYN/ACK carries the server's key: {synack:?}"
+    );
+    assert!(
+        has(&|r| r[0] == "0" && r[2] == "0" && !r[3].is_empty() && !r[4].is_empty()),
+        "no third ACK with both keys"
+    );
+    // tshark derives the server's token from its key; the MP_JOIN SYN (subtype 1) names it.
+    let tokens: Vec<&String> = rows.iter().map(|r| &r[6]).filter(|t| !t.is_empty()).collect();
+    let join = rows
+        .iter()
+        .find(|r| r[0] == "1" && r[1] == "0" && r[2] == "1")
+        .expect("an MP_JOIN SYN");
+    assert!(
+        tokens.contains(&&join[5]),
+        "MP_JOIN token {} is none tshark derived ({tokens:?})",
+        join[5]
+    );
+    // DSS (subtype 2): mappings on data from both subflows' ports, DATA_ACKs from the server.
+    let ports: std::collections::BTreeSet<&String> = rows
+        .iter()
+        .filter(|r| r[2] == "2" && !r[7].is_empty())
+        .map(|r| &r[9])
+        .collect();
+    assert_eq!(ports.len(), 2, "mappings from both subflows: {ports:?}");
+    assert!(
+        has(&|r| r[2] == "2" && r[9] == "5201" && !r[8].is_empty()),
+        "no DATA_ACK from the server"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -5,38 +5,9 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
-use libtest_mimic::{Arguments, Failed, Trial};
+pub use mpsched_testkit::run_or_skip;
 use std::path::PathBuf;
 use std::process::{Command, Output};
-
-/// Run `tests`, or report them ignored because of `missing` (what this machine lacks), unless
-/// CI=true, where a missing requirement fails each of them. `what` names them ("kernel").
-pub fn run_or_skip(tests: &[(&'static str, fn())], missing: Option<String>, what: &str) -> libtest_mimic::Conclusion {
-    let args = Arguments::from_args();
-    let ci = std::env::var("CI").as_deref() == Ok("true");
-    if let (Some(why), false) = (&missing, ci) {
-        eprintln!("{} {what} tests skipped (reported as ignored): {why}", tests.len());
-    }
-    let trials = tests
-        .iter()
-        .map(|&(name, f)| {
-            let ignored = missing.is_some() && !ci;
-            let missing = missing.clone();
-            let what = what.to_string();
-            Trial::test(name, move || {
-                if let Some(why) = missing {
-                    return Err(Failed::from(format!(
-                        "CI=true: this {what} test must run, not skip: {why}"
-                    )));
-                }
-                f();
-                Ok(())
-            })
-            .with_ignored_flag(ignored)
-        })
-        .collect();
-    libtest_mimic::run(&args, trials)
-}
 
 /// Whether run namespace `name` is this test binary's to account for: made by this process or
 /// by a child it started (an `mpsched` run), or left by an owner that is gone. Another user's
