@@ -1,8 +1,10 @@
 //! `mpsched vectors`: write the conformance vectors from the Rust programs, or check the Rust,
 //! eBPF and P4 (BMv2) programs against them, one column each.
 
+use crate::UsageError;
 use anyhow::Context;
 use mpsched_core::vectors::{compare, fill_expectations, run_rust, standard_sets, VectorSet};
+use mpsched_scenario::files;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `mpsched vectors`.
@@ -36,35 +38,52 @@ enum Action {
     },
 }
 
-/// Read every `*.json` set in `dir`, in name order.
+/// Largest vector set file read (the standard sets are under 100 KiB each).
+const MAX_SET_FILE_BYTES: u64 = 16 << 20;
+
+/// Read every `*.json` set in `dir`, in name order; a folder without any is an input error, not
+/// a check that passes having checked nothing.
 pub fn read_sets(dir: &Path) -> anyhow::Result<Vec<VectorSet>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| UsageError(format!("cannot read the vectors folder `{}`: {e}", dir.display())))?;
+    let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
+    if files.is_empty() {
+        return Err(UsageError(format!(
+            "no vector sets (*.json) in `{}`: `mpsched vectors write DIR` makes them",
+            dir.display()
+        ))
+        .into());
+    }
     files.sort();
     files
         .iter()
         .map(|f| {
-            let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+            let text = files::read_bounded(f, MAX_SET_FILE_BYTES)
+                .map_err(|e| UsageError(format!("cannot read `{}`: {e}", f.display())))?;
             serde_json::from_str(&text).with_context(|| format!("parsing {}", f.display()))
         })
         .collect()
 }
 
+/// Write the standard sets into `dir`, naming the path of whatever cannot be written.
+fn write_sets(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| UsageError(format!("cannot create `{}`: {e}", dir.display())))?;
+    for mut set in standard_sets() {
+        fill_expectations(&mut set).map_err(anyhow::Error::msg)?;
+        let path = dir.join(format!("{}.json", set.name));
+        std::fs::write(&path, serde_json::to_string_pretty(&set)? + "\n")
+            .with_context(|| format!("cannot write `{}`", path.display()))?;
+        outln!("wrote {} ({} steps)", path.display(), set.steps.len());
+    }
+    Ok(())
+}
+
 pub fn vectors(a: VectorsArgs) -> anyhow::Result<()> {
     match a.action {
-        Action::Write { dir } => {
-            std::fs::create_dir_all(&dir)?;
-            for mut set in standard_sets() {
-                fill_expectations(&mut set).map_err(anyhow::Error::msg)?;
-                let path = dir.join(format!("{}.json", set.name));
-                std::fs::write(&path, serde_json::to_string_pretty(&set)? + "\n")?;
-                outln!("wrote {} ({} steps)", path.display(), set.steps.len());
-            }
-            Ok(())
-        }
+        Action::Write { dir } => write_sets(&dir),
         Action::Check { dir, rust_only, impls } => check(&dir, rust_only, impls),
     }
 }
@@ -99,17 +118,48 @@ impl Impl {
     }
 }
 
-fn check(dir: &Path, rust_only: bool, mut impls: Vec<Impl>) -> anyhow::Result<()> {
-    let sets = read_sets(dir)?;
+/// Why implementation `i` cannot run on this machine, if it cannot.
+fn unavailable(i: Impl) -> Option<String> {
+    match i {
+        Impl::Rust => None,
+        Impl::Ebpf => (!mpsched_netns::ns::is_root())
+            .then(|| "the eBPF programs run with BPF_PROG_TEST_RUN, which needs root".to_string()),
+        Impl::Bmv2 => mpsched_bmv2::toolchain::find()
+            .and_then(|_| mpsched_bmv2::toolchain::program_json())
+            .err()
+            .map(|e| format!("BMv2 is not available: {e}"))
+            .or_else(|| {
+                (!mpsched_netns::ns::is_root()).then(|| "BMv2 runs in a network namespace, which needs root".into())
+            }),
+    }
+}
+
+/// The implementations to check: those named, each of which must be able to run here (a check
+/// of one that cannot is refused, not reported as differences), or else every one this machine
+/// can run, saying which are left out and why.
+fn chosen(rust_only: bool, impls: Vec<Impl>) -> anyhow::Result<Vec<Impl>> {
     if rust_only {
-        impls = vec![Impl::Rust];
-    } else if impls.is_empty() {
-        impls = vec![Impl::Rust, Impl::Ebpf];
-        match mpsched_bmv2::toolchain::find().and_then(|_| mpsched_bmv2::toolchain::program_json()) {
-            Ok(_) => impls.push(Impl::Bmv2),
-            Err(e) => outln!("bmv2 left out: {e}"),
+        return Ok(vec![Impl::Rust]);
+    }
+    if !impls.is_empty() {
+        if let Some(why) = impls.iter().find_map(|&i| unavailable(i)) {
+            return Err(UsageError(format!("--impl: {why}")).into());
+        }
+        return Ok(impls);
+    }
+    let mut out = Vec::new();
+    for i in [Impl::Rust, Impl::Ebpf, Impl::Bmv2] {
+        match unavailable(i) {
+            None => out.push(i),
+            Some(why) => outln!("{} left out: {why}", i.name()),
         }
     }
+    Ok(out)
+}
+
+fn check(dir: &Path, rust_only: bool, impls: Vec<Impl>) -> anyhow::Result<()> {
+    let sets = read_sets(dir)?;
+    let impls = chosen(rust_only, impls)?;
     let mut header = format!("{:<24} {:>5}", "set", "steps");
     for i in &impls {
         header += &format!("  {:<10}", i.name());

@@ -10,6 +10,7 @@
 
 pub mod builtin;
 pub mod completion;
+pub mod files;
 mod model;
 mod network;
 pub mod overrides;
