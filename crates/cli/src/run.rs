@@ -31,8 +31,8 @@ pub struct RunArgs {
     /// Run for this long instead, scaling the scenario's timeline (seconds, or a time like 10s).
     #[arg(long)]
     duration: Option<String>,
-    /// Repetitions (default: the scenario's).
-    #[arg(long)]
+    /// Repetitions (default: the scenario's; 1 to 1000).
+    #[arg(long, value_parser = repetitions_arg)]
     repetitions: Option<u32>,
     /// Run only this variant (repeatable; default: all).
     #[arg(long = "variant")]
@@ -46,14 +46,15 @@ pub struct RunArgs {
     ignore_delay: bool,
     /// netns: sample each marking interface's virtual queue and qdisc backlog this often
     /// (milliseconds) into queue_tracking.csv.
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=60_000))]
     track_queues: Option<u64>,
     /// Capture NODE:IFACE (IFACE is ethN or a neighbour's name) to a pcap file (repeatable): the
     /// simulator writes what crosses the interface; netns runs dumpcap on it (interface eN).
     #[arg(long = "pcap", value_name = "NODE:IFACE")]
     pcaps: Vec<String>,
-    /// Snap length of pcap captures, bytes.
-    #[arg(long, default_value_t = DEFAULT_SNAPLEN)]
+    /// Snap length of pcap captures, bytes (at least an Ethernet and IPv4 header, 34; at most
+    /// 262144, libpcap's largest).
+    #[arg(long, default_value_t = DEFAULT_SNAPLEN, value_parser = clap::value_parser!(u32).range(34..=262_144))]
     pcap_snaplen: u32,
     /// Do not write the PNG plot.
     #[arg(long)]
@@ -68,7 +69,7 @@ fn warn_of_leftovers() {
     }
     let left = mpsched_netns::backend::leftovers();
     if !left.is_empty() {
-        eprintln!(
+        errln!(
             "warning: {} network namespaces left by earlier runs that did not finish (killed?): {}; `mpsched clean` removes them",
             left.len(),
             left.join(", ")
@@ -118,6 +119,22 @@ fn or_dash(v: Option<String>) -> String {
     v.unwrap_or_else(|| "-".into())
 }
 
+/// `--repetitions`, bounded as `scenario.repetitions` is (for `run` and `compare`).
+pub fn repetitions_arg(s: &str) -> Result<u32, String> {
+    let max = mpsched_scenario::MAX_REPETITIONS;
+    match s.parse::<u32>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("expected 1 to {max} (as `scenario.repetitions`), got `{s}`")),
+    }
+}
+
+/// Say on standard error what in the scenario is legal but probably a mistake.
+fn warn_of(sc: &Scenario) {
+    for w in sc.warnings() {
+        errln!("warning: {}: {w}", sc.origin);
+    }
+}
+
 /// Arguments of `mpsched check`.
 #[derive(clap::Args)]
 pub struct CheckArgs {
@@ -128,6 +145,7 @@ pub struct CheckArgs {
 /// `mpsched check`: validate and summarise; exit 2 with file and field when invalid.
 pub fn check(a: CheckArgs) -> anyhow::Result<()> {
     let (sc, _) = resolve(Some(&a.scenario))?;
+    warn_of(&sc);
     outln!(
         "{}: valid: {} nodes, {} links, {} paths, {} splits, {} flows, {} tunnels, {} variants, {} s",
         sc.name,
@@ -212,15 +230,13 @@ pub fn resolve_scenario(
             .into());
         }
     }
+    warn_of(&sc);
     Ok((sc, variants))
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<()> {
     if !["sim", "netns", "bmv2"].contains(&a.backend.as_str()) {
         return Err(UsageError(format!("unknown backend `{}`: use sim, netns or bmv2", a.backend)).into());
-    }
-    if a.repetitions == Some(0) {
-        return Err(UsageError("--repetitions: expected at least 1 (as `scenario.repetitions`)".into()).into());
     }
     let (sc, variants) = resolve_scenario(a.scenario.as_deref(), a.duration.as_deref(), &a.variants)?;
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("out").join(&sc.name));
@@ -559,9 +575,10 @@ pub fn run_netns(sc: &Scenario, plan: &Plan, opts: NetnsOptions) -> anyhow::Resu
     let backend = NetnsBackend { opts };
     let reps = plan.repetitions.unwrap_or(backend.default_repetitions(sc)).max(1);
     if plan.repetitions.is_none() && sc.repetitions > 1 {
-        eprintln!(
+        errln!(
             "netns: running 1 repetition (the scenario asks for {}; pass --repetitions {} for all of them)",
-            sc.repetitions, sc.repetitions
+            sc.repetitions,
+            sc.repetitions
         );
     }
     let runs = plan.variant_names(sc).len() as u64 * u64::from(reps);

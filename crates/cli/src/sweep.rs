@@ -9,8 +9,8 @@ use crate::run::create_out_dir;
 use crate::UsageError;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use mpsched_scenario::builtin;
 use mpsched_scenario::overrides::{self, Override};
+use mpsched_scenario::{builtin, files};
 use mpsched_scenario::{Scenario, Sweep, SweepPoint};
 use mpsched_sim::experiment::SimBackend;
 use mpsched_sim::sweep::{aggregate, columns, run_points, PointResult, SweepRow, SweepSource};
@@ -67,7 +67,8 @@ pub struct SweepArgs {
 fn source_of(arg: Option<&str>, sets: &[String]) -> anyhow::Result<SweepSource> {
     let name = arg.unwrap_or(DEFAULT_SWEEP);
     let (text, origin) = if Path::new(name).exists() {
-        let text = std::fs::read_to_string(name).map_err(|e| UsageError(format!("cannot read `{name}`: {e}")))?;
+        let text = files::read_bounded(Path::new(name), files::MAX_SCENARIO_FILE_BYTES)
+            .map_err(|e| UsageError(format!("cannot read `{name}`: {e}")))?;
         (text, name.to_string())
     } else {
         match builtin::find(name) {
@@ -234,10 +235,7 @@ fn run_all(
     dir: &Path,
     jobs: Option<usize>,
 ) -> anyhow::Result<Vec<PointResult>> {
-    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    if jobs == 0 {
-        return Err(UsageError("--jobs: expected at least 1".into()).into());
-    }
+    let jobs = workers(jobs, points.len())?;
     let bar = ProgressBar::with_draw_target(Some(points.len() as u64), ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template("{spinner} sweep [{bar:40}] {pos}/{len} points, {elapsed} elapsed, eta {eta}")
@@ -293,6 +291,20 @@ fn run_all(
     Ok(ok)
 }
 
+/// How many points run at once: as asked (default one per core), but never more than there are
+/// points to run or cores to run them on, since a point is one thread busy from start to end.
+fn workers(asked: Option<usize>, points: usize) -> Result<usize, UsageError> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if asked == Some(0) {
+        return Err(UsageError("--jobs: expected at least 1".into()));
+    }
+    let jobs = asked.unwrap_or(cores).min(cores).min(points.max(1));
+    if let Some(n) = asked.filter(|&n| n > jobs) {
+        errln!("note: --jobs {n}: running {jobs} at once ({points} points, {cores} cores)");
+    }
+    Ok(jobs)
+}
+
 /// The point files in `dir` that belong to this sweep (same text digest).
 fn collect(dir: &Path, src: &SweepSource, expected: usize) -> anyhow::Result<Vec<PointResult>> {
     let digest = src.digest();
@@ -314,13 +326,13 @@ fn collect(dir: &Path, src: &SweepSource, expected: usize) -> anyhow::Result<Vec
         }
     }
     if foreign > 0 {
-        eprintln!(
+        errln!(
             "note: {foreign} point files in {} are of another scenario text; left out",
             dir.display()
         );
     }
     if out.len() < expected {
-        eprintln!("note: {} of {expected} points found; the table shows those", out.len());
+        errln!("note: {} of {expected} points found; the table shows those", out.len());
     }
     if out.is_empty() {
         return Err(UsageError(format!("no points of this sweep in {}", dir.display())).into());
@@ -452,4 +464,19 @@ fn print_rows(sw: &Sweep, rows: &[SweepRow]) -> anyhow::Result<()> {
     }
     outln!("(means over seeds; min and max in sweep_summary.csv)");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::workers;
+
+    #[test]
+    fn workers_are_capped_at_the_points_and_the_cores() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(workers(Some(100_000), 2).unwrap(), cores.min(2));
+        assert_eq!(workers(Some(100_000), 1_000).unwrap(), cores);
+        assert_eq!(workers(None, 1).unwrap(), 1);
+        assert_eq!(workers(Some(1), 50).unwrap(), 1);
+        assert!(workers(Some(0), 5).is_err());
+    }
 }

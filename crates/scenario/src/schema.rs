@@ -80,7 +80,7 @@ pub struct RawSweep {
     pub values: Vec<toml::Value>,
     /// Seeds (each point sets `scenario.seed`); default the scenario's seed.
     #[serde(default)]
-    pub seeds: Vec<u64>,
+    pub seeds: Option<Vec<u64>>,
     /// Variants; default all of them.
     #[serde(default)]
     pub variants: Vec<String>,

@@ -116,9 +116,68 @@ pub fn parse_time_ps(text: &str) -> Result<u64, String> {
     parse_quantity(text, TIME_UNITS)
 }
 
+/// `value` (in a base unit) in the largest of `units` (name, multiplier; largest last) it
+/// reaches, with up to three decimals and no trailing zeros: what a person would have written.
+fn format_quantity(value: u64, units: &[(&str, u64)]) -> String {
+    let (name, mult) = units
+        .iter()
+        .rev()
+        .find(|&&(_, m)| value >= m)
+        .copied()
+        .unwrap_or(units[0]);
+    let whole = value / mult;
+    let thousandths = ((value % mult) as u128 * 1000 / mult as u128) as u64;
+    if thousandths == 0 {
+        return format!("{whole}{name}");
+    }
+    let frac = format!("{thousandths:03}");
+    format!("{whole}.{}{name}", frac.trim_end_matches('0'))
+}
+
+/// A time in picoseconds as a person writes it: `1ms`, `2.5s`, `6.56us`.
+pub fn format_time_ps(ps: u64) -> String {
+    format_quantity(
+        ps,
+        &[
+            ("ps", 1),
+            ("ns", 1_000),
+            ("us", 1_000_000),
+            ("ms", 1_000_000_000),
+            ("s", 1_000_000_000_000),
+        ],
+    )
+}
+
+/// A rate in bit/s as a person writes it: `54Mbps`, `1.5Gbps`.
+pub fn format_rate_bps(bps: u64) -> String {
+    format_quantity(
+        bps,
+        &[
+            ("bps", 1),
+            ("kbps", 1_000),
+            ("Mbps", 1_000_000),
+            ("Gbps", 1_000_000_000),
+            ("Tbps", 1_000_000_000_000),
+        ],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formatted_quantities_parse_back_to_themselves_where_exact() {
+        assert_eq!(format_time_ps(1_000_000_000), "1ms");
+        assert_eq!(format_time_ps(2_500_000_000_000), "2.5s");
+        assert_eq!(format_time_ps(6_560_000), "6.56us");
+        assert_eq!(format_time_ps(0), "0ps");
+        assert_eq!(format_rate_bps(54_000_000), "54Mbps");
+        assert_eq!(format_rate_bps(100_000_000_000_000), "100Tbps");
+        for ps in [1, 999, 1_000, 123_000_000, 7_000_000_000_000] {
+            assert_eq!(parse_time_ps(&format_time_ps(ps)), Ok(ps));
+        }
+    }
 
     #[test]
     fn units_as_people_write_them() {

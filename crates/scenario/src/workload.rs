@@ -11,6 +11,10 @@ pub const WEBSEARCH: &str = include_str!("../../../data/workloads/websearch_cdf.
 /// The data-mining flow sizes (Greenberg et al., VL2, SIGCOMM 2009).
 pub const DATAMINING: &str = include_str!("../../../data/workloads/datamining_cdf.txt");
 
+/// Largest flow size a CDF may give, bytes (1 TB: a thousand times the data-mining
+/// distribution's largest flow; a larger one would not finish in any run this simulates).
+pub const MAX_CDF_FLOW_BYTES: f64 = 1e12;
+
 /// A piecewise-linear CDF of flow sizes: points (bytes, cumulative probability), sizes and
 /// probabilities both non-decreasing, from probability 0 to 1.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,9 +41,9 @@ impl EmpiricalCdf {
             let p: f64 = p
                 .parse()
                 .map_err(|_| format!("line {}: `{p}` is not a probability", i + 1))?;
-            if !(b.is_finite() && b >= 0.0 && (0.0..=1.0).contains(&p)) {
+            if !(b.is_finite() && (0.0..=MAX_CDF_FLOW_BYTES).contains(&b) && (0.0..=1.0).contains(&p)) {
                 return Err(format!(
-                    "line {}: a size of at least 0 and a probability in [0, 1]",
+                    "line {}: expected a size from 0 to {MAX_CDF_FLOW_BYTES:e} bytes and a probability in [0, 1], got `{line}`",
                     i + 1
                 ));
             }

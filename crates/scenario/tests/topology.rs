@@ -243,9 +243,26 @@ fn bad_workloads_are_refused() {
         "not a host",
     );
     refused(
-        &workload("load = 1.0\nstop = \"1000s\""),
+        &workload("load = 1.0").replace("duration = \"1s\"", "duration = \"1000s\""),
         "workload[0].load",
         "at most 1000000",
+    );
+    // Issue 27 item 5: a stop past the run's end is refused before a flow is drawn, at its key.
+    refused(
+        &workload("load = 1.0\nstop = \"1000s\""),
+        "workload[0].stop",
+        "1000s is after the run's end (scenario.duration = 1s)",
+    );
+    // Issue 27 item 10: an empty list of clients or servers, at its key.
+    refused(
+        &workload("load = 0.5\nclients = []"),
+        "workload[0].clients",
+        "at least one host",
+    );
+    refused(
+        &workload("load = 0.5\nservers = []"),
+        "workload[0].servers",
+        "at least one host",
     );
     refused(&workload(""), "workload[0].load", "need a `load`");
     refused(

@@ -152,6 +152,11 @@ pub(super) fn flow_of(
         Some(p) => Some(path_of(format!("{at}.path"), p)?),
         None => None,
     };
+    for (key, port) in [("src_port", f.src_port), ("dst_port", f.dst_port)] {
+        if port == Some(0) {
+            return Err(ctx.err(format!("{at}.{key}"), "expected a port from 1 to 65535 (0 is no port)"));
+        }
+    }
     let dscp = f.dscp.unwrap_or(0);
     if dscp > 63 {
         return Err(ctx.err(format!("{at}.dscp"), format!("expected 0 to 63, got {dscp}")));
@@ -426,4 +431,44 @@ pub(super) fn tcp_config(ctx: &Ctx<'_>, at: &str, base: TcpConfig, raw: &RawTcp)
         return Err(ctx.err(format!("{at}.ecn"), "DCTCP needs ECN: set `ecn = true`"));
     }
     Ok(c)
+}
+
+/// How far above its host's links a UDP flow's offered rate may go before it is refused: the
+/// simulator makes every offered packet, so a typo (`100Tbps` for `100Mbps`) would run for
+/// hours; moderate overload of a host's own queue is legal and only warned of
+/// ([`Scenario::warnings`]).
+pub const MAX_UDP_OVERLOAD: u64 = 100;
+
+/// The rate a host's links carry out of it together, bit/s.
+pub(super) fn host_capacity_bps(links: &[Link], host: usize) -> u64 {
+    links
+        .iter()
+        .filter(|l| l.a == host || l.b == host)
+        .fold(0u64, |sum, l| sum.saturating_add(l.rate_bps))
+}
+
+/// Refuse a UDP flow offered at more than [`MAX_UDP_OVERLOAD`] times what its source's links
+/// carry; `field` names the rate's key for flow `i`.
+pub(super) fn udp_rates_are_sendable(
+    ctx: &Ctx<'_>,
+    flows: &[Flow],
+    nodes: &[Node],
+    links: &[Link],
+    field: &dyn Fn(usize) -> String,
+) -> Result<(), ScenarioError> {
+    for (i, f) in flows.iter().enumerate().filter(|(_, f)| f.protocol == Protocol::Udp) {
+        let capacity = host_capacity_bps(links, f.src);
+        if f.rate_bps > capacity.saturating_mul(MAX_UDP_OVERLOAD) {
+            return Err(ctx.err(
+                field(i),
+                format!(
+                    "{} is over {MAX_UDP_OVERLOAD} times what `{}`'s links carry ({}): a typo for a smaller unit?",
+                    crate::units::format_rate_bps(f.rate_bps),
+                    nodes[f.src].name,
+                    crate::units::format_rate_bps(capacity)
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -23,10 +23,12 @@ mod sweep;
 mod topology;
 mod tunnels;
 mod variants;
+mod warnings;
 mod workloads;
 
 use failures::*;
 pub use failures::{LinkFailure, MAX_FAILURES};
+pub use flows::MAX_UDP_OVERLOAD;
 use flows::*;
 use splits::*;
 use sweep::*;
@@ -414,11 +416,12 @@ impl Scenario {
     /// Read, parse and validate a scenario file.
     pub fn load(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-            file: origin.clone(),
-            field: String::new(),
-            message: format!("cannot read: {e}"),
-        })?;
+        let text =
+            crate::files::read_bounded(path, crate::files::MAX_SCENARIO_FILE_BYTES).map_err(|e| ScenarioError {
+                file: origin.clone(),
+                field: String::new(),
+                message: format!("cannot read: {e}"),
+            })?;
         Self::from_toml(&text, &origin)
     }
 
@@ -503,6 +506,13 @@ impl Scenario {
                 })?;
             out.links[li].rate_bps = ctx.rate(&format!("variant[{vi}].link_rates.{link}"), rate)?;
         }
+        udp_rates_are_sendable(&ctx, &out.flows, &out.nodes, &out.links, &|i| match raw
+            .rates
+            .contains_key(&out.flows[i].name)
+        {
+            true => format!("variant[{vi}].rates.{}", out.flows[i].name),
+            false => format!("variant[{vi}].link_rates"),
+        })?;
         if let Some(cc) = &raw.cc {
             let kind = CcKind::parse(cc).ok_or_else(|| {
                 ctx.err(
@@ -706,8 +716,11 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
         None => 0,
     };
     let repetitions = m.repetitions.unwrap_or(1);
-    if repetitions == 0 {
-        return Err(ctx.err("scenario.repetitions", "expected at least 1"));
+    if !(1..=MAX_REPETITIONS).contains(&repetitions) {
+        return Err(ctx.err(
+            "scenario.repetitions",
+            format!("expected 1 to {MAX_REPETITIONS}, got {repetitions}"),
+        ));
     }
 
     let nodes = nodes_of(&ctx, &raw.node)?;
@@ -736,6 +749,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     splits_use_node_addresses(&ctx, &splits, &nodes, &links)?;
     let flows = flows_of(&ctx, &raw, &nodes, duration_ps, &node_of, &path_of)?;
     flows_are_routable(&ctx, &flows, &nodes, &links)?;
+    udp_rates_are_sendable(&ctx, &flows, &nodes, &links, &|i| format!("flow[{i}].rate"))?;
     let tunnels = tunnels_of(&ctx, &raw.tunnel, &nodes, &paths, &splits)?;
     let failures = failures_of(&ctx, &raw.failure, &links, duration_ps, &node_of)?;
     let variants = variants_of(&ctx, &raw.variant)?;
@@ -774,6 +788,10 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     Ok(sc)
 }
 
+/// Most repetitions of a run: each keeps its figures and series in memory (about 56 KB for a
+/// small scenario, far more for a large one) until the summary over them is written.
+pub const MAX_REPETITIONS: u32 = 1_000;
+
 /// Most nodes a scenario may have: routes are dense, 4 bytes for every pair of nodes (256 MiB at
 /// the bound; a k = 28 fat tree has 6 468 nodes, k = 32 9 472: too many).
 pub const MAX_NODES: usize = 8_192;
@@ -801,6 +819,21 @@ impl Scenario {
                     format!(
                         "flow `{}` would last no time ({} ps to {} ps): the run is too short for it",
                         f.name, f.start_ps, f.stop_ps
+                    ),
+                ));
+            }
+        }
+        for (key, jitter_ps) in [
+            ("start_jitter", self.start_jitter_ps),
+            ("send_jitter", self.send_jitter_ps),
+        ] {
+            if jitter_ps >= self.duration_ps {
+                return Err(ctx.err(
+                    format!("scenario.{key}"),
+                    format!(
+                        "{} is not shorter than the run ({}): traffic would be delayed past its end",
+                        crate::units::format_time_ps(jitter_ps),
+                        crate::units::format_time_ps(self.duration_ps)
                     ),
                 ));
             }

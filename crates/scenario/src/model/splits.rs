@@ -117,10 +117,10 @@ pub(super) fn splits_of(
             paths: pidx,
             scheduler,
             ecn_threshold_pkts,
-            feedback_every: s
-                .feedback_every
-                .unwrap_or(mpsched_core::feedback::DEFAULT_FEEDBACK_EVERY)
-                .max(1),
+            feedback_every: match s.feedback_every {
+                Some(0) => return Err(ctx.err(format!("{at}.feedback_every"), "expected at least 1 (packets)")),
+                n => n.unwrap_or(mpsched_core::feedback::DEFAULT_FEEDBACK_EVERY),
+            },
         });
         raw_splits.push(keep);
     }

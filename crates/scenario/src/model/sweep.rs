@@ -96,7 +96,10 @@ impl Sweep {
             return Err(ctx.err("sweep.values", "values need a `parameter` to set"));
         }
         if self.seeds.is_empty() {
-            return Err(ctx.err("sweep.seeds", "expected at least one seed"));
+            return Err(ctx.err(
+                "sweep.seeds",
+                "expected at least one seed (leave `seeds` out for the scenario's seed)",
+            ));
         }
         // A point writes its seed into the text, and TOML integers are signed 64-bit.
         if let Some(s) = self.seeds.iter().find(|&&s| s > i64::MAX as u64) {
@@ -123,10 +126,7 @@ pub(super) fn sweep_of(raw: &Option<RawSweep>, seed: u64, variants: &[String]) -
         } else {
             s.variants.clone()
         },
-        seeds: if s.seeds.is_empty() {
-            vec![seed]
-        } else {
-            s.seeds.clone()
-        },
+        // An empty list stays empty, for `check` to refuse: it is a mistake, not the default.
+        seeds: s.seeds.clone().unwrap_or_else(|| vec![seed]),
     })
 }

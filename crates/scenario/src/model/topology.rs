@@ -23,8 +23,7 @@ pub(super) fn nodes_of(ctx: &Ctx<'_>, raw_nodes: &[RawNode]) -> Result<Vec<Node>
             }
         };
         let ip = match &n.ip {
-            Some(s) => parse_ipv4(s)
-                .ok_or_else(|| ctx.err(format!("node[{i}].ip"), format!("expected an IPv4 address, got `{s}`")))?,
+            Some(s) => unicast_address(ctx, format!("node[{i}].ip"), s)?,
             None => match kind {
                 NodeKind::Host => {
                     hosts += 1;
@@ -205,8 +204,28 @@ pub(super) fn interface_ip(
             format!("`{}` is a switch: only hosts take an address per interface", node.name),
         ));
     }
-    let ip = parse_ipv4(s).ok_or_else(|| ctx.err(field, format!("expected an IPv4 address, got `{s}`")))?;
-    Ok(Some(ip))
+    Ok(Some(unicast_address(ctx, field, s)?))
+}
+
+/// An address a host or switch can hold and be reached at: IPv4 unicast, not "this network"
+/// (0/8), loopback (127/8), multicast (224/4) or reserved and broadcast (240/4), which a kernel
+/// refuses to route between namespaces (found only after they were made).
+fn unicast_address(ctx: &Ctx<'_>, field: String, s: &str) -> Result<Ipv4, ScenarioError> {
+    let ip = parse_ipv4(s).ok_or_else(|| ctx.err(field.clone(), format!("expected an IPv4 address, got `{s}`")))?;
+    let why = match ip >> 24 {
+        0 => Some("in 0.0.0.0/8, \"this network\""),
+        127 => Some("a loopback address"),
+        224..=239 => Some("a multicast address"),
+        240..=255 => Some("reserved (240.0.0.0/4, with the broadcast address 255.255.255.255)"),
+        _ => None,
+    };
+    match why {
+        Some(why) => Err(ctx.err(
+            field,
+            format!("`{s}` is {why}: expected a unicast address such as 10.0.0.1"),
+        )),
+        None => Ok(ip),
+    }
 }
 
 /// `[scenario] routing`: `shortest` or `ecmp`; by default ECMP for a generated topology (a
@@ -224,8 +243,11 @@ pub(super) fn routing_of(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<Routing, Sc
 /// The generator `[topology] kind` names, called with its keys (refusing keys of another kind).
 fn generator(ctx: &Ctx<'_>, t: &RawTopology) -> Result<mpsched_topo::generate::Generated, ScenarioError> {
     use mpsched_topo::generate::{fat_tree, leaf_spine, three_tier};
-    let need = |key: &str, v: Option<usize>| {
-        v.ok_or_else(|| ctx.err(format!("topology.{key}"), format!("a {} needs `{key}`", t.kind)))
+    // Every count of a generated layout is at least one, refused under its own key.
+    let need = |key: &str, v: Option<usize>| match v {
+        None => Err(ctx.err(format!("topology.{key}"), format!("a {} needs `{key}`", t.kind))),
+        Some(0) => Err(ctx.err(format!("topology.{key}"), "expected at least 1")),
+        Some(n) => Ok(n),
     };
     let unused = |key: &str, v: bool| match v {
         true => Err(ctx.err(format!("topology.{key}"), format!("not a key of a {}", t.kind))),
@@ -254,8 +276,8 @@ fn generator(ctx: &Ctx<'_>, t: &RawTopology) -> Result<mpsched_topo::generate::G
                         "give `hosts_per_tor` or `oversubscription`, not both",
                     ))
                 }
-                (Some(h), None) => h,
-                (None, o) => o.unwrap_or(1).saturating_mul(k / 2),
+                (Some(h), None) => need("hosts_per_tor", Some(h))?,
+                (None, o) => need("oversubscription", Some(o.unwrap_or(1)))?.saturating_mul(k / 2),
             };
             fat_tree(k, per_tor).map_err(|e| ctx.err("topology.k", e))?
         }

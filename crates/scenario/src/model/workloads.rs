@@ -28,6 +28,18 @@ pub(super) fn workload_flows(
             .stop
             .as_deref()
             .map_or(Ok(duration_ps), |s| ctx.time(&at("stop"), s))?;
+        // Before a flow is drawn: a stop past the run's end would draw flows until the bound on
+        // their number, each of them then refused for stopping after the run.
+        if stop_ps > duration_ps {
+            return Err(ctx.err(
+                at("stop"),
+                format!(
+                    "{} is after the run's end (scenario.duration = {})",
+                    crate::units::format_time_ps(stop_ps),
+                    crate::units::format_time_ps(duration_ps)
+                ),
+            ));
+        }
         if stop_ps <= start_ps {
             return Err(ctx.err(at("stop"), "arrivals need stop after start"));
         }
@@ -109,6 +121,11 @@ fn workload_hosts(
         }
     };
     let (clients, servers) = (hosts("clients", &w.clients)?, hosts("servers", &w.servers)?);
+    for (key, list) in [("clients", &clients), ("servers", &servers)] {
+        if list.is_empty() {
+            return Err(ctx.err(at(key), "expected at least one host"));
+        }
+    }
     if let Some(&h) = clients
         .iter()
         .chain(&servers)
@@ -210,9 +227,6 @@ impl Drawn<'_> {
 
 const PS_PER_S: f64 = 1e12;
 
-/// The largest CDF file read.
-const MAX_CDF_FILE_BYTES: u64 = 1 << 20;
-
 /// A built-in CDF by name, or a file beside the scenario.
 fn cdf_of(ctx: &Ctx<'_>, field: &str, name: &str) -> Result<EmpiricalCdf, ScenarioError> {
     if let Some(c) = EmpiricalCdf::builtin(name) {
@@ -231,14 +245,7 @@ fn cdf_of(ctx: &Ctx<'_>, field: &str, name: &str) -> Result<EmpiricalCdf, Scenar
             ),
         )
     };
-    // A regular file of bounded size: not a device or a pipe that never ends.
-    match std::fs::metadata(&path) {
-        Ok(m) if m.is_file() && m.len() <= MAX_CDF_FILE_BYTES => {}
-        Ok(m) if m.is_file() => return Err(unreadable(format!("{} bytes; at most {MAX_CDF_FILE_BYTES}", m.len()))),
-        Ok(_) => return Err(unreadable("not a regular file".into())),
-        Err(e) => return Err(unreadable(e.to_string())),
-    }
-    let text = std::fs::read_to_string(&path).map_err(|e| unreadable(e.to_string()))?;
+    let text = crate::files::read_bounded(&path, crate::files::MAX_CDF_FILE_BYTES).map_err(unreadable)?;
     EmpiricalCdf::parse(&text).map_err(|e| ctx.err(field, format!("{}: {e}", path.display())))
 }
 
