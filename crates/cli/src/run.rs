@@ -146,6 +146,7 @@ pub struct CheckArgs {
 pub fn check(a: CheckArgs) -> anyhow::Result<()> {
     let (sc, _) = resolve(Some(&a.scenario))?;
     warn_of(&sc);
+    check_sweep_values(&a.scenario, &sc)?;
     outln!(
         "{}: valid: {} nodes, {} links, {} paths, {} splits, {} flows, {} tunnels, {} variants, {} s",
         sc.name,
@@ -158,6 +159,45 @@ pub fn check(a: CheckArgs) -> anyhow::Result<()> {
         sc.variants.len(),
         sc.duration_ps as f64 / 1e12
     );
+    Ok(())
+}
+
+/// Every value of the scenario's `[sweep]` set in turn and validated, so that `check` does not
+/// call valid a sweep whose third point cannot run; refused at `sweep.values[i]`.
+fn check_sweep_values(arg: &str, sc: &Scenario) -> anyhow::Result<()> {
+    let Some(sw) = &sc.sweep else { return Ok(()) };
+    let Some(key) = &sw.parameter else { return Ok(()) };
+    let text = match builtin::find(arg) {
+        Some((_, text)) if !Path::new(arg).exists() => text.to_string(),
+        _ => mpsched_scenario::files::read_bounded(Path::new(arg), mpsched_scenario::files::MAX_SCENARIO_FILE_BYTES)
+            .map_err(|e| UsageError(format!("{arg}: {e}")))?,
+    };
+    let mut seen = std::collections::HashSet::new();
+    for (i, value) in sw.values.iter().enumerate() {
+        if !seen.insert(value.to_string()) {
+            continue;
+        }
+        let o = mpsched_scenario::overrides::Override {
+            key: key.clone(),
+            value: value.clone(),
+        };
+        if let Err(e) = Scenario::from_toml_with(&text, &sc.origin, &[o]) {
+            // A key the scenario cannot have is the parameter's fault, not the value's.
+            let field = match e.message.contains("unknown field") {
+                true => "sweep.parameter".to_string(),
+                false => format!("sweep.values[{i}]"),
+            };
+            return Err(mpsched_scenario::ScenarioError {
+                file: sc.origin.clone(),
+                field,
+                message: format!(
+                    "`{key} = {value}`: {}",
+                    e.to_string().trim_start_matches(&format!("{}: ", sc.origin))
+                ),
+            }
+            .into());
+        }
+    }
     Ok(())
 }
 

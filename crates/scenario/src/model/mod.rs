@@ -340,12 +340,19 @@ impl Ctx<'_> {
     }
 
     fn time(&self, field: &str, v: &str) -> Result<u64, ScenarioError> {
-        parse_time_ps(v).map_err(|e| {
+        let t = parse_time_ps(v).map_err(|e| {
             self.err(
                 field,
                 format!("expected a time like `20s` or `6560ns`, got `{v}` ({e})"),
             )
-        })
+        })?;
+        if t > MAX_TIME_PS {
+            return Err(self.err(
+                field,
+                format!("`{v}` is above {}", crate::units::format_time_ps(MAX_TIME_PS)),
+            ));
+        }
+        Ok(t)
     }
 
     fn rate(&self, field: &str, v: &str) -> Result<u64, ScenarioError> {
@@ -561,8 +568,15 @@ impl Scenario {
                 if let Some(x) = &raw.tunnel_transport {
                     rt.transport = x.clone();
                 }
+                // Refused at the variant's key that set it, saying which tunnel it breaks.
                 out.tunnels[ti] = build_tunnel(&ctx, ti, &rt, &self.nodes, &self.paths).map_err(|mut e| {
-                    e.field = format!("variant[{vi}] -> {}", e.field);
+                    let key = match e.field.ends_with(".transport") && raw.tunnel_transport.is_some() {
+                        true => "tunnel_transport",
+                        false if raw.tunnel_scheduler.is_some() => "tunnel_scheduler",
+                        false => "tunnel_transport",
+                    };
+                    e.message = format!("in tunnel[{ti}] (`{}`): {}", e.field, e.message);
+                    e.field = f(key);
                     e
                 })?;
             }
@@ -700,6 +714,9 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
         return Err(ctx.err("scenario.duration", "expected a duration above zero"));
     }
     let default_queue = m.queue_pkts.unwrap_or(DEFAULT_QUEUE_PKTS);
+    if default_queue == 0 {
+        return Err(ctx.err("scenario.queue_pkts", "expected at least 1"));
+    }
     let sample_interval_ps = match &m.sample_interval {
         Some(s) => ctx.time("scenario.sample_interval", s)?,
         None => 1_000_000_000_000,
@@ -788,6 +805,11 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     Ok(sc)
 }
 
+/// Longest time any key may give (a million seconds, 11.6 days): simulated times are
+/// picoseconds in 64 bits, and the engine adds a few of them (now, a serialisation, a delay)
+/// without overflow only while each stays well below 2^64 ps (213 days).
+pub const MAX_TIME_PS: u64 = 1_000_000 * 1_000_000_000_000;
+
 /// Most repetitions of a run: each keeps its figures and series in memory (about 56 KB for a
 /// small scenario, far more for a large one) until the summary over them is written.
 pub const MAX_REPETITIONS: u32 = 1_000;
@@ -812,6 +834,12 @@ impl Scenario {
     /// rate would be 0 / 0).
     pub fn check_bounds(&self) -> Result<(), ScenarioError> {
         let ctx = Ctx { file: &self.origin };
+        if self.duration_ps > MAX_TIME_PS {
+            return Err(ctx.err(
+                "scenario.duration",
+                format!("at most {}", crate::units::format_time_ps(MAX_TIME_PS)),
+            ));
+        }
         for (i, f) in self.flows.iter().enumerate() {
             if f.stop_ps <= f.start_ps {
                 return Err(ctx.err(

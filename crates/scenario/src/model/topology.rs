@@ -243,10 +243,15 @@ pub(super) fn routing_of(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<Routing, Sc
 /// The generator `[topology] kind` names, called with its keys (refusing keys of another kind).
 fn generator(ctx: &Ctx<'_>, t: &RawTopology) -> Result<mpsched_topo::generate::Generated, ScenarioError> {
     use mpsched_topo::generate::{fat_tree, leaf_spine, three_tier};
-    // Every count of a generated layout is at least one, refused under its own key.
+    // Every count of a generated layout is at least one and alone within the bound on nodes,
+    // refused under its own key; their product is checked by the generator.
     let need = |key: &str, v: Option<usize>| match v {
         None => Err(ctx.err(format!("topology.{key}"), format!("a {} needs `{key}`", t.kind))),
         Some(0) => Err(ctx.err(format!("topology.{key}"), "expected at least 1")),
+        Some(n) if n > MAX_NODES => Err(ctx.err(
+            format!("topology.{key}"),
+            format!("{n}; a scenario has at most {MAX_NODES} nodes"),
+        )),
         Some(n) => Ok(n),
     };
     let unused = |key: &str, v: bool| match v {
@@ -395,10 +400,27 @@ pub(super) fn generated(ctx: &Ctx<'_>, t: &RawTopology) -> Result<(Vec<RawNode>,
 }
 
 /// A tier's values, checked once with the tier's own field names.
+/// A tier's values at their own keys: every generated link is checked again as a `link[i]`,
+/// a name the file does not have.
 fn check_tier(ctx: &Ctx<'_>, key: &str, tier: &RawTier) -> Result<(), ScenarioError> {
     ctx.rate(&format!("topology.{key}.rate"), &tier.rate)?;
     if let Some(d) = &tier.delay {
         ctx.time(&format!("topology.{key}.delay"), d)?;
+    }
+    for (name, v) in [
+        ("queue_pkts", tier.queue_pkts),
+        ("host_queue_pkts", tier.host_queue_pkts),
+        ("ecn_threshold_pkts", tier.ecn_threshold_pkts),
+    ] {
+        if v == Some(0) {
+            return Err(ctx.err(format!("topology.{key}.{name}"), "expected at least 1"));
+        }
+    }
+    if key != "host_links" && tier.host_queue_pkts.is_some() {
+        return Err(ctx.err(
+            format!("topology.{key}.host_queue_pkts"),
+            "applies to host_links only (the host's own interface queue)",
+        ));
     }
     Ok(())
 }
