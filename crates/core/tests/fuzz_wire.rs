@@ -11,80 +11,55 @@
 use mpsched_core::mptcp::{find_in_tcp_options, DssMapping, MptcpOption};
 use mpsched_core::packet::{proto, Ecn, PacketMeta};
 use mpsched_core::wire::{emit_tcp_frame, mac_for, parse_frame_with_mptcp, TcpFields};
-use std::time::{Duration, Instant};
+use mpsched_testkit::fuzz::Fuzz;
 
 /// Where the TCP header starts in the frames `emit_tcp_frame` writes (Ethernet 14, IPv4 20).
 const TCP_AT: usize = 34;
 /// Where the MPTCP option starts (after NOP, NOP and the timestamps: 12 bytes of options).
 const MPTCP_AT: usize = TCP_AT + 32;
 
-/// xorshift64*: deterministic, so that a failure replays from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn flip(&mut self) -> bool {
-        self.next() & 1 == 1
-    }
-    /// `make`'s value half of the time.
-    fn maybe<T>(&mut self, make: impl FnOnce(&mut Rng) -> T) -> Option<T> {
-        match self.flip() {
-            true => Some(make(self)),
-            false => None,
-        }
-    }
-}
-
 /// A well-formed MPTCP option of a random form with random fields.
-fn option(r: &mut Rng) -> MptcpOption {
+fn option(r: &mut Fuzz) -> MptcpOption {
     match r.below(6) {
         0 => {
             // MP_CAPABLE's forms in order: no key, the sender's, both, both and data.
             let form = r.below(4);
             MptcpOption::Capable {
                 version: r.below(2) as u8,
-                flags: r.next() as u8,
-                sender_key: (form >= 1).then(|| r.next()),
-                receiver_key: (form >= 2).then(|| r.next()),
-                data: (form == 3).then(|| (r.next() as u16, r.maybe(|r| r.next() as u16))),
+                flags: r.draw() as u8,
+                sender_key: (form >= 1).then(|| r.draw()),
+                receiver_key: (form >= 2).then(|| r.draw()),
+                data: (form == 3).then(|| (r.draw() as u16, r.maybe(|r| r.draw() as u16))),
             }
         }
         1 => MptcpOption::JoinSyn {
             backup: r.flip(),
-            address_id: r.next() as u8,
-            receiver_token: r.next() as u32,
-            sender_nonce: r.next() as u32,
+            address_id: r.draw() as u8,
+            receiver_token: r.draw() as u32,
+            sender_nonce: r.draw() as u32,
         },
         2 => MptcpOption::JoinSynAck {
             backup: r.flip(),
-            address_id: r.next() as u8,
-            truncated_hmac: r.next(),
-            sender_nonce: r.next() as u32,
+            address_id: r.draw() as u8,
+            truncated_hmac: r.draw(),
+            sender_nonce: r.draw() as u32,
         },
         3 => {
             let mut hmac = [0u8; 20];
-            hmac.iter_mut().for_each(|b| *b = r.next() as u8);
+            hmac.iter_mut().for_each(|b| *b = r.draw() as u8);
             MptcpOption::JoinAck { hmac }
         }
         _ => {
             let ack64 = r.flip();
             let dsn64 = r.flip();
             MptcpOption::Dss {
-                data_ack: r.maybe(|r| (if ack64 { r.next() } else { r.next() & 0xffff_ffff }, ack64)),
+                data_ack: r.maybe(|r| (if ack64 { r.draw() } else { r.draw() & 0xffff_ffff }, ack64)),
                 mapping: r.maybe(|r| DssMapping {
-                    data_seq: if dsn64 { r.next() } else { r.next() & 0xffff_ffff },
+                    data_seq: if dsn64 { r.draw() } else { r.draw() & 0xffff_ffff },
                     dsn64,
-                    subflow_seq: r.next() as u32,
-                    len: r.next() as u16,
-                    checksum: r.maybe(|r| r.next() as u16),
+                    subflow_seq: r.draw() as u32,
+                    len: r.draw() as u16,
+                    checksum: r.maybe(|r| r.draw() as u16),
                 }),
                 data_fin: r.flip(),
             }
@@ -93,19 +68,19 @@ fn option(r: &mut Rng) -> MptcpOption {
 }
 
 /// A TCP frame carrying `opt`, and the metadata it was written from.
-fn frame(r: &mut Rng, opt: MptcpOption) -> (Vec<u8>, PacketMeta) {
-    let mut meta = PacketMeta::udp(r.next() as u32, r.next() as u32, r.next() as u16, r.next() as u16, 0);
+fn frame(r: &mut Fuzz, opt: MptcpOption) -> (Vec<u8>, PacketMeta) {
+    let mut meta = PacketMeta::udp(r.draw() as u32, r.draw() as u32, r.draw() as u16, r.draw() as u16, 0);
     meta.proto = proto::TCP;
-    meta.ecn = Ecn::from_bits(r.next() as u8);
+    meta.ecn = Ecn::from_bits(r.draw() as u8);
     meta.dscp = r.below(64) as u8;
-    meta.ttl = r.next() as u8;
+    meta.ttl = r.draw() as u8;
     let fields = TcpFields {
-        seq: r.next() as u32,
-        ack: r.next() as u32,
-        flags: r.next() as u8,
-        window: r.next() as u16,
-        tsval: r.next() as u32,
-        tsecr: r.next() as u32,
+        seq: r.draw() as u32,
+        ack: r.draw() as u32,
+        flags: r.draw() as u8,
+        window: r.draw() as u16,
+        tsval: r.draw() as u32,
+        tsecr: r.draw() as u32,
         mptcp: Some(opt),
     };
     let mut out = Vec::new();
@@ -114,7 +89,7 @@ fn frame(r: &mut Rng, opt: MptcpOption) -> (Vec<u8>, PacketMeta) {
         &meta,
         mac_for(1, 0),
         mac_for(2, 0),
-        r.next() as u16,
+        r.draw() as u16,
         &fields,
         payload,
         &mut out,
@@ -123,24 +98,24 @@ fn frame(r: &mut Rng, opt: MptcpOption) -> (Vec<u8>, PacketMeta) {
 }
 
 /// The frame changed where parsers trip.
-fn mutate(r: &mut Rng, f: &mut Vec<u8>) {
+fn mutate(r: &mut Fuzz, f: &mut Vec<u8>) {
     for _ in 0..1 + r.below(3) {
         let n = f.len();
         match r.below(8) {
-            0 => f[MPTCP_AT + 1] = r.next() as u8, // option length
-            1 => f[MPTCP_AT + 2] = (r.next() as u8 & 0x0f) | (f[MPTCP_AT + 2] & 0xf0), // flags
+            0 => f[MPTCP_AT + 1] = r.draw() as u8, // option length
+            1 => f[MPTCP_AT + 2] = (r.draw() as u8 & 0x0f) | (f[MPTCP_AT + 2] & 0xf0), // flags
             2 => f[MPTCP_AT + 2] = (r.below(16) as u8) << 4 | (f[MPTCP_AT + 2] & 0x0f), // subtype
             3 => f[TCP_AT + 12] = (r.below(16) as u8) << 4, // TCP data offset
             4 => f[14] = 0x40 | r.below(16) as u8, // IPv4 header length
             5 => {
-                let len = r.next() as u16;
+                let len = r.draw() as u16;
                 f[16..18].copy_from_slice(&len.to_be_bytes()); // IPv4 total length
             }
             6 => f.truncate(r.below(n + 1)),
             _ => {
                 if n > 0 {
                     let i = r.below(n);
-                    f[i] = r.next() as u8;
+                    f[i] = r.draw() as u8;
                 }
             }
         }
@@ -152,12 +127,10 @@ fn mutate(r: &mut Rng, f: &mut Vec<u8>) {
 
 #[test]
 fn frames_with_every_mptcp_option_parse_back_and_mutated_ones_never_panic() {
-    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|s| s.parse().ok()).unwrap_or(d);
-    let (seconds, seed) = (env("FUZZ_SECONDS", 3), env("FUZZ_SEED", 0x3a7e));
-    let mut r = Rng(seed | 1);
-    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let mut r = Fuzz::from_env(3, 0x3a7e);
+    let (seconds, seed) = (r.seconds, r.seed);
     let (mut runs, mut still_mptcp) = (0u64, 0u64);
-    while Instant::now() < deadline {
+    while r.going() {
         let opt = option(&mut r);
         let (mut f, meta) = frame(&mut r, opt);
         let hex = |f: &[u8]| f.iter().map(|b| format!("{b:02x}")).collect::<String>();

@@ -1693,7 +1693,7 @@ mod tests {
             [[path]]\nname = \"p1\"\nnodes = [\"s1\", \"s2\", \"s4\"]\n\
             [[path]]\nname = \"p2\"\nnodes = [\"s1\", \"s3\", \"s4\"]\n\
             [[split]]\nname = \"g\"\nsrc = \"h1\"\ndst = \"h2\"\npaths = [\"p1\", \"p2\"]\nSCHED\n\
-            [[flow]]\nname = \"f\"\nsrc = \"h1\"\ndst = \"h2\"\nrate = \"1Mbps\"\n";
+            [[flow]]\nname = \"f\"\nsrc = \"h1\"\ndst = \"h2\"\nrate = \"1bps\"\n";
         let check = |rate: &str, sched: &str| {
             let sc = Scenario::from_toml(&base.replace("RATE", rate).replace("SCHED", sched), "x.toml").unwrap();
             check_kernel_limits(&sc, &sc.wiring().unwrap()).map_err(|e| e.to_string())

@@ -9,9 +9,9 @@
 
 use mpsched_scenario::builtin::BUILTIN;
 use mpsched_scenario::Scenario;
+use mpsched_testkit::fuzz::Fuzz;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
 /// Bytes allocated now and at most, across the process.
 static LIVE: AtomicUsize = AtomicUsize::new(0);
@@ -42,21 +42,6 @@ static ALLOC: Counting = Counting;
 /// every pair of nodes: 256 MiB at `MAX_NODES`, which a generated fat tree reaches from a
 /// one-line change (`k = 30` in the built-in fat tree held 330 MB when the bound was 16 384 nodes).
 const PEAK_BOUND_BYTES: usize = 512 << 20;
-
-/// xorshift64*: a small deterministic source, so a failure can be replayed from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 /// Values that tend to find edges: zero, huge, negative, odd units, odd names.
 const SPLICES: &[&str] = &[
@@ -135,7 +120,7 @@ const SPLICES: &[&str] = &[
     "cores = 0",
 ];
 
-fn mutate(text: &str, rng: &mut Rng) -> String {
+fn mutate(text: &str, rng: &mut Fuzz) -> String {
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     for _ in 0..1 + rng.below(4) {
         let n = lines.len().max(1);
@@ -162,7 +147,7 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
                 if !b.is_empty() {
                     let j = rng.below(b.len());
                     match rng.below(3) {
-                        0 => b[j] = (rng.next() % 128) as u8,
+                        0 => b[j] = (rng.draw() % 128) as u8,
                         1 => {
                             b.remove(j);
                         }
@@ -203,21 +188,13 @@ fn corpus() -> Vec<String> {
 
 #[test]
 fn mutated_scenarios_are_refused_or_accepted_never_a_panic_or_a_huge_allocation() {
-    let seconds: u64 = std::env::var("FUZZ_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5);
-    let seed: u64 = std::env::var("FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed);
+    let mut rng = Fuzz::from_env(5, 0x5eed);
+    let (seconds, seed) = (rng.seconds, rng.seed);
     let corpus = corpus();
     assert!(corpus.len() >= 10, "the corpus has the built-in scenarios");
-    let mut rng = Rng(seed | 1);
-    let deadline = Instant::now() + Duration::from_secs(seconds);
     let (mut runs, mut accepted) = (0u64, 0u64);
     std::panic::set_hook(Box::new(|_| {}));
-    while Instant::now() < deadline {
+    while rng.going() {
         let input = mutate(&corpus[rng.below(corpus.len())], &mut rng);
         let base = LIVE.load(Ordering::Relaxed);
         PEAK.store(base, Ordering::Relaxed);

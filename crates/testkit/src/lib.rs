@@ -68,3 +68,64 @@ mod tests {
             .contains("not found"));
     }
 }
+
+/// What the time-bounded fuzz tests share: their budget and seed from the environment
+/// (`FUZZ_SECONDS`, `FUZZ_SEED`, for a long run or a replay) and a small deterministic source.
+pub mod fuzz {
+    use std::time::{Duration, Instant};
+
+    /// A fuzz run: how long, from which seed, and the source drawing from it.
+    pub struct Fuzz {
+        /// Seconds it runs (`FUZZ_SECONDS`, else the test's default).
+        pub seconds: u64,
+        /// The seed (`FUZZ_SEED`, else the test's default): a failure replays from it.
+        pub seed: u64,
+        deadline: Instant,
+        state: u64,
+    }
+
+    impl Fuzz {
+        /// A run of `FUZZ_SECONDS` (default `seconds`) from `FUZZ_SEED` (default `seed`).
+        pub fn from_env(seconds: u64, seed: u64) -> Fuzz {
+            let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|s| s.parse().ok()).unwrap_or(d);
+            let (seconds, seed) = (env("FUZZ_SECONDS", seconds), env("FUZZ_SEED", seed));
+            Fuzz {
+                seconds,
+                seed,
+                deadline: Instant::now() + Duration::from_secs(seconds),
+                state: seed | 1,
+            }
+        }
+
+        /// Whether the run has time left.
+        pub fn going(&self) -> bool {
+            Instant::now() < self.deadline
+        }
+
+        /// The next draw (xorshift64*: small, and the same on every machine).
+        pub fn draw(&mut self) -> u64 {
+            self.state ^= self.state >> 12;
+            self.state ^= self.state << 25;
+            self.state ^= self.state >> 27;
+            self.state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+
+        /// A draw below `n` (0 when `n` is 0).
+        pub fn below(&mut self, n: usize) -> usize {
+            (self.draw() % n.max(1) as u64) as usize
+        }
+
+        /// A fair coin.
+        pub fn flip(&mut self) -> bool {
+            self.draw() & 1 == 1
+        }
+
+        /// `make`'s value half of the time.
+        pub fn maybe<T>(&mut self, make: impl FnOnce(&mut Fuzz) -> T) -> Option<T> {
+            match self.flip() {
+                true => Some(make(self)),
+                false => None,
+            }
+        }
+    }
+}

@@ -7,24 +7,9 @@
 //!
 //! In the test suite it runs for `FUZZ_SECONDS` (default 2); `FUZZ_SEED` picks the sequence.
 
+use mpsched_testkit::fuzz::Fuzz;
 use mpsched_tunnel::framing::{FrameHeader, RecordQueue};
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
-
-/// xorshift64*: deterministic, so that a failure replays from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 /// Read records from a stream that arrives in `chunks`, as a subtunnel's exit would: keep what
 /// came, take a header once 8 bytes are there, its packet once its length is there.
@@ -46,13 +31,13 @@ fn read_records(chunks: &[Vec<u8>]) -> Vec<(FrameHeader, Vec<u8>)> {
 }
 
 /// One stream: records of random lengths (0 to 1 600 bytes) and orders, cut at random.
-fn stream_round_trip(r: &mut Rng) {
+fn stream_round_trip(r: &mut Fuzz) {
     let records: Vec<(FrameHeader, Vec<u8>)> = (0..1 + r.below(20))
         .map(|_| {
-            let body: Vec<u8> = (0..r.below(1601)).map(|_| r.next() as u8).collect();
+            let body: Vec<u8> = (0..r.below(1601)).map(|_| r.draw() as u8).collect();
             let h = FrameHeader {
                 len: body.len() as u32,
-                entry_seq: r.next() as u32,
+                entry_seq: r.draw() as u32,
             };
             (h, body)
         })
@@ -71,8 +56,8 @@ fn stream_round_trip(r: &mut Rng) {
 }
 
 /// Random bytes: a header exactly when 8 or more, and its fields are those bytes.
-fn random_header_bytes(r: &mut Rng) {
-    let bytes: Vec<u8> = (0..r.below(17)).map(|_| r.next() as u8).collect();
+fn random_header_bytes(r: &mut Fuzz) {
+    let bytes: Vec<u8> = (0..r.below(17)).map(|_| r.draw() as u8).collect();
     match FrameHeader::decode(&bytes) {
         Some(h) => {
             assert!(bytes.len() >= FrameHeader::BYTES);
@@ -84,7 +69,7 @@ fn random_header_bytes(r: &mut Rng) {
 
 /// The record queue against a model: a record comes out once, in order, and only when the
 /// stream is delivered past its end.
-fn record_queue_against_a_model(r: &mut Rng) {
+fn record_queue_against_a_model(r: &mut Fuzz) {
     let mut q = RecordQueue::default();
     let mut model: VecDeque<(u64, u32)> = VecDeque::new();
     let (mut written, mut delivered, mut next) = (0u64, 0u64, 0u32);
@@ -116,12 +101,10 @@ fn record_queue_against_a_model(r: &mut Rng) {
 
 #[test]
 fn framed_streams_read_back_in_any_cut_and_the_record_queue_follows_its_model() {
-    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|s| s.parse().ok()).unwrap_or(d);
-    let (seconds, seed) = (env("FUZZ_SECONDS", 2), env("FUZZ_SEED", 0xf4a3));
-    let mut r = Rng(seed | 1);
-    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let mut r = Fuzz::from_env(2, 0xf4a3);
+    let (seconds, seed) = (r.seconds, r.seed);
     let mut runs = 0u64;
-    while Instant::now() < deadline {
+    while r.going() {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             stream_round_trip(&mut r);
             random_header_bytes(&mut r);

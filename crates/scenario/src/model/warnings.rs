@@ -44,8 +44,9 @@ impl Scenario {
 mod tests {
     use super::*;
 
-    fn with(scenario_keys: &str, rate: &str) -> Scenario {
-        let text = format!(
+    /// Two hosts joined by a link of `link_rate`, a UDP flow of `rate`.
+    fn text(scenario_keys: &str, link_rate: &str, rate: &str) -> String {
+        format!(
             r#"
             [scenario]
             name = "w"
@@ -60,15 +61,18 @@ mod tests {
             [[link]]
             a = "a"
             b = "b"
-            rate = "10Mbps"
+            rate = "{link_rate}"
             [[flow]]
             name = "f"
             src = "a"
             dst = "b"
             rate = "{rate}"
             "#
-        );
-        Scenario::from_toml(&text, "w.toml").unwrap()
+        )
+    }
+
+    fn with(scenario_keys: &str, rate: &str) -> Scenario {
+        Scenario::from_toml(&text(scenario_keys, "10Mbps", rate), "w.toml").unwrap()
     }
 
     #[test]
@@ -88,30 +92,7 @@ mod tests {
 
     #[test]
     fn a_flow_a_hundred_times_above_its_hosts_links_is_refused() {
-        let e = Scenario::from_toml(
-            r#"
-            [scenario]
-            name = "w"
-            duration = "10s"
-            [[node]]
-            name = "a"
-            kind = "host"
-            [[node]]
-            name = "b"
-            kind = "host"
-            [[link]]
-            a = "a"
-            b = "b"
-            rate = "54Mbps"
-            [[flow]]
-            name = "f"
-            src = "a"
-            dst = "b"
-            rate = "100Tbps"
-            "#,
-            "w.toml",
-        )
-        .unwrap_err();
+        let e = Scenario::from_toml(&text("", "54Mbps", "100Tbps"), "w.toml").unwrap_err();
         assert_eq!(e.field, "flow[0].rate");
         assert!(
             e.message
