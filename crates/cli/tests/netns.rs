@@ -87,6 +87,14 @@ const TESTS: &[(&str, fn())] = &[
         "mptcp_over_two_paths_agrees_with_the_simulator_within_10_percent",
         mptcp_over_two_paths_agrees_with_the_simulator_within_10_percent,
     ),
+    (
+        "every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage",
+        every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage,
+    ),
+    (
+        "bench_dataplane_refuses_iperf_seconds_it_cannot_end",
+        bench_dataplane_refuses_iperf_seconds_it_cannot_end,
+    ),
 ];
 
 fn main() {
@@ -960,4 +968,326 @@ fn the_kernels_mptcp_tokens_and_join_hmacs_are_ours() {
         );
         assert!(dss.len() > 1000, "{}: {} DSS mappings", pcap.display(), dss.len());
     }
+}
+
+const SIGINT: i32 = 2;
+const SIGTERM: i32 = 15;
+
+/// A few fixed-size transfers over a 10 Mbit/s dumbbell, for 3 s: traffic generator servers and
+/// clients in the namespaces while it runs.
+const TRANSFERS_TOML: &str = r#"
+[scenario]
+name = "signal-transfers"
+title = "transfers for the signal test"
+reproduces = "issue 27, signal tests"
+duration = "3s"
+queue_pkts = 100
+[tcp]
+cc = "cubic"
+[[node]]
+name = "src"
+kind = "host"
+[[node]]
+name = "dst"
+kind = "host"
+[[node]]
+name = "sw1"
+kind = "switch"
+[[link]]
+a = "src"
+b = "sw1"
+rate = "10Mbps"
+[[link]]
+a = "sw1"
+b = "dst"
+rate = "10Mbps"
+[[flow]]
+name = "t1"
+src = "src"
+dst = "dst"
+protocol = "tcp"
+size = "4MB"
+start = "0s"
+stop = "3s"
+[[flow]]
+name = "t2"
+src = "src"
+dst = "dst"
+protocol = "tcp"
+size = "2MB"
+start = "0.2s"
+stop = "3s"
+"#;
+
+/// The processes a kernel command starts in its namespaces: iperf3, the traffic generator,
+/// simple_switch, dumpcap. By pid, not zombies.
+fn kernel_processes() -> std::collections::BTreeSet<u32> {
+    let mut out = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let exe = args
+            .first()
+            .map(|a| a.rsplit('/').next().unwrap_or("").to_string())
+            .unwrap_or_default();
+        let ours = matches!(exe.as_str(), "iperf3" | "simple_switch" | "dumpcap")
+            || (exe == "mpsched" && args.get(1).is_some_and(|a| a == "trafficgen"));
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .is_ok_and(|st| st.lines().any(|l| l.starts_with("State:") && l.contains("zombie")));
+        if ours && !zombie {
+            out.insert(pid);
+        }
+    }
+    out
+}
+
+/// The eBPF programs of ours loaded in the kernel (`mps_*`), by id.
+fn loaded_programs() -> std::collections::BTreeSet<u64> {
+    let o = Command::new("bpftool").args(["-j", "prog", "show"]).output();
+    let v: serde_json::Value = o
+        .ok()
+        .and_then(|o| serde_json::from_slice(&o.stdout).ok())
+        .unwrap_or(serde_json::Value::Null);
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["name"].as_str().is_some_and(|n| n.starts_with("mps")))
+        .filter_map(|p| p["id"].as_u64())
+        .collect()
+}
+
+/// The named namespaces of process `pid`: a run's `mps-PIDx...`, and the scratch names that
+/// vector checks used to have (`mpsv-PID-N`, `mpsb-PID-N`).
+fn namespaces_of(pid: u32) -> Vec<String> {
+    let run = format!("mps-{pid}x");
+    let scratch = [
+        format!("mpsv-{pid}-"),
+        format!("mpsb-{pid}-"),
+        format!("mps-probe-{pid}x"),
+    ];
+    mpsched_netns::ns::list()
+        .into_iter()
+        .filter(|n| n.starts_with(&run) || scratch.iter().any(|s| n.starts_with(s.as_str())))
+        .collect()
+}
+
+/// When, in a command's life, the signal is sent.
+#[derive(Clone, Copy, Debug)]
+enum Instant_ {
+    /// This long after it started (before it has made anything, or at a time known to fall in
+    /// a stage).
+    After(Duration),
+    /// As soon as it has made the first namespace of its network (setting up; the scratch
+    /// namespace that probes the kernel's qdiscs comes before).
+    FirstNamespace,
+    /// Once a process of its traffic runs, and this long after that.
+    Traffic(Duration),
+}
+
+/// Run `args`, send `sig` at `when`, and check that it exits as interrupted (130, or killed by
+/// the signal when it came before the handler was set or the command holds nothing a signal
+/// could leave) without a panic, and that nothing of it is left: no namespace of its name, no
+/// process of its traffic, no program of ours more than before, nothing pinned.
+fn interrupt_and_check(args: &[&str], sig: i32, when: Instant_) {
+    use std::os::unix::process::ExitStatusExt;
+    let what = format!("`mpsched {}` with signal {sig} at {when:?}", args.join(" "));
+    let procs_before = kernel_processes();
+    let progs_before = loaded_programs();
+    let mut child = mpsched()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let started = Instant::now();
+    let new_procs = || -> Vec<u32> { kernel_processes().difference(&procs_before).copied().collect() };
+    let reached = loop {
+        let ready = match when {
+            Instant_::After(d) => started.elapsed() >= d,
+            Instant_::FirstNamespace => namespaces_of(pid).iter().any(|n| !n.contains("-probe-")),
+            Instant_::Traffic(_) => !new_procs().is_empty(),
+        };
+        if ready {
+            break true;
+        }
+        if child.try_wait().unwrap().is_some() || started.elapsed() > Duration::from_secs(60) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    assert!(reached, "{what}: it ended (or took a minute) before the instant came");
+    if let Instant_::Traffic(d) = when {
+        std::thread::sleep(d);
+    }
+    let name = match sig {
+        SIGINT => "-INT",
+        _ => "-TERM",
+    };
+    assert!(Command::new("kill")
+        .args([name, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("{what}: still running 20 s after the signal");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+    eprintln!(
+        "{what}: sent {:.2} s after the start, {status:?}, {}",
+        (t - started).as_secs_f64(),
+        err.lines().last().unwrap_or("")
+    );
+    assert!(
+        status.code() == Some(130) || status.signal() == Some(sig),
+        "{what}: exit {status:?}, not 130 or the signal: {err}"
+    );
+    assert!(
+        !err.contains("internal error") && !err.contains("panicked"),
+        "{what}: {err}"
+    );
+    let left_ns = namespaces_of(pid);
+    assert!(left_ns.is_empty(), "{what}: namespaces left: {left_ns:?}\n{err}");
+    // Killed processes and freed programs take a moment to go.
+    let t = Instant::now();
+    let (mut procs, mut progs) = (new_procs(), Vec::new());
+    while t.elapsed() < Duration::from_secs(3) {
+        procs = new_procs();
+        progs = loaded_programs().difference(&progs_before).copied().collect();
+        if procs.is_empty() && progs.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let shown: Vec<String> = procs
+        .iter()
+        .map(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                .unwrap_or_default()
+                .replace('\0', " ")
+        })
+        .collect();
+    assert!(procs.is_empty(), "{what}: processes left: {shown:?}");
+    assert!(progs.is_empty(), "{what}: eBPF programs left: {progs:?}");
+    assert_clean(&what);
+}
+
+/// Issue 27 (item 2 and the signal tests): every command that makes kernel state, interrupted
+/// with SIGINT and with SIGTERM before it has made anything, while it sets up, and while its
+/// traffic runs, exits as interrupted and leaves nothing: `run --backend netns` (iperf3 flows
+/// and traffic generator transfers), `compare`, `bench --dataplane` (which left its three
+/// namespaces, their programs and an `iperf3 -s` for ever) and `vectors check` on the eBPF
+/// programs (whose scratch namespaces stayed). `sweep` runs in the simulator only.
+fn every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    assert_clean("before");
+    let dir = tmp("signals");
+    std::fs::create_dir_all(&dir).unwrap();
+    let transfers = dir.join("transfers.toml");
+    std::fs::write(&transfers, TRANSFERS_TOML).unwrap();
+    let transfers = transfers.to_str().unwrap().to_string();
+    let out = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let vectors = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/vectors");
+    let (o1, o2, o3) = (out("run"), out("tg"), out("cmp"));
+    let commands: Vec<(Vec<&str>, Vec<Instant_>)> = vec![
+        (
+            vec![
+                "run",
+                "s1-homogeneous",
+                "--backend",
+                "netns",
+                "--variant",
+                "WRR",
+                "--duration",
+                "3",
+                "--no-plot",
+                "--out",
+                &o1,
+            ],
+            vec![Instant_::FirstNamespace, Instant_::Traffic(Duration::from_millis(700))],
+        ),
+        (
+            vec!["run", &transfers, "--backend", "netns", "--no-plot", "--out", &o2],
+            vec![Instant_::FirstNamespace, Instant_::Traffic(Duration::from_millis(500))],
+        ),
+        (
+            vec![
+                "compare",
+                "s1-homogeneous",
+                "--variant",
+                "WRR",
+                "--duration",
+                "3",
+                "--out",
+                &o3,
+            ],
+            vec![
+                Instant_::After(Duration::from_millis(50)),
+                Instant_::FirstNamespace,
+                Instant_::Traffic(Duration::from_millis(700)),
+            ],
+        ),
+        (
+            vec![
+                "bench",
+                "--dataplane",
+                "--bpf-repeat",
+                "1000",
+                "--decisions",
+                "1000",
+                "--iperf-seconds",
+                "2",
+            ],
+            vec![
+                Instant_::After(Duration::from_millis(100)),
+                Instant_::FirstNamespace,
+                Instant_::Traffic(Duration::from_millis(500)),
+            ],
+        ),
+        (
+            vec!["vectors", "check", vectors, "--impl", "rust", "--impl", "ebpf"],
+            vec![
+                Instant_::After(Duration::from_millis(100)),
+                Instant_::After(Duration::from_millis(600)),
+                Instant_::After(Duration::from_millis(1200)),
+            ],
+        ),
+    ];
+    for (args, instants) in &commands {
+        for &when in instants {
+            for sig in [SIGINT, SIGTERM] {
+                interrupt_and_check(args, sig, when);
+            }
+        }
+    }
+}
+
+/// Issue 27 item 2: `--iperf-seconds 0` is iperf3's "run for ever", and the benchmark never
+/// ended; it is refused as an input error before anything is made, as is more than 300.
+fn bench_dataplane_refuses_iperf_seconds_it_cannot_end() {
+    for v in ["0", "301"] {
+        let o = mpsched()
+            .args(["bench", "--dataplane", "--iperf-seconds", v])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "--iperf-seconds {v}: {err}");
+        assert!(err.contains("--iperf-seconds") && err.contains("1 to 300"), "{err}");
+    }
+    assert_clean("after the refused benchmarks");
 }
