@@ -95,6 +95,10 @@ const TESTS: &[(&str, fn())] = &[
         "bench_dataplane_refuses_iperf_seconds_it_cannot_end",
         bench_dataplane_refuses_iperf_seconds_it_cannot_end,
     ),
+    (
+        "simulator_only_tcp_settings_are_said_to_be_ignored_on_the_kernel",
+        simulator_only_tcp_settings_are_said_to_be_ignored_on_the_kernel,
+    ),
 ];
 
 fn main() {
@@ -560,7 +564,7 @@ fn propagation_delay_needs_netem_or_ignore_delay() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (dir, file) = s1_with("delay", "rate = \"54Mbps\"", "rate = \"54Mbps\"\ndelay = \"2ms\"");
     let netem = mpsched_has_netem();
-    let run = |extra: &[&str]| {
+    let run_cmd = |extra: &[&str]| {
         let mut c = mpsched();
         c.args([
             "run",
@@ -576,21 +580,63 @@ fn propagation_delay_needs_netem_or_ignore_delay() {
         .arg(dir.join("out"))
         .arg(&file)
         .args(extra);
-        c.output().unwrap()
+        c
     };
+    let run = |extra: &[&str]| run_cmd(extra).output().unwrap();
     if netem {
         ok(&run(&[]));
     } else {
-        let out = run(&[]);
+        // Issue 27 item 14: the link by its two nodes and the delay as the file writes it
+        // (it said `link[0]` and nanoseconds), refused before any namespace is made (the
+        // netem probe's scratch namespace included).
+        let mut c = run_cmd(&[]);
+        let (out, seen) = output_watching_namespaces(&mut c);
         assert_eq!(out.status.code(), Some(2));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("netem") && err.contains("--ignore-delay") && err.contains("link[0]"),
+            err.contains("netem")
+                && err.contains("--ignore-delay")
+                && err.contains("`sta1` and `ap1`")
+                && err.contains("2ms"),
             "{err}"
         );
+        assert!(!err.contains("link[") && !err.contains(" ns"), "{err}");
+        assert!(seen.is_empty(), "namespaces made before the refusal: {seen:?}");
         ok(&run(&["--ignore-delay"]));
     }
     assert_clean("after the delay runs");
+}
+
+/// Run `c` to its end while watching `/var/run/netns` for namespaces named after its process:
+/// its output and every such name seen.
+fn output_watching_namespaces(c: &mut Command) -> (std::process::Output, Vec<String>) {
+    let child = c
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut seen: Vec<String> = Vec::new();
+            let mine = [format!("mps-{pid}x"), format!("mps-probe-{pid}x")];
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                for e in std::fs::read_dir("/var/run/netns").into_iter().flatten().flatten() {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    if mine.iter().any(|m| n.starts_with(m.as_str())) && !seen.contains(&n) {
+                        seen.push(n);
+                    }
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            seen
+        })
+    };
+    let out = child.wait_with_output().unwrap();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    (out, watcher.join().unwrap())
 }
 
 /// Whether the kernel offers netem (a scratch namespace's loopback takes it).
@@ -1290,4 +1336,31 @@ fn bench_dataplane_refuses_iperf_seconds_it_cannot_end() {
         assert!(err.contains("--iperf-seconds") && err.contains("1 to 300"), "{err}");
     }
     assert_clean("after the refused benchmarks");
+}
+
+/// Issue 27 item 14: `tcp.host_queue_limit` and `tcp.abc_limit` ran silently on the kernel,
+/// which has neither; the run now says so on stderr, once each.
+fn simulator_only_tcp_settings_are_said_to_be_ignored_on_the_kernel() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("ignored");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ignored.toml");
+    let text = TRANSFERS_TOML.replace(
+        "cc = \"cubic\"",
+        "cc = \"cubic\"\nhost_queue_limit = \"64KB\"\nabc_limit = 2",
+    );
+    std::fs::write(&file, text).unwrap();
+    let o = mpsched()
+        .args(["run", "--backend", "netns", "--duration", "1", "--no-plot", "--out"])
+        .arg(dir.join("out"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    for key in ["tcp.host_queue_limit", "tcp.abc_limit"] {
+        let n = err.matches(&format!("warning: {key} (flows `t1`, `t2`)")).count();
+        assert_eq!(n, 1, "{key} said {n} times: {err}");
+    }
+    assert_clean("after the run with simulator-only settings");
 }

@@ -219,20 +219,101 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
     if have_netem || opts.ignore_delay {
         return Ok(have_netem);
     }
+    let l = &sc.links[i];
+    let delayed = sc.links.iter().filter(|l| l.delay_ps > 0).count();
     Err(NetnsError::Missing(format!(
-        "link[{i}] has a propagation delay of {} ns, which needs the netem qdisc, and this kernel has no sch_netem; \
-         pass --ignore-delay to run without the delay, or use --backend sim",
-        sc.links[i].delay_ps / 1000
+        "the link between `{}` and `{}` has a propagation delay of {}{}, which needs the netem qdisc, and this \
+         kernel has no sch_netem; pass --ignore-delay to run without the delay, or use --backend sim",
+        sc.nodes[l.a].name,
+        sc.nodes[l.b].name,
+        time_text(l.delay_ps),
+        match delayed {
+            1 => String::new(),
+            n => format!(" (and {} more links have delays)", n - 1),
+        }
     )))
 }
 
-/// Whether the kernel offers qdisc `kind` (tried on a scratch namespace's loopback).
+/// A time in the largest of the scenario format's units that shows it exactly (`1ms`, `2500us`,
+/// `10ns`), as a file would write it.
+pub fn time_text(ps: u64) -> String {
+    if ps == 0 {
+        return "0s".into();
+    }
+    let unit = [
+        ("s", 1_000_000_000_000u64),
+        ("ms", 1_000_000_000),
+        ("us", 1_000_000),
+        ("ns", 1_000),
+    ]
+    .into_iter()
+    .find(|(_, n)| ps % n == 0);
+    match unit {
+        Some((u, n)) => format!("{}{u}", ps / n),
+        None => format!("{}ps", ps),
+    }
+}
+
+/// Settings of the scenario that only the simulator models, which a kernel run ignores: one
+/// line each, naming the setting and the flows that have it.
+pub fn ignored_on_the_kernel(sc: &Scenario) -> Vec<String> {
+    let with = |has: fn(&TcpFlow) -> bool| -> Vec<&str> {
+        sc.flows
+            .iter()
+            .filter(|f| f.tcp.as_ref().is_some_and(has))
+            .map(|f| f.name.as_str())
+            .collect()
+    };
+    let names = |v: &[&str]| {
+        let shown: Vec<String> = v.iter().take(3).map(|n| format!("`{n}`")).collect();
+        let more = v.len().saturating_sub(3);
+        if more > 0 {
+            format!("{} and {more} more", shown.join(", "))
+        } else {
+            shown.join(", ")
+        }
+    };
+    let mut out = Vec::new();
+    let q = with(|t| t.config.host_queue_limit_bytes.is_some());
+    if !q.is_empty() {
+        out.push(format!(
+            "tcp.host_queue_limit (flows {}) is the simulator's model of a host's queue; the kernel ignores it \
+             (its hosts queue in their own qdisc, whose limit is the link's queue)",
+            names(&q)
+        ));
+    }
+    let a = with(|t| t.config.abc_limit_segments.is_some());
+    if !a.is_empty() {
+        out.push(format!(
+            "tcp.abc_limit (flows {}) is the simulator's slow-start limit per ACK (RFC 3465's L); the kernel \
+             ignores it (Linux has no such setting)",
+            names(&a)
+        ));
+    }
+    out
+}
+
+/// [`ignored_on_the_kernel`] on standard error, each line once per process (a plan runs
+/// [`check`] and then every repetition).
+fn warn_ignored(sc: &Scenario) {
+    static SHOWN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let Ok(mut shown) = SHOWN.lock() else { return };
+    for w in ignored_on_the_kernel(sc) {
+        if !shown.contains(&w) {
+            eprintln!("warning: {w}");
+            shown.push(w);
+        }
+    }
+}
+
+/// Whether the kernel offers qdisc `kind` (tried on the loopback of a scratch namespace without
+/// a name, so that checking makes no namespace anyone can see or a signal can leave).
 pub fn kernel_has_qdisc(kind: &str) -> bool {
-    let name = format!("{NS_PREFIX}probe-{}", new_run_id());
-    let Ok(n) = Netns::create(&name) else {
+    let Ok(n) = ns::AnonNetns::create() else {
         return false;
     };
-    n.exec("tc", &["qdisc", "add", "dev", "lo", "root", kind]).is_ok()
+    n.enter(|| ns::run("tc", &["qdisc", "add", "dev", "lo", "root", kind]).is_ok())
+        .unwrap_or(false)
 }
 
 /// The live pieces of a run; dropping it removes everything.
@@ -564,6 +645,7 @@ fn checked(sc: &Scenario, opts: &NetnsOptions) -> Result<Checked, NetnsError> {
     let capture_ports = capture::check(sc, &opts.captures)?;
     let have_netem = preflight(sc, opts)?;
     opts.planes().preflight()?;
+    warn_ignored(sc);
     Ok(Checked {
         w,
         capture_ports,
@@ -1653,8 +1735,43 @@ pub fn clean() -> Result<Cleaned, NetnsError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_kernel_limits, leaf_qdisc, netem_limit_pkts};
+    use super::{check_kernel_limits, ignored_on_the_kernel, leaf_qdisc, netem_limit_pkts, time_text};
     use mpsched_scenario::Scenario;
+
+    /// Issue 27 item 14: delays are named as a file writes them, not in nanoseconds.
+    #[test]
+    fn times_are_written_in_the_scenario_formats_units() {
+        assert_eq!(time_text(1_000_000_000), "1ms");
+        assert_eq!(time_text(2_500_000_000), "2500us");
+        assert_eq!(time_text(1_000_000), "1us");
+        assert_eq!(time_text(3_000_000_000_000), "3s");
+        assert_eq!(time_text(10_000), "10ns");
+        assert_eq!(time_text(7), "7ps");
+    }
+
+    /// Issue 27 item 14: the simulator-only TCP settings are named, with their flows, for a
+    /// warning; a scenario without them has none.
+    #[test]
+    fn simulator_only_tcp_settings_are_named_for_the_kernel() {
+        let text = |tcp: &str| {
+            format!(
+                "[scenario]\nname = \"x\"\nduration = \"1s\"\n[tcp]\ncc = \"cubic\"\n{tcp}\n\
+                 [[node]]\nname = \"a\"\nkind = \"host\"\n[[node]]\nname = \"b\"\nkind = \"host\"\n\
+                 [[link]]\na = \"a\"\nb = \"b\"\nrate = \"10Mbps\"\n\
+                 [[flow]]\nname = \"t\"\nsrc = \"a\"\ndst = \"b\"\nprotocol = \"tcp\"\n"
+            )
+        };
+        let sc = Scenario::from_toml(&text("host_queue_limit = \"64KB\"\nabc_limit = 2"), "x.toml").unwrap();
+        let w = ignored_on_the_kernel(&sc);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].starts_with("tcp.host_queue_limit (flows `t`)"), "{w:?}");
+        assert!(
+            w[1].starts_with("tcp.abc_limit (flows `t`)") && w[1].contains("ignores"),
+            "{w:?}"
+        );
+        let sc = Scenario::from_toml(&text(""), "x.toml").unwrap();
+        assert!(ignored_on_the_kernel(&sc).is_empty());
+    }
 
     /// A switch with more ports than the eBPF program holds is refused by name, before anything
     /// is made (it used to fail as a map update after the namespaces existed).
