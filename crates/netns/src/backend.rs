@@ -36,6 +36,9 @@ use std::time::{Duration, Instant};
 const PS_PER_S: u64 = 1_000_000_000_000;
 /// Time after the scenario's end for packets in flight and iperf3's final reports.
 const DRAIN: Duration = Duration::from_secs(2);
+/// How long before time zero the traffic generator's clients start: the time to start a
+/// process in a namespace and read a schedule, with room to spare on a loaded machine.
+const GENERATOR_LEAD: Duration = Duration::from_millis(500);
 /// Prefix of every namespace this backend makes.
 pub const NS_PREFIX: &str = "mps-";
 
@@ -590,7 +593,9 @@ impl Build<'_> {
             return Ok(());
         }
         let exe = trafficgen_exe()?;
-        let zero = std::time::SystemTime::now() - t0.elapsed();
+        // `t0` may be ahead: the clients start before time zero and wait for it.
+        let now = Instant::now();
+        let zero = std::time::SystemTime::now() + t0.saturating_duration_since(now) - now.saturating_duration_since(t0);
         let t0_ns = unix_ns(zero).to_string();
         for ((src, mptcp), flows) in by_src {
             let ids: Vec<usize> = flows.iter().map(|f| f.id).collect();
@@ -691,9 +696,18 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         live.captures
             .push((capture::start(&live.nss[node], port, req)?, req.path.clone()));
     }
-    let t0 = Instant::now();
     b.servers(&mut live)?;
-    std::thread::sleep(Duration::from_millis(300));
+    // Time zero comes once every server listens, and a little after the traffic generator's
+    // clients have started (they wait for it with their schedules read): a flow starts at its
+    // time, not when the setup happens to end. Before, time zero was taken before the servers
+    // started, so flows and samples began 0.3 s and more late, the paths' samples (taken on
+    // the real clock) behind iperf3's reports (placed on the scenario's).
+    let t0 = Instant::now() + GENERATOR_LEAD;
+    b.generator_clients(&mut live, t0)?;
+    while Instant::now() < t0 {
+        b.check_stop()?;
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let samples = drive(&b, &mut live, t0)?;
     let outputs = wait_for_traffic(&b, &mut live)?;
     for (c, path) in &mut live.captures {
@@ -712,6 +726,9 @@ struct Samples {
     regs: Vec<Vec<(String, u64)>>,
     /// Per flow, the child running its TCP client.
     client_of: Vec<Option<usize>>,
+    /// Per iperf3 flow, when its client started, seconds after time zero: its reports are
+    /// placed on the clock from there.
+    started_at: Vec<Option<f64>>,
     queue_tracking: Vec<(f64, String, PortId, u64, u64)>,
     /// Per flow, its MPTCP subflows as `ss` showed them last.
     mptcp: MptcpWatch,
@@ -800,9 +817,11 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
         .iter()
         .map(|(node, ifname)| rx_bytes(&live.nss[*node], ifname).unwrap_or(0))
         .collect();
-    // Fixed-size transfers run in the traffic generator, started here with their schedules.
+    // Fixed-size transfers run in the traffic generator, started before time zero with their
+    // schedules.
     let mut started: Vec<bool> = sc.flows.iter().map(is_transfer).collect();
-    b.generator_clients(live, t0)?;
+    // When each iperf3 client really started, seconds after time zero.
+    let mut started_at: Vec<Option<f64>> = vec![None; sc.flows.len()];
     let mut client_of: Vec<Option<usize>> = vec![None; sc.flows.len()];
     let mut queue_tracking = Vec::new();
     let mut mptcp = MptcpWatch::new(sc.flows.len());
@@ -826,6 +845,7 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
         for (fi, f) in sc.flows.iter().enumerate() {
             if !started[fi] && now >= Duration::from_nanos(f.start_ps / 1000) {
                 started[fi] = true;
+                started_at[fi] = Some(t0.elapsed().as_secs_f64());
                 let dur_s = (f.stop_ps - f.start_ps) as f64 / PS_PER_S as f64;
                 if let Some(t) = &f.tcp {
                     let args = tcp_client_args(sc, w, f, t, dur_s);
@@ -894,6 +914,7 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
         path: path_samples,
         regs: reg_samples,
         client_of,
+        started_at,
         queue_tracking,
         mptcp,
     })
@@ -974,7 +995,9 @@ fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[String]) -> Resu
             let client: serde_json::Value = samples.client_of[fi]
                 .and_then(|ci| serde_json::from_str(&outputs[ci]).ok())
                 .unwrap_or(serde_json::Value::Null);
-            let (mut fig, mut cols) = tcp_flow_figures(f, t, &server, &client, intervals, sample_every.as_secs_f64());
+            let start_s = samples.started_at[fi].unwrap_or(f.start_ps as f64 / PS_PER_S as f64);
+            let (mut fig, mut cols) =
+                tcp_flow_figures(f, t, &server, &client, intervals, sample_every.as_secs_f64(), start_s);
             if let Some(tcp) = fig.tcp.as_mut() {
                 samples.mptcp.apply(fi, tcp, &mut cols[1]);
             }
@@ -983,7 +1006,8 @@ fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[String]) -> Resu
             tcp_series.push((f.name.clone(), cols[1..].to_vec()));
             continue;
         }
-        let (fig, col) = udp_flow_figures(f, &server, intervals, sample_every.as_secs_f64());
+        let start_s = samples.started_at[fi].unwrap_or(f.start_ps as f64 / PS_PER_S as f64);
+        let (fig, col) = udp_flow_figures(f, &server, intervals, sample_every.as_secs_f64(), start_s);
         flows.push(fig);
         flow_series.push(col);
     }
@@ -1081,6 +1105,7 @@ fn udp_flow_figures(
     server: &serde_json::Value,
     intervals: usize,
     interval_s: f64,
+    start_s: f64,
 ) -> (FlowFigures, Vec<f64>) {
     // iperf3 3.12's server leaves end.sum.bytes at 0 for UDP; sum_received has them.
     let sum = &server["end"]["sum_received"];
@@ -1123,17 +1148,44 @@ fn udp_flow_figures(
         delivered_mib: round(bytes / f64::from(1u32 << 20), 4),
         tcp: None,
     };
-    // Goodput at the receiver per sample interval, placed on the scenario's clock.
+    (fig, goodput_column(server, start_s, intervals, interval_s))
+}
+
+/// Goodput at the receiver per sample interval from an iperf3 server's reports, placed on the
+/// run's clock from `start_s` (when the flow's client started): each report's bytes spread over
+/// the sample intervals its span covers, over the interval's length. Bytes, not iperf3's rates:
+/// the server's last report is often a short one (what was still queued when the client
+/// stopped, arriving after the run's end), whose rate over its few milliseconds was added to the
+/// whole last interval's (15.47 Mbit/s for an 8 Mbit/s flow); its bytes now fall after the
+/// last interval, as the simulator's drain does.
+fn goodput_column(server: &serde_json::Value, start_s: f64, intervals: usize, interval_s: f64) -> Vec<f64> {
     let mut col = vec![0.0; intervals];
-    let start_s = f.start_ps as f64 / PS_PER_S as f64;
     for iv in server["intervals"].as_array().into_iter().flatten() {
         let s = &iv["sum"];
-        let k = report_slot(start_s, s["end"].as_f64().unwrap_or(0.0), interval_s);
-        if k < intervals {
-            col[k] += s["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
+        let end = s["end"].as_f64().unwrap_or(0.0);
+        let start = s["start"].as_f64().unwrap_or(end - interval_s).min(end);
+        let bytes = s["bytes"]
+            .as_f64()
+            .unwrap_or_else(|| s["bits_per_second"].as_f64().unwrap_or(0.0) * (end - start) / 8.0);
+        let (a, b) = (start_s + start, start_s + end);
+        if b - a < 1e-9 {
+            let k = report_slot(start_s, end, interval_s);
+            if k < intervals {
+                col[k] += bytes * 8.0 / interval_s / 1e6;
+            }
+            continue;
+        }
+        let first = (a / interval_s).floor().max(0.0) as usize;
+        for (k, c) in col.iter_mut().enumerate().skip(first) {
+            let (lo, hi) = (k as f64 * interval_s, (k + 1) as f64 * interval_s);
+            if lo >= b {
+                break;
+            }
+            let overlap = (hi.min(b) - lo.max(a)).max(0.0);
+            *c += bytes * overlap / (b - a) * 8.0 / interval_s / 1e6;
         }
     }
-    (fig, col)
+    col
 }
 
 /// iperf3's report interval (`-i`): the scenario's sample interval, in seconds.
@@ -1398,20 +1450,15 @@ fn tcp_flow_figures(
     client: &serde_json::Value,
     intervals: usize,
     interval_s: f64,
+    start_s: f64,
 ) -> (FlowFigures, Vec<Vec<f64>>) {
     let bytes = server["end"]["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
     let sent = &client["end"]["sum_sent"];
     let retx = sent["retransmits"].as_u64().unwrap_or(0);
     let stream = &client["end"]["streams"][0]["sender"];
     let mut cols = vec![vec![0.0; intervals]; 4];
-    let start_s = f.start_ps as f64 / PS_PER_S as f64;
     let slot = |end: f64| report_slot(start_s, end, interval_s);
-    for iv in server["intervals"].as_array().into_iter().flatten() {
-        let k = slot(iv["sum"]["end"].as_f64().unwrap_or(0.0));
-        if k < intervals {
-            cols[0][k] += iv["sum"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
-        }
-    }
+    cols[0] = goodput_column(server, start_s, intervals, interval_s);
     let (mut cwnd_sum, mut cwnd_n) = (0.0, 0.0);
     for iv in client["intervals"].as_array().into_iter().flatten() {
         let st = &iv["streams"][0];
@@ -1849,12 +1896,12 @@ mod tests {
         let f = &sc.flows[0];
         let server =
             serde_json::json!({"end": {"sum_received": {"bytes": 1_000_000.0, "packets": 700, "lost_packets": 7}}});
-        let (udp, _) = super::udp_flow_figures(f, &server, 4, 1.0);
+        let (udp, _) = super::udp_flow_figures(f, &server, 4, 1.0, 0.0);
         assert_eq!(udp.mean_owd_ms, None);
         assert_eq!(udp.loss_pct, Some(1.0), "iperf3 counts UDP losses");
         let t = f.tcp.as_ref().expect("a TCP flow");
         let client = serde_json::json!({"end": {"streams": [{"sender": {"retransmits": 246}}]}});
-        let (tcp, _) = super::tcp_flow_figures(f, t, &server, &client, 4, 1.0);
+        let (tcp, _) = super::tcp_flow_figures(f, t, &server, &client, 4, 1.0, 0.0);
         assert_eq!((tcp.loss_pct, tcp.mean_owd_ms), (None, None));
         let figs = tcp.tcp.as_ref().unwrap();
         assert_eq!(
@@ -1889,8 +1936,37 @@ mod tests {
             .map(|e| serde_json::json!({"sum": {"end": e, "bits_per_second": 8e6}}))
             .collect();
         let server = serde_json::json!({"intervals": intervals, "end": {"sum_received": {}}});
-        let (_, col) = super::udp_flow_figures(&sc.flows[0], &server, 4, 1.0);
-        assert_eq!(col, vec![8.0; 4], "every second filled, none late, the last kept");
+        let (_, col) = super::udp_flow_figures(&sc.flows[0], &server, 4, 1.0, 0.0);
+        assert!(
+            col.iter().all(|c| (c - 8.0).abs() < 0.01),
+            "every second filled, none late, the last kept: {col:?}"
+        );
+    }
+
+    /// Issue 27 item 6: a server's last report is often a short one (what was still queued
+    /// when the client stopped), at the flow's rate over a few milliseconds; its rate was added
+    /// to the last full interval's (15.47 Mbit/s for an 8 Mbit/s flow). Bytes are added instead.
+    /// Reports are placed from when the client really started.
+    #[test]
+    fn a_short_last_report_adds_its_bytes_not_its_rate() {
+        let iv = |start: f64, end: f64, bytes: f64| {
+            serde_json::json!({"sum": {"start": start, "end": end, "seconds": end - start, "bytes": bytes,
+                "bits_per_second": bytes * 8.0 / (end - start)}})
+        };
+        let server = serde_json::json!({"intervals": [
+            iv(0.0, 1.000046, 1e6), iv(1.000046, 2.000031, 1e6), iv(2.000031, 3.000102, 1e6),
+            iv(3.000102, 4.0001, 1e6), iv(4.0001, 4.03, 30_000.0)
+        ]});
+        let col = super::goodput_column(&server, 0.0, 4, 1.0);
+        assert!(
+            col.iter().all(|c| (c - 8.0).abs() < 0.001),
+            "each second its own bytes; the 30 ms after the end in none: {col:?}"
+        );
+        // A client that started 0.2 s after time zero at 100 ms samples.
+        let server = serde_json::json!({"intervals": [iv(0.0, 0.1, 1e5), iv(0.1, 0.2, 1e5)]});
+        let col = super::goodput_column(&server, 0.2, 5, 0.1);
+        let want = [0.0, 0.0, 8.0, 8.0, 0.0];
+        assert!(col.iter().zip(want).all(|(c, w)| (c - w).abs() < 1e-6), "{col:?}");
     }
 
     /// Hardening item 20: where the kernel has netem, every link's leaf is netem with the link's
