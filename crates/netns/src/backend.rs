@@ -23,7 +23,7 @@ use crate::{capture, hosts};
 use mpsched_core::frame::MarkerConfig;
 use mpsched_core::packet::{ipv4_to_string, Ecn, PortId, UDP_OVERHEAD_BYTES};
 use mpsched_core::wire::mac_for;
-use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures, TcpFigures};
+use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures, TcpFigures, Unmeasured};
 use mpsched_scenario::{Flow, NodeKind, Protocol, Scenario, TcpApp, TcpFlow};
 use mpsched_sim::TimeSeries;
 use std::collections::BTreeMap;
@@ -597,9 +597,19 @@ impl Build<'_> {
         let now = Instant::now();
         let zero = std::time::SystemTime::now() + t0.saturating_duration_since(now) - now.saturating_duration_since(t0);
         let t0_ns = unix_ns(zero).to_string();
+        // They stop at the end of the run and its drain, as the simulator's transfers do, and
+        // report what each unfinished one delivered by then.
+        let stop_ns = unix_ns(zero + Duration::from_nanos(sc.duration_ps / 1000) + DRAIN).to_string();
         for ((src, mptcp), flows) in by_src {
             let ids: Vec<usize> = flows.iter().map(|f| f.id).collect();
-            let mut args = vec!["trafficgen", "client", "--t0-unix-ns", &t0_ns];
+            let mut args = vec![
+                "trafficgen",
+                "client",
+                "--t0-unix-ns",
+                &t0_ns,
+                "--stop-unix-ns",
+                &stop_ns,
+            ];
             if mptcp {
                 args.push("--mptcp");
             }
@@ -782,6 +792,9 @@ impl MptcpWatch {
         tcp.subflows = conn.iter().map(|s| s.figures(*active_s)).collect();
         tcp.retransmitted_segments = conn.iter().map(|s| s.retrans_total).sum();
         tcp.srtt_ms = round(conn[0].srtt_ms, 3);
+        tcp.unmeasured.retransmissions = false;
+        tcp.unmeasured.srtt = false;
+        tcp.unmeasured.cwnd = self.cwnd_kib[fi].is_empty() && tcp.unmeasured.cwnd;
         let readings = &self.cwnd_kib[fi];
         tcp.mean_cwnd_kib = round(
             readings.iter().map(|r| r.1).sum::<f64>() / readings.len().max(1) as f64,
@@ -1393,9 +1406,11 @@ fn generator_results(live: &Live, outputs: &[String]) -> BTreeMap<usize, FlowRes
         .collect()
 }
 
-/// A fixed-size transfer's figures from the traffic generator (completion time measured at
-/// the client), and its goodput column: the bytes spread evenly over the time it took. The
-/// generator measures no window, RTT or retransmissions (zero, `None` where the schema allows).
+/// A fixed-size transfer's figures from the traffic generator: completion time measured at the
+/// client, the bytes delivered (all of them when it finished; what the receiver had
+/// acknowledged by the end of the run and its drain when it had not), and the connection's
+/// retransmissions, RTT and window from `TCP_INFO` at its end (unmeasured where the socket gave
+/// none); and its goodput column: the bytes spread evenly over the time it took.
 fn transfer_figures(
     f: &Flow,
     t: &TcpFlow,
@@ -1404,7 +1419,7 @@ fn transfer_figures(
     interval_s: f64,
 ) -> (FlowFigures, Vec<f64>) {
     let done = r.filter(|r| r.fct_s.is_some());
-    let bytes = done.map_or(0, |r| r.bytes) as f64;
+    let bytes = r.map_or(0, |r| r.bytes) as f64;
     let mut col = vec![0.0; intervals];
     if let Some(r) = done {
         let (start, fct) = (r.start_s, r.fct_s.unwrap_or(0.0).max(1e-9));
@@ -1414,9 +1429,19 @@ fn transfer_figures(
             *c = round(bytes * 8.0 * overlap / fct / interval_s / 1e6, 4);
         }
     }
+    let info = r.and_then(|r| r.tcp_info);
     let tcp = TcpFigures {
         cc: t.config.cc.linux_name().to_string(),
         completion_s: done.and_then(|r| r.fct_s).map(|x| round(x, 6)),
+        retransmitted_segments: info.map_or(0, |i| i.retransmitted_segments),
+        srtt_ms: info.map_or(0.0, |i| round(i.srtt_ms, 3)),
+        // One reading, at the end: the mean of one sample.
+        mean_cwnd_kib: info.map_or(0.0, |i| round(i.cwnd_kib, 3)),
+        unmeasured: if info.is_some() {
+            Unmeasured::default()
+        } else {
+            Unmeasured::ALL
+        },
         ..TcpFigures::default()
     };
     (kernel_tcp_figures(f, bytes, tcp), col)
@@ -1474,11 +1499,18 @@ fn tcp_flow_figures(
     }
     // iperf3 counts a TCP flow's retransmissions, not its losses, and no delay; nor timeouts,
     // fast retransmits or ECN figures (`TcpFigures::default()`: None).
+    // Without the client's report (it died, or wrote nothing readable) none of the three is
+    // measured: absent, not 0.
     let tcp = TcpFigures {
         cc: t.config.cc.linux_name().to_string(),
         retransmitted_segments: retx,
         srtt_ms: round(stream["mean_rtt"].as_f64().unwrap_or(0.0) / 1000.0, 3),
         mean_cwnd_kib: if cwnd_n > 0.0 { round(cwnd_sum / cwnd_n, 3) } else { 0.0 },
+        unmeasured: Unmeasured {
+            retransmissions: sent["retransmits"].as_u64().is_none(),
+            srtt: stream["mean_rtt"].as_f64().is_none(),
+            cwnd: cwnd_n == 0.0,
+        },
         ..TcpFigures::default()
     };
     let fig = kernel_tcp_figures(f, bytes, tcp);
@@ -1910,6 +1942,72 @@ mod tests {
         );
         let json = serde_json::to_value(&tcp).unwrap();
         assert!(json["loss_pct"].is_null() && json["mean_owd_ms"].is_null() && json["tcp"]["rtos"].is_null());
+
+        // Issue 27 item 12: with no client report, retransmissions, SRTT and window are
+        // absent (they printed 0); with one, measured.
+        let (tcp, _) = super::tcp_flow_figures(f, t, &server, &serde_json::Value::Null, 4, 1.0, 0.0);
+        let json = serde_json::to_value(&tcp).unwrap();
+        for k in ["retransmitted_segments", "srtt_ms", "mean_cwnd_kib"] {
+            assert!(json["tcp"][k].is_null(), "{k}: {json}");
+        }
+        let client = serde_json::json!({"end": {"sum_sent": {"retransmits": 3}, "streams": [{"sender": {"mean_rtt": 2500}}]},
+            "intervals": [{"streams": [{"end": 1.0, "snd_cwnd": 20480, "rtt": 2000, "retransmits": 3}]}]});
+        let (tcp, _) = super::tcp_flow_figures(f, t, &server, &client, 4, 1.0, 0.0);
+        let figs = tcp.tcp.as_ref().unwrap();
+        assert_eq!(
+            (figs.retransmissions(), figs.srtt(), figs.mean_cwnd()),
+            (Some(3), Some(2.5), Some(20.0))
+        );
+    }
+
+    /// Issue 27 item 12: a transfer's retransmissions, RTT and window come from the generator's
+    /// TCP_INFO, and are absent without it (they were 0 for every transfer); an unfinished one
+    /// has no completion time but the bytes delivered by the end (it had 0).
+    #[test]
+    fn transfers_carry_tcp_info_or_nothing_and_their_bytes_by_the_end() {
+        use crate::trafficgen::{FlowResult, TcpInfo};
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/tcp/two-flows.toml"
+        ))
+        .unwrap();
+        let sc = Scenario::from_toml(&text, "two-flows.toml").unwrap();
+        let (f, t) = (&sc.flows[0], sc.flows[0].tcp.as_ref().unwrap());
+        let info = TcpInfo {
+            retransmitted_segments: 4,
+            srtt_ms: 1.25,
+            cwnd_kib: 14.0,
+            bytes_acked: 3 << 20,
+        };
+        let unfinished = FlowResult {
+            id: 0,
+            start_s: 0.5,
+            fct_s: None,
+            connect_s: None,
+            bytes: 3 << 20,
+            error: Some("not finished by the end of the run".into()),
+            tcp_info: Some(info),
+        };
+        let (fig, _) = super::transfer_figures(f, t, Some(&unfinished), 4, 1.0);
+        let tcp = fig.tcp.as_ref().unwrap();
+        assert_eq!((tcp.completion_s, fig.delivered_mib), (None, 3.0));
+        assert_eq!(
+            (tcp.retransmissions(), tcp.srtt(), tcp.mean_cwnd()),
+            (Some(4), Some(1.25), Some(14.0))
+        );
+        let failed = FlowResult {
+            bytes: 0,
+            tcp_info: None,
+            error: Some("connection refused".into()),
+            ..unfinished
+        };
+        let (fig, _) = super::transfer_figures(f, t, Some(&failed), 4, 1.0);
+        let json = serde_json::to_value(&fig).unwrap();
+        for k in ["retransmitted_segments", "srtt_ms", "mean_cwnd_kib"] {
+            assert!(json["tcp"][k].is_null(), "{k}: {json}");
+        }
+        let back: mpsched_scenario::results::FlowFigures = serde_json::from_value(json).unwrap();
+        assert_eq!(back, fig, "null reads back as not measured");
     }
 
     /// Hardening item 14: iperf3 stamps a report's end just past the boundary (1.000046 s);
