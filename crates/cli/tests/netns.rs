@@ -104,6 +104,10 @@ const TESTS: &[(&str, fn())] = &[
         transfers_start_on_time_on_the_kernel,
     ),
     (
+        "compare_on_transfers_compares_completion_times_and_bytes_not_goodput",
+        compare_on_transfers_compares_completion_times_and_bytes_not_goodput,
+    ),
+    (
         "simulator_only_tcp_settings_are_said_to_be_ignored_on_the_kernel",
         simulator_only_tcp_settings_are_said_to_be_ignored_on_the_kernel,
     ),
@@ -1461,4 +1465,62 @@ fn transfers_start_on_time_on_the_kernel() {
         );
     }
     assert_clean("after the on-time transfers");
+}
+
+/// Issue 27 item 12: `compare` on transfers showed each flow's goodput, the size over the run's
+/// remaining time on both backends (a ratio of 1.000 by construction), and an unfinished kernel
+/// transfer as 0.000 beside the simulator's rate. It now compares what each measured: the
+/// completion times, and the bytes delivered by the end; it says what it cannot compare. The
+/// kernel's transfers carry their TCP_INFO figures in summary.json, not zeros.
+fn compare_on_transfers_compares_completion_times_and_bytes_not_goodput() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("cmp-transfers");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("transfers.toml");
+    // At 100 Mbit/s, with a third transfer that cannot finish: 80 MB in the 4.5 s from its
+    // start to the end of the 2 s drain.
+    let text = format!(
+        "{}[[flow]]\nname = \"big\"\nsrc = \"src\"\ndst = \"dst\"\nprotocol = \"tcp\"\n\
+         size = \"80MB\"\nstart = \"0.5s\"\nstop = \"3s\"\n",
+        TRANSFERS_TOML.replace("10Mbps", "100Mbps")
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join("out");
+    let o = mpsched()
+        .arg("compare")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    ok(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("not compared for transfers: goodput"), "{stdout}");
+    let v = summary(&out);
+    assert!(
+        v["rows"].as_array().unwrap().iter().all(|r| r["kind"] != "flow"),
+        "transfers have no goodput rows: {}",
+        v["rows"]
+    );
+    let t = v["transfers"].as_array().unwrap();
+    assert_eq!(t.len(), 3, "{t:?}");
+    for r in &t[..2] {
+        let (s, k) = (r["sim_fct_ms"].as_f64().unwrap(), r["netns_fct_ms"].as_f64().unwrap());
+        assert!(s > 0.0 && k > 0.0 && r["netns_fct_ratio"].as_f64().is_some(), "{r}");
+    }
+    let big = &t[2];
+    assert!(big["sim_fct_ms"].is_null() && big["netns_fct_ms"].is_null(), "{big}");
+    let (s, k) = (
+        big["sim_delivered_mib"].as_f64().unwrap(),
+        big["netns_delivered_mib"].as_f64().unwrap(),
+    );
+    // Up to 100 Mbit/s for about 4.5 s: tens of MiB on each, not 0 on the kernel.
+    assert!(s > 10.0 && k > 10.0 && k < 76.3, "sim {s} MiB, netns {k} MiB");
+    let kernel_tcp = &v["netns"][0]["repetitions"][0]["flows"][0]["tcp"];
+    assert!(kernel_tcp["srtt_ms"].as_f64().unwrap() > 0.0, "{kernel_tcp}");
+    assert!(kernel_tcp["mean_cwnd_kib"].as_f64().unwrap() > 0.0, "{kernel_tcp}");
+    assert!(kernel_tcp["retransmitted_segments"].as_u64().is_some(), "{kernel_tcp}");
+    let csv = std::fs::read_to_string(out.join("compare_transfers.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4, "{csv}");
+    assert_clean("after compare on transfers");
 }
