@@ -55,7 +55,7 @@ fn dataplane(a: &BenchArgs) -> anyhow::Result<()> {
     // SIGINT / SIGTERM set it; the benchmark then removes its namespaces, stops its iperf3
     // processes and switches, and exits with 130 as an interrupted kernel run does.
     let stop = crate::stop_flag();
-    let interrupted = || NetnsError::Interrupted("bench".into());
+    let interrupted = || NetnsError::Interrupted("(none made at this point)".into());
     let costs = mpsched_netns::bench::program_costs(a.bpf_repeat, &stop)?;
     let mut decisions: Vec<(String, f64)> = Vec::new();
     for (n, c, p) in benchmark_configs().iter() {

@@ -88,7 +88,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
     if let Some(o) = &bmv2_opts {
         crate::run::check_netns_plan(&sc, &plan, o)?;
     }
-    let sim = run_plan(&sc, &plan, |_| {}).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let sim = simulate_unless_stopped(&sc, &plan, &opts.stop)?;
     let kernel = run_netns(&sc, &plan, opts)?;
     let bmv2 = match bmv2_opts {
         Some(o) => Some(run_netns(&sc, &plan, o)?),
@@ -255,6 +255,31 @@ fn print_transfers(rows: &[TransferRow], with_bmv2: bool) -> anyhow::Result<()> 
          one-byte answer: a handshake and half a round trip more than the simulator's first byte to last."
     );
     Ok(())
+}
+
+/// The simulator's part of a comparison, on a thread of its own, so that SIGINT or SIGTERM
+/// (`stop`) ends the command at once instead of after the whole simulation (nothing of the
+/// kernel exists yet; the thread ends with the process).
+fn simulate_unless_stopped(
+    sc: &mpsched_scenario::Scenario,
+    plan: &Plan,
+    stop: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<Vec<VariantResult>> {
+    let (sc, plan) = (sc.clone(), plan.clone());
+    let sim = std::thread::spawn(move || run_plan(&sc, &plan, |_| {}).map_err(|e| e.to_string()));
+    while !sim.is_finished() {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(mpsched_netns::backend::NetnsError::Interrupted(
+                "(none made yet: the simulation was running)".into(),
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    match sim.join() {
+        Ok(r) => r.map_err(anyhow::Error::msg),
+        Err(_) => Err(anyhow::anyhow!("the simulation panicked")),
+    }
 }
 
 /// The backends a comparison ran, by the name its tables and plots give them.

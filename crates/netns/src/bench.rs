@@ -79,7 +79,7 @@ fn splitter(sched: SchedulerConfig, n: usize) -> SwitchConfig {
 /// Each program's cost with `repeat` runs (at least a million for the figures we publish);
 /// stops with [`NetnsError::Interrupted`] between programs once `stop` is set.
 pub fn program_costs(repeat: u32, stop: &AtomicBool) -> Result<Vec<ProgramCost>, NetnsError> {
-    check_stop(stop, "bench")?;
+    check_stop(stop, "(none made at this point)")?;
     let node = TestNode::create(9).map_err(NetnsError::Plane)?;
     let data = frame(Ecn::Ect0, 18); // a 64-byte frame
     let mut cases: Vec<(String, SwitchConfig, Vec<MarkerConfig>, &str)> = vec![
@@ -156,7 +156,7 @@ pub fn program_costs(repeat: u32, stop: &AtomicBool) -> Result<Vec<ProgramCost>,
     ));
     let mut out = Vec::new();
     for (name, cfg, markers, prog) in cases {
-        check_stop(stop, "bench")?;
+        check_stop(stop, "(none made at this point)")?;
         let tables = NodeTables {
             switch: cfg,
             ports: node.ports.clone(),
@@ -228,7 +228,7 @@ pub fn path_throughput(
         modes.push((format!("{} WRR split over 2 paths", p.switch_name()), Some((p, true))));
     }
     for (mode, plane) in modes {
-        check_stop(stop, "bench")?;
+        check_stop(stop, "(none made at this point)")?;
         let checksummed = plane.is_some_and(|(p, _)| p.needs_checksummed_frames());
         let path = BenchPath::create(checksummed, stop)?;
         // Kept running until the measurement is over.
