@@ -326,8 +326,10 @@ fn a_fat_tree_runs_on_the_kernel_with_ecmp_over_every_uplink() {
 }
 
 /// #11 item 4: web-search transfers on the k = 4 fat tree, made by `mpsched trafficgen` with
-/// kernel TCP: every transfer completes, its completion time is at least its size at the link
-/// rate, and the generator's servers are gone afterwards.
+/// kernel TCP: nearly every transfer completes by the end of the run and its 2 s drain (as in
+/// the simulator, a large one started late may not: it is then reported as not finished, with
+/// what it delivered), a finished one no faster than the link, and the generator's servers are
+/// gone afterwards.
 fn a_workload_runs_on_the_kernel_with_the_traffic_generator() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tmp("workload");
@@ -341,13 +343,30 @@ fn a_workload_runs_on_the_kernel_with_the_traffic_generator() {
     let csv = std::fs::read_to_string(out.join("flows.csv")).unwrap();
     let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
     assert!(rows.len() > 20, "{} transfers", rows.len());
+    let mut finished = 0;
     for r in &rows {
-        let (size, fct): (f64, f64) = (r[3].parse().unwrap(), r[6].parse().unwrap_or(-1.0));
-        assert!(fct >= size * 8.0 / 100e6, "{r:?}: finished, no faster than the link");
+        let size: f64 = r[3].parse().unwrap();
+        if let Ok(fct) = r[6].parse::<f64>() {
+            assert!(fct >= size * 8.0 / 100e6, "{r:?}: finished, no faster than the link");
+            finished += 1;
+        }
+        assert!(
+            r[9].parse::<u64>().is_ok(),
+            "{r:?}: retransmissions measured (TCP_INFO)"
+        );
     }
+    assert!(finished * 10 >= rows.len() * 9, "{finished} of {} finished", rows.len());
     let lines = std::fs::read_to_string(out.join("trafficgen.jsonl")).unwrap();
     assert_eq!(lines.lines().count(), rows.len(), "one generator line per transfer");
-    assert!(lines.lines().all(|l| l.contains("\"error\":null")), "{lines}");
+    for l in lines.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        if v["fct_s"].is_null() {
+            assert_eq!(v["error"], "not finished by the end of the run", "{l}");
+            assert!(v["bytes"].as_u64().unwrap() > 0, "{l}: delivered by the end");
+        } else {
+            assert!(v["error"].is_null(), "{l}");
+        }
+    }
     let left = std::process::Command::new("pgrep")
         .args(["-f", "mpsched trafficgen"])
         .output()
