@@ -1497,6 +1497,14 @@ fn transfers_start_on_time_on_the_kernel() {
         })
         .collect();
     assert_eq!(starts.len(), 2, "{lines}");
+    // Issue 27 item 12: no per-interval window, RTT or retransmission columns of zeros for
+    // transfers, which the generator samples once, at their end.
+    let series = std::fs::read_to_string(dir.join("out").join("timeseries.csv")).unwrap();
+    let header = series.lines().next().unwrap();
+    assert!(
+        header.contains("t1_mbps") && !header.contains("t1_cwnd_kib") && !header.contains("t1_retx"),
+        "{header}"
+    );
     for (flow, at) in &starts {
         // --duration 1 scales the timeline: t2 starts at 0.2 s x 1/3.
         let want = if flow == "t1" { 0.0 } else { 0.2 / 3.0 };

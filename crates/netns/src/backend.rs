@@ -990,7 +990,8 @@ fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[String]) -> Resu
             let (fig, col) = transfer_figures(f, t, generated.get(&fi), intervals, sample_every.as_secs_f64());
             flows.push(fig);
             flow_series.push(col);
-            tcp_series.push((f.name.clone(), vec![vec![0.0; intervals]; 3]));
+            // No window, RTT or retransmission columns: the generator samples a transfer once,
+            // at its end, not every interval (they were columns of zeros).
             continue;
         }
         let out = live.server_of[fi].map_or("", |ci| outputs[ci].as_str());
