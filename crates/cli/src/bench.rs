@@ -34,27 +34,43 @@ pub struct BenchArgs {
     /// BPF_PROG_TEST_RUN repeats per program.
     #[arg(long, default_value_t = 1_000_000)]
     bpf_repeat: u32,
-    /// Seconds of each iperf3 test.
+    /// Seconds of each iperf3 test (1 to 300; two tests per forwarding mode).
     #[arg(long, default_value_t = 5)]
     iperf_seconds: u32,
 }
 
 fn dataplane(a: &BenchArgs) -> anyhow::Result<()> {
+    use mpsched_netns::backend::NetnsError;
+    let max = mpsched_netns::bench::MAX_IPERF_SECONDS;
+    if !(1..=max).contains(&a.iperf_seconds) {
+        return Err(crate::UsageError(format!(
+            "--iperf-seconds {}: expected 1 to {max} seconds per iperf3 test (iperf3 takes 0 as \"run for ever\")",
+            a.iperf_seconds
+        ))
+        .into());
+    }
     if !mpsched_netns::ns::is_root() {
         return Err(crate::UsageError("bench --dataplane needs root (BPF_PROG_TEST_RUN, namespaces)".into()).into());
     }
-    let costs = mpsched_netns::bench::program_costs(a.bpf_repeat).map_err(anyhow::Error::msg)?;
-    let decisions: Vec<(String, f64)> = benchmark_configs()
-        .iter()
-        .map(|(n, c, p)| (n.to_string(), decisions_per_s(c, *p, a.decisions.min(20_000_000))))
-        .collect();
+    // SIGINT / SIGTERM set it; the benchmark then removes its namespaces, stops its iperf3
+    // processes and switches, and exits with 130 as an interrupted kernel run does.
+    let stop = crate::stop_flag();
+    let interrupted = || NetnsError::Interrupted("(none made at this point)".into());
+    let costs = mpsched_netns::bench::program_costs(a.bpf_repeat, &stop)?;
+    let mut decisions: Vec<(String, f64)> = Vec::new();
+    for (n, c, p) in benchmark_configs().iter() {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(interrupted().into());
+        }
+        decisions.push((n.to_string(), decisions_per_s(c, *p, a.decisions.min(20_000_000))));
+    }
     let mut planes: Vec<std::sync::Arc<dyn mpsched_netns::switchplane::SwitchPlanes>> =
         vec![std::sync::Arc::new(mpsched_netns::switchplane::EbpfPlanes)];
     match mpsched_bmv2::toolchain::find().and_then(|_| mpsched_bmv2::toolchain::program_json()) {
         Ok(_) => planes.push(std::sync::Arc::new(mpsched_bmv2::plane::Bmv2Planes)),
         Err(e) => eprintln!("BMv2 left out of the throughput test: {e}"),
     }
-    let paths = mpsched_netns::bench::path_throughput(a.iperf_seconds, &planes).map_err(anyhow::Error::msg)?;
+    let paths = mpsched_netns::bench::path_throughput(a.iperf_seconds, &planes, &stop)?;
     if a.json {
         let v = serde_json::json!({ "ebpf": costs, "rust_decisions_per_s": decisions, "throughput": paths });
         outln!("{}", serde_json::to_string_pretty(&v)?);

@@ -88,15 +88,66 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
     if let Some(o) = &bmv2_opts {
         crate::run::check_netns_plan(&sc, &plan, o)?;
     }
-    let sim = run_plan(&sc, &plan, |_| {}).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let sim = simulate_unless_stopped(&sc, &plan, &opts.stop)?;
     let kernel = run_netns(&sc, &plan, opts)?;
     let bmv2 = match bmv2_opts {
         Some(o) => Some(run_netns(&sc, &plan, o)?),
         None => None,
     };
     let rows = rows_of(&sim, &kernel, bmv2.as_deref());
+    let transfers = transfer_rows(&sim, &kernel, bmv2.as_deref());
     outln!("{} — {}", sc.name, sc.title);
-    outln!("delivered goodput per flow and wire rate per path, Mbit/s; ratio = netns (or bmv2) / sim; loss %, - where not measured\n");
+    if !rows.is_empty() {
+        outln!("delivered goodput per flow and wire rate per path, Mbit/s; ratio = netns (or bmv2) / sim; loss %, - where not measured\n");
+    }
+    if !rows.is_empty() {
+        print_rows(&rows, bmv2.is_some())?;
+    }
+    print_transfers(&transfers, bmv2.is_some())?;
+    let mut backends: Vec<(&'static str, &[VariantResult])> = vec![("simulator", &sim), ("kernel (netns)", &kernel)];
+    if let Some(b) = &bmv2 {
+        backends.push(("BMv2 (netns)", b));
+    }
+    print_completion(&backends)?;
+    if let Some(dir) = a.out {
+        let v = serde_json::json!({
+            "scenario": sc.name,
+            "rows": rows,
+            "transfers": transfers,
+            "sim": sim.iter().map(|r| &r.summary).collect::<Vec<_>>(),
+            "netns": kernel.iter().map(|r| &r.summary).collect::<Vec<_>>(),
+            "bmv2": bmv2.as_ref().map(|b| b.iter().map(|r| &r.summary).collect::<Vec<_>>()),
+        });
+        let p = dir.join("compare.json");
+        std::fs::write(&p, serde_json::to_string_pretty(&v)? + "\n")
+            .with_context(|| format!("writing {}", p.display()))?;
+        let p = dir.join("compare.csv");
+        std::fs::write(&p, csv(&rows)).with_context(|| format!("writing {}", p.display()))?;
+        let mut written = vec!["compare.json", "compare.csv"];
+        if !transfers.is_empty() {
+            let p = dir.join("compare_transfers.csv");
+            std::fs::write(&p, transfers_csv(&transfers)).with_context(|| format!("writing {}", p.display()))?;
+            written.push("compare_transfers.csv");
+        }
+        let p = dir.join("compare.png");
+        let title = if bmv2.is_some() {
+            "simulator, kernel and BMv2"
+        } else {
+            "simulator and kernel"
+        };
+        crate::plot::compare_png(&format!("{}: {title}", sc.name), &rows, &p)
+            .with_context(|| format!("drawing {}", p.display()))?;
+        written.push("compare.png");
+        if let Some(path) = completion_cdf(&sc, &backends, &dir)? {
+            outln!("Completion times of every backend: {}", path.display());
+        }
+        outln!("\nWrote {} in {}", written.join(", "), dir.display());
+    }
+    Ok(())
+}
+
+/// The goodput and path-rate table.
+fn print_rows(rows: &[CompareRow], with_bmv2: bool) -> anyhow::Result<()> {
     let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
     let third = |r: &CompareRow| match (r.bmv2_mbps, r.bmv2_ratio) {
         (Some(m), Some(x)) => format!(" {m:>10.3} {x:>8.3} {:>10}", pct(r.bmv2_loss_pct)),
@@ -111,7 +162,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
         "ratio",
         "sim loss",
         "netns loss",
-        if bmv2.is_some() {
+        if with_bmv2 {
             format!(" {:>10} {:>8} {:>10}", "bmv2", "ratio", "bmv2 loss")
         } else {
             String::new()
@@ -138,38 +189,97 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
             third(r)
         );
     }
-    let mut backends: Vec<(&'static str, &[VariantResult])> = vec![("simulator", &sim), ("kernel (netns)", &kernel)];
-    if let Some(b) = &bmv2 {
-        backends.push(("BMv2 (netns)", b));
-    }
-    print_completion(&backends)?;
-    if let Some(dir) = a.out {
-        let v = serde_json::json!({
-            "scenario": sc.name,
-            "rows": rows,
-            "sim": sim.iter().map(|r| &r.summary).collect::<Vec<_>>(),
-            "netns": kernel.iter().map(|r| &r.summary).collect::<Vec<_>>(),
-            "bmv2": bmv2.as_ref().map(|b| b.iter().map(|r| &r.summary).collect::<Vec<_>>()),
-        });
-        let p = dir.join("compare.json");
-        std::fs::write(&p, serde_json::to_string_pretty(&v)? + "\n")
-            .with_context(|| format!("writing {}", p.display()))?;
-        let p = dir.join("compare.csv");
-        std::fs::write(&p, csv(&rows)).with_context(|| format!("writing {}", p.display()))?;
-        let p = dir.join("compare.png");
-        let title = if bmv2.is_some() {
-            "simulator, kernel and BMv2"
-        } else {
-            "simulator and kernel"
-        };
-        crate::plot::compare_png(&format!("{}: {title}", sc.name), &rows, &p)
-            .with_context(|| format!("drawing {}", p.display()))?;
-        if let Some(path) = completion_cdf(&sc, &backends, &dir)? {
-            outln!("Completion times of every backend: {}", path.display());
-        }
-        outln!("\nWrote compare.json, compare.csv and compare.png in {}", dir.display());
-    }
     Ok(())
+}
+
+/// Each transfer's completion time and bytes by the end on every backend, and what cannot be
+/// compared for transfers.
+fn print_transfers(rows: &[TransferRow], with_bmv2: bool) -> anyhow::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let ms = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+    let ratio = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.3}"));
+    outln!(
+        "\nfixed-size transfers: completion time, ms (- not finished by the end and the drain), its ratio \
+         netns (or bmv2) / sim, and MiB delivered by then"
+    );
+    let mut header = format!(
+        "{:<10} {:<14} {:>11} {:>10} {:>10} {:>8} {:>9} {:>9}",
+        "variant", "transfer", "size B", "sim ms", "netns ms", "ratio", "sim MiB", "netns MiB"
+    );
+    if with_bmv2 {
+        header += &format!(" {:>10} {:>8} {:>9}", "bmv2 ms", "ratio", "bmv2 MiB");
+    }
+    outln!("{header}");
+    const SHOWN: usize = 32;
+    if rows.len() > SHOWN {
+        outln!(
+            "(the first {SHOWN} of {} transfers; all in compare_transfers.csv with --out)",
+            rows.len()
+        );
+    }
+    for r in rows.iter().take(SHOWN) {
+        let mut line = format!(
+            "{:<10} {:<14} {:>11} {:>10} {:>10} {:>8} {:>9.3} {:>9.3}",
+            r.variant,
+            r.id,
+            r.size_bytes,
+            ms(r.sim_fct_ms),
+            ms(r.netns_fct_ms),
+            ratio(r.netns_fct_ratio),
+            r.sim_delivered_mib,
+            r.netns_delivered_mib
+        );
+        if with_bmv2 {
+            line += &format!(
+                " {:>10} {:>8} {:>9.3}",
+                ms(r.bmv2_fct_ms),
+                ratio(r.bmv2_fct_ratio),
+                r.bmv2_delivered_mib.unwrap_or(0.0)
+            );
+        }
+        outln!("{line}");
+    }
+    let unfinished = |f: fn(&TransferRow) -> Option<f64>| rows.iter().filter(|r| f(r).is_none()).count();
+    outln!(
+        "finished: sim {} of {n}, netns {} of {n}",
+        rows.len() - unfinished(|r| r.sim_fct_ms),
+        rows.len() - unfinished(|r| r.netns_fct_ms),
+        n = rows.len()
+    );
+    outln!(
+        "not compared for transfers: goodput (each backend's is the size over the time from the start to the \
+         run's end, equal by construction whenever both finish); loss, one-way delay and reordering (the \
+         kernel's generator measures none). The kernel's completion time runs from connect to the server's \
+         one-byte answer: a handshake and half a round trip more than the simulator's first byte to last."
+    );
+    Ok(())
+}
+
+/// The simulator's part of a comparison, on a thread of its own, so that SIGINT or SIGTERM
+/// (`stop`) ends the command at once instead of after the whole simulation (nothing of the
+/// kernel exists yet; the thread ends with the process).
+fn simulate_unless_stopped(
+    sc: &mpsched_scenario::Scenario,
+    plan: &Plan,
+    stop: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<Vec<VariantResult>> {
+    let (sc, plan) = (sc.clone(), plan.clone());
+    let sim = std::thread::spawn(move || run_plan(&sc, &plan, |_| {}).map_err(|e| e.to_string()));
+    while !sim.is_finished() {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(mpsched_netns::backend::NetnsError::Interrupted(
+                "(none made yet: the simulation was running)".into(),
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    match sim.join() {
+        Ok(r) => r.map_err(anyhow::Error::msg),
+        Err(_) => Err(anyhow::anyhow!("the simulation panicked")),
+    }
 }
 
 /// The backends a comparison ran, by the name its tables and plots give them.
@@ -271,6 +381,139 @@ pub struct CompareRow {
     pub bmv2_loss_pct: Option<f64>,
 }
 
+/// Whether flow `j` of a result is a fixed-size transfer.
+fn is_transfer(r: &VariantResult, j: usize) -> bool {
+    r.scenario.flows.get(j).is_some_and(|f| {
+        matches!(
+            f.tcp.as_ref().map(|t| &t.app),
+            Some(mpsched_scenario::TcpApp::Transfer { .. })
+        )
+    })
+}
+
+/// One fixed-size transfer on every backend: what each measured of it.
+#[derive(serde::Serialize)]
+pub struct TransferRow {
+    /// The variant, or `-`.
+    pub variant: String,
+    /// The flow's name.
+    pub id: String,
+    /// Its size.
+    pub size_bytes: u64,
+    /// Mean completion time over the repetitions it finished in, ms (None: it finished in none,
+    /// by the end of the run and its drain).
+    pub sim_fct_ms: Option<f64>,
+    pub netns_fct_ms: Option<f64>,
+    /// Repetitions it finished in, of the backend's.
+    pub sim_finished: usize,
+    pub netns_finished: usize,
+    /// netns / sim completion time, where both finished.
+    pub netns_fct_ratio: Option<f64>,
+    /// MiB delivered by the end of the run and its drain (mean over repetitions).
+    pub sim_delivered_mib: f64,
+    pub netns_delivered_mib: f64,
+    /// With `--bmv2`: the same on BMv2.
+    pub bmv2_fct_ms: Option<f64>,
+    pub bmv2_fct_ratio: Option<f64>,
+    pub bmv2_delivered_mib: Option<f64>,
+}
+
+/// A transfer's mean completion time (ms) over the repetitions it finished in, and their
+/// number.
+fn fct_ms(r: &VariantResult, j: usize) -> (Option<f64>, usize) {
+    let done: Vec<f64> = r
+        .summary
+        .repetitions
+        .iter()
+        .filter_map(|rep| rep.flows.get(j)?.tcp.as_ref()?.completion_s)
+        .collect();
+    let mean = (!done.is_empty())
+        .then(|| mpsched_scenario::results::round(done.iter().sum::<f64>() / done.len() as f64 * 1e3, 3));
+    (mean, done.len())
+}
+
+fn transfer_rows(sim: &[VariantResult], kernel: &[VariantResult], bmv2: Option<&[VariantResult]>) -> Vec<TransferRow> {
+    let mut rows = Vec::new();
+    for (i, (s, k)) in sim.iter().zip(kernel).enumerate() {
+        let b = bmv2.and_then(|b| b.get(i));
+        for (j, fs) in s.summary.flows.iter().enumerate() {
+            if !is_transfer(s, j) {
+                continue;
+            }
+            let size_bytes = match s.scenario.flows[j].tcp.as_ref().map(|t| &t.app) {
+                Some(mpsched_scenario::TcpApp::Transfer { size_bytes }) => *size_bytes,
+                _ => 0,
+            };
+            let (sim_fct_ms, sim_finished) = fct_ms(s, j);
+            let (netns_fct_ms, netns_finished) = fct_ms(k, j);
+            let (bmv2_fct_ms, _) = b.map_or((None, 0), |b| fct_ms(b, j));
+            let over = |x: Option<f64>| match (x, sim_fct_ms) {
+                (Some(x), Some(s)) if s > 0.0 => Some(mpsched_scenario::results::round(x / s, 4)),
+                _ => None,
+            };
+            rows.push(TransferRow {
+                variant: s.variant.as_deref().unwrap_or("-").to_string(),
+                id: fs.id.clone(),
+                size_bytes,
+                sim_fct_ms,
+                netns_fct_ms,
+                sim_finished,
+                netns_finished,
+                netns_fct_ratio: over(netns_fct_ms),
+                sim_delivered_mib: fs.delivered_mib,
+                netns_delivered_mib: k.summary.flows.get(j).map_or(0.0, |f| f.delivered_mib),
+                bmv2_fct_ms,
+                bmv2_fct_ratio: over(bmv2_fct_ms),
+                bmv2_delivered_mib: b.and_then(|b| b.summary.flows.get(j)).map(|f| f.delivered_mib),
+            });
+        }
+    }
+    rows
+}
+
+/// The transfers as CSV (an absent figure is an empty field).
+fn transfers_csv(rows: &[TransferRow]) -> String {
+    let opt = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
+    let with_bmv2 = rows.iter().any(|r| r.bmv2_delivered_mib.is_some());
+    let mut out = String::from(
+        "variant,id,size_bytes,sim_fct_ms,netns_fct_ms,netns_fct_ratio,sim_finished,netns_finished,\
+         sim_delivered_mib,netns_delivered_mib",
+    );
+    out.push_str(if with_bmv2 {
+        ",bmv2_fct_ms,bmv2_fct_ratio,bmv2_delivered_mib\n"
+    } else {
+        "\n"
+    });
+    for r in rows {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{}",
+            r.variant,
+            r.id,
+            r.size_bytes,
+            opt(r.sim_fct_ms),
+            opt(r.netns_fct_ms),
+            opt(r.netns_fct_ratio),
+            r.sim_finished,
+            r.netns_finished,
+            r.sim_delivered_mib,
+            r.netns_delivered_mib
+        ));
+        if with_bmv2 {
+            out.push_str(&format!(
+                ",{},{},{}",
+                opt(r.bmv2_fct_ms),
+                opt(r.bmv2_fct_ratio),
+                opt(r.bmv2_delivered_mib)
+            ));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Bulk flows' goodput and paths' wire rates on both backends. Fixed-size transfers are not
+/// among them: their goodput is the size over the run's remaining time on both backends, equal
+/// by construction ([`transfer_rows`] compares what was measured of them).
 fn rows_of(sim: &[VariantResult], kernel: &[VariantResult], bmv2: Option<&[VariantResult]>) -> Vec<CompareRow> {
     let mut rows = Vec::new();
     for (i, (s, k)) in sim.iter().zip(kernel).enumerate() {
@@ -278,6 +521,9 @@ fn rows_of(sim: &[VariantResult], kernel: &[VariantResult], bmv2: Option<&[Varia
         let (ss, ks): (&Summary, &Summary) = (&s.summary, &k.summary);
         let bs: Option<&Summary> = bmv2.and_then(|b| b.get(i)).map(|r| &r.summary);
         for (j, (fs, fk)) in ss.flows.iter().zip(&ks.flows).enumerate() {
+            if is_transfer(s, j) {
+                continue;
+            }
             let fb = bs.and_then(|b| b.flows.get(j));
             rows.push(CompareRow {
                 variant: v.clone(),

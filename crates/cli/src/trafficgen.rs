@@ -34,6 +34,11 @@ enum Role {
         /// Time zero, nanoseconds since the Unix epoch (default: now).
         #[arg(long)]
         t0_unix_ns: Option<u64>,
+        /// Stop at this time, nanoseconds since the Unix epoch: report each flow still running
+        /// as not finished, with what its receiver had acknowledged, and exit (default: when
+        /// every flow has ended).
+        #[arg(long)]
+        stop_unix_ns: Option<u64>,
         /// The servers' port.
         #[arg(long, default_value_t = TG_PORT)]
         port: u16,
@@ -54,12 +59,14 @@ pub fn trafficgen(a: TrafficgenArgs) -> anyhow::Result<()> {
         }
         Role::Client {
             t0_unix_ns,
+            stop_unix_ns,
             port,
             mptcp,
         } => {
             let flows = read_schedule(std::io::stdin().lock()).map_err(UsageError)?;
             let t0 = t0_unix_ns.map_or_else(SystemTime::now, |ns| UNIX_EPOCH + Duration::from_nanos(ns));
-            run_client(flows, t0, port, protocol(mptcp), std::io::stdout());
+            let stop = stop_unix_ns.map(|ns| UNIX_EPOCH + Duration::from_nanos(ns));
+            run_client(flows, t0, stop, port, protocol(mptcp), std::io::stdout());
             Ok(())
         }
     }

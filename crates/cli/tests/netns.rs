@@ -87,6 +87,30 @@ const TESTS: &[(&str, fn())] = &[
         "mptcp_over_two_paths_agrees_with_the_simulator_within_10_percent",
         mptcp_over_two_paths_agrees_with_the_simulator_within_10_percent,
     ),
+    (
+        "every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage",
+        every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage,
+    ),
+    (
+        "bench_dataplane_refuses_iperf_seconds_it_cannot_end",
+        bench_dataplane_refuses_iperf_seconds_it_cannot_end,
+    ),
+    (
+        "the_kernels_time_series_has_no_doubled_last_row_and_paths_in_step_with_flows",
+        the_kernels_time_series_has_no_doubled_last_row_and_paths_in_step_with_flows,
+    ),
+    (
+        "transfers_start_on_time_on_the_kernel",
+        transfers_start_on_time_on_the_kernel,
+    ),
+    (
+        "compare_on_transfers_compares_completion_times_and_bytes_not_goodput",
+        compare_on_transfers_compares_completion_times_and_bytes_not_goodput,
+    ),
+    (
+        "simulator_only_tcp_settings_are_said_to_be_ignored_on_the_kernel",
+        simulator_only_tcp_settings_are_said_to_be_ignored_on_the_kernel,
+    ),
 ];
 
 fn main() {
@@ -302,8 +326,10 @@ fn a_fat_tree_runs_on_the_kernel_with_ecmp_over_every_uplink() {
 }
 
 /// #11 item 4: web-search transfers on the k = 4 fat tree, made by `mpsched trafficgen` with
-/// kernel TCP: every transfer completes, its completion time is at least its size at the link
-/// rate, and the generator's servers are gone afterwards.
+/// kernel TCP: nearly every transfer completes by the end of the run and its 2 s drain (as in
+/// the simulator, a large one started late may not: it is then reported as not finished, with
+/// what it delivered), a finished one no faster than the link, and the generator's servers are
+/// gone afterwards.
 fn a_workload_runs_on_the_kernel_with_the_traffic_generator() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tmp("workload");
@@ -317,13 +343,30 @@ fn a_workload_runs_on_the_kernel_with_the_traffic_generator() {
     let csv = std::fs::read_to_string(out.join("flows.csv")).unwrap();
     let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
     assert!(rows.len() > 20, "{} transfers", rows.len());
+    let mut finished = 0;
     for r in &rows {
-        let (size, fct): (f64, f64) = (r[3].parse().unwrap(), r[6].parse().unwrap_or(-1.0));
-        assert!(fct >= size * 8.0 / 100e6, "{r:?}: finished, no faster than the link");
+        let size: f64 = r[3].parse().unwrap();
+        if let Ok(fct) = r[6].parse::<f64>() {
+            assert!(fct >= size * 8.0 / 100e6, "{r:?}: finished, no faster than the link");
+            finished += 1;
+        }
+        assert!(
+            r[9].parse::<u64>().is_ok(),
+            "{r:?}: retransmissions measured (TCP_INFO)"
+        );
     }
+    assert!(finished * 10 >= rows.len() * 9, "{finished} of {} finished", rows.len());
     let lines = std::fs::read_to_string(out.join("trafficgen.jsonl")).unwrap();
     assert_eq!(lines.lines().count(), rows.len(), "one generator line per transfer");
-    assert!(lines.lines().all(|l| l.contains("\"error\":null")), "{lines}");
+    for l in lines.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        if v["fct_s"].is_null() {
+            assert_eq!(v["error"], "not finished by the end of the run", "{l}");
+            assert!(v["bytes"].as_u64().unwrap() > 0, "{l}: delivered by the end");
+        } else {
+            assert!(v["error"].is_null(), "{l}");
+        }
+    }
     let left = std::process::Command::new("pgrep")
         .args(["-f", "mpsched trafficgen"])
         .output()
@@ -552,7 +595,7 @@ fn propagation_delay_needs_netem_or_ignore_delay() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (dir, file) = s1_with("delay", "rate = \"54Mbps\"", "rate = \"54Mbps\"\ndelay = \"2ms\"");
     let netem = mpsched_has_netem();
-    let run = |extra: &[&str]| {
+    let run_cmd = |extra: &[&str]| {
         let mut c = mpsched();
         c.args([
             "run",
@@ -568,21 +611,63 @@ fn propagation_delay_needs_netem_or_ignore_delay() {
         .arg(dir.join("out"))
         .arg(&file)
         .args(extra);
-        c.output().unwrap()
+        c
     };
+    let run = |extra: &[&str]| run_cmd(extra).output().unwrap();
     if netem {
         ok(&run(&[]));
     } else {
-        let out = run(&[]);
+        // Issue 27 item 14: the link by its two nodes and the delay as the file writes it
+        // (it said `link[0]` and nanoseconds), refused before any namespace is made (the
+        // netem probe's scratch namespace included).
+        let mut c = run_cmd(&[]);
+        let (out, seen) = output_watching_namespaces(&mut c);
         assert_eq!(out.status.code(), Some(2));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("netem") && err.contains("--ignore-delay") && err.contains("link[0]"),
+            err.contains("netem")
+                && err.contains("--ignore-delay")
+                && err.contains("`sta1` and `ap1`")
+                && err.contains("2ms"),
             "{err}"
         );
+        assert!(!err.contains("link[") && !err.contains(" ns"), "{err}");
+        assert!(seen.is_empty(), "namespaces made before the refusal: {seen:?}");
         ok(&run(&["--ignore-delay"]));
     }
     assert_clean("after the delay runs");
+}
+
+/// Run `c` to its end while watching `/var/run/netns` for namespaces named after its process:
+/// its output and every such name seen.
+fn output_watching_namespaces(c: &mut Command) -> (std::process::Output, Vec<String>) {
+    let child = c
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut seen: Vec<String> = Vec::new();
+            let mine = [format!("mps-{pid}x"), format!("mps-probe-{pid}x")];
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                for e in std::fs::read_dir("/var/run/netns").into_iter().flatten().flatten() {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    if mine.iter().any(|m| n.starts_with(m.as_str())) && !seen.contains(&n) {
+                        seen.push(n);
+                    }
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            seen
+        })
+    };
+    let out = child.wait_with_output().unwrap();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    (out, watcher.join().unwrap())
 }
 
 /// Whether the kernel offers netem (a scratch namespace's loopback takes it).
@@ -960,4 +1045,531 @@ fn the_kernels_mptcp_tokens_and_join_hmacs_are_ours() {
         );
         assert!(dss.len() > 1000, "{}: {} DSS mappings", pcap.display(), dss.len());
     }
+}
+
+const SIGINT: i32 = 2;
+const SIGTERM: i32 = 15;
+
+/// A few fixed-size transfers over a 10 Mbit/s dumbbell, for 3 s: traffic generator servers and
+/// clients in the namespaces while it runs.
+const TRANSFERS_TOML: &str = r#"
+[scenario]
+name = "signal-transfers"
+title = "transfers for the signal test"
+reproduces = "issue 27, signal tests"
+duration = "3s"
+queue_pkts = 100
+[tcp]
+cc = "cubic"
+[[node]]
+name = "src"
+kind = "host"
+[[node]]
+name = "dst"
+kind = "host"
+[[node]]
+name = "sw1"
+kind = "switch"
+[[link]]
+a = "src"
+b = "sw1"
+rate = "10Mbps"
+[[link]]
+a = "sw1"
+b = "dst"
+rate = "10Mbps"
+[[flow]]
+name = "t1"
+src = "src"
+dst = "dst"
+protocol = "tcp"
+size = "4MB"
+start = "0s"
+stop = "3s"
+[[flow]]
+name = "t2"
+src = "src"
+dst = "dst"
+protocol = "tcp"
+size = "2MB"
+start = "0.2s"
+stop = "3s"
+"#;
+
+/// The processes a kernel command starts in its namespaces: iperf3, the traffic generator,
+/// simple_switch, dumpcap. By pid, not zombies.
+fn kernel_processes() -> std::collections::BTreeSet<u32> {
+    let mut out = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let exe = args
+            .first()
+            .map(|a| a.rsplit('/').next().unwrap_or("").to_string())
+            .unwrap_or_default();
+        let ours = matches!(exe.as_str(), "iperf3" | "simple_switch" | "dumpcap")
+            || (exe == "mpsched" && args.get(1).is_some_and(|a| a == "trafficgen"));
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .is_ok_and(|st| st.lines().any(|l| l.starts_with("State:") && l.contains("zombie")));
+        if ours && !zombie {
+            out.insert(pid);
+        }
+    }
+    out
+}
+
+/// The eBPF programs of ours loaded in the kernel (`mps_*`), by id.
+fn loaded_programs() -> std::collections::BTreeSet<u64> {
+    let o = Command::new("bpftool").args(["-j", "prog", "show"]).output();
+    let v: serde_json::Value = o
+        .ok()
+        .and_then(|o| serde_json::from_slice(&o.stdout).ok())
+        .unwrap_or(serde_json::Value::Null);
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["name"].as_str().is_some_and(|n| n.starts_with("mps")))
+        .filter_map(|p| p["id"].as_u64())
+        .collect()
+}
+
+/// The named namespaces of process `pid`: a run's `mps-PIDx...`, and the scratch names that
+/// vector checks used to have (`mpsv-PID-N`, `mpsb-PID-N`).
+fn namespaces_of(pid: u32) -> Vec<String> {
+    let run = format!("mps-{pid}x");
+    let scratch = [
+        format!("mpsv-{pid}-"),
+        format!("mpsb-{pid}-"),
+        format!("mps-probe-{pid}x"),
+    ];
+    mpsched_netns::ns::list()
+        .into_iter()
+        .filter(|n| n.starts_with(&run) || scratch.iter().any(|s| n.starts_with(s.as_str())))
+        .collect()
+}
+
+/// When, in a command's life, the signal is sent.
+#[derive(Clone, Copy, Debug)]
+enum Instant_ {
+    /// This long after it started (before it has made anything, or at a time known to fall in
+    /// a stage).
+    After(Duration),
+    /// As soon as it has made the first namespace of its network (setting up; the scratch
+    /// namespace that probes the kernel's qdiscs comes before).
+    FirstNamespace,
+    /// Once a process of its traffic runs, and this long after that.
+    Traffic(Duration),
+}
+
+/// Run `args`, send `sig` at `when`, and check that it exits as interrupted (130, or killed by
+/// the signal when it came before the handler was set or the command holds nothing a signal
+/// could leave) without a panic, and that nothing of it is left: no namespace of its name, no
+/// process of its traffic, no program of ours more than before, nothing pinned.
+fn interrupt_and_check(args: &[&str], sig: i32, when: Instant_, within: Duration) {
+    use std::os::unix::process::ExitStatusExt;
+    let what = format!("`mpsched {}` with signal {sig} at {when:?}", args.join(" "));
+    let procs_before = kernel_processes();
+    let progs_before = loaded_programs();
+    let mut child = mpsched()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let started = Instant::now();
+    let new_procs = || -> Vec<u32> { kernel_processes().difference(&procs_before).copied().collect() };
+    let reached = loop {
+        let ready = match when {
+            Instant_::After(d) => started.elapsed() >= d,
+            Instant_::FirstNamespace => namespaces_of(pid).iter().any(|n| !n.contains("-probe-")),
+            Instant_::Traffic(_) => !new_procs().is_empty(),
+        };
+        if ready {
+            break true;
+        }
+        if child.try_wait().unwrap().is_some() || started.elapsed() > Duration::from_secs(60) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    assert!(reached, "{what}: it ended (or took a minute) before the instant came");
+    if let Instant_::Traffic(d) = when {
+        std::thread::sleep(d);
+    }
+    let name = match sig {
+        SIGINT => "-INT",
+        _ => "-TERM",
+    };
+    assert!(Command::new("kill")
+        .args([name, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > within {
+            let _ = child.kill();
+            panic!("{what}: still running {within:?} after the signal");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+    eprintln!(
+        "{what}: sent {:.2} s after the start, ended {:.2} s after it, {status:?}, {}",
+        (t - started).as_secs_f64(),
+        t.elapsed().as_secs_f64(),
+        err.lines().last().unwrap_or("")
+    );
+    assert!(
+        status.code() == Some(130) || status.signal() == Some(sig),
+        "{what}: exit {status:?}, not 130 or the signal: {err}"
+    );
+    assert!(
+        !err.contains("internal error") && !err.contains("panicked"),
+        "{what}: {err}"
+    );
+    let left_ns = namespaces_of(pid);
+    assert!(left_ns.is_empty(), "{what}: namespaces left: {left_ns:?}\n{err}");
+    // Killed processes and freed programs take a moment to go.
+    let t = Instant::now();
+    let (mut procs, mut progs) = (new_procs(), Vec::new());
+    while t.elapsed() < Duration::from_secs(3) {
+        procs = new_procs();
+        progs = loaded_programs().difference(&progs_before).copied().collect();
+        if procs.is_empty() && progs.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let shown: Vec<String> = procs
+        .iter()
+        .map(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                .unwrap_or_default()
+                .replace('\0', " ")
+        })
+        .collect();
+    assert!(procs.is_empty(), "{what}: processes left: {shown:?}");
+    assert!(progs.is_empty(), "{what}: eBPF programs left: {progs:?}");
+    assert_clean(&what);
+}
+
+/// Issue 27 (item 2 and the signal tests): every command that makes kernel state, interrupted
+/// with SIGINT and with SIGTERM before it has made anything, while it sets up, and while its
+/// traffic runs, exits as interrupted and leaves nothing: `run --backend netns` (iperf3 flows
+/// and traffic generator transfers), `compare` (also during its simulation, which it now leaves
+/// at once), `bench --dataplane` (which left its three
+/// namespaces, their programs and an `iperf3 -s` for ever) and `vectors check` on the eBPF
+/// programs (whose scratch namespaces stayed). `sweep` runs in the simulator only.
+fn every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    assert_clean("before");
+    let dir = tmp("signals");
+    std::fs::create_dir_all(&dir).unwrap();
+    let transfers = dir.join("transfers.toml");
+    std::fs::write(&transfers, TRANSFERS_TOML).unwrap();
+    let transfers = transfers.to_str().unwrap().to_string();
+    let out = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let vectors = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/vectors");
+    let (o1, o2, o3) = (out("run"), out("tg"), out("cmp"));
+    let commands: Vec<(Vec<&str>, Vec<Instant_>)> = vec![
+        (
+            vec![
+                "run",
+                "s1-homogeneous",
+                "--backend",
+                "netns",
+                "--variant",
+                "WRR",
+                "--duration",
+                "3",
+                "--no-plot",
+                "--out",
+                &o1,
+            ],
+            vec![Instant_::FirstNamespace, Instant_::Traffic(Duration::from_millis(700))],
+        ),
+        (
+            vec!["run", &transfers, "--backend", "netns", "--no-plot", "--out", &o2],
+            vec![Instant_::FirstNamespace, Instant_::Traffic(Duration::from_millis(500))],
+        ),
+        (
+            vec![
+                "compare",
+                "s1-homogeneous",
+                "--variant",
+                "WRR",
+                "--duration",
+                "3",
+                "--out",
+                &o3,
+            ],
+            vec![
+                Instant_::After(Duration::from_millis(50)),
+                Instant_::FirstNamespace,
+                Instant_::Traffic(Duration::from_millis(700)),
+            ],
+        ),
+        (
+            vec![
+                "bench",
+                "--dataplane",
+                "--bpf-repeat",
+                "1000",
+                "--decisions",
+                "1000",
+                "--iperf-seconds",
+                "2",
+            ],
+            vec![
+                Instant_::After(Duration::from_millis(100)),
+                Instant_::FirstNamespace,
+                Instant_::Traffic(Duration::from_millis(500)),
+            ],
+        ),
+        (
+            vec!["vectors", "check", vectors, "--impl", "rust", "--impl", "ebpf"],
+            vec![
+                Instant_::After(Duration::from_millis(100)),
+                Instant_::After(Duration::from_millis(600)),
+                Instant_::After(Duration::from_millis(1200)),
+            ],
+        ),
+    ];
+    for (args, instants) in &commands {
+        for &when in instants {
+            for sig in [SIGINT, SIGTERM] {
+                interrupt_and_check(args, sig, when, Duration::from_secs(20));
+            }
+        }
+    }
+    // compare during a long simulation ends at once (it waited for the whole simulation, then
+    // made a namespace, then stopped: 2.6 s here).
+    let long_sim = [
+        "compare",
+        "s1-homogeneous",
+        "--variant",
+        "WRR",
+        "--repetitions",
+        "200",
+        "--out",
+        &o3,
+    ];
+    for sig in [SIGINT, SIGTERM] {
+        interrupt_and_check(
+            &long_sim,
+            sig,
+            Instant_::After(Duration::from_millis(300)),
+            Duration::from_millis(500),
+        );
+    }
+}
+
+/// Issue 27 item 2: `--iperf-seconds 0` is iperf3's "run for ever", and the benchmark never
+/// ended; it is refused as an input error before anything is made, as is more than 300.
+fn bench_dataplane_refuses_iperf_seconds_it_cannot_end() {
+    for v in ["0", "301"] {
+        let o = mpsched()
+            .args(["bench", "--dataplane", "--iperf-seconds", v])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "--iperf-seconds {v}: {err}");
+        assert!(err.contains("--iperf-seconds") && err.contains("1 to 300"), "{err}");
+    }
+    assert_clean("after the refused benchmarks");
+}
+
+/// Issue 27 item 14: `tcp.host_queue_limit` and `tcp.abc_limit` ran silently on the kernel,
+/// which has neither; the run now says so on stderr, once each.
+fn simulator_only_tcp_settings_are_said_to_be_ignored_on_the_kernel() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("ignored");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ignored.toml");
+    let text = TRANSFERS_TOML.replace(
+        "cc = \"cubic\"",
+        "cc = \"cubic\"\nhost_queue_limit = \"64KB\"\nabc_limit = 2",
+    );
+    std::fs::write(&file, text).unwrap();
+    let o = mpsched()
+        .args(["run", "--backend", "netns", "--duration", "1", "--no-plot", "--out"])
+        .arg(dir.join("out"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    for key in ["tcp.host_queue_limit", "tcp.abc_limit"] {
+        let n = err.matches(&format!("warning: {key} (flows `t1`, `t2`)")).count();
+        assert_eq!(n, 1, "{key} said {n} times: {err}");
+    }
+    assert_clean("after the run with simulator-only settings");
+}
+
+/// Issue 27 item 6: on netns the last row of `timeseries.csv` showed 15.47 Mbit/s for an
+/// 8 Mbit/s flow (iperf3's short last report, the queue draining after the end, added at its
+/// rate), and at 100 ms samples the paths' series lagged the flow's by about 0.2 s (time zero
+/// was taken before the servers started; the paths are sampled on the real clock, the flow's
+/// reports placed on the scenario's). Scenario 1 (WRR, 8 Mbit/s over 4 + 4 Mbit/s).
+fn the_kernels_time_series_has_no_doubled_last_row_and_paths_in_step_with_flows() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let rows = |name: &str, interval: &str| -> Vec<Vec<f64>> {
+        let (dir, file) = s1_with(
+            name,
+            "duration = \"100s\"",
+            &format!("duration = \"3s\"\nsample_interval = \"{interval}\""),
+        );
+        let o = mpsched()
+            .args(["run", "--backend", "netns", "--variant", "WRR", "--no-plot", "--out"])
+            .arg(dir.join("out"))
+            .arg(&file)
+            .output()
+            .unwrap();
+        ok(&o);
+        let csv = std::fs::read_to_string(dir.join("out").join("timeseries.csv")).unwrap();
+        let mut lines = csv.lines();
+        assert_eq!(lines.next(), Some("time_s,path1_mbps,path2_mbps,flow1_mbps"));
+        lines
+            .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
+            .collect()
+    };
+    let second = rows("series-1s", "1s");
+    assert_eq!(second.len(), 3);
+    for r in &second {
+        assert!(
+            (7.0..8.3).contains(&r[3]),
+            "flow1 at {} s: {} Mbit/s ({second:?})",
+            r[0],
+            r[3]
+        );
+    }
+    let tenth = rows("series-100ms", "100ms");
+    assert_eq!(tenth.len(), 30);
+    // From the first interval on, the paths carry what the flow delivers (wire bytes a little
+    // more than payload), not a fifth of a second later.
+    for r in &tenth[..5] {
+        let paths = r[1] + r[2];
+        assert!(
+            paths > 0.8 * r[3] && r[3] > 6.0,
+            "at {} s paths {paths:.2} and flow {:.2} Mbit/s are not in step: {tenth:?}",
+            r[0],
+            r[3]
+        );
+    }
+    assert!(tenth.last().unwrap()[3] < 8.3, "{tenth:?}");
+    assert_clean("after the time series runs");
+}
+
+/// Issue 27 item 13: the traffic generator started the flows of the run's first half second
+/// 0.4-0.6 s late (time zero was taken before the servers started, and the generator's clients
+/// were started after them); every transfer now starts within a few milliseconds of its time.
+fn transfers_start_on_time_on_the_kernel() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("on-time");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("on-time.toml");
+    std::fs::write(&file, TRANSFERS_TOML).unwrap();
+    let o = mpsched()
+        .args(["run", "--backend", "netns", "--duration", "1", "--no-plot", "--out"])
+        .arg(dir.join("out"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    ok(&o);
+    let lines = std::fs::read_to_string(dir.join("out").join("trafficgen.jsonl")).unwrap();
+    let starts: Vec<(String, f64)> = lines
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (v["flow"].as_str().unwrap().to_string(), v["start_s"].as_f64().unwrap())
+        })
+        .collect();
+    assert_eq!(starts.len(), 2, "{lines}");
+    // Issue 27 item 12: no per-interval window, RTT or retransmission columns of zeros for
+    // transfers, which the generator samples once, at their end.
+    let series = std::fs::read_to_string(dir.join("out").join("timeseries.csv")).unwrap();
+    let header = series.lines().next().unwrap();
+    assert!(
+        header.contains("t1_mbps") && !header.contains("t1_cwnd_kib") && !header.contains("t1_retx"),
+        "{header}"
+    );
+    for (flow, at) in &starts {
+        // --duration 1 scales the timeline: t2 starts at 0.2 s x 1/3.
+        let want = if flow == "t1" { 0.0 } else { 0.2 / 3.0 };
+        assert!(
+            (at - want).abs() < 0.05,
+            "{flow} started at {at} s, not {want} s: {lines}"
+        );
+    }
+    assert_clean("after the on-time transfers");
+}
+
+/// Issue 27 item 12: `compare` on transfers showed each flow's goodput, the size over the run's
+/// remaining time on both backends (a ratio of 1.000 by construction), and an unfinished kernel
+/// transfer as 0.000 beside the simulator's rate. It now compares what each measured: the
+/// completion times, and the bytes delivered by the end; it says what it cannot compare. The
+/// kernel's transfers carry their TCP_INFO figures in summary.json, not zeros.
+fn compare_on_transfers_compares_completion_times_and_bytes_not_goodput() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("cmp-transfers");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("transfers.toml");
+    // At 100 Mbit/s, with a third transfer that cannot finish: 80 MB in the 4.5 s from its
+    // start to the end of the 2 s drain.
+    let text = format!(
+        "{}[[flow]]\nname = \"big\"\nsrc = \"src\"\ndst = \"dst\"\nprotocol = \"tcp\"\n\
+         size = \"80MB\"\nstart = \"0.5s\"\nstop = \"3s\"\n",
+        TRANSFERS_TOML.replace("10Mbps", "100Mbps")
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join("out");
+    let o = mpsched()
+        .arg("compare")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    ok(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("not compared for transfers: goodput"), "{stdout}");
+    let v = summary(&out);
+    assert!(
+        v["rows"].as_array().unwrap().iter().all(|r| r["kind"] != "flow"),
+        "transfers have no goodput rows: {}",
+        v["rows"]
+    );
+    let t = v["transfers"].as_array().unwrap();
+    assert_eq!(t.len(), 3, "{t:?}");
+    for r in &t[..2] {
+        let (s, k) = (r["sim_fct_ms"].as_f64().unwrap(), r["netns_fct_ms"].as_f64().unwrap());
+        assert!(s > 0.0 && k > 0.0 && r["netns_fct_ratio"].as_f64().is_some(), "{r}");
+    }
+    let big = &t[2];
+    assert!(big["sim_fct_ms"].is_null() && big["netns_fct_ms"].is_null(), "{big}");
+    let (s, k) = (
+        big["sim_delivered_mib"].as_f64().unwrap(),
+        big["netns_delivered_mib"].as_f64().unwrap(),
+    );
+    // Up to 100 Mbit/s for about 4.5 s: tens of MiB on each, not 0 on the kernel.
+    assert!(s > 10.0 && k > 10.0 && k < 76.3, "sim {s} MiB, netns {k} MiB");
+    let kernel_tcp = &v["netns"][0]["repetitions"][0]["flows"][0]["tcp"];
+    assert!(kernel_tcp["srtt_ms"].as_f64().unwrap() > 0.0, "{kernel_tcp}");
+    assert!(kernel_tcp["mean_cwnd_kib"].as_f64().unwrap() > 0.0, "{kernel_tcp}");
+    assert!(kernel_tcp["retransmitted_segments"].as_u64().is_some(), "{kernel_tcp}");
+    let csv = std::fs::read_to_string(out.join("compare_transfers.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4, "{csv}");
+    assert_clean("after compare on transfers");
 }

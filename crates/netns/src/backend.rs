@@ -23,7 +23,7 @@ use crate::{capture, hosts};
 use mpsched_core::frame::MarkerConfig;
 use mpsched_core::packet::{ipv4_to_string, Ecn, PortId, UDP_OVERHEAD_BYTES};
 use mpsched_core::wire::mac_for;
-use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures, TcpFigures};
+use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures, TcpFigures, Unmeasured};
 use mpsched_scenario::{Flow, NodeKind, Protocol, Scenario, TcpApp, TcpFlow};
 use mpsched_sim::TimeSeries;
 use std::collections::BTreeMap;
@@ -36,6 +36,9 @@ use std::time::{Duration, Instant};
 const PS_PER_S: u64 = 1_000_000_000_000;
 /// Time after the scenario's end for packets in flight and iperf3's final reports.
 const DRAIN: Duration = Duration::from_secs(2);
+/// How long before time zero the traffic generator's clients start: the time to start a
+/// process in a namespace and read a schedule, with room to spare on a loaded machine.
+const GENERATOR_LEAD: Duration = Duration::from_millis(500);
 /// Prefix of every namespace this backend makes.
 pub const NS_PREFIX: &str = "mps-";
 
@@ -219,20 +222,101 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
     if have_netem || opts.ignore_delay {
         return Ok(have_netem);
     }
+    let l = &sc.links[i];
+    let delayed = sc.links.iter().filter(|l| l.delay_ps > 0).count();
     Err(NetnsError::Missing(format!(
-        "link[{i}] has a propagation delay of {} ns, which needs the netem qdisc, and this kernel has no sch_netem; \
-         pass --ignore-delay to run without the delay, or use --backend sim",
-        sc.links[i].delay_ps / 1000
+        "the link between `{}` and `{}` has a propagation delay of {}{}, which needs the netem qdisc, and this \
+         kernel has no sch_netem; pass --ignore-delay to run without the delay, or use --backend sim",
+        sc.nodes[l.a].name,
+        sc.nodes[l.b].name,
+        time_text(l.delay_ps),
+        match delayed {
+            1 => String::new(),
+            n => format!(" (and {} more links have delays)", n - 1),
+        }
     )))
 }
 
-/// Whether the kernel offers qdisc `kind` (tried on a scratch namespace's loopback).
+/// A time in the largest of the scenario format's units that shows it exactly (`1ms`, `2500us`,
+/// `10ns`), as a file would write it.
+pub fn time_text(ps: u64) -> String {
+    if ps == 0 {
+        return "0s".into();
+    }
+    let unit = [
+        ("s", 1_000_000_000_000u64),
+        ("ms", 1_000_000_000),
+        ("us", 1_000_000),
+        ("ns", 1_000),
+    ]
+    .into_iter()
+    .find(|(_, n)| ps % n == 0);
+    match unit {
+        Some((u, n)) => format!("{}{u}", ps / n),
+        None => format!("{}ps", ps),
+    }
+}
+
+/// Settings of the scenario that only the simulator models, which a kernel run ignores: one
+/// line each, naming the setting and the flows that have it.
+pub fn ignored_on_the_kernel(sc: &Scenario) -> Vec<String> {
+    let with = |has: fn(&TcpFlow) -> bool| -> Vec<&str> {
+        sc.flows
+            .iter()
+            .filter(|f| f.tcp.as_ref().is_some_and(has))
+            .map(|f| f.name.as_str())
+            .collect()
+    };
+    let names = |v: &[&str]| {
+        let shown: Vec<String> = v.iter().take(3).map(|n| format!("`{n}`")).collect();
+        let more = v.len().saturating_sub(3);
+        if more > 0 {
+            format!("{} and {more} more", shown.join(", "))
+        } else {
+            shown.join(", ")
+        }
+    };
+    let mut out = Vec::new();
+    let q = with(|t| t.config.host_queue_limit_bytes.is_some());
+    if !q.is_empty() {
+        out.push(format!(
+            "tcp.host_queue_limit (flows {}) is the simulator's model of a host's queue; the kernel ignores it \
+             (its hosts queue in their own qdisc, whose limit is the link's queue)",
+            names(&q)
+        ));
+    }
+    let a = with(|t| t.config.abc_limit_segments.is_some());
+    if !a.is_empty() {
+        out.push(format!(
+            "tcp.abc_limit (flows {}) is the simulator's slow-start limit per ACK (RFC 3465's L); the kernel \
+             ignores it (Linux has no such setting)",
+            names(&a)
+        ));
+    }
+    out
+}
+
+/// [`ignored_on_the_kernel`] on standard error, each line once per process (a plan runs
+/// [`check`] and then every repetition).
+fn warn_ignored(sc: &Scenario) {
+    static SHOWN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let Ok(mut shown) = SHOWN.lock() else { return };
+    for w in ignored_on_the_kernel(sc) {
+        if !shown.contains(&w) {
+            eprintln!("warning: {w}");
+            shown.push(w);
+        }
+    }
+}
+
+/// Whether the kernel offers qdisc `kind` (tried on the loopback of a scratch namespace without
+/// a name, so that checking makes no namespace anyone can see or a signal can leave).
 pub fn kernel_has_qdisc(kind: &str) -> bool {
-    let name = format!("{NS_PREFIX}probe-{}", new_run_id());
-    let Ok(n) = Netns::create(&name) else {
+    let Ok(n) = ns::AnonNetns::create() else {
         return false;
     };
-    n.exec("tc", &["qdisc", "add", "dev", "lo", "root", kind]).is_ok()
+    n.enter(|| ns::run("tc", &["qdisc", "add", "dev", "lo", "root", kind]).is_ok())
+        .unwrap_or(false)
 }
 
 /// The live pieces of a run; dropping it removes everything.
@@ -509,11 +593,23 @@ impl Build<'_> {
             return Ok(());
         }
         let exe = trafficgen_exe()?;
-        let zero = std::time::SystemTime::now() - t0.elapsed();
+        // `t0` may be ahead: the clients start before time zero and wait for it.
+        let now = Instant::now();
+        let zero = std::time::SystemTime::now() + t0.saturating_duration_since(now) - now.saturating_duration_since(t0);
         let t0_ns = unix_ns(zero).to_string();
+        // They stop at the end of the run and its drain, as the simulator's transfers do, and
+        // report what each unfinished one delivered by then.
+        let stop_ns = unix_ns(zero + Duration::from_nanos(sc.duration_ps / 1000) + DRAIN).to_string();
         for ((src, mptcp), flows) in by_src {
             let ids: Vec<usize> = flows.iter().map(|f| f.id).collect();
-            let mut args = vec!["trafficgen", "client", "--t0-unix-ns", &t0_ns];
+            let mut args = vec![
+                "trafficgen",
+                "client",
+                "--t0-unix-ns",
+                &t0_ns,
+                "--stop-unix-ns",
+                &stop_ns,
+            ];
             if mptcp {
                 args.push("--mptcp");
             }
@@ -564,6 +660,7 @@ fn checked(sc: &Scenario, opts: &NetnsOptions) -> Result<Checked, NetnsError> {
     let capture_ports = capture::check(sc, &opts.captures)?;
     let have_netem = preflight(sc, opts)?;
     opts.planes().preflight()?;
+    warn_ignored(sc);
     Ok(Checked {
         w,
         capture_ports,
@@ -609,9 +706,18 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         live.captures
             .push((capture::start(&live.nss[node], port, req)?, req.path.clone()));
     }
-    let t0 = Instant::now();
     b.servers(&mut live)?;
-    std::thread::sleep(Duration::from_millis(300));
+    // Time zero comes once every server listens, and a little after the traffic generator's
+    // clients have started (they wait for it with their schedules read): a flow starts at its
+    // time, not when the setup happens to end. Before, time zero was taken before the servers
+    // started, so flows and samples began 0.3 s and more late, the paths' samples (taken on
+    // the real clock) behind iperf3's reports (placed on the scenario's).
+    let t0 = Instant::now() + GENERATOR_LEAD;
+    b.generator_clients(&mut live, t0)?;
+    while Instant::now() < t0 {
+        b.check_stop()?;
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let samples = drive(&b, &mut live, t0)?;
     let outputs = wait_for_traffic(&b, &mut live)?;
     for (c, path) in &mut live.captures {
@@ -630,6 +736,9 @@ struct Samples {
     regs: Vec<Vec<(String, u64)>>,
     /// Per flow, the child running its TCP client.
     client_of: Vec<Option<usize>>,
+    /// Per iperf3 flow, when its client started, seconds after time zero: its reports are
+    /// placed on the clock from there.
+    started_at: Vec<Option<f64>>,
     queue_tracking: Vec<(f64, String, PortId, u64, u64)>,
     /// Per flow, its MPTCP subflows as `ss` showed them last.
     mptcp: MptcpWatch,
@@ -683,6 +792,9 @@ impl MptcpWatch {
         tcp.subflows = conn.iter().map(|s| s.figures(*active_s)).collect();
         tcp.retransmitted_segments = conn.iter().map(|s| s.retrans_total).sum();
         tcp.srtt_ms = round(conn[0].srtt_ms, 3);
+        tcp.unmeasured.retransmissions = false;
+        tcp.unmeasured.srtt = false;
+        tcp.unmeasured.cwnd = self.cwnd_kib[fi].is_empty() && tcp.unmeasured.cwnd;
         let readings = &self.cwnd_kib[fi];
         tcp.mean_cwnd_kib = round(
             readings.iter().map(|r| r.1).sum::<f64>() / readings.len().max(1) as f64,
@@ -718,9 +830,11 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
         .iter()
         .map(|(node, ifname)| rx_bytes(&live.nss[*node], ifname).unwrap_or(0))
         .collect();
-    // Fixed-size transfers run in the traffic generator, started here with their schedules.
+    // Fixed-size transfers run in the traffic generator, started before time zero with their
+    // schedules.
     let mut started: Vec<bool> = sc.flows.iter().map(is_transfer).collect();
-    b.generator_clients(live, t0)?;
+    // When each iperf3 client really started, seconds after time zero.
+    let mut started_at: Vec<Option<f64>> = vec![None; sc.flows.len()];
     let mut client_of: Vec<Option<usize>> = vec![None; sc.flows.len()];
     let mut queue_tracking = Vec::new();
     let mut mptcp = MptcpWatch::new(sc.flows.len());
@@ -744,6 +858,7 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
         for (fi, f) in sc.flows.iter().enumerate() {
             if !started[fi] && now >= Duration::from_nanos(f.start_ps / 1000) {
                 started[fi] = true;
+                started_at[fi] = Some(t0.elapsed().as_secs_f64());
                 let dur_s = (f.stop_ps - f.start_ps) as f64 / PS_PER_S as f64;
                 if let Some(t) = &f.tcp {
                     let args = tcp_client_args(sc, w, f, t, dur_s);
@@ -812,6 +927,7 @@ fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError>
         path: path_samples,
         regs: reg_samples,
         client_of,
+        started_at,
         queue_tracking,
         mptcp,
     })
@@ -874,7 +990,8 @@ fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[String]) -> Resu
             let (fig, col) = transfer_figures(f, t, generated.get(&fi), intervals, sample_every.as_secs_f64());
             flows.push(fig);
             flow_series.push(col);
-            tcp_series.push((f.name.clone(), vec![vec![0.0; intervals]; 3]));
+            // No window, RTT or retransmission columns: the generator samples a transfer once,
+            // at its end, not every interval (they were columns of zeros).
             continue;
         }
         let out = live.server_of[fi].map_or("", |ci| outputs[ci].as_str());
@@ -892,7 +1009,9 @@ fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[String]) -> Resu
             let client: serde_json::Value = samples.client_of[fi]
                 .and_then(|ci| serde_json::from_str(&outputs[ci]).ok())
                 .unwrap_or(serde_json::Value::Null);
-            let (mut fig, mut cols) = tcp_flow_figures(f, t, &server, &client, intervals, sample_every.as_secs_f64());
+            let start_s = samples.started_at[fi].unwrap_or(f.start_ps as f64 / PS_PER_S as f64);
+            let (mut fig, mut cols) =
+                tcp_flow_figures(f, t, &server, &client, intervals, sample_every.as_secs_f64(), start_s);
             if let Some(tcp) = fig.tcp.as_mut() {
                 samples.mptcp.apply(fi, tcp, &mut cols[1]);
             }
@@ -901,7 +1020,8 @@ fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[String]) -> Resu
             tcp_series.push((f.name.clone(), cols[1..].to_vec()));
             continue;
         }
-        let (fig, col) = udp_flow_figures(f, &server, intervals, sample_every.as_secs_f64());
+        let start_s = samples.started_at[fi].unwrap_or(f.start_ps as f64 / PS_PER_S as f64);
+        let (fig, col) = udp_flow_figures(f, &server, intervals, sample_every.as_secs_f64(), start_s);
         flows.push(fig);
         flow_series.push(col);
     }
@@ -999,6 +1119,7 @@ fn udp_flow_figures(
     server: &serde_json::Value,
     intervals: usize,
     interval_s: f64,
+    start_s: f64,
 ) -> (FlowFigures, Vec<f64>) {
     // iperf3 3.12's server leaves end.sum.bytes at 0 for UDP; sum_received has them.
     let sum = &server["end"]["sum_received"];
@@ -1041,17 +1162,44 @@ fn udp_flow_figures(
         delivered_mib: round(bytes / f64::from(1u32 << 20), 4),
         tcp: None,
     };
-    // Goodput at the receiver per sample interval, placed on the scenario's clock.
+    (fig, goodput_column(server, start_s, intervals, interval_s))
+}
+
+/// Goodput at the receiver per sample interval from an iperf3 server's reports, placed on the
+/// run's clock from `start_s` (when the flow's client started): each report's bytes spread over
+/// the sample intervals its span covers, over the interval's length. Bytes, not iperf3's rates:
+/// the server's last report is often a short one (what was still queued when the client
+/// stopped, arriving after the run's end), whose rate over its few milliseconds was added to the
+/// whole last interval's (15.47 Mbit/s for an 8 Mbit/s flow); its bytes now fall after the
+/// last interval, as the simulator's drain does.
+fn goodput_column(server: &serde_json::Value, start_s: f64, intervals: usize, interval_s: f64) -> Vec<f64> {
     let mut col = vec![0.0; intervals];
-    let start_s = f.start_ps as f64 / PS_PER_S as f64;
     for iv in server["intervals"].as_array().into_iter().flatten() {
         let s = &iv["sum"];
-        let k = report_slot(start_s, s["end"].as_f64().unwrap_or(0.0), interval_s);
-        if k < intervals {
-            col[k] += s["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
+        let end = s["end"].as_f64().unwrap_or(0.0);
+        let start = s["start"].as_f64().unwrap_or(end - interval_s).min(end);
+        let bytes = s["bytes"]
+            .as_f64()
+            .unwrap_or_else(|| s["bits_per_second"].as_f64().unwrap_or(0.0) * (end - start) / 8.0);
+        let (a, b) = (start_s + start, start_s + end);
+        if b - a < 1e-9 {
+            let k = report_slot(start_s, end, interval_s);
+            if k < intervals {
+                col[k] += bytes * 8.0 / interval_s / 1e6;
+            }
+            continue;
+        }
+        let first = (a / interval_s).floor().max(0.0) as usize;
+        for (k, c) in col.iter_mut().enumerate().skip(first) {
+            let (lo, hi) = (k as f64 * interval_s, (k + 1) as f64 * interval_s);
+            if lo >= b {
+                break;
+            }
+            let overlap = (hi.min(b) - lo.max(a)).max(0.0);
+            *c += bytes * overlap / (b - a) * 8.0 / interval_s / 1e6;
         }
     }
-    (fig, col)
+    col
 }
 
 /// iperf3's report interval (`-i`): the scenario's sample interval, in seconds.
@@ -1259,9 +1407,11 @@ fn generator_results(live: &Live, outputs: &[String]) -> BTreeMap<usize, FlowRes
         .collect()
 }
 
-/// A fixed-size transfer's figures from the traffic generator (completion time measured at
-/// the client), and its goodput column: the bytes spread evenly over the time it took. The
-/// generator measures no window, RTT or retransmissions (zero, `None` where the schema allows).
+/// A fixed-size transfer's figures from the traffic generator: completion time measured at the
+/// client, the bytes delivered (all of them when it finished; what the receiver had
+/// acknowledged by the end of the run and its drain when it had not), and the connection's
+/// retransmissions, RTT and window from `TCP_INFO` at its end (unmeasured where the socket gave
+/// none); and its goodput column: the bytes spread evenly over the time it took.
 fn transfer_figures(
     f: &Flow,
     t: &TcpFlow,
@@ -1270,7 +1420,7 @@ fn transfer_figures(
     interval_s: f64,
 ) -> (FlowFigures, Vec<f64>) {
     let done = r.filter(|r| r.fct_s.is_some());
-    let bytes = done.map_or(0, |r| r.bytes) as f64;
+    let bytes = r.map_or(0, |r| r.bytes) as f64;
     let mut col = vec![0.0; intervals];
     if let Some(r) = done {
         let (start, fct) = (r.start_s, r.fct_s.unwrap_or(0.0).max(1e-9));
@@ -1280,9 +1430,19 @@ fn transfer_figures(
             *c = round(bytes * 8.0 * overlap / fct / interval_s / 1e6, 4);
         }
     }
+    let info = r.and_then(|r| r.tcp_info);
     let tcp = TcpFigures {
         cc: t.config.cc.linux_name().to_string(),
         completion_s: done.and_then(|r| r.fct_s).map(|x| round(x, 6)),
+        retransmitted_segments: info.map_or(0, |i| i.retransmitted_segments),
+        srtt_ms: info.map_or(0.0, |i| round(i.srtt_ms, 3)),
+        // One reading, at the end: the mean of one sample.
+        mean_cwnd_kib: info.map_or(0.0, |i| round(i.cwnd_kib, 3)),
+        unmeasured: if info.is_some() {
+            Unmeasured::default()
+        } else {
+            Unmeasured::ALL
+        },
         ..TcpFigures::default()
     };
     (kernel_tcp_figures(f, bytes, tcp), col)
@@ -1316,20 +1476,15 @@ fn tcp_flow_figures(
     client: &serde_json::Value,
     intervals: usize,
     interval_s: f64,
+    start_s: f64,
 ) -> (FlowFigures, Vec<Vec<f64>>) {
     let bytes = server["end"]["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
     let sent = &client["end"]["sum_sent"];
     let retx = sent["retransmits"].as_u64().unwrap_or(0);
     let stream = &client["end"]["streams"][0]["sender"];
     let mut cols = vec![vec![0.0; intervals]; 4];
-    let start_s = f.start_ps as f64 / PS_PER_S as f64;
     let slot = |end: f64| report_slot(start_s, end, interval_s);
-    for iv in server["intervals"].as_array().into_iter().flatten() {
-        let k = slot(iv["sum"]["end"].as_f64().unwrap_or(0.0));
-        if k < intervals {
-            cols[0][k] += iv["sum"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6;
-        }
-    }
+    cols[0] = goodput_column(server, start_s, intervals, interval_s);
     let (mut cwnd_sum, mut cwnd_n) = (0.0, 0.0);
     for iv in client["intervals"].as_array().into_iter().flatten() {
         let st = &iv["streams"][0];
@@ -1345,11 +1500,18 @@ fn tcp_flow_figures(
     }
     // iperf3 counts a TCP flow's retransmissions, not its losses, and no delay; nor timeouts,
     // fast retransmits or ECN figures (`TcpFigures::default()`: None).
+    // Without the client's report (it died, or wrote nothing readable) none of the three is
+    // measured: absent, not 0.
     let tcp = TcpFigures {
         cc: t.config.cc.linux_name().to_string(),
         retransmitted_segments: retx,
         srtt_ms: round(stream["mean_rtt"].as_f64().unwrap_or(0.0) / 1000.0, 3),
         mean_cwnd_kib: if cwnd_n > 0.0 { round(cwnd_sum / cwnd_n, 3) } else { 0.0 },
+        unmeasured: Unmeasured {
+            retransmissions: sent["retransmits"].as_u64().is_none(),
+            srtt: stream["mean_rtt"].as_f64().is_none(),
+            cwnd: cwnd_n == 0.0,
+        },
         ..TcpFigures::default()
     };
     let fig = kernel_tcp_figures(f, bytes, tcp);
@@ -1653,8 +1815,43 @@ pub fn clean() -> Result<Cleaned, NetnsError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_kernel_limits, leaf_qdisc, netem_limit_pkts};
+    use super::{check_kernel_limits, ignored_on_the_kernel, leaf_qdisc, netem_limit_pkts, time_text};
     use mpsched_scenario::Scenario;
+
+    /// Issue 27 item 14: delays are named as a file writes them, not in nanoseconds.
+    #[test]
+    fn times_are_written_in_the_scenario_formats_units() {
+        assert_eq!(time_text(1_000_000_000), "1ms");
+        assert_eq!(time_text(2_500_000_000), "2500us");
+        assert_eq!(time_text(1_000_000), "1us");
+        assert_eq!(time_text(3_000_000_000_000), "3s");
+        assert_eq!(time_text(10_000), "10ns");
+        assert_eq!(time_text(7), "7ps");
+    }
+
+    /// Issue 27 item 14: the simulator-only TCP settings are named, with their flows, for a
+    /// warning; a scenario without them has none.
+    #[test]
+    fn simulator_only_tcp_settings_are_named_for_the_kernel() {
+        let text = |tcp: &str| {
+            format!(
+                "[scenario]\nname = \"x\"\nduration = \"1s\"\n[tcp]\ncc = \"cubic\"\n{tcp}\n\
+                 [[node]]\nname = \"a\"\nkind = \"host\"\n[[node]]\nname = \"b\"\nkind = \"host\"\n\
+                 [[link]]\na = \"a\"\nb = \"b\"\nrate = \"10Mbps\"\n\
+                 [[flow]]\nname = \"t\"\nsrc = \"a\"\ndst = \"b\"\nprotocol = \"tcp\"\n"
+            )
+        };
+        let sc = Scenario::from_toml(&text("host_queue_limit = \"64KB\"\nabc_limit = 2"), "x.toml").unwrap();
+        let w = ignored_on_the_kernel(&sc);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].starts_with("tcp.host_queue_limit (flows `t`)"), "{w:?}");
+        assert!(
+            w[1].starts_with("tcp.abc_limit (flows `t`)") && w[1].contains("ignores"),
+            "{w:?}"
+        );
+        let sc = Scenario::from_toml(&text(""), "x.toml").unwrap();
+        assert!(ignored_on_the_kernel(&sc).is_empty());
+    }
 
     /// A switch with more ports than the eBPF program holds is refused by name, before anything
     /// is made (it used to fail as a map update after the namespaces existed).
@@ -1732,12 +1929,12 @@ mod tests {
         let f = &sc.flows[0];
         let server =
             serde_json::json!({"end": {"sum_received": {"bytes": 1_000_000.0, "packets": 700, "lost_packets": 7}}});
-        let (udp, _) = super::udp_flow_figures(f, &server, 4, 1.0);
+        let (udp, _) = super::udp_flow_figures(f, &server, 4, 1.0, 0.0);
         assert_eq!(udp.mean_owd_ms, None);
         assert_eq!(udp.loss_pct, Some(1.0), "iperf3 counts UDP losses");
         let t = f.tcp.as_ref().expect("a TCP flow");
         let client = serde_json::json!({"end": {"streams": [{"sender": {"retransmits": 246}}]}});
-        let (tcp, _) = super::tcp_flow_figures(f, t, &server, &client, 4, 1.0);
+        let (tcp, _) = super::tcp_flow_figures(f, t, &server, &client, 4, 1.0, 0.0);
         assert_eq!((tcp.loss_pct, tcp.mean_owd_ms), (None, None));
         let figs = tcp.tcp.as_ref().unwrap();
         assert_eq!(
@@ -1746,6 +1943,72 @@ mod tests {
         );
         let json = serde_json::to_value(&tcp).unwrap();
         assert!(json["loss_pct"].is_null() && json["mean_owd_ms"].is_null() && json["tcp"]["rtos"].is_null());
+
+        // Issue 27 item 12: with no client report, retransmissions, SRTT and window are
+        // absent (they printed 0); with one, measured.
+        let (tcp, _) = super::tcp_flow_figures(f, t, &server, &serde_json::Value::Null, 4, 1.0, 0.0);
+        let json = serde_json::to_value(&tcp).unwrap();
+        for k in ["retransmitted_segments", "srtt_ms", "mean_cwnd_kib"] {
+            assert!(json["tcp"][k].is_null(), "{k}: {json}");
+        }
+        let client = serde_json::json!({"end": {"sum_sent": {"retransmits": 3}, "streams": [{"sender": {"mean_rtt": 2500}}]},
+            "intervals": [{"streams": [{"end": 1.0, "snd_cwnd": 20480, "rtt": 2000, "retransmits": 3}]}]});
+        let (tcp, _) = super::tcp_flow_figures(f, t, &server, &client, 4, 1.0, 0.0);
+        let figs = tcp.tcp.as_ref().unwrap();
+        assert_eq!(
+            (figs.retransmissions(), figs.srtt(), figs.mean_cwnd()),
+            (Some(3), Some(2.5), Some(20.0))
+        );
+    }
+
+    /// Issue 27 item 12: a transfer's retransmissions, RTT and window come from the generator's
+    /// TCP_INFO, and are absent without it (they were 0 for every transfer); an unfinished one
+    /// has no completion time but the bytes delivered by the end (it had 0).
+    #[test]
+    fn transfers_carry_tcp_info_or_nothing_and_their_bytes_by_the_end() {
+        use crate::trafficgen::{FlowResult, TcpInfo};
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/tcp/two-flows.toml"
+        ))
+        .unwrap();
+        let sc = Scenario::from_toml(&text, "two-flows.toml").unwrap();
+        let (f, t) = (&sc.flows[0], sc.flows[0].tcp.as_ref().unwrap());
+        let info = TcpInfo {
+            retransmitted_segments: 4,
+            srtt_ms: 1.25,
+            cwnd_kib: 14.0,
+            bytes_acked: 3 << 20,
+        };
+        let unfinished = FlowResult {
+            id: 0,
+            start_s: 0.5,
+            fct_s: None,
+            connect_s: None,
+            bytes: 3 << 20,
+            error: Some("not finished by the end of the run".into()),
+            tcp_info: Some(info),
+        };
+        let (fig, _) = super::transfer_figures(f, t, Some(&unfinished), 4, 1.0);
+        let tcp = fig.tcp.as_ref().unwrap();
+        assert_eq!((tcp.completion_s, fig.delivered_mib), (None, 3.0));
+        assert_eq!(
+            (tcp.retransmissions(), tcp.srtt(), tcp.mean_cwnd()),
+            (Some(4), Some(1.25), Some(14.0))
+        );
+        let failed = FlowResult {
+            bytes: 0,
+            tcp_info: None,
+            error: Some("connection refused".into()),
+            ..unfinished
+        };
+        let (fig, _) = super::transfer_figures(f, t, Some(&failed), 4, 1.0);
+        let json = serde_json::to_value(&fig).unwrap();
+        for k in ["retransmitted_segments", "srtt_ms", "mean_cwnd_kib"] {
+            assert!(json["tcp"][k].is_null(), "{k}: {json}");
+        }
+        let back: mpsched_scenario::results::FlowFigures = serde_json::from_value(json).unwrap();
+        assert_eq!(back, fig, "null reads back as not measured");
     }
 
     /// Hardening item 14: iperf3 stamps a report's end just past the boundary (1.000046 s);
@@ -1772,8 +2035,37 @@ mod tests {
             .map(|e| serde_json::json!({"sum": {"end": e, "bits_per_second": 8e6}}))
             .collect();
         let server = serde_json::json!({"intervals": intervals, "end": {"sum_received": {}}});
-        let (_, col) = super::udp_flow_figures(&sc.flows[0], &server, 4, 1.0);
-        assert_eq!(col, vec![8.0; 4], "every second filled, none late, the last kept");
+        let (_, col) = super::udp_flow_figures(&sc.flows[0], &server, 4, 1.0, 0.0);
+        assert!(
+            col.iter().all(|c| (c - 8.0).abs() < 0.01),
+            "every second filled, none late, the last kept: {col:?}"
+        );
+    }
+
+    /// Issue 27 item 6: a server's last report is often a short one (what was still queued
+    /// when the client stopped), at the flow's rate over a few milliseconds; its rate was added
+    /// to the last full interval's (15.47 Mbit/s for an 8 Mbit/s flow). Bytes are added instead.
+    /// Reports are placed from when the client really started.
+    #[test]
+    fn a_short_last_report_adds_its_bytes_not_its_rate() {
+        let iv = |start: f64, end: f64, bytes: f64| {
+            serde_json::json!({"sum": {"start": start, "end": end, "seconds": end - start, "bytes": bytes,
+                "bits_per_second": bytes * 8.0 / (end - start)}})
+        };
+        let server = serde_json::json!({"intervals": [
+            iv(0.0, 1.000046, 1e6), iv(1.000046, 2.000031, 1e6), iv(2.000031, 3.000102, 1e6),
+            iv(3.000102, 4.0001, 1e6), iv(4.0001, 4.03, 30_000.0)
+        ]});
+        let col = super::goodput_column(&server, 0.0, 4, 1.0);
+        assert!(
+            col.iter().all(|c| (c - 8.0).abs() < 0.001),
+            "each second its own bytes; the 30 ms after the end in none: {col:?}"
+        );
+        // A client that started 0.2 s after time zero at 100 ms samples.
+        let server = serde_json::json!({"intervals": [iv(0.0, 0.1, 1e5), iv(0.1, 0.2, 1e5)]});
+        let col = super::goodput_column(&server, 0.2, 5, 0.1);
+        let want = [0.0, 0.0, 8.0, 8.0, 0.0];
+        assert!(col.iter().zip(want).all(|(c, w)| (c - w).abs() < 1e-6), "{col:?}");
     }
 
     /// Hardening item 20: where the kernel has netem, every link's leaf is netem with the link's

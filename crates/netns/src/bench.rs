@@ -2,6 +2,7 @@
 //! `BPF_PROG_TEST_RUN`, and real UDP and TCP throughput through namespaces with and without the
 //! splitter.
 
+use crate::backend::NetnsError;
 use crate::dataplane::{Dataplane, NodeTables};
 use crate::ns::{self, Netns};
 use crate::switchplane::{SwitchPlane, SwitchPlanes};
@@ -12,8 +13,23 @@ use mpsched_core::sched::{DwrrParams, SchedulerConfig};
 use mpsched_core::switch::{ConfluenceConfig, SplitGroupConfig, SwitchConfig};
 use mpsched_core::table::Route;
 use mpsched_core::wire::{emit_udp_frame, mac_for};
+use std::process::Child;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// The longest iperf3 test `path_throughput` runs (seconds): each mode runs two, so a whole
+/// benchmark with BMv2 stays under an hour.
+pub const MAX_IPERF_SECONDS: u32 = 300;
+
+/// `Err(Interrupted)` once SIGINT or SIGTERM has set `stop`.
+fn check_stop(stop: &AtomicBool, what: &str) -> Result<(), NetnsError> {
+    if stop.load(Ordering::Relaxed) {
+        Err(NetnsError::Interrupted(what.to_string()))
+    } else {
+        Ok(())
+    }
+}
 
 /// One program's cost.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -60,9 +76,11 @@ fn splitter(sched: SchedulerConfig, n: usize) -> SwitchConfig {
     c
 }
 
-/// Each program's cost with `repeat` runs (at least a million for the figures we publish).
-pub fn program_costs(repeat: u32) -> Result<Vec<ProgramCost>, String> {
-    let node = TestNode::create(9)?;
+/// Each program's cost with `repeat` runs (at least a million for the figures we publish);
+/// stops with [`NetnsError::Interrupted`] between programs once `stop` is set.
+pub fn program_costs(repeat: u32, stop: &AtomicBool) -> Result<Vec<ProgramCost>, NetnsError> {
+    check_stop(stop, "(none made at this point)")?;
+    let node = TestNode::create(9).map_err(NetnsError::Plane)?;
     let data = frame(Ecn::Ect0, 18); // a 64-byte frame
     let mut cases: Vec<(String, SwitchConfig, Vec<MarkerConfig>, &str)> = vec![
         (
@@ -138,6 +156,7 @@ pub fn program_costs(repeat: u32) -> Result<Vec<ProgramCost>, String> {
     ));
     let mut out = Vec::new();
     for (name, cfg, markers, prog) in cases {
+        check_stop(stop, "(none made at this point)")?;
         let tables = NodeTables {
             switch: cfg,
             ports: node.ports.clone(),
@@ -151,13 +170,16 @@ pub fn program_costs(repeat: u32) -> Result<Vec<ProgramCost>, String> {
             data.clone()
         };
         let ifindex = node.ports[0].ifindex;
-        let ns = node.enter(|| -> Result<f64, String> {
-            let dp = Dataplane::load(&tables).map_err(|e| e.to_string())?;
-            // Warm up, then measure.
-            test_run(&dp, prog, ifindex, &input, 10_000)?;
-            let (_, _, d) = test_run(&dp, prog, ifindex, &input, repeat)?;
-            Ok(d.as_nanos() as f64)
-        })??;
+        let ns = node
+            .enter(|| -> Result<f64, String> {
+                let dp = Dataplane::load(&tables).map_err(|e| e.to_string())?;
+                // Warm up, then measure.
+                test_run(&dp, prog, ifindex, &input, 10_000)?;
+                let (_, _, d) = test_run(&dp, prog, ifindex, &input, repeat)?;
+                Ok(d.as_nanos() as f64)
+            })
+            .map_err(NetnsError::Plane)?
+            .map_err(NetnsError::Plane)?;
         out.push(ProgramCost {
             name,
             ns_per_pkt: ns,
@@ -182,9 +204,21 @@ pub struct PathThroughput {
     pub tcp_mbps: f64,
 }
 
-/// Measure [`PathThroughput`] for each forwarding mode, `seconds` per test: the kernel's own
-/// forwarding, then each of `planes` (the eBPF programs, BMv2, ...) routing and splitting.
-pub fn path_throughput(seconds: u32, planes: &[Arc<dyn SwitchPlanes>]) -> Result<Vec<PathThroughput>, String> {
+/// Measure [`PathThroughput`] for each forwarding mode, `seconds` per test (1 to
+/// [`MAX_IPERF_SECONDS`]): the kernel's own forwarding, then each of `planes` (the eBPF
+/// programs, BMv2, ...) routing and splitting. Once `stop` is set (SIGINT, SIGTERM) it stops
+/// within a few milliseconds with [`NetnsError::Interrupted`], having removed its namespaces
+/// and stopped its iperf3 processes and switches.
+pub fn path_throughput(
+    seconds: u32,
+    planes: &[Arc<dyn SwitchPlanes>],
+    stop: &AtomicBool,
+) -> Result<Vec<PathThroughput>, NetnsError> {
+    if !(1..=MAX_IPERF_SECONDS).contains(&seconds) {
+        return Err(NetnsError::Unsupported(format!(
+            "--iperf-seconds {seconds}: expected 1 to {MAX_IPERF_SECONDS} (iperf3 takes 0 as \"run for ever\")"
+        )));
+    }
     let mut out = Vec::new();
     // (name, the switch and whether it splits; None: the kernel forwards).
     type Mode<'a> = (String, Option<(&'a Arc<dyn SwitchPlanes>, bool)>);
@@ -194,8 +228,9 @@ pub fn path_throughput(seconds: u32, planes: &[Arc<dyn SwitchPlanes>]) -> Result
         modes.push((format!("{} WRR split over 2 paths", p.switch_name()), Some((p, true))));
     }
     for (mode, plane) in modes {
+        check_stop(stop, "(none made at this point)")?;
         let checksummed = plane.is_some_and(|(p, _)| p.needs_checksummed_frames());
-        let path = BenchPath::create(checksummed)?;
+        let path = BenchPath::create(checksummed, stop)?;
         // Kept running until the measurement is over.
         let _switch = match plane {
             None => {
@@ -204,7 +239,8 @@ pub fn path_throughput(seconds: u32, planes: &[Arc<dyn SwitchPlanes>]) -> Result
             }
             Some((p, split)) => Some(path.switch(p.as_ref(), split)?),
         };
-        let (udp_mbps, tcp_mbps) = path.iperf_goodput(seconds)?;
+        check_stop(stop, &path.id)?;
+        let (udp_mbps, tcp_mbps) = path.iperf_goodput(seconds, stop)?;
         out.push(PathThroughput {
             mode,
             udp_mbps,
@@ -218,13 +254,26 @@ pub fn path_throughput(seconds: u32, planes: &[Arc<dyn SwitchPlanes>]) -> Result
 /// The UDP payload of the throughput test (a 1 512-byte frame).
 const UDP_PAYLOAD_BYTES: u32 = 1470;
 
-fn ns_err(x: ns::NsError) -> String {
-    x.to_string()
+fn ns_err(x: ns::NsError) -> NetnsError {
+    NetnsError::Ns(x)
+}
+
+/// A child process killed and reaped when dropped (an iperf3 server that would otherwise
+/// outlive an error or an interrupt).
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// `src -- sw == dst`: one veth from src to sw, two from sw to dst (the split's two paths).
 /// MACs follow `mac_for` with node numbers src 10, sw 11, dst 12. The namespaces go with it.
 struct BenchPath {
+    /// The run id in the namespaces' names.
+    id: String,
     src: Netns,
     sw: Netns,
     dst: Netns,
@@ -235,13 +284,15 @@ impl BenchPath {
     /// segmentation and receive offloads off on every interface
     /// ([`SwitchPlanes::needs_checksummed_frames`], [`Netns::frames_as_on_the_wire`]); the kernel
     /// and eBPF paths keep the offloads a Linux deployment has.
-    fn create(checksummed: bool) -> Result<BenchPath, String> {
+    fn create(checksummed: bool, stop: &AtomicBool) -> Result<BenchPath, NetnsError> {
         let id = crate::backend::new_run_id();
         let p = BenchPath {
+            id: id.clone(),
             src: Netns::create(&format!("mps-{id}-bsrc")).map_err(ns_err)?,
             sw: Netns::create(&format!("mps-{id}-bsw")).map_err(ns_err)?,
             dst: Netns::create(&format!("mps-{id}-bdst")).map_err(ns_err)?,
         };
+        check_stop(stop, &id)?;
         veth(&p.src, "e0", &p.sw, "e0")?;
         veth(&p.sw, "e1", &p.dst, "e0")?;
         veth(&p.sw, "e2", &p.dst, "e1")?;
@@ -276,7 +327,7 @@ impl BenchPath {
     }
 
     /// sw forwards with the kernel's own IPv4 routing.
-    fn kernel_forwarding(&self) -> Result<(), String> {
+    fn kernel_forwarding(&self) -> Result<(), NetnsError> {
         let sw = &self.sw;
         sw.exec("sysctl", &["-q", "-w", "net.ipv4.ip_forward=1"])
             .map_err(ns_err)?;
@@ -288,7 +339,7 @@ impl BenchPath {
 
     /// sw runs the switch of `planes` with two routes, splitting src's traffic WRR 1:1 when
     /// `split`.
-    fn switch(&self, planes: &dyn SwitchPlanes, split: bool) -> Result<Box<dyn SwitchPlane>, String> {
+    fn switch(&self, planes: &dyn SwitchPlanes, split: bool) -> Result<Box<dyn SwitchPlane>, NetnsError> {
         let routes = vec![
             Route {
                 prefix: SRC,
@@ -327,19 +378,53 @@ impl BenchPath {
             test_draws: Vec::new(),
             test_clock: false,
         };
-        planes.start(&self.sw, &tables).map_err(|e| e.to_string())
+        planes.start(&self.sw, &tables)
     }
 
-    /// iperf3 from src to dst for `seconds`: (UDP, TCP) goodput in Mbit/s.
-    fn iperf_goodput(&self, seconds: u32) -> Result<(f64, f64), String> {
-        let mut server = self.dst.spawn("iperf3", &["-s", "-p", "5201"]).map_err(ns_err)?;
-        std::thread::sleep(Duration::from_millis(300));
+    /// iperf3 from src to dst for `seconds`: (UDP, TCP) goodput in Mbit/s. The clients are
+    /// polled, not waited for, so that `stop` ends the test at once; the server is stopped on
+    /// every way out.
+    fn iperf_goodput(&self, seconds: u32, stop: &AtomicBool) -> Result<(f64, f64), NetnsError> {
+        let _server = Reaped(self.dst.spawn("iperf3", &["-s", "-p", "5201"]).map_err(ns_err)?);
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(300) {
+            check_stop(stop, &self.id)?;
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let secs = seconds.to_string();
-        let run = |args: &[&str]| -> Result<f64, String> {
+        let run = |args: &[&str]| -> Result<f64, NetnsError> {
             let mut a = vec!["-c", "10.0.0.3", "-p", "5201", "-t", &secs, "-J"];
             a.extend_from_slice(args);
-            let o = self.src.exec("iperf3", &a).map_err(ns_err)?;
-            let v: serde_json::Value = serde_json::from_slice(&o.stdout).map_err(|x| x.to_string())?;
+            let mut client = Reaped(self.src.spawn("iperf3", &a).map_err(ns_err)?);
+            // Read as it comes: a full pipe would stall iperf3 before its report.
+            let mut stdout = client.0.stdout.take();
+            let reader = std::thread::spawn(move || {
+                let mut s = Vec::new();
+                if let Some(o) = stdout.as_mut() {
+                    let _ = std::io::Read::read_to_end(o, &mut s);
+                }
+                s
+            });
+            // iperf3 ends by itself after `seconds`; a few more for its start and report.
+            let deadline = Instant::now() + Duration::from_secs(u64::from(seconds) + 10);
+            loop {
+                check_stop(stop, &self.id)?;
+                if client.0.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err(NetnsError::Traffic(format!(
+                        "the client had not ended 10 s after its {seconds} s test"
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let out = reader.join().unwrap_or_default();
+            let v: serde_json::Value =
+                serde_json::from_slice(&out).map_err(|x| NetnsError::Traffic(format!("unreadable report: {x}")))?;
+            if let Some(e) = v["error"].as_str() {
+                return Err(NetnsError::Traffic(e.to_string()));
+            }
             let bps = v["end"]["sum_received"]["bits_per_second"]
                 .as_f64()
                 .or_else(|| v["end"]["sum"]["bits_per_second"].as_f64())
@@ -347,16 +432,14 @@ impl BenchPath {
             Ok(bps / 1e6)
         };
         let len = UDP_PAYLOAD_BYTES.to_string();
-        let udp = run(&["-u", "-b", "0", "-l", &len]);
-        let tcp = run(&[]);
-        let _ = server.kill();
-        let _ = server.wait();
-        Ok((udp?, tcp?))
+        let udp = run(&["-u", "-b", "0", "-l", &len])?;
+        let tcp = run(&[])?;
+        Ok((udp, tcp))
     }
 }
 
 /// A veth pair: `an` in `a`, `bn` in `b`, both up.
-fn veth(a: &Netns, an: &str, b: &Netns, bn: &str) -> Result<(), String> {
+fn veth(a: &Netns, an: &str, b: &Netns, bn: &str) -> Result<(), NetnsError> {
     ns::ip(&[
         "link",
         "add",
@@ -378,7 +461,7 @@ fn veth(a: &Netns, an: &str, b: &Netns, bn: &str) -> Result<(), String> {
 }
 
 /// A permanent neighbour entry: `ip` is at `mac` on `dev`.
-fn neigh(n: &Netns, ip: &str, mac: [u8; 6], dev: &str) -> Result<(), String> {
+fn neigh(n: &Netns, ip: &str, mac: [u8; 6], dev: &str) -> Result<(), NetnsError> {
     n.ip(&[
         "neigh",
         "replace",

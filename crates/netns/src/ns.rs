@@ -214,6 +214,97 @@ impl Drop for Netns {
     }
 }
 
+/// A network namespace without a name: nothing in `/var/run/netns` refers to it, so it lives
+/// only while this process holds its descriptor (or a process runs inside it). Whatever ends the
+/// process (an error, SIGINT, SIGTERM, SIGKILL) ends the namespace, and its interfaces, qdiscs and
+/// attached eBPF programs with it: nothing for `mpsched clean` to find. For scratch namespaces
+/// that run no processes of their own (the conformance vectors' test nodes).
+#[derive(Debug)]
+pub struct AnonNetns {
+    fd: File,
+}
+
+impl AnonNetns {
+    /// A new namespace with its loopback up.
+    pub fn create() -> Result<AnonNetns, NsError> {
+        let err = |source| NsError::Enter {
+            name: "a new unnamed namespace".into(),
+            source,
+        };
+        // A thread of its own, which ends there: unshare(2) moves the calling thread only.
+        let fd = std::thread::spawn(|| -> std::io::Result<File> {
+            // SAFETY: unshare with CLONE_NEWNET affects the calling thread only.
+            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            File::open("/proc/thread-self/ns/net")
+        })
+        .join()
+        .map_err(|_| err(std::io::Error::other("the thread making it panicked")))?
+        .map_err(err)?;
+        let ns = AnonNetns { fd };
+        ns.ip(&["link", "set", "lo", "up"])?;
+        Ok(ns)
+    }
+
+    /// Run `f` with the calling thread inside the namespace, then switch it back. A process
+    /// `f` starts runs inside it too (a child takes its namespaces from the thread that made
+    /// it).
+    pub fn enter<T>(&self, f: impl FnOnce() -> T) -> Result<T, NsError> {
+        let err = |source| NsError::Enter {
+            name: "an unnamed namespace".into(),
+            source,
+        };
+        let home = File::open("/proc/thread-self/ns/net").map_err(err)?;
+        // SAFETY: setns on a valid namespace fd affects only the calling thread.
+        if unsafe { libc::setns(self.fd.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(err(std::io::Error::last_os_error()));
+        }
+        struct Back(File);
+        impl Drop for Back {
+            fn drop(&mut self) {
+                // SAFETY: as above; the thread's original namespace.
+                unsafe { libc::setns(self.0.as_raw_fd(), libc::CLONE_NEWNET) };
+            }
+        }
+        let _back = Back(home);
+        Ok(f())
+    }
+
+    /// `ip args...` inside the namespace.
+    pub fn ip(&self, args: &[&str]) -> Result<Output, NsError> {
+        self.enter(|| ip(args))?
+    }
+
+    /// A sysctl of the namespace's (`net.ipv6.conf.all.disable_ipv6`), written directly: the
+    /// files under `/proc/sys/net` are those of the namespace of the thread that opens them.
+    pub fn sysctl(&self, key: &str, value: &str) -> Result<(), NsError> {
+        let path = format!("/proc/sys/{}", key.replace('.', "/"));
+        self.enter(|| std::fs::write(&path, value))?
+            .map_err(|e| NsError::Failed {
+                cmd: format!("sysctl {key}={value}"),
+                stderr: e.to_string(),
+            })
+    }
+
+    /// The index of interface `ifname` in the namespace.
+    pub fn ifindex(&self, ifname: &str) -> Result<u32, NsError> {
+        let name = std::ffi::CString::new(ifname).map_err(|_| NsError::Failed {
+            cmd: format!("ifindex of {ifname}"),
+            stderr: "a NUL in the name".into(),
+        })?;
+        // SAFETY: a valid NUL-terminated string.
+        let i = self.enter(|| unsafe { libc::if_nametoindex(name.as_ptr()) })?;
+        if i == 0 {
+            return Err(NsError::Failed {
+                cmd: format!("ifindex of {ifname}"),
+                stderr: std::io::Error::last_os_error().to_string(),
+            });
+        }
+        Ok(i)
+    }
+}
+
 /// Whether this process runs as root (namespaces and eBPF need it).
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.

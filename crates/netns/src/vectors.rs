@@ -12,7 +12,7 @@
 //! program attached to the ports; its outcome is then read from the counters alone.
 
 use crate::dataplane::{Dataplane, NodeTables, PortBinding};
-use crate::ns::{is_root, Netns};
+use crate::ns::{is_root, AnonNetns};
 use crate::tap::Tap;
 use libbpf_rs::ProgramInput;
 use mpsched_core::packet::PortId;
@@ -20,7 +20,6 @@ use mpsched_core::vectors::{chosen_path, from_hex, Delivery, EmitObserved, Hook,
 use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
 use mpsched_core::wire::{internet_checksum, mac_for, parse_frame};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 const TC_ACT_OK: u32 = 0;
 const TC_ACT_SHOT: u32 = 2;
@@ -29,12 +28,11 @@ const TC_ACT_REDIRECT: u32 = 7;
 const SKB_CTX_BYTES: usize = 192;
 const SKB_IFINDEX_AT: usize = 40;
 
-static NEXT_NS: AtomicU32 = AtomicU32::new(0);
-
 /// A namespace with `n` veth ports (`p0`..), for running a node's programs under
-/// `BPF_PROG_TEST_RUN`; removed on drop.
+/// `BPF_PROG_TEST_RUN`; removed on drop. It has no name ([`AnonNetns`]): a `vectors check` or a
+/// `bench --dataplane` ended by any signal leaves nothing of it behind.
 pub struct TestNode {
-    ns: Netns,
+    ns: AnonNetns,
     /// The ports' bindings (ifindex in the namespace, MACs as the vectors use them).
     pub ports: Vec<PortBinding>,
     /// Per port: the ifindex of its veth peer (`q0`..), where what the port sends arrives.
@@ -47,12 +45,7 @@ impl TestNode {
         if !is_root() {
             return Err("BPF_PROG_TEST_RUN needs root".into());
         }
-        let name = format!(
-            "mpsv-{}-{}",
-            std::process::id(),
-            NEXT_NS.fetch_add(1, Ordering::Relaxed)
-        );
-        let ns = Netns::create(&name).map_err(|e| e.to_string())?;
+        let ns = AnonNetns::create().map_err(|e| e.to_string())?;
         // No IPv6: its neighbour discovery would send frames of its own on the ports.
         ns.sysctl("net.ipv6.conf.all.disable_ipv6", "1")
             .map_err(|e| e.to_string())?;

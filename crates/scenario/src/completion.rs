@@ -32,8 +32,9 @@ pub struct CompletionRow {
     pub fct_s: Option<f64>,
     /// Ideal completion time, s.
     pub ideal_fct_s: f64,
-    /// Retransmitted segments.
-    pub retransmissions: u64,
+    /// Retransmitted segments (None where the backend did not measure them; an empty field in
+    /// `flows.csv`).
+    pub retransmissions: Option<u64>,
 }
 
 impl CompletionRow {
@@ -102,7 +103,7 @@ fn rows_with(sc: &Scenario, ideal: &[Option<f64>], figs: &RunFigures) -> Vec<Com
             start_s: f.start_ps as f64 / 1e12,
             fct_s: tcp.and_then(|t| t.completion_s),
             ideal_fct_s: *ideal,
-            retransmissions: tcp.map_or(0, |t| t.retransmitted_segments),
+            retransmissions: tcp.and_then(|t| t.retransmissions()),
         });
     }
     out
@@ -128,7 +129,7 @@ pub fn write_csv(rows: &[CompletionRow], mut w: impl Write) -> std::io::Result<(
             opt(r.fct_s, 9),
             round(r.ideal_fct_s, 9),
             opt(r.slowdown(), 4),
-            r.retransmissions
+            r.retransmissions.map_or(String::new(), |n| n.to_string())
         )?;
     }
     Ok(())
@@ -200,8 +201,24 @@ mod tests {
             start_s: 0.5,
             fct_s: fct,
             ideal_fct_s: 0.001,
-            retransmissions: 0,
+            retransmissions: Some(0),
         }
+    }
+
+    /// Issue 27 item 12: retransmissions a backend did not measure are an empty field in
+    /// `flows.csv`, not 0.
+    #[test]
+    fn unmeasured_retransmissions_are_an_empty_field() {
+        let mut out = Vec::new();
+        let unmeasured = CompletionRow {
+            retransmissions: None,
+            ..row(1000, None)
+        };
+        write_csv(&[row(1000, Some(0.002)), unmeasured], &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[1].ends_with(",0"), "{text}");
+        assert!(lines[2].ends_with(",,,0.001,,"), "{text}");
     }
 
     #[test]

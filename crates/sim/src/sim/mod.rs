@@ -1034,6 +1034,8 @@ impl Simulation {
                     .map(|c| subflow_figures(c, active_s))
                     .collect(),
                 mptcp: t.mptcp.map(|mp| self.mptcp_figures(mp)),
+                // The simulator measures every figure.
+                unmeasured: Default::default(),
             }),
         }
     }
