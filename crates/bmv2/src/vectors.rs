@@ -20,6 +20,7 @@ use mpsched_core::packet::{Ecn, PortId};
 use mpsched_core::vectors::{chosen_path, from_hex, EmitObserved, Hook, Observed, Step, StepResult, VectorSet};
 use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
 use mpsched_core::wire::{mac_for, parse_frame};
+use mpsched_netns::backend::{new_run_id, NS_PREFIX};
 use mpsched_netns::dataplane::{NodeTables, PortBinding};
 use mpsched_netns::ns::{is_root, Netns};
 use mpsched_netns::tap::Tap;
@@ -61,9 +62,11 @@ impl Node {
             test_clock: true,
         };
         control::check(&tables)?;
+        // Named as the kernel backend names its namespaces (the owner's process id first), so
+        // that `mpsched clean` finds one a killed check left, with its simple_switch.
         let name = format!(
-            "mpsb-{}-{}",
-            std::process::id(),
+            "{NS_PREFIX}{}-vec{}",
+            new_run_id(),
             NEXT_NS.fetch_add(1, Ordering::Relaxed)
         );
         let ns = Netns::create(&name)?;

@@ -68,7 +68,7 @@ fn dataplane(a: &BenchArgs) -> anyhow::Result<()> {
         vec![std::sync::Arc::new(mpsched_netns::switchplane::EbpfPlanes)];
     match mpsched_bmv2::toolchain::find().and_then(|_| mpsched_bmv2::toolchain::program_json()) {
         Ok(_) => planes.push(std::sync::Arc::new(mpsched_bmv2::plane::Bmv2Planes)),
-        Err(e) => eprintln!("BMv2 left out of the throughput test: {e}"),
+        Err(e) => errln!("BMv2 left out of the throughput test: {e}"),
     }
     let paths = mpsched_netns::bench::path_throughput(a.iperf_seconds, &planes, &stop)?;
     if a.json {

@@ -2,7 +2,6 @@
 //! the kernel with BMv2 as the switches), side by side, with the ratio per flow and per path.
 
 use crate::run::{resolve_scenario, run_netns};
-use crate::UsageError;
 use anyhow::Context;
 use mpsched_netns::backend::NetnsOptions;
 use mpsched_scenario::results::Summary;
@@ -22,8 +21,8 @@ pub struct CompareArgs {
     #[arg(long = "variant")]
     variants: Vec<String>,
     /// Repetitions on each backend (default 1: kernel runs take real time); the figures
-    /// compared are the means over them, as in `mpsched run`.
-    #[arg(long)]
+    /// compared are the means over them, as in `mpsched run` (1 to 1000).
+    #[arg(long, value_parser = crate::run::repetitions_arg)]
     repetitions: Option<u32>,
     /// Run every link without its propagation delay on both backends (the kernel needs netem
     /// for delay; without it, this compares like with like).
@@ -52,12 +51,9 @@ fn ratio(a: f64, b: f64) -> f64 {
 }
 
 pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
-    if a.repetitions == Some(0) {
-        return Err(UsageError("--repetitions: expected at least 1".into()).into());
-    }
     let (sc, variants) = resolve_scenario(a.scenario.as_deref(), a.duration.as_deref(), &a.variants)?;
     let sc = if a.ignore_delay && sc.links.iter().any(|l| l.delay_ps > 0) {
-        eprintln!("--ignore-delay: both backends run every link without its propagation delay");
+        errln!("--ignore-delay: both backends run every link without its propagation delay");
         sc.without_propagation_delay()
     } else {
         sc

@@ -501,16 +501,16 @@ fn print_tcp_and_tunnels(results: &[VariantResult]) -> anyhow::Result<()> {
             for f in run.flows.iter().take(MAX_FLOW_ROWS) {
                 let Some(t) = &f.tcp else { continue };
                 outln!(
-                    "{:<12} {:<12} {:>6} {:>12.2} {:>9} {:>7} {:>7} {:>9.2} {:>10.1}",
+                    "{:<12} {:<12} {:>6} {:>12.2} {:>9} {:>7} {:>7} {:>9} {:>10}",
                     r.variant.as_deref().unwrap_or("-"),
                     f.id,
                     t.cc,
                     f.delivered_mib,
-                    t.retransmitted_segments,
+                    or_dash(t.retransmissions().map(|x| x.to_string())),
                     or_dash(t.rtos.map(|x| x.to_string())),
                     or_dash(t.ecn_reductions.map(|x| x.to_string())),
-                    t.srtt_ms,
-                    t.mean_cwnd_kib
+                    or_dash(t.srtt().map(|x| format!("{x:.2}"))),
+                    or_dash(t.mean_cwnd().map(|x| format!("{x:.1}")))
                 );
                 // Subflow lines only while they stay readable (all are in summary.json).
                 for sub in t.subflows.iter().filter(|_| run.flows.len() <= MAX_SUBFLOW_LISTS) {

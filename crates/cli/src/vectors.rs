@@ -158,6 +158,9 @@ fn chosen(rust_only: bool, impls: Vec<Impl>) -> anyhow::Result<Vec<Impl>> {
 }
 
 fn check(dir: &Path, rust_only: bool, impls: Vec<Impl>) -> anyhow::Result<()> {
+    // SIGINT / SIGTERM end the check between sets, each set's namespace and switch removed as it
+    // ends, instead of killing the process in the middle of one (a simple_switch would outlive it).
+    let stop = crate::stop_flag();
     let sets = read_sets(dir)?;
     let impls = chosen(rust_only, impls)?;
     let mut header = format!("{:<24} {:>5}", "set", "steps");
@@ -170,6 +173,10 @@ fn check(dir: &Path, rust_only: bool, impls: Vec<Impl>) -> anyhow::Result<()> {
     for set in &sets {
         let mut line = format!("{:<24} {:>5}", set.name, set.steps.len());
         for &i in &impls {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let run = format!("vectors check (process {})", std::process::id());
+                return Err(mpsched_netns::backend::NetnsError::Interrupted(run).into());
+            }
             let cell = match i.run(set) {
                 Ok(errs) if errs.is_empty() => "agree".to_string(),
                 Ok(errs) => {

@@ -299,11 +299,13 @@ pub fn ignored_on_the_kernel(sc: &Scenario) -> Vec<String> {
 /// [`ignored_on_the_kernel`] on standard error, each line once per process (a plan runs
 /// [`check`] and then every repetition).
 fn warn_ignored(sc: &Scenario) {
+    use std::io::Write as _;
     static SHOWN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let Ok(mut shown) = SHOWN.lock() else { return };
     for w in ignored_on_the_kernel(sc) {
         if !shown.contains(&w) {
-            eprintln!("warning: {w}");
+            // A standard error that cannot take it (a full disk) loses the line, not the run.
+            let _ = writeln!(std::io::stderr(), "warning: {w}");
             shown.push(w);
         }
     }
