@@ -229,32 +229,12 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
          kernel has no sch_netem; pass --ignore-delay to run without the delay, or use --backend sim",
         sc.nodes[l.a].name,
         sc.nodes[l.b].name,
-        time_text(l.delay_ps),
+        mpsched_scenario::units::format_time_ps(l.delay_ps),
         match delayed {
             1 => String::new(),
             n => format!(" (and {} more links have delays)", n - 1),
         }
     )))
-}
-
-/// A time in the largest of the scenario format's units that shows it exactly (`1ms`, `2500us`,
-/// `10ns`), as a file would write it.
-pub fn time_text(ps: u64) -> String {
-    if ps == 0 {
-        return "0s".into();
-    }
-    let unit = [
-        ("s", 1_000_000_000_000u64),
-        ("ms", 1_000_000_000),
-        ("us", 1_000_000),
-        ("ns", 1_000),
-    ]
-    .into_iter()
-    .find(|(_, n)| ps % n == 0);
-    match unit {
-        Some((u, n)) => format!("{}{u}", ps / n),
-        None => format!("{}ps", ps),
-    }
 }
 
 /// Settings of the scenario that only the simulator models, which a kernel run ignores: one
@@ -1817,19 +1797,8 @@ pub fn clean() -> Result<Cleaned, NetnsError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_kernel_limits, ignored_on_the_kernel, leaf_qdisc, netem_limit_pkts, time_text};
+    use super::{check_kernel_limits, ignored_on_the_kernel, leaf_qdisc, netem_limit_pkts};
     use mpsched_scenario::Scenario;
-
-    /// Issue 27 item 14: delays are named as a file writes them, not in nanoseconds.
-    #[test]
-    fn times_are_written_in_the_scenario_formats_units() {
-        assert_eq!(time_text(1_000_000_000), "1ms");
-        assert_eq!(time_text(2_500_000_000), "2500us");
-        assert_eq!(time_text(1_000_000), "1us");
-        assert_eq!(time_text(3_000_000_000_000), "3s");
-        assert_eq!(time_text(10_000), "10ns");
-        assert_eq!(time_text(7), "7ps");
-    }
 
     /// Issue 27 item 14: the simulator-only TCP settings are named, with their flows, for a
     /// warning; a scenario without them has none.

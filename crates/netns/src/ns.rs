@@ -185,21 +185,8 @@ impl Netns {
             name: self.name.clone(),
             source,
         };
-        let home = File::open("/proc/thread-self/ns/net").map_err(err)?;
         let target = File::open(format!("/var/run/netns/{}", self.name)).map_err(err)?;
-        // SAFETY: setns on a valid namespace fd affects only the calling thread.
-        if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(err(std::io::Error::last_os_error()));
-        }
-        struct Back(File);
-        impl Drop for Back {
-            fn drop(&mut self) {
-                // SAFETY: as above; the thread's original namespace.
-                unsafe { libc::setns(self.0.as_raw_fd(), libc::CLONE_NEWNET) };
-            }
-        }
-        let _back = Back(home);
-        Ok(f())
+        enter_fd(&target, f).map_err(err)
     }
 
     /// Remove the namespace now.
@@ -222,6 +209,25 @@ impl Drop for Netns {
 #[derive(Debug)]
 pub struct AnonNetns {
     fd: File,
+}
+
+/// Run `f` with the calling thread in the network namespace `target` (an open namespace file),
+/// then switch it back, also if `f` panics.
+fn enter_fd<T>(target: &File, f: impl FnOnce() -> T) -> std::io::Result<T> {
+    let home = File::open("/proc/thread-self/ns/net")?;
+    // SAFETY: setns on a valid namespace fd affects only the calling thread.
+    if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    struct Back(File);
+    impl Drop for Back {
+        fn drop(&mut self) {
+            // SAFETY: as above; the thread's original namespace.
+            unsafe { libc::setns(self.0.as_raw_fd(), libc::CLONE_NEWNET) };
+        }
+    }
+    let _back = Back(home);
+    Ok(f())
 }
 
 impl AnonNetns {
@@ -251,24 +257,10 @@ impl AnonNetns {
     /// `f` starts runs inside it too (a child takes its namespaces from the thread that made
     /// it).
     pub fn enter<T>(&self, f: impl FnOnce() -> T) -> Result<T, NsError> {
-        let err = |source| NsError::Enter {
+        enter_fd(&self.fd, f).map_err(|source| NsError::Enter {
             name: "an unnamed namespace".into(),
             source,
-        };
-        let home = File::open("/proc/thread-self/ns/net").map_err(err)?;
-        // SAFETY: setns on a valid namespace fd affects only the calling thread.
-        if unsafe { libc::setns(self.fd.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(err(std::io::Error::last_os_error()));
-        }
-        struct Back(File);
-        impl Drop for Back {
-            fn drop(&mut self) {
-                // SAFETY: as above; the thread's original namespace.
-                unsafe { libc::setns(self.0.as_raw_fd(), libc::CLONE_NEWNET) };
-            }
-        }
-        let _back = Back(home);
-        Ok(f())
+        })
     }
 
     /// `ip args...` inside the namespace.
