@@ -506,11 +506,11 @@ fn print_tcp_and_tunnels(results: &[VariantResult]) -> anyhow::Result<()> {
                     f.id,
                     t.cc,
                     f.delivered_mib,
-                    or_dash(t.retransmissions().map(|x| x.to_string())),
+                    or_dash(t.retransmitted_segments.map(|x| x.to_string())),
                     or_dash(t.rtos.map(|x| x.to_string())),
                     or_dash(t.ecn_reductions.map(|x| x.to_string())),
-                    or_dash(t.srtt().map(|x| format!("{x:.2}"))),
-                    or_dash(t.mean_cwnd().map(|x| format!("{x:.1}")))
+                    or_dash(t.srtt_ms.map(|x| format!("{x:.2}"))),
+                    or_dash(t.mean_cwnd_kib.map(|x| format!("{x:.1}")))
                 );
                 // Subflow lines only while they stay readable (all are in summary.json).
                 for sub in t.subflows.iter().filter(|_| run.flows.len() <= MAX_SUBFLOW_LISTS) {

@@ -23,7 +23,7 @@ use crate::{capture, hosts};
 use mpsched_core::frame::MarkerConfig;
 use mpsched_core::packet::{ipv4_to_string, Ecn, PortId, UDP_OVERHEAD_BYTES};
 use mpsched_core::wire::mac_for;
-use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures, TcpFigures, Unmeasured};
+use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures, TcpFigures};
 use mpsched_scenario::{Flow, NodeKind, Protocol, Scenario, TcpApp, TcpFlow};
 use mpsched_sim::TimeSeries;
 use std::collections::BTreeMap;
@@ -772,16 +772,15 @@ impl MptcpWatch {
     fn apply(&self, fi: usize, tcp: &mut TcpFigures, cwnd_col: &mut [f64]) {
         let Some((active_s, conn)) = &self.last[fi] else { return };
         tcp.subflows = conn.iter().map(|s| s.figures(*active_s)).collect();
-        tcp.retransmitted_segments = conn.iter().map(|s| s.retrans_total).sum();
-        tcp.srtt_ms = round(conn[0].srtt_ms, 3);
-        tcp.unmeasured.retransmissions = false;
-        tcp.unmeasured.srtt = false;
-        tcp.unmeasured.cwnd = self.cwnd_kib[fi].is_empty() && tcp.unmeasured.cwnd;
+        tcp.retransmitted_segments = Some(conn.iter().map(|s| s.retrans_total).sum());
+        tcp.srtt_ms = Some(round(conn[0].srtt_ms, 3));
         let readings = &self.cwnd_kib[fi];
-        tcp.mean_cwnd_kib = round(
-            readings.iter().map(|r| r.1).sum::<f64>() / readings.len().max(1) as f64,
-            3,
-        );
+        if !readings.is_empty() {
+            tcp.mean_cwnd_kib = Some(round(
+                readings.iter().map(|r| r.1).sum::<f64>() / readings.len() as f64,
+                3,
+            ));
+        }
         for &(k, kib) in readings {
             if let Some(c) = cwnd_col.get_mut(k) {
                 *c = kib;
@@ -1416,15 +1415,10 @@ fn transfer_figures(
     let tcp = TcpFigures {
         cc: t.config.cc.linux_name().to_string(),
         completion_s: done.and_then(|r| r.fct_s).map(|x| round(x, 6)),
-        retransmitted_segments: info.map_or(0, |i| i.retransmitted_segments),
-        srtt_ms: info.map_or(0.0, |i| round(i.srtt_ms, 3)),
+        retransmitted_segments: info.map(|i| i.retransmitted_segments),
+        srtt_ms: info.map(|i| round(i.srtt_ms, 3)),
         // One reading, at the end: the mean of one sample.
-        mean_cwnd_kib: info.map_or(0.0, |i| round(i.cwnd_kib, 3)),
-        unmeasured: if info.is_some() {
-            Unmeasured::default()
-        } else {
-            Unmeasured::ALL
-        },
+        mean_cwnd_kib: info.map(|i| round(i.cwnd_kib, 3)),
         ..TcpFigures::default()
     };
     (kernel_tcp_figures(f, bytes, tcp), col)
@@ -1462,7 +1456,7 @@ fn tcp_flow_figures(
 ) -> (FlowFigures, Vec<Vec<f64>>) {
     let bytes = server["end"]["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
     let sent = &client["end"]["sum_sent"];
-    let retx = sent["retransmits"].as_u64().unwrap_or(0);
+    let retx = sent["retransmits"].as_u64();
     let stream = &client["end"]["streams"][0]["sender"];
     let mut cols = vec![vec![0.0; intervals]; 4];
     let slot = |end: f64| report_slot(start_s, end, interval_s);
@@ -1487,13 +1481,8 @@ fn tcp_flow_figures(
     let tcp = TcpFigures {
         cc: t.config.cc.linux_name().to_string(),
         retransmitted_segments: retx,
-        srtt_ms: round(stream["mean_rtt"].as_f64().unwrap_or(0.0) / 1000.0, 3),
-        mean_cwnd_kib: if cwnd_n > 0.0 { round(cwnd_sum / cwnd_n, 3) } else { 0.0 },
-        unmeasured: Unmeasured {
-            retransmissions: sent["retransmits"].as_u64().is_none(),
-            srtt: stream["mean_rtt"].as_f64().is_none(),
-            cwnd: cwnd_n == 0.0,
-        },
+        srtt_ms: stream["mean_rtt"].as_f64().map(|us| round(us / 1000.0, 3)),
+        mean_cwnd_kib: (cwnd_n > 0.0).then(|| round(cwnd_sum / cwnd_n, 3)),
         ..TcpFigures::default()
     };
     let fig = kernel_tcp_figures(f, bytes, tcp);
@@ -1927,7 +1916,7 @@ mod tests {
         let (tcp, _) = super::tcp_flow_figures(f, t, &server, &client, 4, 1.0, 0.0);
         let figs = tcp.tcp.as_ref().unwrap();
         assert_eq!(
-            (figs.retransmissions(), figs.srtt(), figs.mean_cwnd()),
+            (figs.retransmitted_segments, figs.srtt_ms, figs.mean_cwnd_kib),
             (Some(3), Some(2.5), Some(20.0))
         );
     }
@@ -1964,7 +1953,7 @@ mod tests {
         let tcp = fig.tcp.as_ref().unwrap();
         assert_eq!((tcp.completion_s, fig.delivered_mib), (None, 3.0));
         assert_eq!(
-            (tcp.retransmissions(), tcp.srtt(), tcp.mean_cwnd()),
+            (tcp.retransmitted_segments, tcp.srtt_ms, tcp.mean_cwnd_kib),
             (Some(4), Some(1.25), Some(14.0))
         );
         let failed = FlowResult {

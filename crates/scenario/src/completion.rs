@@ -103,7 +103,7 @@ fn rows_with(sc: &Scenario, ideal: &[Option<f64>], figs: &RunFigures) -> Vec<Com
             start_s: f.start_ps as f64 / 1e12,
             fct_s: tcp.and_then(|t| t.completion_s),
             ideal_fct_s: *ideal,
-            retransmissions: tcp.and_then(|t| t.retransmissions()),
+            retransmissions: tcp.and_then(|t| t.retransmitted_segments),
         });
     }
     out

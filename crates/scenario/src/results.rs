@@ -45,151 +45,42 @@ pub struct FlowFigures {
     pub tcp: Option<TcpFigures>,
 }
 
-/// A TCP flow's transport figures.
-///
-/// `retransmitted_segments`, `srtt_ms` and `mean_cwnd_kib` are always measured in the simulator;
-/// on the kernel a figure its tools did not give is marked in [`TcpFigures::unmeasured`]: it is
-/// 0 here, `null` in `summary.json` (and read back so), and its accessor
-/// ([`TcpFigures::retransmissions`], [`TcpFigures::srtt`], [`TcpFigures::mean_cwnd`]) is None.
+/// A TCP flow's transport figures. The simulator measures every one; the kernel's tools
+/// measure some, and a figure a backend did not measure is None (`null` in `summary.json`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
-#[serde(into = "TcpFiguresJson", from = "TcpFiguresJson")]
 pub struct TcpFigures {
     /// Congestion control.
     pub cc: String,
-    /// Segments retransmitted (0 where not measured: [`TcpFigures::retransmissions`]).
-    pub retransmitted_segments: u64,
+    /// Segments retransmitted.
+    pub retransmitted_segments: Option<u64>,
     /// Fast retransmits (entries into loss recovery); None where not measured (netns).
     pub fast_retransmits: Option<u64>,
     /// Retransmission timeouts; None where not measured (netns).
     pub rtos: Option<u64>,
-    /// Window reductions on ECN-Echo; None where not measured (netns).
+    /// ECN window reductions; None where not measured (netns).
     pub ecn_reductions: Option<u64>,
     /// Segments that arrived with CE; None where not measured (netns).
     pub ce_segments: Option<u64>,
-    /// Smoothed RTT at the end, ms (0 where not measured: [`TcpFigures::srtt`]).
-    pub srtt_ms: f64,
-    /// Mean of the per-interval congestion window samples, KiB (0 where not measured:
-    /// [`TcpFigures::mean_cwnd`]).
-    pub mean_cwnd_kib: f64,
+    /// Smoothed RTT at the end, ms.
+    pub srtt_ms: Option<f64>,
+    /// Mean of the per-interval congestion window samples, KiB.
+    pub mean_cwnd_kib: Option<f64>,
     /// Time from start to the last byte delivered (fixed-size transfers), s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_s: Option<f64>,
     /// Request / response: exchanges completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub responses: Option<u64>,
     /// Request / response: mean time from request sent to response received, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_response_ms: Option<f64>,
     /// MPTCP: each subflow's figures (the flow's own are their sums, its goodput the
     /// connection's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subflows: Vec<SubflowFigures>,
     /// MPTCP: the connection level's own counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mptcp: Option<MptcpFigures>,
-    /// Which of the figures above the backend did not measure.
-    pub unmeasured: Unmeasured,
-}
-
-/// The figures of a [`TcpFigures`] that a backend did not measure (all measured by default).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct Unmeasured {
-    /// `retransmitted_segments`.
-    pub retransmissions: bool,
-    /// `srtt_ms`.
-    pub srtt: bool,
-    /// `mean_cwnd_kib`.
-    pub cwnd: bool,
-}
-
-impl Unmeasured {
-    /// None of the three.
-    pub const ALL: Unmeasured = Unmeasured {
-        retransmissions: true,
-        srtt: true,
-        cwnd: true,
-    };
-}
-
-impl TcpFigures {
-    /// Segments retransmitted, where measured.
-    pub fn retransmissions(&self) -> Option<u64> {
-        (!self.unmeasured.retransmissions).then_some(self.retransmitted_segments)
-    }
-
-    /// Smoothed RTT, ms, where measured.
-    pub fn srtt(&self) -> Option<f64> {
-        (!self.unmeasured.srtt).then_some(self.srtt_ms)
-    }
-
-    /// Mean congestion window, KiB, where measured.
-    pub fn mean_cwnd(&self) -> Option<f64> {
-        (!self.unmeasured.cwnd).then_some(self.mean_cwnd_kib)
-    }
-}
-
-/// [`TcpFigures`] as `summary.json` has it: the figures a backend may not measure are `null`
-/// there.
-#[derive(Serialize, Deserialize)]
-struct TcpFiguresJson {
-    cc: String,
-    retransmitted_segments: Option<u64>,
-    fast_retransmits: Option<u64>,
-    rtos: Option<u64>,
-    ecn_reductions: Option<u64>,
-    ce_segments: Option<u64>,
-    srtt_ms: Option<f64>,
-    mean_cwnd_kib: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    completion_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    responses: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    mean_response_ms: Option<f64>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    subflows: Vec<SubflowFigures>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    mptcp: Option<MptcpFigures>,
-}
-
-impl From<TcpFigures> for TcpFiguresJson {
-    fn from(t: TcpFigures) -> Self {
-        TcpFiguresJson {
-            retransmitted_segments: t.retransmissions(),
-            srtt_ms: t.srtt(),
-            mean_cwnd_kib: t.mean_cwnd(),
-            cc: t.cc,
-            fast_retransmits: t.fast_retransmits,
-            rtos: t.rtos,
-            ecn_reductions: t.ecn_reductions,
-            ce_segments: t.ce_segments,
-            completion_s: t.completion_s,
-            responses: t.responses,
-            mean_response_ms: t.mean_response_ms,
-            subflows: t.subflows,
-            mptcp: t.mptcp,
-        }
-    }
-}
-
-impl From<TcpFiguresJson> for TcpFigures {
-    fn from(j: TcpFiguresJson) -> Self {
-        TcpFigures {
-            cc: j.cc,
-            retransmitted_segments: j.retransmitted_segments.unwrap_or(0),
-            fast_retransmits: j.fast_retransmits,
-            rtos: j.rtos,
-            ecn_reductions: j.ecn_reductions,
-            ce_segments: j.ce_segments,
-            srtt_ms: j.srtt_ms.unwrap_or(0.0),
-            mean_cwnd_kib: j.mean_cwnd_kib.unwrap_or(0.0),
-            completion_s: j.completion_s,
-            responses: j.responses,
-            mean_response_ms: j.mean_response_ms,
-            subflows: j.subflows,
-            mptcp: j.mptcp,
-            unmeasured: Unmeasured {
-                retransmissions: j.retransmitted_segments.is_none(),
-                srtt: j.srtt_ms.is_none(),
-                cwnd: j.mean_cwnd_kib.is_none(),
-            },
-        }
-    }
 }
 
 /// An MPTCP connection's counters at the connection level.
@@ -474,7 +365,7 @@ pub struct MultiSummary {
 
 #[cfg(test)]
 mod tests {
-    use super::{TcpFigures, Unmeasured};
+    use super::TcpFigures;
 
     /// Issue 27 item 12: a figure a backend did not measure is `null` in `summary.json`, not 0,
     /// and reads back as not measured; measured ones keep their keys, values and order.
@@ -482,9 +373,9 @@ mod tests {
     fn unmeasured_tcp_figures_are_null_and_read_back_so() {
         let measured = TcpFigures {
             cc: "cubic".into(),
-            retransmitted_segments: 0,
-            srtt_ms: 1.5,
-            mean_cwnd_kib: 10.0,
+            retransmitted_segments: Some(0),
+            srtt_ms: Some(1.5),
+            mean_cwnd_kib: Some(10.0),
             ..TcpFigures::default()
         };
         let text = serde_json::to_string(&measured).unwrap();
@@ -494,15 +385,11 @@ mod tests {
         );
         assert_eq!(serde_json::from_str::<TcpFigures>(&text).unwrap(), measured);
         let none = TcpFigures {
-            unmeasured: Unmeasured::ALL,
-            ..measured.clone()
+            cc: "cubic".into(),
+            ..TcpFigures::default()
         };
         let v = serde_json::to_value(&none).unwrap();
         assert!(v["retransmitted_segments"].is_null() && v["srtt_ms"].is_null() && v["mean_cwnd_kib"].is_null());
-        let back: TcpFigures = serde_json::from_value(v).unwrap();
-        assert_eq!(
-            (back.retransmissions(), back.srtt(), back.mean_cwnd()),
-            (None, None, None)
-        );
+        assert_eq!(serde_json::from_value::<TcpFigures>(v).unwrap(), none);
     }
 }

@@ -628,7 +628,7 @@ tcp.receive_window = "256KB"
 /// 8 packets: a flow towards the host loses there either way, the same segments.
 #[test]
 fn host_queue_pkts_sizes_the_hosts_own_queue_only() {
-    let retx = |r: &RunFigures| r.flows[0].tcp.as_ref().unwrap().retransmitted_segments;
+    let retx = |r: &RunFigures| r.flows[0].tcp.as_ref().unwrap().retransmitted_segments.unwrap();
     let small = host_bottleneck("", false);
     let large = host_bottleneck("host_queue_pkts = 1000", false);
     assert!(retx(&small) > 0, "8 packets at the host: slow start overflows them");
@@ -671,7 +671,7 @@ cc = "reno"
 /// admitted in turn as the queue drains, share it.
 #[test]
 fn host_queue_limit_makes_a_hosts_senders_wait_instead_of_dropping() {
-    let retx = |r: &RunFigures, f: usize| r.flows[f].tcp.as_ref().unwrap().retransmitted_segments;
+    let retx = |r: &RunFigures, f: usize| r.flows[f].tcp.as_ref().unwrap().retransmitted_segments.unwrap();
     let dropping = two_flows_from_one_host(None);
     assert!(
         retx(&dropping, 0) + retx(&dropping, 1) > 0,

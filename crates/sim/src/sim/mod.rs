@@ -1007,17 +1007,17 @@ impl Simulation {
             delivered_mib: round(f.delivered_total_bytes as f64 / f64::from(1u32 << 20), 4),
             tcp: Some(TcpFigures {
                 cc: main.sender.controller().name().to_string(),
-                retransmitted_segments: retx,
+                retransmitted_segments: Some(retx),
                 fast_retransmits: Some(sum(&|c| c.sender.stats().fast_retransmits)),
                 rtos: Some(sum(&|c| c.sender.stats().rtos)),
                 ecn_reductions: Some(sum(&|c| c.sender.stats().ecn_reductions)),
                 ce_segments: Some(sum(&|c| c.receiver.stats().ce_segments)),
-                srtt_ms: round(main.sender.rtt().srtt_ns().unwrap_or(0) as f64 / 1e6, 3),
-                mean_cwnd_kib: if t.cwnd_samples == 0 {
+                srtt_ms: Some(round(main.sender.rtt().srtt_ns().unwrap_or(0) as f64 / 1e6, 3)),
+                mean_cwnd_kib: Some(if t.cwnd_samples == 0 {
                     0.0
                 } else {
                     round(t.cwnd_samples_sum as f64 / t.cwnd_samples as f64 / 1024.0, 3)
-                },
+                }),
                 completion_s: t
                     .completion_ps
                     .map(|c| round((c - f.start_ps) as f64 / PS_PER_S as f64, 6)),
@@ -1034,8 +1034,6 @@ impl Simulation {
                     .map(|c| subflow_figures(c, active_s))
                     .collect(),
                 mptcp: t.mptcp.map(|mp| self.mptcp_figures(mp)),
-                // The simulator measures every figure.
-                unmeasured: Default::default(),
             }),
         }
     }
