@@ -95,8 +95,6 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
     outln!("{} — {}", sc.name, sc.title);
     if !rows.is_empty() {
         outln!("delivered goodput per flow and wire rate per path, Mbit/s; ratio = netns (or bmv2) / sim; loss %, - where not measured\n");
-    }
-    if !rows.is_empty() {
         print_rows(&rows, bmv2.is_some())?;
     }
     print_transfers(&transfers, bmv2.is_some())?;
