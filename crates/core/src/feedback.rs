@@ -121,10 +121,7 @@ impl Confluence {
             group: self.group,
             path,
         });
-        Some(Emit {
-            port: self.return_port[usize::from(via)],
-            meta,
-        })
+        Some(Emit::new(self.return_port[usize::from(via)], meta))
     }
 
     /// The path to send feedback about `congested` over: another path, the one with the fewest

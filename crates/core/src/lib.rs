@@ -13,6 +13,8 @@
 //! - [`packet`]: the parsed metadata a program sees ([`packet::PacketMeta`]).
 //! - [`wire`]: parsing and emitting Ethernet / IPv4 / UDP frames, never panicking.
 //! - [`program`]: the [`program::Program`] trait, verdicts and queue metadata.
+//! - [`headers`]: the bounded stack of custom headers (routing, INT) and their shim format.
+//! - [`control`]: the control channel ([`control::ControlPlane`]): registers, tables, queues.
 //! - [`sched`]: path schedulers (RS, WRR, DWRR, ECMP, single path).
 //! - [`marker`]: the egress ECN threshold marker.
 //! - [`feedback`]: the confluence point's CE counting and the feedback packet format.
@@ -26,8 +28,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod control;
 pub mod feedback;
 pub mod frame;
+pub mod headers;
 pub mod marker;
 pub mod mptcp;
 pub mod packet;

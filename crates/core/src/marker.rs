@@ -185,6 +185,7 @@ mod tests {
             enq_qdepth_pkts: 0,
             deq_qdepth_pkts: d,
             queue: 0,
+            ..QueueMeta::default()
         }
     }
 

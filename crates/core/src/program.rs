@@ -1,5 +1,7 @@
 //! The program model: what a data-plane program sees and what it may answer.
 
+use crate::control::{ControlError, ControlListing};
+use crate::headers::HeaderStack;
 use crate::mptcp::MptcpOption;
 use crate::packet::{PacketMeta, PortId};
 
@@ -34,6 +36,24 @@ pub struct Emit {
     pub port: PortId,
     /// Its headers.
     pub meta: PacketMeta,
+    /// Its egress queue at `port` (None: the queue of its DSCP class, `dscp >> 3`), as
+    /// [`Ctx::set_queue`] chooses for the packet in hand; clamped to the port's queues.
+    pub queue: Option<u8>,
+    /// Its custom headers (empty: none). `meta.wire_len_bytes` counts the frame without them;
+    /// the runtime adds [`HeaderStack::wire_bytes`].
+    pub headers: HeaderStack,
+}
+
+impl Emit {
+    /// A packet out of `port` with `meta`, in its DSCP class's queue, with no custom headers.
+    pub const fn new(port: PortId, meta: PacketMeta) -> Emit {
+        Emit {
+            port,
+            meta,
+            queue: None,
+            headers: HeaderStack::new(),
+        }
+    }
 }
 
 /// A timer a program asks for: [`Program::on_timer`] is called with `token` at `at_ps`.
@@ -45,10 +65,23 @@ pub struct Timer {
     pub token: u64,
 }
 
+/// Packets and bytes waiting in one queue of a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct QueueDepth {
+    /// Packets waiting.
+    pub pkts: u32,
+    /// Their wire bytes.
+    pub bytes: u64,
+}
+
+/// At most this many queues per port are shown to a program ([`Ctx::port_queues`]).
+pub const MAX_PORT_QUEUES: usize = 8;
+
 /// What a program may do beside deciding on the packet in hand: read the time, generate any
-/// number of packets, ask for timers, and choose the egress queue of the packet in hand (BMv2's
-/// `standard_metadata.priority`). The runtime owns one, resets it before each call and carries
-/// out what the program asked for after it returns.
+/// number of packets, ask for timers, choose the egress queue of the packet in hand (BMv2's
+/// `standard_metadata.priority`), and read and change the packet's custom headers. The runtime
+/// owns one, resets it before each call and carries out what the program asked for after it
+/// returns.
 #[derive(Clone, Debug, Default)]
 pub struct Ctx {
     now_ps: u64,
@@ -56,6 +89,9 @@ pub struct Ctx {
     timers: Vec<Timer>,
     queue: Option<u8>,
     mptcp: Option<MptcpOption>,
+    headers: HeaderStack,
+    port_queues: [QueueDepth; MAX_PORT_QUEUES],
+    n_port_queues: u8,
 }
 
 impl Ctx {
@@ -72,6 +108,52 @@ impl Ctx {
         self.timers.clear();
         self.queue = None;
         self.mptcp = None;
+        self.headers.clear();
+        self.n_port_queues = 0;
+    }
+
+    /// The runtime hands over the custom headers of the packet about to be processed (after
+    /// [`Ctx::reset`]; only to programs whose [`Program::uses_headers`] says so, or when the
+    /// packet carries some) and reads them back after the call.
+    #[inline]
+    pub fn set_headers(&mut self, headers: HeaderStack) {
+        self.headers = headers;
+    }
+
+    /// The custom headers of the packet in hand (empty when it carries none, or when the
+    /// runtime did not hand them over: see [`Program::uses_headers`]).
+    #[inline]
+    pub fn headers(&self) -> &HeaderStack {
+        &self.headers
+    }
+
+    /// The custom headers of the packet in hand, to push, pop or change. The runtime writes them
+    /// back after the call and grows or shrinks the packet's `wire_len_bytes` by the bytes
+    /// pushed or popped (so `wire_len_bytes` during the call still counts the headers as they
+    /// were when it began).
+    #[inline]
+    pub fn headers_mut(&mut self) -> &mut HeaderStack {
+        &mut self.headers
+    }
+
+    /// The runtime shows the depths of every queue of the port (before an
+    /// [`Program::on_enqueue`] or [`Program::on_dequeue`] call of a program whose
+    /// [`Program::reads_port_queues`] says so); at most [`MAX_PORT_QUEUES`] are kept.
+    pub fn set_port_queues(&mut self, depths: impl IntoIterator<Item = QueueDepth>) {
+        let mut n = 0;
+        for d in depths.into_iter().take(MAX_PORT_QUEUES) {
+            self.port_queues[n] = d;
+            n += 1;
+        }
+        self.n_port_queues = n as u8;
+    }
+
+    /// Packets and bytes waiting in each queue of the port the packet in hand is queued at,
+    /// queue 0 first (as it stood when the stage was called): empty outside enqueue and
+    /// dequeue stages, and for programs whose [`Program::reads_port_queues`] says no.
+    #[inline]
+    pub fn port_queues(&self) -> &[QueueDepth] {
+        &self.port_queues[..usize::from(self.n_port_queues)]
     }
 
     /// The runtime hands over the MPTCP option of the packet about to be processed (after
@@ -98,7 +180,13 @@ impl Ctx {
     /// Send a generated packet out of `port`.
     #[inline]
     pub fn emit(&mut self, port: PortId, meta: PacketMeta) {
-        self.emitted.push(Emit { port, meta });
+        self.emitted.push(Emit::new(port, meta));
+    }
+
+    /// Send a generated packet with the egress queue and custom headers it names.
+    #[inline]
+    pub fn emit_packet(&mut self, e: Emit) {
+        self.emitted.push(e);
     }
 
     /// Call [`Program::on_timer`] with `token` at `at_ps` (not before now).
@@ -135,7 +223,8 @@ impl Ctx {
     }
 }
 
-/// Queue metadata shown to an egress program, as BMv2's `standard_metadata` does.
+/// Queue metadata shown to an egress program, as BMv2's `standard_metadata` does. At
+/// [`Program::on_enqueue`] the dequeue fields are 0 and `enq_timestamp_ps` is now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct QueueMeta {
     /// Packets waiting in the packet's queue when it was enqueued (not counting itself).
@@ -144,6 +233,15 @@ pub struct QueueMeta {
     pub deq_qdepth_pkts: u32,
     /// Which of the port's queues (0 on a single-queue port).
     pub queue: u8,
+    /// When the packet joined the queue, ps (BMv2's `enq_timestamp`).
+    pub enq_timestamp_ps: u64,
+    /// How long it waited: dequeue time minus enqueue time, ps (BMv2's `deq_timedelta`; 0 for
+    /// a packet that found the port idle).
+    pub deq_timedelta_ps: u64,
+    /// Wire bytes waiting in its queue when it was enqueued (not counting itself).
+    pub enq_qdepth_bytes: u64,
+    /// Wire bytes still waiting in its queue when it was dequeued.
+    pub deq_qdepth_bytes: u64,
 }
 
 /// The egress verdict on a packet.
@@ -173,6 +271,19 @@ pub trait Program: Send {
     /// over only to programs that say so, as a P4 parser extracts only the headers it declares
     /// (fetching every segment's option at every hop was a tenth of an MPTCP run's time).
     fn parses_mptcp(&self) -> bool {
+        false
+    }
+
+    /// Whether the program reads or writes custom headers ([`Ctx::headers`]): a runtime hands a
+    /// packet's header stack over only to programs that say so (and to every program when the
+    /// packet carries one, so a switch may pop what another pushed), asked once per node.
+    fn uses_headers(&self) -> bool {
+        false
+    }
+
+    /// Whether the program reads the depths of every queue of a port ([`Ctx::port_queues`]) at
+    /// its enqueue and dequeue stages: a runtime fills them only for programs that say so.
+    fn reads_port_queues(&self) -> bool {
         false
     }
 
@@ -219,5 +330,40 @@ pub trait Program: Send {
     /// nothing ignore it.
     fn update_routes(&mut self, _config: &crate::switch::SwitchConfig) -> Result<(), crate::sched::ConfigError> {
         Ok(())
+    }
+
+    /// The registers and tables the program exposes to a control plane
+    /// ([`crate::control::ControlPlane`]); none by default.
+    fn control_listing(&self) -> ControlListing {
+        ControlListing::default()
+    }
+
+    /// Entry `index` of register `name`, for a control plane. Unsupported by default.
+    fn read_register(&self, name: &str, _index: usize) -> Result<u64, ControlError> {
+        Err(ControlError::Unsupported(format!(
+            "register `{name}`: the program exposes no registers"
+        )))
+    }
+
+    /// Write entry `index` of register `name`, for a control plane. Unsupported by default.
+    fn write_register(&mut self, name: &str, _index: usize, _value: u64) -> Result<(), ControlError> {
+        Err(ControlError::Unsupported(format!(
+            "register `{name}`: the program exposes no registers"
+        )))
+    }
+
+    /// Insert or replace the entry of `key` in table `table`: on a match, run `action` with
+    /// `params` (P4Runtime's shape). Unsupported by default.
+    fn table_write(&mut self, table: &str, _key: &[u64], _action: &str, _params: &[u64]) -> Result<(), ControlError> {
+        Err(ControlError::Unsupported(format!(
+            "table `{table}`: the program exposes no tables"
+        )))
+    }
+
+    /// Delete the entry of `key` from table `table`. Unsupported by default.
+    fn table_delete(&mut self, table: &str, _key: &[u64]) -> Result<(), ControlError> {
+        Err(ControlError::Unsupported(format!(
+            "table `{table}`: the program exposes no tables"
+        )))
     }
 }

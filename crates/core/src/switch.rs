@@ -16,6 +16,7 @@
 //!
 //! Egress: ports with a marker mark ECT packets CE on `deq_qdepth`.
 
+use crate::control::{ControlError, ControlListing, RegisterInfo, TableInfo};
 use crate::feedback::{Confluence, DEFAULT_FEEDBACK_EVERY, DEFAULT_FEEDBACK_PORT};
 use crate::marker::EcnMarker;
 use crate::packet::{Ipv4, PacketMeta, PortId};
@@ -338,6 +339,23 @@ impl MultipathSwitch {
     }
 }
 
+/// The destination a [`ROUTES_TABLE`] key names.
+fn route_key(table: &str, key: &[u64]) -> Result<Ipv4, ControlError> {
+    if table != ROUTES_TABLE {
+        return Err(ControlError::NoTable(table.to_string()));
+    }
+    match key {
+        [k] => Ipv4::try_from(*k).map_err(|_| ControlError::BadEntry {
+            table: table.to_string(),
+            reason: format!("key {k} is not an IPv4 address"),
+        }),
+        _ => Err(ControlError::BadEntry {
+            table: table.to_string(),
+            reason: format!("one key field (dst_ip), got {}", key.len()),
+        }),
+    }
+}
+
 /// The ECMP groups of `config`, checked: none empty, none beyond the index a route can name,
 /// and every group a route names present.
 fn ecmp_groups_of(config: &SwitchConfig) -> Result<Vec<Vec<PortId>>, ConfigError> {
@@ -384,7 +402,154 @@ pub fn is_counter(name: &str) -> bool {
         )
 }
 
+/// The control plane's name of the switch's routing table: key the destination (a /32),
+/// action [`FORWARD_ACTION`] with the egress port.
+pub const ROUTES_TABLE: &str = "routes";
+/// The action of [`ROUTES_TABLE`]: forward to the port in its one parameter.
+pub const FORWARD_ACTION: &str = "forward";
+
+/// A snapshot name as a control-plane register: `base<i>` (a name ending in digits) is entry `i`
+/// of register `base`; any other name is a register of one entry.
+fn register_of(name: &str) -> (&str, usize) {
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    match name[base.len()..].parse() {
+        Ok(i) if !base.is_empty() && !base.ends_with('.') => (base, i),
+        _ => (name, 0),
+    }
+}
+
+impl MultipathSwitch {
+    /// The WRR scheduler of the splitting group named by register `base` (`split<g>.weight`),
+    /// if that group schedules by WRR (DWRR's weights are its own to adjust: read-only).
+    fn wrr_of_register(&mut self, base: &str) -> Option<&mut crate::sched::Wrr> {
+        let g: u8 = base.strip_prefix("split")?.strip_suffix(".weight")?.parse().ok()?;
+        match &mut self.splits.iter_mut().find(|s| s.group == g)?.sched {
+            Scheduler::Wrr(w) => Some(w),
+            _ => None,
+        }
+    }
+}
+
 impl Program for MultipathSwitch {
+    /// The registers of [`MultipathSwitch::snapshot`] (`split<g>.weight` with one entry per
+    /// path, ...; WRR weights writable) and the routes table.
+    fn control_listing(&self) -> ControlListing {
+        let mut snap = BTreeMap::new();
+        self.snapshot(&mut snap);
+        let mut registers: Vec<RegisterInfo> = Vec::new();
+        for name in snap.keys() {
+            let (base, i) = register_of(name);
+            match registers.iter_mut().find(|r| r.name == base) {
+                Some(r) => r.size = r.size.max(i + 1),
+                None => registers.push(RegisterInfo {
+                    name: base.to_string(),
+                    size: i + 1,
+                    writable: false,
+                }),
+            }
+        }
+        for s in &self.splits {
+            if matches!(s.sched, Scheduler::Wrr(_)) {
+                let name = format!("split{}.weight", s.group);
+                registers
+                    .iter_mut()
+                    .filter(|r| r.name == name)
+                    .for_each(|r| r.writable = true);
+            }
+        }
+        ControlListing {
+            registers,
+            tables: vec![TableInfo {
+                name: ROUTES_TABLE.to_string(),
+                key_fields: vec!["dst_ip".to_string()],
+                actions: vec![(FORWARD_ACTION.to_string(), vec!["port".to_string()])],
+            }],
+        }
+    }
+
+    fn read_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
+        let mut snap = BTreeMap::new();
+        self.snapshot(&mut snap);
+        if let Some(v) = snap.get(&format!("{name}{index}")) {
+            if register_of(&format!("{name}{index}")).0 == name {
+                return Ok(*v);
+            }
+        }
+        if let Some(v) = snap.get(name) {
+            return match index {
+                0 => Ok(*v),
+                _ => Err(ControlError::NoIndex {
+                    register: name.to_string(),
+                    size: 1,
+                    index,
+                }),
+            };
+        }
+        let size = snap.keys().filter(|k| register_of(k).0 == name).count();
+        Err(match size {
+            0 => ControlError::NoRegister(name.to_string()),
+            _ => ControlError::NoIndex {
+                register: name.to_string(),
+                size,
+                index,
+            },
+        })
+    }
+
+    fn write_register(&mut self, name: &str, index: usize, value: u64) -> Result<(), ControlError> {
+        self.read_register(name, index)?;
+        let Some(w) = self.wrr_of_register(name) else {
+            return Err(ControlError::ReadOnly(name.to_string()));
+        };
+        let Ok(value) = u16::try_from(value) else {
+            return Err(ControlError::BadEntry {
+                table: name.to_string(),
+                reason: format!("weight {value} does not fit 16 bits"),
+            });
+        };
+        let mut weights = w.weights().to_vec();
+        weights[index] = value;
+        w.set_weights(&weights);
+        Ok(())
+    }
+
+    /// [`ROUTES_TABLE`]: key `[dst_ip]`, action [`FORWARD_ACTION`] with `[port]`: a host route.
+    fn table_write(&mut self, table: &str, key: &[u64], action: &str, params: &[u64]) -> Result<(), ControlError> {
+        let dst = route_key(table, key)?;
+        if action != FORWARD_ACTION {
+            return Err(ControlError::NoAction {
+                table: table.to_string(),
+                action: action.to_string(),
+            });
+        }
+        let port = match params {
+            [p] => PortId::try_from(*p).ok().filter(|p| p & ECMP_GROUP == 0),
+            _ => None,
+        }
+        .ok_or_else(|| ControlError::BadEntry {
+            table: table.to_string(),
+            reason: format!("`{FORWARD_ACTION}` takes one port below {ECMP_GROUP}, got {params:?}"),
+        })?;
+        self.lpm.insert(Route {
+            prefix: dst,
+            len: 32,
+            port,
+        });
+        Ok(())
+    }
+
+    fn table_delete(&mut self, table: &str, key: &[u64]) -> Result<(), ControlError> {
+        let dst = route_key(table, key)?;
+        if self.lpm.remove(dst, 32) {
+            Ok(())
+        } else {
+            Err(ControlError::NoEntry {
+                table: table.to_string(),
+                key: key.to_vec(),
+            })
+        }
+    }
+
     fn update_routes(&mut self, config: &SwitchConfig) -> Result<(), ConfigError> {
         let mut lpm = Ipv4Lpm::new();
         for r in &config.routes {
@@ -521,6 +686,51 @@ mod tests {
         });
         cfg.ecn_markers = vec![(1, 60), (2, 60)];
         MultipathSwitch::new(&cfg, |_| Box::new(SeededRandom::new(1))).unwrap()
+    }
+
+    #[test]
+    fn control_ops_read_and_write_wrr_weights_and_host_routes() {
+        let mut sw = splitter(SchedulerConfig::Wrr { weights: vec![2, 1] });
+        let listing = sw.control_listing();
+        let w = listing.registers.iter().find(|r| r.name == "split0.weight").unwrap();
+        assert_eq!((w.size, w.writable), (2, true));
+        assert_eq!(sw.read_register("split0.weight", 0), Ok(2));
+        assert_eq!(sw.read_register("counter.no_route", 0), Ok(0));
+        assert!(matches!(
+            sw.read_register("split0.weight", 2),
+            Err(ControlError::NoIndex { size: 2, .. })
+        ));
+        assert!(matches!(sw.read_register("nope", 0), Err(ControlError::NoRegister(_))));
+        sw.write_register("split0.weight", 1, 5).unwrap();
+        assert_eq!(sw.read_register("split0.weight", 1), Ok(5));
+        assert!(matches!(
+            sw.write_register("counter.no_route", 0, 1),
+            Err(ControlError::ReadOnly(_))
+        ));
+        // A host route beats the default route, and goes again.
+        let mut p = PacketMeta::udp(STA3, 0x0a00_0009, 1, 2, 100);
+        assert_eq!(sw.ingress(&mut p, &mut Ctx::new()), Verdict::Forward(0));
+        sw.table_write(ROUTES_TABLE, &[0x0a00_0009], FORWARD_ACTION, &[2])
+            .unwrap();
+        assert_eq!(sw.ingress(&mut p, &mut Ctx::new()), Verdict::Forward(2));
+        sw.table_delete(ROUTES_TABLE, &[0x0a00_0009]).unwrap();
+        assert_eq!(sw.ingress(&mut p, &mut Ctx::new()), Verdict::Forward(0));
+        assert!(matches!(
+            sw.table_delete(ROUTES_TABLE, &[0x0a00_0009]),
+            Err(ControlError::NoEntry { .. })
+        ));
+        assert!(matches!(
+            sw.table_write("acl", &[1], FORWARD_ACTION, &[1]),
+            Err(ControlError::NoTable(_))
+        ));
+        assert!(matches!(
+            sw.table_write(ROUTES_TABLE, &[1], "drop", &[]),
+            Err(ControlError::NoAction { .. })
+        ));
+        assert!(matches!(
+            sw.table_write(ROUTES_TABLE, &[1 << 40], FORWARD_ACTION, &[1]),
+            Err(ControlError::BadEntry { .. })
+        ));
     }
 
     #[test]
@@ -684,6 +894,7 @@ mod tests {
             enq_qdepth_pkts: 63,
             deq_qdepth_pkts: 62,
             queue: 0,
+            ..QueueMeta::default()
         };
         let mut p = PacketMeta::udp(STA1, STA3, 1, 2, 1512);
         p.ecn = Ecn::Ect0;

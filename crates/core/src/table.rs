@@ -91,6 +91,24 @@ impl HostTable {
         self.slots[i] = (u64::from(ip) << 16) | u64::from(port);
     }
 
+    /// Remove the entry of `ip`: whether there was one. Rebuilds the table (a control-plane
+    /// operation, not a per-packet one), so probe chains stay unbroken.
+    fn remove(&mut self, ip: Ipv4) -> bool {
+        if self.get(ip).is_none() {
+            return false;
+        }
+        let size = self.slots.len();
+        let old = std::mem::replace(&mut self.slots, vec![Self::EMPTY; size]);
+        self.len = 0;
+        for slot in old
+            .into_iter()
+            .filter(|&s| s != Self::EMPTY && s >> 16 != u64::from(ip))
+        {
+            self.insert((slot >> 16) as Ipv4, slot as PortId);
+        }
+        true
+    }
+
     fn grow(&mut self) {
         let size = (self.slots.len() * 2).max(8);
         let old = std::mem::replace(&mut self.slots, vec![Self::EMPTY; size]);
@@ -130,6 +148,17 @@ impl Ipv4Lpm {
         self.prefixes.insert(at, r);
     }
 
+    /// Remove the route for `prefix/len`: whether there was one.
+    pub fn remove(&mut self, prefix: Ipv4, len: u8) -> bool {
+        if len >= 32 {
+            return self.hosts.remove(prefix);
+        }
+        let p = prefix & mask(len);
+        let before = self.prefixes.len();
+        self.prefixes.retain(|x| !(x.len == len && x.prefix == p));
+        self.prefixes.len() != before
+    }
+
     /// The egress port for `dst`, longest prefix first.
     #[inline]
     pub fn lookup(&self, dst: Ipv4) -> Option<PortId> {
@@ -156,6 +185,32 @@ impl Ipv4Lpm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remove_takes_out_one_route_and_keeps_the_others() {
+        let mut t = Ipv4Lpm::new();
+        for i in 0..20 {
+            t.insert(Route {
+                prefix: 0x0a00_0000 + i,
+                len: 32,
+                port: i as PortId,
+            });
+        }
+        t.insert(Route {
+            prefix: 0x0a00_0000,
+            len: 8,
+            port: 99,
+        });
+        assert!(t.remove(0x0a00_0005, 32));
+        assert!(!t.remove(0x0a00_0005, 32));
+        assert_eq!(t.lookup(0x0a00_0005), Some(99));
+        assert!((0..20)
+            .filter(|&i| i != 5)
+            .all(|i| t.lookup(0x0a00_0000 + i) == Some(i as PortId)));
+        assert!(t.remove(0x0a01_0203, 8), "host bits ignored");
+        assert_eq!(t.lookup(0x0a00_0005), None);
+        assert_eq!(t.len(), 19);
+    }
 
     #[test]
     fn longest_prefix_wins_regardless_of_insertion_order() {

@@ -537,6 +537,7 @@ impl Simulation {
                 enq_qdepth_pkts: link.queues.queue_len(q),
                 deq_qdepth_pkts: 0,
                 queue: q,
+                ..QueueMeta::default()
             };
             let verdict = self.call_program_on(node, id, |p, m, ctx| p.on_enqueue(m, port, meta, ctx));
             if verdict == Some(EgressVerdict::Drop) {
@@ -733,6 +734,7 @@ impl Simulation {
                 enq_qdepth_pkts: d.enq_depth,
                 deq_qdepth_pkts: d.deq_depth,
                 queue: d.queue,
+                ..QueueMeta::default()
             };
             if self.start_tx(l, d.pkt, meta) {
                 break;
