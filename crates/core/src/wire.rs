@@ -2,9 +2,12 @@
 //!
 //! The parser checks each header's length once before reading it, as smoltcp's `wire` module
 //! does, and reports malformed input as a [`ParseError`] rather than panicking. The emitter
-//! writes real headers (with checksums) so that pcap files open cleanly in Wireshark.
+//! writes real headers (with checksums) so that pcap files open cleanly in Wireshark. Custom
+//! headers ([`crate::headers`]) sit between Ethernet and IPv4 as a chain of shims, walked at
+//! most [`MAX_HEADERS`] deep ([`parse_frame_with_headers`], [`insert_shims`]).
 
 use crate::feedback::{FEEDBACK_MAGIC, FEEDBACK_PAYLOAD_BYTES};
+use crate::headers::{Header, HeaderStack, ETHERTYPE_SHIM, MAX_HEADERS, SHIM_HDR_BYTES};
 use crate::mptcp::{find_in_tcp_options, MptcpOption};
 use crate::packet::{proto, Ecn, FeedbackInfo, HeaderExt, Ipv4, PacketMeta};
 
@@ -32,6 +35,14 @@ pub enum ParseError {
     BadIhl,
     /// The IPv4 total length is shorter than the header or longer than the frame.
     BadTotalLength,
+    /// A shim is cut short by the end of the frame.
+    TruncatedShim,
+    /// A shim's length is 0 or shorter than its kind's body.
+    BadShimLength,
+    /// A shim's kind names no known header.
+    UnknownShimKind(u8),
+    /// More than [`MAX_HEADERS`] shims in a row.
+    TooManyShims,
 }
 
 /// Read a big-endian u16 at `at`; callers have checked the bounds.
@@ -61,13 +72,62 @@ pub fn parse_frame_with_mptcp(
     frame: &[u8],
     feedback_port: u16,
 ) -> Result<(PacketMeta, Option<MptcpOption>), ParseError> {
+    parse_frame_with_headers(frame, feedback_port).map(|(meta, option, _)| (meta, option))
+}
+
+/// Walk the shim chain that starts after the Ethernet header when its EtherType is
+/// [`ETHERTYPE_SHIM`]: the headers (top first on the wire, pushed so that the stack's top is
+/// the first shim) and the offset of the IPv4 header. At most [`MAX_HEADERS`] shims; each is
+/// checked against the frame's end before its body is read, as an eBPF program must.
+pub fn parse_shims(frame: &[u8]) -> Result<(HeaderStack, usize), ParseError> {
     if frame.len() < ETH_HDR_BYTES {
         return Err(ParseError::Runt);
     }
-    if be16(frame, 12) != ETHERTYPE_IPV4 {
+    let mut ethertype = be16(frame, 12);
+    let mut at = ETH_HDR_BYTES;
+    let mut wire_order = [None; MAX_HEADERS];
+    let mut n = 0;
+    while ethertype == ETHERTYPE_SHIM {
+        if n == MAX_HEADERS {
+            return Err(ParseError::TooManyShims);
+        }
+        let Some(hdr) = frame.get(at..at + SHIM_HDR_BYTES) else {
+            return Err(ParseError::TruncatedShim);
+        };
+        let words = usize::from(hdr[3]);
+        if words == 0 {
+            return Err(ParseError::BadShimLength);
+        }
+        let Some(body) = frame.get(at + SHIM_HDR_BYTES..at + 4 * words) else {
+            return Err(ParseError::TruncatedShim);
+        };
+        wire_order[n] = Some(Header::parse(hdr[2], body).map_err(|e| match e {
+            crate::headers::ShimError::UnknownKind(k) => ParseError::UnknownShimKind(k),
+            crate::headers::ShimError::ShortBody => ParseError::BadShimLength,
+        })?);
+        n += 1;
+        ethertype = be16(hdr, 0);
+        at += 4 * words;
+    }
+    if ethertype != ETHERTYPE_IPV4 {
         return Err(ParseError::NotIpv4);
     }
-    let ip = &frame[ETH_HDR_BYTES..];
+    let mut stack = HeaderStack::new();
+    for h in wire_order[..n].iter().rev().flatten() {
+        // n <= MAX_HEADERS: the push cannot fail.
+        let _ = stack.push(*h);
+    }
+    Ok((stack, at))
+}
+
+/// [`parse_frame_with_mptcp`], and the custom headers between Ethernet and IPv4 (an empty stack
+/// when there are none; a malformed chain is an error). `wire_len_bytes` counts the shims.
+pub fn parse_frame_with_headers(
+    frame: &[u8],
+    feedback_port: u16,
+) -> Result<(PacketMeta, Option<MptcpOption>, HeaderStack), ParseError> {
+    let (stack, ip_at) = parse_shims(frame)?;
+    let ip = &frame[ip_at..];
     if ip.len() < IPV4_MIN_HDR_BYTES {
         return Err(ParseError::TruncatedIpv4);
     }
@@ -125,11 +185,26 @@ pub fn parse_frame_with_mptcp(
         dscp: tos >> 2,
         ecn: Ecn::from_bits(tos),
         ttl: ip[8],
-        wire_len_bytes: (ETH_HDR_BYTES + total_len) as u32,
+        wire_len_bytes: (ip_at + total_len) as u32,
         ingress_port: 0,
         ext,
     };
-    Ok((meta, mptcp))
+    Ok((meta, mptcp, stack))
+}
+
+/// Insert `stack`'s shims after the Ethernet header of `frame` (an Ethernet frame whose
+/// EtherType is the innermost protocol's, as [`emit_udp_frame`] and [`emit_tcp_frame`] write
+/// them): the frame's EtherType becomes [`ETHERTYPE_SHIM`] and the last shim names the old one.
+/// Nothing changes when the stack is empty or the frame is shorter than an Ethernet header.
+pub fn insert_shims(frame: &mut Vec<u8>, stack: &HeaderStack) {
+    if stack.is_empty() || frame.len() < ETH_HDR_BYTES {
+        return;
+    }
+    let inner = be16(frame, 12);
+    let mut shims = Vec::with_capacity(stack.wire_bytes() as usize);
+    stack.write_shims(inner, &mut shims);
+    frame[12..14].copy_from_slice(&ETHERTYPE_SHIM.to_be_bytes());
+    frame.splice(ETH_HDR_BYTES..ETH_HDR_BYTES, shims);
 }
 
 /// The MPTCP option of a TCP segment (`l4` starts at its header), if well formed.

@@ -8,9 +8,12 @@
 //! In the test suite it runs for `FUZZ_SECONDS` (default 3); `FUZZ_SEED` picks the sequence. A
 //! failing frame is printed in hex with its seed and run.
 
+use mpsched_core::headers::{Header, HeaderStack, IntHeader, RoutingHeader, MAX_HEADERS};
 use mpsched_core::mptcp::{find_in_tcp_options, DssMapping, MptcpOption};
 use mpsched_core::packet::{proto, Ecn, PacketMeta};
-use mpsched_core::wire::{emit_tcp_frame, mac_for, parse_frame_with_mptcp, TcpFields};
+use mpsched_core::wire::{
+    emit_tcp_frame, insert_shims, mac_for, parse_frame_with_headers, parse_frame_with_mptcp, TcpFields,
+};
 use mpsched_testkit::fuzz::Fuzz;
 
 /// Where the TCP header starts in the frames `emit_tcp_frame` writes (Ethernet 14, IPv4 20).
@@ -189,4 +192,61 @@ fn frames_with_every_mptcp_option_parse_back_and_mutated_ones_never_panic() {
         "fuzz_wire: {runs} frames in {seconds} s ({still_mptcp} still carried an option after mutation), seed {seed}"
     );
     assert!(runs > 1000, "only {runs} frames in {seconds} s");
+}
+
+/// A random stack of custom headers.
+fn stack(r: &mut Fuzz) -> HeaderStack {
+    let mut s = HeaderStack::new();
+    for _ in 0..1 + r.below(MAX_HEADERS) {
+        let h = if r.flip() {
+            Header::Routing(RoutingHeader {
+                conn_id: r.draw(),
+                path: r.draw() as u16,
+                hops: r.draw() as u8,
+            })
+        } else {
+            Header::Int(IntHeader {
+                switch_id: r.draw() as u32,
+                queue_id: r.draw() as u8,
+                sojourn_ns: r.draw() as u32,
+                depth_bytes: r.draw() as u32,
+            })
+        };
+        s.push(h).unwrap();
+    }
+    s
+}
+
+#[test]
+fn frames_with_shim_chains_parse_back_and_mutated_chains_never_panic() {
+    let mut r = Fuzz::from_env(1, 0x5e1f);
+    let seed = r.seed;
+    let mut runs = 0u64;
+    while r.going() {
+        let opt = option(&mut r);
+        let (mut f, _) = frame(&mut r, opt);
+        let s = stack(&mut r);
+        insert_shims(&mut f, &s);
+        let (meta, parsed, headers) = parse_frame_with_headers(&f, 0).expect("a written frame parses");
+        assert_eq!((parsed, headers), (Some(opt), s), "seed {seed} run {runs}");
+        assert_eq!(meta.wire_len_bytes as usize, f.len());
+        // Mutate the shim region: lengths, kinds, next EtherTypes, truncation.
+        let end = 14 + s.wire_bytes() as usize;
+        for _ in 0..1 + r.below(3) {
+            match r.below(3) {
+                0 => f.truncate(r.below(end + 1)),
+                _ if f.len() > 14 => {
+                    let i = 14 + r.below(f.len().min(end) - 14);
+                    f[i] = r.draw() as u8;
+                }
+                _ => {}
+            }
+        }
+        let f2 = f.clone();
+        if std::panic::catch_unwind(move || parse_frame_with_headers(&f2, 0)).is_err() {
+            panic!("the parser panicked on a mutated shim chain, seed {seed} run {runs}");
+        }
+        runs += 1;
+    }
+    assert!(runs > 1000, "only {runs} frames");
 }
