@@ -191,12 +191,26 @@ impl std::fmt::Display for StackFull {
 impl std::error::Error for StackFull {}
 
 /// Up to [`MAX_HEADERS`] headers, the top (outermost on the wire) last pushed. Fixed size, no
-/// heap: a copy is a copy of its bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// heap: a copy is a copy of its bytes. Two stacks are equal when they hold the same headers.
+#[derive(Clone, Copy, Debug)]
 pub struct HeaderStack {
     /// Bottom (innermost, next to IPv4) first.
     items: [Header; MAX_HEADERS],
     len: u8,
+}
+
+impl PartialEq for HeaderStack {
+    fn eq(&self, other: &Self) -> bool {
+        self.items[..self.len()] == other.items[..other.len()]
+    }
+}
+
+impl Eq for HeaderStack {}
+
+impl std::hash::Hash for HeaderStack {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.items[..self.len()].hash(state);
+    }
 }
 
 impl Default for HeaderStack {
@@ -360,6 +374,7 @@ mod tests {
             assert_eq!(s.pop(), Some(routing(i)));
         }
         assert!(s.is_empty());
+        assert_eq!(s, HeaderStack::new(), "equal by what they hold, not by what was popped");
         assert_eq!(s.pop(), None);
     }
 

@@ -13,6 +13,37 @@ pub const NO_INNER: u32 = u32::MAX;
 /// [`Packet::tcp`] of a packet that carries no TCP segment.
 pub const NO_TCP: u32 = u32::MAX;
 
+/// Where a packet's custom headers ([`mpsched_core::headers::HeaderStack`]) are: an index into
+/// the simulation's store of stacks, in three bytes (the packet's last free bytes: a `u32` would
+/// take it past a cache line), or none. Up to 2^24 - 1 packets may carry a stack at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StackRef([u8; 3]);
+
+impl StackRef {
+    /// No stack.
+    pub const NONE: StackRef = StackRef([0xff; 3]);
+
+    /// The stack at index `i` (below 2^24 - 1).
+    #[inline]
+    pub fn new(i: u32) -> StackRef {
+        assert!(i < 0x00ff_ffff, "more than 2^24 - 1 header stacks at once");
+        let b = i.to_le_bytes();
+        StackRef([b[0], b[1], b[2]])
+    }
+
+    /// The index, unless none.
+    #[inline]
+    pub fn index(self) -> Option<u32> {
+        (self != Self::NONE).then(|| u32::from_le_bytes([self.0[0], self.0[1], self.0[2], 0]))
+    }
+
+    /// Whether there is a stack.
+    #[inline]
+    pub fn is_some(self) -> bool {
+        self != Self::NONE
+    }
+}
+
 /// A segment of a connection's opening handshake (modelled for MPTCP subflows only: single-path
 /// TCP starts established, `docs/algorithms/tcp.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +127,8 @@ pub struct Packet {
     /// For a UDP subtunnel datagram: the encapsulated packet (an index into the simulation's
     /// store of inner packets), else [`NO_INNER`].
     pub inner: u32,
+    /// Its custom headers, if any (kept apart as the TCP part is).
+    pub headers: StackRef,
 }
 
 impl Packet {
@@ -110,6 +143,7 @@ impl Packet {
             path: NO_PATH,
             tcp: NO_TCP,
             inner: NO_INNER,
+            headers: StackRef::NONE,
         }
     }
 }
@@ -217,6 +251,13 @@ mod tests {
     #[test]
     fn a_packet_fits_a_cache_line() {
         assert!(std::mem::size_of::<Packet>() <= 64, "{}", std::mem::size_of::<Packet>());
+    }
+
+    #[test]
+    fn a_stack_ref_holds_24_bits() {
+        assert_eq!(StackRef::NONE.index(), None);
+        assert_eq!(StackRef::new(0).index(), Some(0));
+        assert_eq!(StackRef::new(0x00ab_cdef).index(), Some(0x00ab_cdef));
     }
 
     #[test]

@@ -4,12 +4,15 @@
 //! and the ECN bits as they are on the wire at that point; the UDP payload starts with an
 //! iperf-style header (seconds, microseconds, sequence number) and is zero-filled. Frames are
 //! truncated to the snap length, as `tcpdump -s` does, with the original length recorded.
+//! Custom headers a packet carries are written as shims between Ethernet and IPv4
+//! ([`mpsched_core::headers`]; EtherType 0x88B5, which Wireshark shows as data).
 
 use crate::event::TimePs;
 use crate::packet::{Handshake, Packet, TcpPart};
 use mpsched_core::feedback::feedback_payload;
+use mpsched_core::headers::HeaderStack;
 use mpsched_core::mptcp::MptcpOption;
-use mpsched_core::wire::{emit_tcp_frame, emit_udp_frame, mac_for, TcpFields};
+use mpsched_core::wire::{emit_tcp_frame, emit_udp_frame, insert_shims, mac_for, TcpFields};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, TsResolution};
 use std::fs::File;
@@ -72,12 +75,13 @@ impl Capture {
 
     /// Record `pkt` at `now`; `outgoing` tells the direction (for the MAC addresses).
     /// `tcp` is the packet's TCP part, for a TCP packet.
-    /// `option` is its MPTCP option, if it has one.
+    /// `option` is its MPTCP option, if it has one; `headers` its custom headers, if any.
     pub fn record(
         &mut self,
         pkt: &Packet,
         tcp: Option<&TcpPart>,
         option: Option<&MptcpOption>,
+        headers: Option<&HeaderStack>,
         now: TimePs,
         outgoing: bool,
     ) -> std::io::Result<()> {
@@ -125,6 +129,9 @@ impl Capture {
             );
         } else {
             self.udp_frame(pkt, src, dst);
+        }
+        if let Some(h) = headers {
+            insert_shims(&mut self.frame, h);
         }
         let orig_len = self.frame.len() as u32;
         let keep = (self.snaplen as usize).min(self.frame.len());

@@ -11,8 +11,15 @@
 //!   round and sends while its deficit covers the head packet.
 //!
 //! A single-queue port takes the FIFO path without consulting a discipline.
+//!
+//! Each waiting packet keeps what its dequeue shows an egress program (BMv2's
+//! `standard_metadata`): when it arrived and how deep its queue was then, in packets and bytes
+//! (24 bytes a packet). A control plane may change a port's weights and a queue's capacity or
+//! ECN threshold while it runs; a single-queue port given a threshold takes the general path
+//! from then on, so ports without one pay nothing.
 
 use crate::packet::PacketId;
+use mpsched_core::program::QueueDepth;
 use std::collections::VecDeque;
 
 /// The bytes of one DRR quantum: a full-sized Ethernet frame.
@@ -21,8 +28,17 @@ pub const DRR_QUANTUM_BYTES: u64 = 1514;
 /// How a port with several queues chooses the next packet (the scenario's spelling of it).
 pub use mpsched_topo::QueueDiscipline as Discipline;
 
-/// A packet waiting, with the depth of its queue when it arrived and its wire bytes.
-type Waiting = (PacketId, u32, u32);
+/// A packet waiting: its handle, the depth of its queue when it arrived (packets, bytes), its
+/// wire bytes and its arrival time.
+#[derive(Clone, Copy, Debug)]
+struct Waiting {
+    pkt: PacketId,
+    enq_depth: u32,
+    wire_bytes: u32,
+    /// Saturated at `u32::MAX` (4 GiB waiting in one queue).
+    enq_bytes: u32,
+    enq_ps: u64,
+}
 
 /// What [`PortQueues::pop`] hands the serialiser.
 #[derive(Clone, Copy, Debug)]
@@ -35,6 +51,23 @@ pub struct Dequeued {
     pub deq_depth: u32,
     /// Which queue.
     pub queue: u8,
+    /// Its wire bytes, as counted when it was enqueued.
+    pub wire_bytes: u32,
+    /// When it was enqueued.
+    pub enq_ps: u64,
+    /// Wire bytes its queue held when it arrived (not counting itself).
+    pub enq_bytes: u64,
+    /// Wire bytes still in its queue.
+    pub deq_bytes: u64,
+}
+
+/// What [`PortQueues::push`] did with a packet it accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pushed {
+    /// Packets its queue held before it (not counting itself).
+    pub depth: u32,
+    /// The queue's ECN threshold says: mark it CE if it is ECN-capable.
+    pub mark_ce: bool,
 }
 
 /// A port's queues.
@@ -60,19 +93,18 @@ struct MultiQueue {
     /// bytes for DRR).
     cursor: usize,
     credit: Vec<u64>,
+    /// Per queue: wire bytes waiting.
+    bytes: Vec<u64>,
+    /// Per queue: its capacity in packets (the drop threshold).
+    limit: Vec<u32>,
+    /// Per queue: mark ECN-capable packets CE that find at least this many waiting.
+    ecn_pkts: Vec<Option<u32>>,
 }
 
 impl PortQueues {
     /// `n` queues (at least one) of `capacity_pkts` each under `discipline`.
     pub fn new(n: usize, capacity_pkts: u32, discipline: Discipline) -> Self {
-        let multi = (n > 1).then(|| {
-            Box::new(MultiQueue {
-                queues: (0..n).map(|_| VecDeque::new()).collect(),
-                discipline,
-                cursor: 0,
-                credit: vec![0; n],
-            })
-        });
+        let multi = (n > 1).then(|| Box::new(MultiQueue::new(n, capacity_pkts, discipline)));
         PortQueues {
             fifo: VecDeque::new(),
             capacity_pkts,
@@ -127,38 +159,88 @@ impl PortQueues {
         q.min((self.n_queues() - 1) as u8)
     }
 
-    /// Enqueue `pkt` of `wire_bytes` in queue `q` (clamped): the depth it found, or None (and
-    /// nothing enqueued) when the queue is full.
+    /// Wire bytes waiting in queue `q`, given the port's total `port_bytes` (which is the one
+    /// queue's on a single-queue port).
     #[inline]
-    pub fn push(&mut self, q: u8, pkt: PacketId, wire_bytes: u32) -> Option<u32> {
+    pub fn queue_bytes(&self, q: u8, port_bytes: u64) -> u64 {
+        match &self.multi {
+            None => port_bytes,
+            Some(m) => m.bytes.get(usize::from(q)).copied().unwrap_or(0),
+        }
+    }
+
+    /// Packets and bytes waiting in each queue, queue 0 first (`port_bytes` as for
+    /// [`PortQueues::queue_bytes`]).
+    pub fn depths(&self, port_bytes: u64) -> impl Iterator<Item = QueueDepth> + '_ {
+        (0..self.n_queues()).map(move |q| QueueDepth {
+            pkts: self.queue(q).len() as u32,
+            bytes: self.queue_bytes(q as u8, port_bytes),
+        })
+    }
+
+    /// Enqueue `pkt` of `wire_bytes` in queue `q` (clamped) at `now_ps`, the port holding
+    /// `port_bytes` before it: the depth it found and whether to mark it, or None (and nothing
+    /// enqueued) when the queue is full.
+    #[inline]
+    pub fn push(&mut self, q: u8, pkt: PacketId, wire_bytes: u32, now_ps: u64, port_bytes: u64) -> Option<Pushed> {
         let q = usize::from(self.clamp(q));
-        let capacity = self.capacity_pkts;
+        let (capacity, enq_bytes, ecn) = match &mut self.multi {
+            None => (self.capacity_pkts, port_bytes, None),
+            Some(m) => {
+                let b = m.bytes[q];
+                m.bytes[q] += u64::from(wire_bytes);
+                (m.limit[q], b, m.ecn_pkts[q])
+            }
+        };
         let fifo = self.queue_mut(q);
         let depth = fifo.len() as u32;
         if depth >= capacity {
+            if let Some(m) = &mut self.multi {
+                m.bytes[q] -= u64::from(wire_bytes);
+            }
             return None;
         }
-        fifo.push_back((pkt, depth, wire_bytes));
+        fifo.push_back(Waiting {
+            pkt,
+            enq_depth: depth,
+            wire_bytes,
+            enq_bytes: u32::try_from(enq_bytes).unwrap_or(u32::MAX),
+            enq_ps: now_ps,
+        });
         self.len += 1;
-        Some(depth)
+        Some(Pushed {
+            depth,
+            mark_ce: ecn.is_some_and(|t| depth >= t),
+        })
     }
 
-    /// The next packet the discipline serves.
+    /// The next packet the discipline serves, the port holding `port_bytes` before it leaves.
     #[inline]
-    pub fn pop(&mut self) -> Option<Dequeued> {
+    pub fn pop(&mut self, port_bytes: u64) -> Option<Dequeued> {
         if self.len == 0 {
             return None;
         }
         let q = self.multi.as_mut().map_or(0, |m| m.choose());
         let fifo = self.queue_mut(q);
-        let (pkt, enq_depth, _) = fifo.pop_front()?;
+        let w = fifo.pop_front()?;
         let deq_depth = fifo.len() as u32;
         self.len -= 1;
+        let deq_bytes = match &mut self.multi {
+            None => port_bytes - u64::from(w.wire_bytes),
+            Some(m) => {
+                m.bytes[q] -= u64::from(w.wire_bytes);
+                m.bytes[q]
+            }
+        };
         Some(Dequeued {
-            pkt,
-            enq_depth,
+            pkt: w.pkt,
+            enq_depth: w.enq_depth,
             deq_depth,
             queue: q as u8,
+            wire_bytes: w.wire_bytes,
+            enq_ps: w.enq_ps,
+            enq_bytes: u64::from(w.enq_bytes),
+            deq_bytes,
         })
     }
 
@@ -167,11 +249,76 @@ impl PortQueues {
         let more = self.multi.iter().flat_map(|m| m.queues.iter());
         std::iter::once(&self.fifo)
             .chain(more)
-            .flat_map(|q| q.iter().map(|&(p, _, _)| p))
+            .flat_map(|q| q.iter().map(|w| w.pkt))
+    }
+
+    /// Replace the weights of a WRR or DRR port, one per queue (each at least 1).
+    pub fn set_weights(&mut self, weights: &[u32]) -> Result<(), String> {
+        let n = self.n_queues();
+        let Some(m) = self.multi.as_mut() else {
+            return Err("a single-queue port has no weights".into());
+        };
+        if weights.len() != n || weights.contains(&0) {
+            return Err(format!("{n} weights of at least 1 wanted, got {weights:?}"));
+        }
+        match &mut m.discipline {
+            Discipline::Wrr(w) | Discipline::Drr(w) => {
+                w.clear();
+                w.extend_from_slice(weights);
+                Ok(())
+            }
+            d => Err(format!("a {d:?} port has no weights")),
+        }
+    }
+
+    /// Mark ECN-capable packets CE that find at least `pkts` waiting in queue `q` (None: never).
+    pub fn set_ecn_threshold(&mut self, q: u8, pkts: Option<u32>) -> Result<(), String> {
+        let m = self.general(q)?;
+        m.ecn_pkts[usize::from(q)] = pkts;
+        Ok(())
+    }
+
+    /// Set the capacity of queue `q` in packets waiting (packets that find it full are dropped;
+    /// those already waiting stay).
+    pub fn set_capacity(&mut self, q: u8, pkts: u32) -> Result<(), String> {
+        if self.multi.is_none() && q == 0 {
+            self.capacity_pkts = pkts;
+            return Ok(());
+        }
+        let m = self.general(q)?;
+        m.limit[usize::from(q)] = pkts;
+        Ok(())
+    }
+
+    /// The general form of the port (a single-queue port takes it now, its waiting packets
+    /// moved over), with `q` checked.
+    fn general(&mut self, q: u8) -> Result<&mut MultiQueue, String> {
+        if usize::from(q) >= self.n_queues() {
+            return Err(format!("queue {q} of {}", self.n_queues()));
+        }
+        if self.multi.is_none() {
+            let mut m = MultiQueue::new(1, self.capacity_pkts, Discipline::Fifo);
+            m.bytes[0] = self.fifo.iter().map(|w| u64::from(w.wire_bytes)).sum();
+            m.queues[0] = std::mem::take(&mut self.fifo);
+            self.multi = Some(Box::new(m));
+        }
+        Ok(self.multi.as_mut().expect("just made"))
     }
 }
 
 impl MultiQueue {
+    fn new(n: usize, capacity_pkts: u32, discipline: Discipline) -> MultiQueue {
+        MultiQueue {
+            queues: (0..n).map(|_| VecDeque::new()).collect(),
+            discipline,
+            cursor: 0,
+            credit: vec![0; n],
+            bytes: vec![0; n],
+            limit: vec![capacity_pkts; n],
+            ecn_pkts: vec![None; n],
+        }
+    }
+
     /// Which non-empty queue serves next (at least one packet waits).
     fn choose(&mut self) -> usize {
         match self.discipline {
@@ -207,7 +354,7 @@ impl MultiQueue {
         let n = self.queues.len();
         loop {
             let i = self.cursor;
-            match self.queues[i].front().map(|&(_, _, b)| self.cost(b)) {
+            match self.queues[i].front().map(|w| self.cost(w.wire_bytes)) {
                 Some(c) if self.credit[i] >= c => {
                     self.credit[i] -= c;
                     return i;
@@ -228,14 +375,14 @@ mod tests {
     use super::*;
 
     fn served(p: &mut PortQueues, n: usize) -> Vec<u8> {
-        (0..n).filter_map(|_| p.pop()).map(|d| d.queue).collect()
+        (0..n).filter_map(|_| p.pop(u64::MAX)).map(|d| d.queue).collect()
     }
 
     fn fill(p: &mut PortQueues, per_queue: usize, bytes: &[u32]) {
         for (q, &b) in bytes.iter().enumerate() {
             for _ in 0..per_queue {
                 // The packet's handle says its size, for the test to read back.
-                p.push(q as u8, b, b).unwrap();
+                p.push(q as u8, b, b, 0, 0).unwrap();
             }
         }
     }
@@ -264,7 +411,7 @@ mod tests {
         fill(&mut p, 3000, &[1514, 100]);
         let mut bytes = [0u64; 2];
         for _ in 0..3000 {
-            let d = p.pop().unwrap();
+            let d = p.pop(u64::MAX).unwrap();
             bytes[usize::from(d.queue)] += u64::from(d.pkt);
         }
         let ratio = bytes[0] as f64 / bytes[1] as f64;
@@ -274,12 +421,80 @@ mod tests {
     #[test]
     fn a_full_queue_refuses_and_depths_are_per_queue() {
         let mut p = PortQueues::new(2, 2, Discipline::StrictPriority);
-        assert_eq!(p.push(0, 0, 1).unwrap(), 0);
-        assert_eq!(p.push(0, 0, 1).unwrap(), 1);
-        assert!(p.push(0, 0, 1).is_none());
-        assert_eq!(p.push(7, 1, 1).unwrap(), 0, "clamped to the last queue, its own depth");
-        let d = p.pop().unwrap();
+        assert_eq!(p.push(0, 0, 1, 0, 0).unwrap().depth, 0);
+        assert_eq!(p.push(0, 0, 1, 0, 0).unwrap().depth, 1);
+        assert!(p.push(0, 0, 1, 0, 0).is_none());
+        assert_eq!(
+            p.push(7, 1, 1, 0, 0).unwrap().depth,
+            0,
+            "clamped to the last queue, its own depth"
+        );
+        let d = p.pop(3).unwrap();
         assert_eq!((d.queue, d.enq_depth, d.deq_depth), (1, 0, 0));
         assert_eq!(p.len(), 2);
+    }
+
+    #[test]
+    fn a_dequeue_shows_when_the_packet_came_and_the_bytes_before_and_after_it() {
+        // A single-queue port: the port's bytes are the queue's, passed in by the link.
+        let mut p = PortQueues::new(1, 10, Discipline::Fifo);
+        let mut port_bytes = 0;
+        for (i, (bytes, at)) in [(1000u32, 5_000u64), (500, 7_000), (200, 9_000)]
+            .into_iter()
+            .enumerate()
+        {
+            let got = p.push(0, i as PacketId, bytes, at, port_bytes).unwrap();
+            assert_eq!(got.depth, i as u32);
+            port_bytes += u64::from(bytes);
+        }
+        let d = p.pop(port_bytes).unwrap();
+        assert_eq!(
+            (d.pkt, d.enq_ps, d.enq_bytes, d.deq_bytes, d.wire_bytes),
+            (0, 5_000, 0, 700, 1000)
+        );
+        port_bytes -= u64::from(d.wire_bytes);
+        let d = p.pop(port_bytes).unwrap();
+        assert_eq!(
+            (d.enq_ps, d.enq_bytes, d.deq_bytes, d.enq_depth, d.deq_depth),
+            (7_000, 1000, 200, 1, 1)
+        );
+        // Sojourn is the dequeue time minus this: a runtime dequeuing at 20 us shows 13 us.
+        assert_eq!(20_000 - d.enq_ps, 13_000);
+        // Several queues count their own bytes.
+        let mut p = PortQueues::new(2, 10, Discipline::StrictPriority);
+        p.push(0, 1, 300, 1, 0).unwrap();
+        p.push(1, 2, 100, 2, 300).unwrap();
+        let got = p.push(0, 3, 400, 3, 400).unwrap();
+        assert_eq!(got.depth, 1);
+        let depths: Vec<_> = p.depths(800).map(|d| (d.pkts, d.bytes)).collect();
+        assert_eq!(depths, [(2, 700), (1, 100)]);
+        let d = p.pop(800).unwrap();
+        assert_eq!((d.queue, d.enq_bytes, d.deq_bytes), (1, 0, 0));
+        let d = p.pop(700).unwrap();
+        assert_eq!((d.queue, d.enq_bytes, d.deq_bytes, d.enq_ps), (0, 0, 400, 1));
+    }
+
+    #[test]
+    fn control_changes_weights_capacity_and_ecn_threshold() {
+        let mut p = PortQueues::new(2, 100, Discipline::Wrr(vec![1, 1]));
+        p.set_weights(&[1, 3]).unwrap();
+        assert!(p.set_weights(&[1]).is_err());
+        fill(&mut p, 40, &[100, 100]);
+        assert_eq!(served(&mut p, 40).iter().filter(|&&q| q == 1).count(), 30);
+        // A single-queue port given an ECN threshold keeps its packets and marks from then on.
+        let mut p = PortQueues::new(1, 100, Discipline::Fifo);
+        p.push(0, 1, 100, 0, 0).unwrap();
+        p.set_ecn_threshold(0, Some(2)).unwrap();
+        assert!(!p.push(0, 2, 100, 0, 100).unwrap().mark_ce);
+        assert!(p.push(0, 3, 100, 0, 200).unwrap().mark_ce);
+        assert_eq!(p.depths(300).map(|d| d.bytes).collect::<Vec<_>>(), [300]);
+        assert_eq!(p.pop(300).unwrap().pkt, 1);
+        p.set_capacity(0, 2).unwrap();
+        assert!(
+            p.push(0, 4, 100, 0, 200).is_none(),
+            "two wait: full at the new capacity"
+        );
+        assert!(p.set_ecn_threshold(1, None).is_err());
+        assert!(PortQueues::new(1, 1, Discipline::Fifo).set_weights(&[1]).is_err());
     }
 }

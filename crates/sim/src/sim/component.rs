@@ -16,7 +16,9 @@ use super::tcp::{Conn, Owner};
 use super::{SimError, Simulation};
 use crate::event::{EventKind, TimePs};
 use crate::packet::{Packet, CONTROL_FLOW};
-use mpsched_core::packet::{Ecn, PacketMeta};
+use mpsched_core::control::{ControlError, ControlListing, ControlPlane, QueueThreshold};
+use mpsched_core::packet::{Ecn, PacketMeta, PortId};
+use mpsched_core::program::Program;
 use mpsched_scenario::NodeKind;
 use mpsched_transport::tcp::{ReceiverStats, SenderStats, TcpConfig};
 
@@ -53,7 +55,30 @@ pub trait Component: Send {
     }
 }
 
-/// A component's handle on the simulation during one call.
+/// How a component's datagram leaves its host ([`Net::send_udp`]): its ECN and DSCP bits (the
+/// DSCP class, `dscp >> 3`, picks the egress queue as a flow's does), and the interface, by
+/// port. An `Ecn` alone converts into options with that ECN and the rest default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UdpOptions {
+    /// ECN field.
+    pub ecn: Ecn,
+    /// DSCP (six bits; higher bits are dropped).
+    pub dscp: u8,
+    /// The interface to send by (the host's port): None for the one its routes give.
+    pub iface: Option<PortId>,
+}
+
+impl From<Ecn> for UdpOptions {
+    fn from(ecn: Ecn) -> UdpOptions {
+        UdpOptions {
+            ecn,
+            ..UdpOptions::default()
+        }
+    }
+}
+
+/// A component's handle on the simulation during one call. It is also the component's
+/// [`ControlPlane`]: registers, tables and queues of any node, by name.
 pub struct Net<'a> {
     sim: &'a mut Simulation,
     id: ComponentId,
@@ -135,19 +160,31 @@ impl Net<'_> {
         }
     }
 
-    /// Send a UDP datagram of `wire_bytes` (headers included) from host `src` to host `dst`,
-    /// with `ecn`, by the interface the routes give and from its address.
+    /// Send a UDP datagram of `wire_bytes` (headers included) from host `src` to host `dst`
+    /// with `opts` (an [`Ecn`] alone will do): by the interface it names, or else by the one the
+    /// routes give, and from that interface's address.
     pub fn send_udp(
         &mut self,
         src: u32,
         dst: u32,
         ports: (u16, u16),
         wire_bytes: u32,
-        ecn: Ecn,
+        opts: impl Into<UdpOptions>,
     ) -> Result<(), SimError> {
+        let opts = opts.into();
         self.hosts(&[src, dst])?;
         let sim = &mut *self.sim;
-        let (Some(out), Some(back)) = (sim.host_port(src, dst), sim.host_port(dst, src)) else {
+        let out = match opts.iface {
+            Some(i) if usize::from(i) < sim.net.nodes[src as usize].out_links.len() => Some(i),
+            Some(i) => {
+                return Err(SimError::Config(format!(
+                    "host `{}` has no interface {i}",
+                    sim.net.nodes[src as usize].name
+                )))
+            }
+            None => sim.host_port(src, dst),
+        };
+        let (Some(out), Some(back)) = (out, sim.host_port(dst, src)) else {
             return Err(SimError::Config(format!("no route from node {src} to node {dst}")));
         };
         let mut meta = PacketMeta::udp(
@@ -157,7 +194,8 @@ impl Net<'_> {
             ports.1,
             wire_bytes,
         );
-        meta.ecn = ecn;
+        meta.ecn = opts.ecn;
+        meta.dscp = opts.dscp & 0x3f;
         let pkt = Packet::bare(meta, CONTROL_FLOW, sim.net.now);
         sim.output(src, out, pkt);
         Ok(())
@@ -195,10 +233,12 @@ impl Net<'_> {
         }
         for l in [2 * link, 2 * link + 1] {
             sim.net.links[l].up = false;
-            while let Some(d) = sim.net.links[l].queues.pop() {
-                let bytes = sim.net.pool.at(d.pkt).meta.wire_len_bytes;
+            loop {
                 let link = &mut sim.net.links[l];
-                link.queued_bytes -= u64::from(bytes);
+                let Some(d) = link.queues.pop(link.queued_bytes) else {
+                    break;
+                };
+                link.queued_bytes -= u64::from(d.wire_bytes);
                 link.stats.down_drops += 1;
                 sim.drop_packet(d.pkt);
             }
@@ -225,6 +265,41 @@ impl Net<'_> {
         program
             .update_routes(config)
             .map_err(|e| SimError::Config(format!("node `{}`: {e}", name.unwrap_or_default())))
+    }
+
+    /// The node named `name` (host or switch).
+    pub fn node(&self, name: &str) -> Option<u32> {
+        self.sim.net.nodes.iter().position(|n| n.name == name).map(|i| i as u32)
+    }
+
+    /// Node `name`'s index, or the error naming it.
+    fn node_by_name(&self, name: &str) -> Result<usize, ControlError> {
+        self.node(name)
+            .map(|i| i as usize)
+            .ok_or_else(|| ControlError::NoNode(name.to_string()))
+    }
+
+    /// Node `name`'s program.
+    fn program_of(&mut self, name: &str) -> Result<&mut (dyn Program + 'static), ControlError> {
+        let i = self.node_by_name(name)?;
+        self.sim.net.nodes[i]
+            .program
+            .as_deref_mut()
+            .ok_or_else(|| ControlError::NoProgram(name.to_string()))
+    }
+
+    /// The queues of node `name`'s port `port`, and the port's wire bytes waiting.
+    fn port_queues(&mut self, name: &str, port: PortId) -> Result<&mut crate::queue::PortQueues, ControlError> {
+        let i = self.node_by_name(name)?;
+        let sim = &mut *self.sim;
+        let l = *sim.net.nodes[i]
+            .out_links
+            .get(usize::from(port))
+            .ok_or_else(|| ControlError::NoPort {
+                node: name.to_string(),
+                port,
+            })?;
+        Ok(&mut sim.net.links[l as usize].queues)
     }
 
     /// Counters of connection `conn`'s sender and receiver.
@@ -276,5 +351,63 @@ impl Simulation {
             .iter()
             .flatten()
             .map(|c| (c.name().to_string(), c.counters()))
+    }
+}
+
+impl ControlPlane for Net<'_> {
+    fn read_register(&mut self, node: &str, register: &str, index: usize) -> Result<u64, ControlError> {
+        self.program_of(node)?.read_register(register, index)
+    }
+
+    fn write_register(&mut self, node: &str, register: &str, index: usize, value: u64) -> Result<(), ControlError> {
+        self.program_of(node)?.write_register(register, index, value)
+    }
+
+    fn table_write(
+        &mut self,
+        node: &str,
+        table: &str,
+        key: &[u64],
+        action: &str,
+        params: &[u64],
+    ) -> Result<(), ControlError> {
+        self.program_of(node)?.table_write(table, key, action, params)
+    }
+
+    fn table_delete(&mut self, node: &str, table: &str, key: &[u64]) -> Result<(), ControlError> {
+        self.program_of(node)?.table_delete(table, key)
+    }
+
+    fn listing(&mut self, node: &str) -> Result<ControlListing, ControlError> {
+        Ok(self.program_of(node)?.control_listing())
+    }
+
+    /// WRR or DRR weights of the port's queues (from the next round on).
+    fn set_queue_weights(&mut self, node: &str, port: PortId, weights: &[u32]) -> Result<(), ControlError> {
+        self.port_queues(node, port)?
+            .set_weights(weights)
+            .map_err(|e| ControlError::Unsupported(format!("node `{node}` port {port}: {e}")))
+    }
+
+    fn set_queue_threshold(
+        &mut self,
+        node: &str,
+        port: PortId,
+        queue: u8,
+        threshold: QueueThreshold,
+    ) -> Result<(), ControlError> {
+        let q = self.port_queues(node, port)?;
+        if usize::from(queue) >= q.n_queues() {
+            return Err(ControlError::NoQueue {
+                node: node.to_string(),
+                port,
+                queue,
+            });
+        }
+        match threshold {
+            QueueThreshold::EcnMarkPkts(t) => q.set_ecn_threshold(queue, t),
+            QueueThreshold::DropPkts(t) => q.set_capacity(queue, t),
+        }
+        .map_err(|e| ControlError::Unsupported(format!("node `{node}` port {port}: {e}")))
     }
 }

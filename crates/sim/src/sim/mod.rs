@@ -2,6 +2,7 @@
 
 mod build;
 mod component;
+mod datapath;
 mod failures;
 mod mptcp;
 mod tcp;
@@ -9,13 +10,13 @@ mod tunnel;
 
 use crate::event::{EventKind, EventQueue, TimePs, PS_PER_S};
 use crate::link::{Link, Wire};
-use crate::packet::{Packet, PacketId, Slab, TcpPart, CONTROL_FLOW, NO_INNER, NO_PATH, NO_TCP};
+use crate::packet::{Packet, PacketId, Slab, StackRef, TcpPart, NO_INNER, NO_PATH, NO_TCP};
 use crate::pcap::Capture;
 use crate::queue::PortQueues;
 use crate::series::TimeSeries;
-pub use component::{Component, ComponentId, ConnId, Net};
+pub use component::{Component, ComponentId, ConnId, Net, UdpOptions};
 use mpsched_core::packet::{Ipv4, PacketMeta, PortId, UDP_OVERHEAD_BYTES};
-use mpsched_core::program::{Ctx, EgressVerdict, Program, QueueMeta, Verdict};
+use mpsched_core::program::{Ctx, Program};
 use mpsched_core::rng::SeededRandom;
 use mpsched_core::switch::MultipathSwitch;
 use mpsched_core::tunnel::SubtunnelView;
@@ -180,6 +181,15 @@ pub struct Simulation {
     monitor: Monitor,
 }
 
+/// What the per-packet path asks of a node's program beside [`NodeState`]'s stages, asked once.
+#[derive(Clone, Copy, Debug, Default)]
+struct NodeExtra {
+    /// Whether the program uses custom headers (hand every packet's stack over).
+    uses_headers: bool,
+    /// Whether the program reads its ports' queue depths at its enqueue and dequeue stages.
+    reads_port_queues: bool,
+}
+
 /// The engine's part: time and events, nodes with their programs, links, the stores packets
 /// refer to, captures.
 struct Network {
@@ -197,6 +207,13 @@ struct Network {
     tcp_parts: Slab<TcpPart>,
     /// MPTCP options of segments (`TcpPart::mptcp`).
     mptcp_options: Slab<mpsched_core::mptcp::MptcpOption>,
+    /// Custom header stacks of packets (`Packet::headers`).
+    stacks: Slab<mpsched_core::headers::HeaderStack>,
+    /// Per node: what else its program asks of the per-packet path.
+    extra: Vec<NodeExtra>,
+    /// The depths of a port's queues, gathered for the next enqueue or dequeue call of a
+    /// program that reads them.
+    port_depths: Vec<mpsched_core::program::QueueDepth>,
     /// Packets inside UDP subtunnels and TCP subtunnel streams.
     inner: Slab<tunnel::Inner>,
     /// Packets in queues, on wires and in flight, which those hold by handle.
@@ -271,6 +288,7 @@ impl Simulation {
         let (columns, register_columns) = build::series_columns(sc, &flows, &tunnels, &nodes);
         let queue = build::first_events(sc, &flows);
         let multi_homed = nodes.iter().any(|n| n.kind == NodeKind::Host && n.out_links.len() > 1);
+        let n_nodes = nodes.len();
         let net = Network {
             now: 0,
             queue,
@@ -281,6 +299,9 @@ impl Simulation {
             program_timers: Slab::default(),
             tcp_parts: Slab::default(),
             mptcp_options: Slab::default(),
+            stacks: Slab::default(),
+            extra: vec![NodeExtra::default(); n_nodes],
+            port_depths: Vec::new(),
             inner: Slab::default(),
             pool: Slab::default(),
             wire: Wire::default(),
@@ -337,19 +358,6 @@ impl Simulation {
         self.net.routes.as_ref()?.port(host as usize, dst as usize)
     }
 
-    /// Ask `node`'s program once which stages it has (enqueue; dequeue per port) and whether it
-    /// parses MPTCP options, so the
-    /// per-packet path skips the calls that would do nothing.
-    fn cache_stages(&mut self, node: u32) {
-        let n = &mut self.net.nodes[node as usize];
-        n.uses_enqueue = n.program.as_ref().is_some_and(|p| p.uses_enqueue());
-        n.parses_mptcp = n.program.as_ref().is_some_and(|p| p.parses_mptcp());
-        for (port, &l) in n.out_links.iter().enumerate() {
-            let port = PortId::try_from(port).expect("ports fit a PortId");
-            self.net.links[l as usize].egress_stage = n.program.as_ref().is_some_and(|p| p.uses_dequeue(port));
-        }
-    }
-
     /// The time the run ends (the scenario's duration plus the drain time).
     pub fn end_ps(&self) -> TimePs {
         self.net.end_ps
@@ -365,10 +373,12 @@ impl Simulation {
     pub fn check_held(&self) -> Result<(), String> {
         let mut tcp = 0;
         let mut inner = 0;
+        let mut stacks = 0;
         let (mut pooled, mut dangling) = (0, 0);
         let mut count = |id: PacketId| match self.net.pool.get(id) {
             Some(p) => {
                 tcp += usize::from(p.tcp != NO_TCP);
+                stacks += usize::from(p.headers.is_some());
                 inner += usize::from(p.inner != NO_INNER);
                 pooled += 1;
             }
@@ -394,7 +404,14 @@ impl Simulation {
         for i in 0..self.net.inner.capacity() {
             if let Some(x) = self.net.inner.get(i) {
                 tcp += usize::from(x.pkt.tcp != NO_TCP);
+                stacks += usize::from(x.pkt.headers.is_some());
             }
+        }
+        if self.net.stacks.len() != stacks {
+            return Err(format!(
+                "{} header stacks held for {stacks} packets with one",
+                self.net.stacks.len()
+            ));
         }
         if self.net.tcp_parts.len() != tcp {
             return Err(format!(
@@ -478,6 +495,7 @@ impl Simulation {
             path: NO_PATH,
             tcp: NO_TCP,
             inner: NO_INNER,
+            headers: StackRef::NONE,
         };
         let k = ((now / interval) as usize).min(f.sent_by_interval.len() - 1);
         f.sent_by_interval[k] += 1;
@@ -495,366 +513,6 @@ impl Simulation {
         let src = f.src_node;
         let port = f.out_port;
         self.output(src, port, pkt);
-    }
-
-    /// Send `pkt` out of `port` of `node`, in the queue its DSCP class selects.
-    #[inline]
-    fn output(&mut self, node: u32, port: PortId, pkt: Packet) {
-        let id = self.net.pool.insert(pkt);
-        self.output_to(node, port, None, id);
-    }
-
-    /// A packet's handle is done with: free it and what it holds.
-    #[inline]
-    fn drop_packet(&mut self, id: PacketId) {
-        let pkt = self.net.pool.take(id);
-        self.release(&pkt);
-    }
-
-    /// Send packet `id` out of `port` of `node` in egress queue `queue` (a program's choice), or
-    /// by default the queue of its DSCP class (`dscp >> 3`); clamped to the port's queues.
-    #[inline]
-    fn output_to(&mut self, node: u32, port: PortId, queue: Option<u8>, id: PacketId) {
-        let ni = node as usize;
-        let Some(&l) = self.net.nodes[ni].out_links.get(usize::from(port)) else {
-            self.net.nodes[ni].dropped += 1;
-            self.drop_packet(id);
-            return;
-        };
-        let link = &self.net.links[l as usize];
-        if !link.up {
-            self.net.links[l as usize].stats.down_drops += 1;
-            self.drop_packet(id);
-            return;
-        }
-        let (dscp, wire_bytes) = {
-            let m = &self.net.pool.at(id).meta;
-            (m.dscp, m.wire_len_bytes)
-        };
-        let q = link.queues.clamp(queue.unwrap_or(dscp >> 3));
-        if self.net.nodes[ni].uses_enqueue {
-            let meta = QueueMeta {
-                enq_qdepth_pkts: link.queues.queue_len(q),
-                deq_qdepth_pkts: 0,
-                queue: q,
-                ..QueueMeta::default()
-            };
-            let verdict = self.call_program_on(node, id, |p, m, ctx| p.on_enqueue(m, port, meta, ctx));
-            if verdict == Some(EgressVerdict::Drop) {
-                self.net.links[l as usize].stats.egress_drops += 1;
-                self.drop_packet(id);
-                return;
-            }
-        }
-        let now = self.net.now;
-        let link = &mut self.net.links[l as usize];
-        if link.busy_until_ps <= now && link.queues.is_empty() {
-            let meta = QueueMeta {
-                queue: q,
-                ..QueueMeta::default()
-            };
-            self.start_tx(l, id, meta);
-            return;
-        }
-        let was_empty = link.queues.is_empty();
-        match link.queues.push(q, id, wire_bytes) {
-            Some(depth) => {
-                link.queued_bytes += u64::from(wire_bytes);
-                link.stats.max_depth_pkts = link.stats.max_depth_pkts.max(depth + 1);
-                // The first to wait brings the serialiser back when it is free. Without
-                // propagation delay the arrival of the packet on the wire is that moment:
-                // `on_arrive` starts the next, and no TxDone is needed.
-                if was_empty && link.delay_ps > 0 {
-                    let at = link.busy_until_ps;
-                    self.net.queue.schedule(at, EventKind::TxDone(l));
-                }
-            }
-            None => {
-                link.stats.tail_drops += 1;
-                self.drop_packet(id);
-            }
-        }
-    }
-
-    /// Call `node`'s program with the runtime's context and carry out what it asked for:
-    /// generated packets are sent, timers scheduled. None if the node has no program.
-    #[inline]
-    fn call_program<T>(&mut self, node: u32, f: impl FnOnce(&mut dyn Program, &mut Ctx) -> T) -> Option<T> {
-        self.net.ctx.reset(self.net.now);
-        let out = self.net.nodes[node as usize]
-            .program
-            .as_deref_mut()
-            .map(|p| f(p, &mut self.net.ctx));
-        self.apply_program_effects(node);
-        out
-    }
-
-    /// [`Simulation::call_program`] on the headers of pooled packet `id`, which the program
-    /// reads and rewrites where they lie (no copy in and out).
-    #[inline]
-    fn call_program_on<T>(
-        &mut self,
-        node: u32,
-        id: PacketId,
-        f: impl FnOnce(&mut dyn Program, &mut PacketMeta, &mut Ctx) -> T,
-    ) -> Option<T> {
-        let net = &mut self.net;
-        net.ctx.reset(net.now);
-        let pkt = net.pool.at_mut(id);
-        // An MPTCP option travels in the packet's TCP part; a program that parses it gets its
-        // fields as a P4 parser's extracted header.
-        if pkt.meta.mptcp_kind().is_some() && net.nodes[node as usize].parses_mptcp {
-            net.ctx.set_mptcp_option(
-                net.tcp_parts
-                    .get(pkt.tcp)
-                    .and_then(|t| net.mptcp_options.get(t.mptcp).copied()),
-            );
-        }
-        let meta = &mut pkt.meta;
-        let out = net.nodes[node as usize]
-            .program
-            .as_deref_mut()
-            .map(|p| f(p, meta, &mut net.ctx));
-        self.apply_program_effects(node);
-        out
-    }
-
-    /// Send what the last program call emitted and schedule the timers it asked for.
-    #[inline]
-    fn apply_program_effects(&mut self, node: u32) {
-        if !self.net.ctx.emitted().is_empty() || !self.net.ctx.timers().is_empty() {
-            // Rare: take the context out, since sending may call programs again.
-            let ctx = std::mem::take(&mut self.net.ctx);
-            self.program_effects(node, &ctx);
-            self.net.ctx = ctx;
-        }
-    }
-
-    #[cold]
-    fn program_effects(&mut self, node: u32, ctx: &Ctx) {
-        for t in ctx.timers() {
-            let i = self.net.program_timers.insert((node, t.token));
-            self.net.queue.schedule(t.at_ps, EventKind::ProgramTimer(i));
-        }
-        for e in ctx.emitted() {
-            let pkt = Packet::bare(e.meta, CONTROL_FLOW, self.net.now);
-            self.output(node, e.port, pkt);
-        }
-    }
-
-    fn on_program_timer(&mut self, i: u32) {
-        let (node, token) = self.net.program_timers.take(i);
-        self.call_program(node, |p, ctx| p.on_timer(token, ctx));
-    }
-
-    /// Replace the program of switch `node` (by name) with `program`, and start it. A runtime
-    /// hook for programs a scenario cannot name yet (tests, experiments in code).
-    pub fn install_program(&mut self, node: &str, program: Box<dyn Program>) -> Result<(), SimError> {
-        let i = self
-            .net
-            .nodes
-            .iter()
-            .position(|n| n.name == node && n.kind == NodeKind::Switch)
-            .ok_or_else(|| SimError::Config(format!("no switch named `{node}`")))?;
-        self.net.nodes[i].program = Some(program);
-        self.cache_stages(i as u32);
-        self.call_program(i as u32, |p, ctx| p.start(ctx));
-        Ok(())
-    }
-
-    /// Free what a dropped packet holds (its TCP part; a UDP subtunnel datagram's inner packet
-    /// and what that holds). Every drop path calls this.
-    pub(crate) fn release(&mut self, pkt: &Packet) {
-        if pkt.tcp != NO_TCP {
-            let t = self.net.tcp_parts.take(pkt.tcp);
-            if t.mptcp != crate::packet::NO_OPTION {
-                self.net.mptcp_options.take(t.mptcp);
-            }
-        }
-        if pkt.inner != NO_INNER {
-            let inner = self.take_inner(pkt.inner);
-            self.release(&inner.pkt);
-        }
-    }
-
-    /// Run the egress program and put the packet on the wire; false if the program dropped it.
-    /// The packet joins the link's packets in flight at once, due at the far end when its last
-    /// bit has crossed: no event marks the end of its serialisation unless others wait.
-    #[inline]
-    fn start_tx(&mut self, l: u32, id: PacketId, q: QueueMeta) -> bool {
-        let li = l as usize;
-        let (from, from_port) = (self.net.links[li].from, self.net.links[li].from_port);
-        if self.net.links[li].egress_stage {
-            let verdict = self.call_program_on(from, id, |p, m, ctx| p.on_dequeue(m, from_port, q, ctx));
-            if verdict == Some(EgressVerdict::Drop) {
-                self.net.links[li].stats.egress_drops += 1;
-                self.drop_packet(id);
-                return false;
-            }
-        }
-        if let Some(c) = self.net.links[li].capture_tx {
-            let pkt = *self.net.pool.at(id);
-            self.capture(c, &pkt, true);
-        }
-        let wire_bytes = self.net.pool.at(id).meta.wire_len_bytes;
-        let link = &mut self.net.links[li];
-        let done = self.net.now + link.serialisation_ps(wire_bytes);
-        let arrive_ps = done + link.delay_ps;
-        link.stats.tx_pkts += 1;
-        link.stats.tx_bytes += u64::from(wire_bytes);
-        link.busy_until_ps = done;
-        // The oldest packet in flight has the link's one arrival event; a later one only
-        // takes its place in the order of equal-time events now.
-        let seq = if link.in_flight.is_empty() {
-            self.net.queue.schedule(arrive_ps, EventKind::Arrive(l))
-        } else {
-            self.net.queue.reserve_seq()
-        };
-        self.net.wire.push_back(&mut link.in_flight, id, arrive_ps, seq);
-        true
-    }
-
-    /// The serialiser of link `l` is free and packets wait: start the next, and come back when
-    /// it is done if more wait.
-    fn on_tx_done(&mut self, l: u32) {
-        self.start_next_tx(l);
-        let link = &self.net.links[l as usize];
-        if !link.queues.is_empty() {
-            let at = link.busy_until_ps;
-            self.net.queue.schedule(at, EventKind::TxDone(l));
-        }
-    }
-
-    /// Serialise the next packet waiting on link `l`, past any the egress program drops.
-    fn start_next_tx(&mut self, l: u32) {
-        while let Some(d) = self.net.links[l as usize].queues.pop() {
-            let bytes = self.net.pool.at(d.pkt).meta.wire_len_bytes;
-            self.net.links[l as usize].queued_bytes -= u64::from(bytes);
-            let meta = QueueMeta {
-                enq_qdepth_pkts: d.enq_depth,
-                deq_qdepth_pkts: d.deq_depth,
-                queue: d.queue,
-                ..QueueMeta::default()
-            };
-            if self.start_tx(l, d.pkt, meta) {
-                break;
-            }
-        }
-        if !self.net.links[l as usize].waiting_conns.is_empty() {
-            self.wake_waiting_conns(l);
-        }
-    }
-
-    fn on_arrive(&mut self, l: u32) {
-        let link = &mut self.net.links[l as usize];
-        let wire = &mut self.net.wire;
-        let pkt = wire
-            .pop_front(&mut link.in_flight)
-            .expect("an Arrive event has a packet in flight");
-        if let Some((arrive_ps, seq)) = wire.front(&link.in_flight) {
-            self.net.queue.schedule_reserved(arrive_ps, seq, EventKind::Arrive(l));
-        }
-        if link.delay_ps == 0 && link.busy_until_ps <= self.net.now && !link.queues.is_empty() {
-            self.start_next_tx(l);
-        }
-        self.arrive(l, pkt);
-    }
-
-    /// Packet `id` reaches the far end of link `l`.
-    #[inline]
-    fn arrive(&mut self, l: u32, id: PacketId) {
-        let li = l as usize;
-        let link = &mut self.net.links[li];
-        if !link.up {
-            link.stats.down_drops += 1;
-            self.drop_packet(id);
-            return;
-        }
-        if let Some(tag) = link.path_tag {
-            let pkt = self.net.pool.at_mut(id);
-            link.stats.rx_bytes_interval += u64::from(pkt.meta.wire_len_bytes);
-            pkt.path = tag;
-        }
-        let (to, to_port) = (link.to, link.to_port);
-        if let Some(c) = link.capture_rx {
-            let pkt = *self.net.pool.at(id);
-            self.capture(c, &pkt, false);
-        }
-        self.input(to, to_port, id);
-    }
-
-    fn input(&mut self, node: u32, port: PortId, id: PacketId) {
-        let ni = node as usize;
-        if self.net.nodes[ni].kind == NodeKind::Host {
-            let pkt = self.net.pool.take(id);
-            let dst = pkt.meta.dst_ip;
-            if dst != self.net.nodes[ni].ip && !self.net.interface_ips[ni].contains(&dst) {
-                self.net.nodes[ni].dropped += 1;
-                self.release(&pkt);
-            } else if pkt.tcp != NO_TCP {
-                self.on_tcp_packet(pkt);
-            } else if pkt.flow != CONTROL_FLOW {
-                self.deliver(pkt);
-            } else if pkt.meta.proto == mpsched_core::packet::proto::UDP && self.component_datagram(node, &pkt) {
-                self.release(&pkt);
-            } else {
-                self.net.nodes[ni].dropped += 1;
-                self.release(&pkt);
-            }
-            return;
-        }
-        if self.net.nodes[ni].tunnel_side.is_some() {
-            let pkt = self.net.pool.take(id);
-            if self.traffic.tunnel_addrs.get(&pkt.meta.dst_ip) == Some(&node) {
-                if pkt.tcp != NO_TCP {
-                    self.on_tcp_packet(pkt);
-                } else if pkt.inner != NO_INNER {
-                    self.udp_subtunnel_arrival(node, port, pkt);
-                } else {
-                    self.net.nodes[ni].dropped += 1;
-                    self.release(&pkt);
-                }
-                return;
-            }
-            let pkt = match self.tunnel_ingress(node, pkt) {
-                Ok(()) => return,
-                Err(p) => p,
-            };
-            self.route_packet(node, port, pkt);
-            return;
-        }
-        self.route(node, port, id);
-    }
-
-    /// [`Simulation::route`] for a packet not in the pool yet.
-    fn route_packet(&mut self, node: u32, port: PortId, pkt: Packet) {
-        let id = self.net.pool.insert(pkt);
-        self.route(node, port, id);
-    }
-
-    /// Run the node's program on packet `id` and act on its verdict.
-    fn route(&mut self, node: u32, port: PortId, id: PacketId) {
-        let ni = node as usize;
-        let mut queue = None;
-        let verdict = self.call_program_on(node, id, |p, meta, ctx| {
-            meta.ingress_port = port;
-            let v = p.ingress(meta, ctx);
-            queue = ctx.queue();
-            v
-        });
-        let Some(verdict) = verdict else {
-            self.net.nodes[ni].dropped += 1;
-            self.drop_packet(id);
-            return;
-        };
-        match verdict {
-            Verdict::Forward(p) => self.output_to(node, p, queue, id),
-            Verdict::Drop(_) => {
-                self.net.nodes[ni].dropped += 1;
-                self.drop_packet(id);
-            }
-            Verdict::Consume => self.drop_packet(id),
-        }
     }
 
     fn deliver(&mut self, pkt: Packet) {
@@ -1037,17 +695,6 @@ impl Simulation {
                     .collect(),
                 mptcp: t.mptcp.map(|mp| self.mptcp_figures(mp)),
             }),
-        }
-    }
-
-    fn capture(&mut self, c: u32, pkt: &Packet, outgoing: bool) {
-        if self.net.io_error.is_some() {
-            return;
-        }
-        let tcp = self.net.tcp_parts.get(pkt.tcp);
-        let option = tcp.and_then(|t| self.net.mptcp_options.get(t.mptcp));
-        if let Err(e) = self.net.captures[c as usize].record(pkt, tcp, option, self.net.now, outgoing) {
-            self.net.io_error = Some(e);
         }
     }
 
