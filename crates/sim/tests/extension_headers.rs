@@ -10,8 +10,11 @@ use mpsched_core::program::{Ctx, EgressVerdict, Program, QueueMeta, Verdict};
 use mpsched_sim::{CaptureRequest, SimOptions, Simulation};
 use std::sync::{Arc, Mutex};
 
-mod common;
-use common::builtin;
+/// A built-in scenario by name.
+fn builtin(name: &str) -> mpsched_scenario::Scenario {
+    let (path, text) = mpsched_scenario::builtin::find(name).unwrap();
+    mpsched_scenario::Scenario::from_toml(text, path).unwrap()
+}
 
 /// `mptcp/two-paths`' r1: client on port 0, path1 towards r3 on port 1.
 const R1_TO_R3: PortId = 1;
