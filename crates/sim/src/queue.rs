@@ -40,6 +40,19 @@ struct Waiting {
     enq_ps: u64,
 }
 
+impl Waiting {
+    #[inline]
+    fn new(pkt: PacketId, enq_depth: u32, wire_bytes: u32, enq_bytes: u64, enq_ps: u64) -> Waiting {
+        Waiting {
+            pkt,
+            enq_depth,
+            wire_bytes,
+            enq_bytes: u32::try_from(enq_bytes).unwrap_or(u32::MAX),
+            enq_ps,
+        }
+    }
+}
+
 /// What [`PortQueues::pop`] hands the serialiser.
 #[derive(Clone, Copy, Debug)]
 pub struct Dequeued {
@@ -139,14 +152,6 @@ impl PortQueues {
         }
     }
 
-    #[inline]
-    fn queue_mut(&mut self, q: usize) -> &mut VecDeque<Waiting> {
-        match &mut self.multi {
-            None => &mut self.fifo,
-            Some(m) => &mut m.queues[q],
-        }
-    }
-
     /// Packets waiting in queue `q`.
     #[inline]
     pub fn queue_len(&self, q: u8) -> u32 {
@@ -183,34 +188,28 @@ impl PortQueues {
     /// enqueued) when the queue is full.
     #[inline]
     pub fn push(&mut self, q: u8, pkt: PacketId, wire_bytes: u32, now_ps: u64, port_bytes: u64) -> Option<Pushed> {
-        let q = usize::from(self.clamp(q));
-        let (capacity, enq_bytes, ecn) = match &mut self.multi {
-            None => (self.capacity_pkts, port_bytes, None),
-            Some(m) => {
-                let b = m.bytes[q];
-                m.bytes[q] += u64::from(wire_bytes);
-                (m.limit[q], b, m.ecn_pkts[q])
+        let Some(m) = self.multi.as_deref_mut() else {
+            // The common case: one queue, no threshold.
+            let depth = self.fifo.len() as u32;
+            if depth >= self.capacity_pkts {
+                return None;
             }
+            self.fifo
+                .push_back(Waiting::new(pkt, depth, wire_bytes, port_bytes, now_ps));
+            self.len += 1;
+            return Some(Pushed { depth, mark_ce: false });
         };
-        let fifo = self.queue_mut(q);
-        let depth = fifo.len() as u32;
-        if depth >= capacity {
-            if let Some(m) = &mut self.multi {
-                m.bytes[q] -= u64::from(wire_bytes);
-            }
+        let q = usize::from(q).min(m.queues.len() - 1);
+        let depth = m.queues[q].len() as u32;
+        if depth >= m.limit[q] {
             return None;
         }
-        fifo.push_back(Waiting {
-            pkt,
-            enq_depth: depth,
-            wire_bytes,
-            enq_bytes: u32::try_from(enq_bytes).unwrap_or(u32::MAX),
-            enq_ps: now_ps,
-        });
+        m.queues[q].push_back(Waiting::new(pkt, depth, wire_bytes, m.bytes[q], now_ps));
+        m.bytes[q] += u64::from(wire_bytes);
         self.len += 1;
         Some(Pushed {
             depth,
-            mark_ce: ecn.is_some_and(|t| depth >= t),
+            mark_ce: m.ecn_pkts[q].is_some_and(|t| depth >= t),
         })
     }
 
@@ -220,18 +219,19 @@ impl PortQueues {
         if self.len == 0 {
             return None;
         }
-        let q = self.multi.as_mut().map_or(0, |m| m.choose());
-        let fifo = self.queue_mut(q);
-        let w = fifo.pop_front()?;
-        let deq_depth = fifo.len() as u32;
-        self.len -= 1;
-        let deq_bytes = match &mut self.multi {
-            None => port_bytes - u64::from(w.wire_bytes),
+        let (q, w, deq_depth, deq_bytes) = match self.multi.as_deref_mut() {
+            None => {
+                let w = self.fifo.pop_front()?;
+                (0, w, self.fifo.len() as u32, port_bytes - u64::from(w.wire_bytes))
+            }
             Some(m) => {
+                let q = m.choose();
+                let w = m.queues[q].pop_front()?;
                 m.bytes[q] -= u64::from(w.wire_bytes);
-                m.bytes[q]
+                (q, w, m.queues[q].len() as u32, m.bytes[q])
             }
         };
+        self.len -= 1;
         Some(Dequeued {
             pkt: w.pkt,
             enq_depth: w.enq_depth,

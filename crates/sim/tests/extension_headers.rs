@@ -201,3 +201,122 @@ fn a_segment_carries_an_mptcp_option_a_routing_and_an_int_header_across_two_swit
     assert_eq!(with_all, s.filled, "{frames} frames");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two switches over a link with two queues each way.
+const TWO_SWITCHES: &str = r#"
+[scenario]
+name = "emit-queue"
+duration = "10ms"
+
+[[node]]
+name = "h1"
+kind = "host"
+[[node]]
+name = "s1"
+kind = "switch"
+[[node]]
+name = "s2"
+kind = "switch"
+[[node]]
+name = "h2"
+kind = "host"
+
+[[link]]
+a = "h1"
+b = "s1"
+rate = "1Gbps"
+[[link]]
+a = "s1"
+b = "s2"
+rate = "1Gbps"
+queues = 2
+[[link]]
+a = "s2"
+b = "h2"
+rate = "1Gbps"
+"#;
+
+/// What the probe's switches saw: (queue at s1's egress, INT switch id there, wire length at
+/// s2, INT switch id at s2).
+type ProbeLog = Arc<Mutex<Vec<(u8, Option<u32>, u32, Option<u32>)>>>;
+
+/// s1: emits a probe every millisecond into queue 1 of its port to s2 with an INT header, and
+/// sees it leave; s2: sees it arrive.
+struct ProbeEnds {
+    origin: bool,
+    log: ProbeLog,
+}
+
+impl Program for ProbeEnds {
+    fn start(&mut self, ctx: &mut Ctx) {
+        if self.origin {
+            ctx.set_timer(ctx.now_ps() + 1_000_000_000, 0);
+        }
+    }
+
+    fn on_timer(&mut self, _token: u64, ctx: &mut Ctx) {
+        let mut e = mpsched_core::program::Emit::new(1, PacketMeta::udp(1, 0xffff_ffff, 1, 7777, 64));
+        e.queue = Some(1);
+        e.headers
+            .push(Header::Int(IntHeader {
+                switch_id: 7,
+                ..IntHeader::default()
+            }))
+            .unwrap();
+        ctx.emit_packet(e);
+        ctx.set_timer(ctx.now_ps() + 1_000_000_000, 0);
+    }
+
+    fn ingress(&mut self, pkt: &mut PacketMeta, ctx: &mut Ctx) -> Verdict {
+        if pkt.dst_ip == 0xffff_ffff {
+            let int = ctx.headers().int().map(|i| i.switch_id);
+            self.log.lock().unwrap().last_mut().unwrap().2 = pkt.wire_len_bytes;
+            self.log.lock().unwrap().last_mut().unwrap().3 = int;
+            return Verdict::Consume;
+        }
+        Verdict::Drop(mpsched_core::program::DropReason::NoRoute)
+    }
+
+    fn uses_dequeue(&self, port: PortId) -> bool {
+        self.origin && port == 1
+    }
+
+    fn on_dequeue(&mut self, pkt: &mut PacketMeta, _port: PortId, q: QueueMeta, ctx: &mut Ctx) -> EgressVerdict {
+        if pkt.dst_ip == 0xffff_ffff {
+            let int = ctx.headers().int().map(|i| i.switch_id);
+            self.log.lock().unwrap().push((q.queue, int, 0, None));
+        }
+        EgressVerdict::Transmit
+    }
+}
+
+#[test]
+fn an_emitted_packet_takes_the_queue_and_the_headers_its_program_names() {
+    let sc = mpsched_scenario::Scenario::from_toml(TWO_SWITCHES, "emit-queue.toml").unwrap();
+    let log = ProbeLog::default();
+    let mut sim = Simulation::new(&sc, &SimOptions::with_seed(1)).unwrap();
+    sim.install_program(
+        "s1",
+        Box::new(ProbeEnds {
+            origin: true,
+            log: log.clone(),
+        }),
+    )
+    .unwrap();
+    sim.install_program(
+        "s2",
+        Box::new(ProbeEnds {
+            origin: false,
+            log: log.clone(),
+        }),
+    )
+    .unwrap();
+    sim.run_until(sim.end_ps());
+    sim.check_held().unwrap();
+    let log = log.lock().unwrap();
+    assert!(log.len() >= 9, "{log:?}");
+    for &probe in log.iter() {
+        // Queue 1 (DSCP 0 alone would say 0); 64 bytes and a 20-byte INT shim on the wire.
+        assert_eq!(probe, (1, Some(7), 84, Some(7)), "{log:?}");
+    }
+}

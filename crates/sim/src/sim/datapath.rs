@@ -5,6 +5,7 @@
 use super::{NodeExtra, SimError, Simulation};
 use crate::event::EventKind;
 use crate::packet::{Packet, PacketId, StackRef, CONTROL_FLOW, NO_INNER, NO_TCP};
+use crate::queue::Dequeued;
 use mpsched_core::packet::{Ecn, PacketMeta, PortId};
 use mpsched_core::program::{Ctx, EgressVerdict, Program, QueueMeta, Verdict};
 use mpsched_scenario::NodeKind;
@@ -17,10 +18,12 @@ impl Simulation {
         let n = &mut self.net.nodes[node as usize];
         n.uses_enqueue = n.program.as_ref().is_some_and(|p| p.uses_enqueue());
         n.parses_mptcp = n.program.as_ref().is_some_and(|p| p.parses_mptcp());
-        self.net.extra[node as usize] = NodeExtra {
+        let extra = NodeExtra {
             uses_headers: n.program.as_ref().is_some_and(|p| p.uses_headers()),
             reads_port_queues: n.program.as_ref().is_some_and(|p| p.reads_port_queues()),
         };
+        self.net.extra[node as usize] = extra;
+        self.net.extras_used |= extra.uses_headers || extra.reads_port_queues;
         for (port, &l) in n.out_links.iter().enumerate() {
             let port = PortId::try_from(port).expect("ports fit a PortId");
             self.net.links[l as usize].egress_stage = n.program.as_ref().is_some_and(|p| p.uses_dequeue(port));
@@ -84,12 +87,7 @@ impl Simulation {
         }
         let link = &mut self.net.links[l as usize];
         if link.busy_until_ps <= now && link.queues.is_empty() {
-            let meta = QueueMeta {
-                queue: q,
-                enq_timestamp_ps: now,
-                ..QueueMeta::default()
-            };
-            self.start_tx(l, id, meta);
+            self.start_tx(l, id, q, None);
             return;
         }
         let was_empty = link.queues.is_empty();
@@ -134,8 +132,15 @@ impl Simulation {
 
     /// Show `node`'s program the depths of every queue of link `l`'s port, if it reads them
     /// (before an enqueue or dequeue call, which resets everything else in the context).
-    #[inline]
+    #[inline(always)]
     fn show_port_queues(&mut self, node: u32, l: u32) {
+        if self.net.extras_used {
+            self.gather_port_queues(node, l);
+        }
+    }
+
+    #[cold]
+    fn gather_port_queues(&mut self, node: u32, l: u32) {
         if self.net.extra[node as usize].reads_port_queues {
             let link = &self.net.links[l as usize];
             self.net.port_depths.clear();
@@ -156,14 +161,12 @@ impl Simulation {
     ) -> Option<T> {
         let net = &mut self.net;
         net.ctx.reset(net.now);
+        // Only once a program uses custom headers or port depths (or emitted a packet with
+        // headers) does a call look for them: runs without pay one load.
+        if net.extras_used {
+            return self.call_program_with_extras(node, id, f);
+        }
         let pkt = net.pool.at_mut(id);
-        let extra = net.extra[node as usize];
-        if extra.reads_port_queues && !net.port_depths.is_empty() {
-            net.ctx.set_port_queues(net.port_depths.drain(..));
-        }
-        if pkt.headers.is_some() || extra.uses_headers {
-            return self.call_program_with_headers(node, id, f);
-        }
         // An MPTCP option travels in the packet's TCP part; a program that parses it gets its
         // fields as a P4 parser's extracted header.
         if pkt.meta.mptcp_kind().is_some() && net.nodes[node as usize].parses_mptcp {
@@ -182,15 +185,21 @@ impl Simulation {
         out
     }
 
-    /// [`Simulation::call_program_on`] for a packet whose custom headers the program sees.
+    /// [`Simulation::call_program_on`] once custom headers or port depths are in use: the
+    /// packet's stack is handed over when it carries one or the program uses them, and taken
+    /// back after; the port's depths when the program reads them.
     #[inline(never)]
-    fn call_program_with_headers<T>(
+    fn call_program_with_extras<T>(
         &mut self,
         node: u32,
         id: PacketId,
         f: impl FnOnce(&mut dyn Program, &mut PacketMeta, &mut Ctx) -> T,
     ) -> Option<T> {
         let net = &mut self.net;
+        let extra = net.extra[node as usize];
+        if extra.reads_port_queues && !net.port_depths.is_empty() {
+            net.ctx.set_port_queues(net.port_depths.drain(..));
+        }
         let pkt = net.pool.at_mut(id);
         if pkt.meta.mptcp_kind().is_some() && net.nodes[node as usize].parses_mptcp {
             net.ctx.set_mptcp_option(
@@ -199,14 +208,17 @@ impl Simulation {
                     .and_then(|t| net.mptcp_options.get(t.mptcp).copied()),
             );
         }
+        let headers = pkt.headers.is_some() || extra.uses_headers;
         let before = pkt.headers.index().map(|i| *net.stacks.at(i)).unwrap_or_default();
-        net.ctx.set_headers(before);
+        if headers {
+            net.ctx.set_headers(before);
+        }
         let out = net.nodes[node as usize]
             .program
             .as_deref_mut()
             .map(|p| f(p, &mut pkt.meta, &mut net.ctx));
         let after = *net.ctx.headers();
-        if after != before {
+        if headers && after != before {
             pkt.meta.wire_len_bytes =
                 (pkt.meta.wire_len_bytes + after.wire_bytes()).saturating_sub(before.wire_bytes());
             pkt.headers = match (pkt.headers.index(), after.is_empty()) {
@@ -227,7 +239,7 @@ impl Simulation {
     }
 
     /// Send what the last program call emitted and schedule the timers it asked for.
-    #[inline]
+    #[inline(always)]
     fn apply_program_effects(&mut self, node: u32) {
         if !self.net.ctx.emitted().is_empty() || !self.net.ctx.timers().is_empty() {
             // Rare: take the context out, since sending may call programs again.
@@ -246,6 +258,7 @@ impl Simulation {
         for e in ctx.emitted() {
             let mut pkt = Packet::bare(e.meta, CONTROL_FLOW, self.net.now);
             if !e.headers.is_empty() {
+                self.net.extras_used = true;
                 pkt.meta.wire_len_bytes += e.headers.wire_bytes();
                 pkt.headers = StackRef::new(self.net.stacks.insert(e.headers));
             }
@@ -295,11 +308,30 @@ impl Simulation {
     /// Run the egress program and put the packet on the wire; false if the program dropped it.
     /// The packet joins the link's packets in flight at once, due at the far end when its last
     /// bit has crossed: no event marks the end of its serialisation unless others wait.
+    /// `queue` is the packet's queue; `waited` what the queue recorded of it, None when it
+    /// found the port idle.
     #[inline]
-    fn start_tx(&mut self, l: u32, id: PacketId, q: QueueMeta) -> bool {
+    fn start_tx(&mut self, l: u32, id: PacketId, queue: u8, waited: Option<&Dequeued>) -> bool {
         let li = l as usize;
         let (from, from_port) = (self.net.links[li].from, self.net.links[li].from_port);
         if self.net.links[li].egress_stage {
+            let now = self.net.now;
+            let q = match waited {
+                Some(d) => QueueMeta {
+                    enq_qdepth_pkts: d.enq_depth,
+                    deq_qdepth_pkts: d.deq_depth,
+                    queue,
+                    enq_timestamp_ps: d.enq_ps,
+                    deq_timedelta_ps: now - d.enq_ps,
+                    enq_qdepth_bytes: d.enq_bytes,
+                    deq_qdepth_bytes: d.deq_bytes,
+                },
+                None => QueueMeta {
+                    queue,
+                    enq_timestamp_ps: now,
+                    ..QueueMeta::default()
+                },
+            };
             self.show_port_queues(from, l);
             let verdict = self.call_program_on(from, id, |p, m, ctx| p.on_dequeue(m, from_port, q, ctx));
             if verdict == Some(EgressVerdict::Drop) {
@@ -349,16 +381,7 @@ impl Simulation {
                 break;
             };
             link.queued_bytes -= u64::from(d.wire_bytes);
-            let meta = QueueMeta {
-                enq_qdepth_pkts: d.enq_depth,
-                deq_qdepth_pkts: d.deq_depth,
-                queue: d.queue,
-                enq_timestamp_ps: d.enq_ps,
-                deq_timedelta_ps: self.net.now - d.enq_ps,
-                enq_qdepth_bytes: d.enq_bytes,
-                deq_qdepth_bytes: d.deq_bytes,
-            };
-            if self.start_tx(l, d.pkt, meta) {
+            if self.start_tx(l, d.pkt, d.queue, Some(&d)) {
                 break;
             }
         }

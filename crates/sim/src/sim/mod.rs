@@ -211,6 +211,9 @@ struct Network {
     stacks: Slab<mpsched_core::headers::HeaderStack>,
     /// Per node: what else its program asks of the per-packet path.
     extra: Vec<NodeExtra>,
+    /// Whether any program uses custom headers or port depths, or emitted a packet with
+    /// headers: until then no call looks at `extra` or a packet's stack.
+    extras_used: bool,
     /// The depths of a port's queues, gathered for the next enqueue or dequeue call of a
     /// program that reads them.
     port_depths: Vec<mpsched_core::program::QueueDepth>,
@@ -301,6 +304,7 @@ impl Simulation {
             mptcp_options: Slab::default(),
             stacks: Slab::default(),
             extra: vec![NodeExtra::default(); n_nodes],
+            extras_used: false,
             port_depths: Vec::new(),
             inner: Slab::default(),
             pool: Slab::default(),
