@@ -234,6 +234,14 @@ queues = 2
 a = "s2"
 b = "h2"
 rate = "1Gbps"
+
+# A scenario needs a flow; the probe programs drop its few packets.
+[[flow]]
+name = "idle"
+src = "h1"
+dst = "h2"
+rate = "1Mbps"
+start = "9ms"
 "#;
 
 /// What the probe's switches saw: (queue at s1's egress, INT switch id there, wire length at
