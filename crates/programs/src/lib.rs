@@ -125,7 +125,9 @@ mod tests {
             assert_eq!(switch_program(p.name()).unwrap().name(), p.name());
             assert!(!p.summary().is_empty());
             for param in p.params() {
-                param.check(param.default).unwrap_or_else(|e| panic!("{}.{}: default {e}", p.name(), param.name));
+                param
+                    .check(param.default)
+                    .unwrap_or_else(|e| panic!("{}.{}: default {e}", p.name(), param.name));
             }
         }
         assert!(switch_program(DEFAULT_PROGRAM).is_some());

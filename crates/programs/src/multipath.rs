@@ -62,8 +62,10 @@ impl SwitchProgram for Multipath {
     fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError> {
         let seed = input.seed;
         // Each splitting group draws from its own stream of the node's seed.
-        let sw = MultipathSwitch::new(input.tables, |g| Box::new(SeededRandom::new(seed ^ (u64::from(g) << 32))))
-            .map_err(|e| ConfigError(format!("node `{}`: {e}", input.node)))?;
+        let sw = MultipathSwitch::new(input.tables, |g| {
+            Box::new(SeededRandom::new(seed ^ (u64::from(g) << 32)))
+        })
+        .map_err(|e| ConfigError(format!("node `{}`: {e}", input.node)))?;
         Ok(Box::new(sw))
     }
 

@@ -108,7 +108,10 @@ impl Params {
     /// If the program asks for a name it did not declare: a bug in the program, caught by its
     /// tests.
     pub fn get(&self, name: &str) -> u64 {
-        *self.0.get(name).unwrap_or_else(|| panic!("parameter `{name}` was not declared"))
+        *self
+            .0
+            .get(name)
+            .unwrap_or_else(|| panic!("parameter `{name}` was not declared"))
     }
 
     /// Every (name, value), in name order.
@@ -122,7 +125,11 @@ pub fn names(declared: &[Param]) -> String {
     if declared.is_empty() {
         return "none".into();
     }
-    declared.iter().map(|p| format!("`{}`", p.name)).collect::<Vec<_>>().join(", ")
+    declared
+        .iter()
+        .map(|p| format!("`{}`", p.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]

@@ -27,13 +27,13 @@
 
 use crate::params::{Param, ParamKind, Params};
 use crate::{BuildInput, SwitchProgram, TablesNeed};
+use mpsched_core::frame::MAX_PORTS;
 use mpsched_core::packet::{Ipv4, PacketMeta, PortId};
 use mpsched_core::program::{Ctx, DropReason, Program, Verdict};
 use mpsched_core::rng::{RandomSource, SeededRandom};
 use mpsched_core::sched::{ConfigError, Ecmp};
 use mpsched_core::switch::SwitchConfig;
 use mpsched_core::table::{Ipv4Lpm, ECMP_GROUP};
-use mpsched_core::frame::MAX_PORTS;
 
 /// The registry entry.
 pub static LETFLOW: LetFlowProgram = LetFlowProgram;
@@ -324,7 +324,14 @@ mod tests {
 
     /// A switch whose route to DST is the group {1, 2, 3, 4}.
     fn switch(entries: u32, draws: Vec<u32>) -> LetFlow {
-        let mut t = SwitchConfig::forwarding(0x0aff_0001, vec![Route { prefix: DST, len: 32, port: ECMP_GROUP }]);
+        let mut t = SwitchConfig::forwarding(
+            0x0aff_0001,
+            vec![Route {
+                prefix: DST,
+                len: 32,
+                port: ECMP_GROUP,
+            }],
+        );
         t.ecmp_groups = vec![vec![1, 2, 3, 4]];
         t.hash_seed = 7;
         let cfg = LetFlowConfig {
@@ -376,7 +383,14 @@ mod tests {
     fn new_flowlets_spread_uniformly() {
         let mut lf = LetFlow::new(
             &{
-                let mut t = SwitchConfig::forwarding(1, vec![Route { prefix: DST, len: 32, port: ECMP_GROUP }]);
+                let mut t = SwitchConfig::forwarding(
+                    1,
+                    vec![Route {
+                        prefix: DST,
+                        len: 32,
+                        port: ECMP_GROUP,
+                    }],
+                );
                 t.ecmp_groups = vec![vec![1, 2, 3, 4]];
                 t
             },
@@ -398,7 +412,14 @@ mod tests {
     fn a_port_gone_from_the_group_ends_the_flowlet() {
         let mut lf = switch(16, vec![0, 0]);
         assert_eq!(send(&mut lf, 1000, 0), 1);
-        let mut t = SwitchConfig::forwarding(0x0aff_0001, vec![Route { prefix: DST, len: 32, port: ECMP_GROUP }]);
+        let mut t = SwitchConfig::forwarding(
+            0x0aff_0001,
+            vec![Route {
+                prefix: DST,
+                len: 32,
+                port: ECMP_GROUP,
+            }],
+        );
         t.ecmp_groups = vec![vec![2, 3]];
         lf.update_routes(&t).unwrap();
         assert_eq!(send(&mut lf, 1000, 10 * US), 2);
@@ -406,14 +427,28 @@ mod tests {
 
     #[test]
     fn bad_tables_are_refused() {
-        let mut t = SwitchConfig::forwarding(1, vec![Route { prefix: DST, len: 32, port: ECMP_GROUP | 3 }]);
+        let mut t = SwitchConfig::forwarding(
+            1,
+            vec![Route {
+                prefix: DST,
+                len: 32,
+                port: ECMP_GROUP | 3,
+            }],
+        );
         t.ecmp_groups = vec![vec![1]];
-        let e = LetFlow::new(&t, LetFlowConfig::default(), Box::new(SeededRandom::new(1))).err().unwrap();
+        let e = LetFlow::new(&t, LetFlowConfig::default(), Box::new(SeededRandom::new(1)))
+            .err()
+            .unwrap();
         assert!(e.0.contains("group 3"), "{e}");
         let cfg = LetFlowConfig {
             table_entries: 3,
             ..LetFlowConfig::default()
         };
-        assert!(LetFlow::new(&SwitchConfig::forwarding(1, vec![]), cfg, Box::new(SeededRandom::new(1))).is_err());
+        assert!(LetFlow::new(
+            &SwitchConfig::forwarding(1, vec![]),
+            cfg,
+            Box::new(SeededRandom::new(1))
+        )
+        .is_err());
     }
 }

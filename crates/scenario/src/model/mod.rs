@@ -18,6 +18,7 @@ use std::fmt;
 
 mod failures;
 mod flows;
+mod programs;
 mod splits;
 mod sweep;
 mod topology;
@@ -30,6 +31,7 @@ use failures::*;
 pub use failures::{LinkFailure, MAX_FAILURES};
 pub use flows::MAX_UDP_OVERLOAD;
 use flows::*;
+use programs::*;
 use splits::*;
 use sweep::*;
 pub use sweep::{Sweep, SweepPoint, MAX_SWEEP_POINTS};
@@ -274,6 +276,10 @@ pub struct Scenario {
     pub nodes: Vec<Node>,
     /// Links.
     pub links: Vec<Link>,
+    /// Per node: the switch program it runs, by its registry name (None for hosts).
+    pub programs: Vec<Option<&'static str>>,
+    /// The parameters of every program a switch runs or `[programs]` configures.
+    pub program_params: BTreeMap<&'static str, mpsched_programs::Params>,
     /// Paths.
     pub paths: Vec<Path>,
     /// Splitting groups.
@@ -549,6 +555,16 @@ impl Scenario {
         if let Some(n) = raw.subflows {
             flows::set_subflows(&ctx, &f("subflows"), n, &mut out.flows)?;
         }
+        if let Some(p) = &raw.program {
+            let prog = program_named(&ctx, &f("program"), p)?;
+            for slot in out.programs.iter_mut().flatten() {
+                *slot = prog.name();
+            }
+            out.program_params
+                .entry(prog.name())
+                .or_insert_with(|| mpsched_programs::Params::defaults(prog.params()));
+            splits_run_where_supported(&ctx, &f("program"), &out.splits, &out.paths, &out.nodes, &out.programs)?;
+        }
         if let Some(r) = &raw.routing {
             out.routing = match r.as_str() {
                 "ecmp" => Routing::Ecmp,
@@ -764,6 +780,9 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
 
     let (splits, raw_splits) = splits_of(&ctx, &raw.split, &paths, &node_of, &path_of)?;
     splits_use_node_addresses(&ctx, &splits, &nodes, &links)?;
+    let programs = node_programs(&ctx, &raw, &nodes)?;
+    let program_params = program_params(&ctx, &raw.programs, &programs)?;
+    splits_run_where_supported(&ctx, "split", &splits, &paths, &nodes, &programs)?;
     let flows = flows_of(&ctx, &raw, &nodes, duration_ps, &node_of, &path_of)?;
     flows_are_routable(&ctx, &flows, &nodes, &links)?;
     udp_rates_are_sendable(&ctx, &flows, &nodes, &links, &|i| format!("flow[{i}].rate"))?;
@@ -790,6 +809,8 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
         send_jitter_ps,
         nodes,
         links,
+        programs,
+        program_params,
         paths,
         splits,
         flows,
