@@ -25,6 +25,7 @@
 pub mod letflow;
 pub mod multipath;
 pub mod params;
+pub mod tunnel;
 
 use mpsched_core::program::Program;
 use mpsched_core::sched::ConfigError;

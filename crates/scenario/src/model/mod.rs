@@ -9,7 +9,6 @@ use crate::schema::*;
 use crate::units::{parse_rate_bps, parse_size_bytes, parse_time_ps};
 use mpsched_core::packet::{parse_ipv4, Ecn, Ipv4};
 use mpsched_core::sched::{DwrrParams, SchedulerConfig};
-use mpsched_core::tunnel::{TunnelSchedulerConfig, DEFAULT_FLOW_TABLE_ENTRIES};
 use mpsched_core::MAX_PATHS;
 use mpsched_transport::cc::CcKind;
 use mpsched_transport::tcp::TcpConfig;
@@ -167,8 +166,10 @@ pub struct Tunnel {
     pub exit: usize,
     /// Path indices, entry to exit (the opposite direction uses them reversed).
     pub subtunnels: Vec<usize>,
-    /// Scheduler at both ends.
-    pub scheduler: TunnelSchedulerConfig,
+    /// Scheduler at both ends, by its registry name (`mpsched_programs::tunnel`).
+    pub scheduler: &'static str,
+    /// The scheduler's parameters.
+    pub scheduler_params: mpsched_programs::Params,
     /// Subtunnel transport.
     pub transport: SubtunnelTransport,
     /// Send buffer of each TCP subtunnel, in bytes.
@@ -845,7 +846,7 @@ pub const MAX_SAMPLES: u64 = 1_000_000;
 /// interval (about 40 bytes a cell, so 1 GB at the bound).
 pub const MAX_SAMPLE_CELLS: u64 = 25_000_000;
 /// Most entries of a tunnel entry's flow table (AFMT), about 90 bytes each.
-pub const MAX_FLOW_TABLE_ENTRIES: u32 = 1 << 22;
+pub const MAX_FLOW_TABLE_ENTRIES: u64 = mpsched_programs::tunnel::MAX_AFMT_FLOW_TABLE_ENTRIES;
 
 impl Scenario {
     /// The bounds on what a scenario sizes allocations with, and a timeline in which every

@@ -327,6 +327,8 @@ pub(super) fn tunnels(
     let mut tunnels = Vec::new();
     let mut tunnel_addrs = FxHashMap::default();
     for (ti, tun) in sc.tunnels.iter().enumerate() {
+        let scheduler = mpsched_programs::tunnel::tunnel_scheduler(tun.scheduler)
+            .ok_or_else(|| SimError::Config(format!("tunnel `{}`: no scheduler `{}`", tun.name, tun.scheduler)))?;
         let ends = [tun.entry, tun.exit];
         let mut sides = Vec::new();
         for (d, &node) in ends.iter().enumerate() {
@@ -397,7 +399,7 @@ pub(super) fn tunnels(
             nodes[node].tunnel_side = Some((ti as u32, d as u8));
             sides.push(TunnelSide {
                 node: node as u32,
-                entry: TunnelEntry::new(far_hosts, tun.scheduler.build(), tun.subtunnels.len()),
+                entry: TunnelEntry::new(far_hosts, scheduler.build(&tun.scheduler_params), tun.subtunnels.len()),
                 exit: TunnelExit::new(EXIT_FLOWS),
                 conns: sub_conns,
                 ports,
@@ -406,10 +408,7 @@ pub(super) fn tunnels(
         let [down, up]: [TunnelSide; 2] = sides.try_into().map_err(|_| SimError::Config("tunnel sides".into()))?;
         tunnels.push(TunnelState {
             name: tun.name.clone(),
-            scheduler_name: match tun.scheduler {
-                mpsched_core::tunnel::TunnelSchedulerConfig::Rr => "rr",
-                mpsched_core::tunnel::TunnelSchedulerConfig::Afmt { .. } => "afmt",
-            },
+            scheduler_name: tun.scheduler,
             transport: tun.transport,
             send_buffer_bytes: tun.send_buffer_bytes,
             subtunnel_names: tun.subtunnels.iter().map(|&p| sc.paths[p].name.clone()).collect(),
