@@ -48,6 +48,9 @@ pub struct Param {
     pub max: u64,
     /// Whether the value must be a power of two (a table indexed by hash bits).
     pub power_of_two: bool,
+    /// The value must be a multiple of this (1: any), in base units: a time a data plane
+    /// counts in whole microseconds, say.
+    pub multiple_of: u64,
     /// One line for docs and `mpsched list programs`.
     pub doc: &'static str,
 }
@@ -66,6 +69,13 @@ impl Param {
         }
         if self.power_of_two && !value.is_power_of_two() {
             return Err(format!("must be a power of two, got {value}"));
+        }
+        if value % self.multiple_of.max(1) != 0 {
+            return Err(format!(
+                "must be a multiple of {} {}, got {value}",
+                self.multiple_of,
+                base_unit(self.kind)
+            ));
         }
         Ok(())
     }
@@ -143,6 +153,7 @@ mod tests {
         min: 1,
         max: 1024,
         power_of_two: true,
+        multiple_of: 1,
         doc: "",
     }];
 

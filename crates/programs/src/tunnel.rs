@@ -78,6 +78,7 @@ const AFMT_PARAMS: &[Param] = &[Param {
     min: 1,
     max: MAX_AFMT_FLOW_TABLE_ENTRIES,
     power_of_two: false,
+    multiple_of: 1,
     doc: "flows AFMT remembers; the least recently used is evicted beyond it",
 }];
 

@@ -143,6 +143,11 @@ fn bad_programs_and_parameters_are_refused_at_their_field() {
         "programs.letflow.flowlet_gap",
         "a time",
     );
+    refused(
+        &three_tier("[programs.letflow]\nflowlet_gap = \"100.5us\"", ""),
+        "programs.letflow.flowlet_gap",
+        "a multiple of 1us",
+    );
     refused(&three_tier("[programs.nope]", ""), "programs.nope", "no program `nope`");
     refused(
         &three_tier("", "programs = { spine = \"ecmp\" }"),

@@ -58,6 +58,7 @@ const PARAMS: &[Param] = &[
         min: 1_000_000,
         max: 1_000_000_000_000,
         power_of_two: false,
+        multiple_of: 1_000_000,
         doc: "idle time after which a flow's next packet starts a new flowlet (whole microseconds, 1us to 1s)",
     },
     Param {
@@ -67,6 +68,7 @@ const PARAMS: &[Param] = &[
         min: 1,
         max: MAX_TABLE_ENTRIES,
         power_of_two: true,
+        multiple_of: 1,
         doc: "flowlet table slots per switch (a power of two, up to 1 Mi)",
     },
 ];

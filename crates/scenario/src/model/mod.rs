@@ -1074,7 +1074,7 @@ mod tests {
         assert_eq!(sc.flows[0].tcp.as_ref().unwrap().config.mss_bytes, 1420);
         let e = err(&afmt_text().replacen("transport = \"tcp\"", "transport = \"udp\"", 1));
         assert_eq!(e.field, "tunnel[0].transport");
-        assert!(e.message.contains("AFMT"), "{e}");
+        assert!(e.message.contains("`afmt` reads each subtunnel"), "{e}");
         let e = err(&afmt_text().replacen("protocol = \"tcp\"", "protocol = \"tcp\"\nrate = \"1Mbps\"", 1));
         assert_eq!(e.field, "flow[0].rate");
         let e = err(&afmt_text().replacen("cc = \"reno\"", "cc = \"vegas\"", 1));

@@ -133,8 +133,10 @@ fn bounds_message(p: &Param, v: u64) -> String {
             show(p.max),
             show(v)
         )
-    } else {
+    } else if p.power_of_two && !v.is_power_of_two() {
         format!("expected a power of two, got {v}")
+    } else {
+        format!("expected a multiple of {}, got {}", show(p.multiple_of), show(v))
     }
 }
 
