@@ -45,7 +45,7 @@ pub const DEFAULT_GAP_PS: u64 = 100_000_000;
 /// Default flowlet table size (slots).
 pub const DEFAULT_TABLE_ENTRIES: u64 = 4096;
 
-/// Most slots a table may have: 1 Mi (24 bytes each in the Rust twin, 16 in eBPF).
+/// Most slots a table may have: 1 Mi (16 bytes each in the Rust twin: 16 MiB a switch).
 pub const MAX_TABLE_ENTRIES: u64 = 1 << 20;
 
 const PARAMS: &[Param] = &[
@@ -149,6 +149,11 @@ pub struct Slot {
     /// When the flowlet last sent a packet, ps.
     pub last_ps: u64,
 }
+
+const _: () = assert!(
+    std::mem::size_of::<Slot>() == 16,
+    "a slot is 16 bytes (MAX_TABLE_ENTRIES' memory bound)"
+);
 
 /// Counters, named `letflow.*` in results and vectors.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
