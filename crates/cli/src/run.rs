@@ -798,9 +798,42 @@ pub fn list() -> anyhow::Result<()> {
         }
     }
     outln!("  default: {} (variant DWRR)", builtin::DEFAULT);
-    outln!("\nSchedulers:");
+    outln!("\nSplit schedulers ([[split]] scheduler):");
     for (name, what) in SCHEDULERS {
         outln!("  {name:<8} {what}");
+    }
+    list_programs()
+}
+
+/// The registry: switch programs with their parameters, and tunnel schedulers.
+fn list_programs() -> anyhow::Result<()> {
+    use mpsched_programs::{Param, ParamKind};
+    let show = |p: &Param| -> anyhow::Result<()> {
+        let v = match p.kind {
+            ParamKind::Time => mpsched_scenario::units::format_time_ps(p.default),
+            ParamKind::Rate => mpsched_scenario::units::format_rate_bps(p.default),
+            ParamKind::Bytes => format!("{}B", p.default),
+            ParamKind::Count => p.default.to_string(),
+        };
+        outln!("  {:<10}   {} = {v:<10} {}", "", p.name, p.doc);
+        Ok(())
+    };
+    outln!(
+        "\nSwitch programs ([scenario] program, [[node]] program, [topology.programs]; parameters in [programs.NAME]):"
+    );
+    for prog in mpsched_programs::SWITCH_PROGRAMS {
+        let default = if prog.name() == mpsched_programs::DEFAULT_PROGRAM {
+            " (default)"
+        } else {
+            ""
+        };
+        outln!("  {:<10} {}{default}", prog.name(), prog.summary());
+        prog.params().iter().try_for_each(show)?;
+    }
+    outln!("\nTunnel schedulers ([[tunnel]] scheduler):");
+    for t in mpsched_programs::tunnel::TUNNEL_SCHEDULERS {
+        outln!("  {:<10} {}", t.name(), t.summary());
+        t.params().iter().try_for_each(show)?;
     }
     Ok(())
 }

@@ -10,6 +10,7 @@ impl Scenario {
         let path = |p: usize| self.paths[p].nodes.clone();
         Intents {
             routing: self.routing,
+            node_routing: (0..self.nodes.len()).map(|n| self.node_routing(n)).collect(),
             splits: self
                 .splits
                 .iter()

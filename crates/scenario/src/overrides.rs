@@ -59,6 +59,14 @@ fn check_key(key: &str) -> Result<(), String> {
 pub fn apply(doc: &mut Table, o: &Override) -> Result<(), String> {
     check_key(&o.key)?;
     let path: Vec<&str> = o.key.split('.').collect();
+    // A program's parameter may be set where the file has no `[programs.<name>]` table yet
+    // (its defaults apply): validation then checks the program and the parameter by name.
+    if let ["programs", program, _] = path[..] {
+        let programs = doc.entry("programs").or_insert_with(|| Value::Table(Table::new()));
+        if let Value::Table(t) = programs {
+            t.entry(program).or_insert_with(|| Value::Table(Table::new()));
+        }
+    }
     set_in_table(doc, &path, &o.value, &o.key)
 }
 

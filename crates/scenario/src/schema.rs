@@ -47,6 +47,9 @@ pub struct RawScenario {
     /// `[[failure]]` entries: links that fail during the run.
     #[serde(default)]
     pub failure: Vec<RawFailure>,
+    /// `[programs.<name>]`: each switch program's parameters, in the scenario's units.
+    #[serde(default)]
+    pub programs: BTreeMap<String, toml::Table>,
 }
 
 /// `[[failure]]`: a link fails at a time; the control plane routes around it after a delay.
@@ -166,6 +169,9 @@ pub struct RawTopology {
     /// Links absent from the start: pairs of node names.
     #[serde(default)]
     pub down: Vec<[String; 2]>,
+    /// Programs by tier: `tor`, `agg`, `core` (fat tree, three-tier) or `leaf`, `spine`.
+    #[serde(default)]
+    pub programs: BTreeMap<String, String>,
 }
 
 /// One tier's links in `[topology]`.
@@ -265,6 +271,10 @@ pub struct RawMeta {
     /// hash); default `ecmp` with a `[topology]`, `shortest` otherwise.
     #[serde(default)]
     pub routing: Option<String>,
+    /// The program every switch runs unless its `[[node]]` or its tier says otherwise
+    /// (default `multipath`).
+    #[serde(default)]
+    pub program: Option<String>,
 }
 
 /// `[[node]]`.
@@ -275,6 +285,9 @@ pub struct RawNode {
     pub kind: String,
     #[serde(default)]
     pub ip: Option<String>,
+    /// A switch's program (default: `[scenario] program`).
+    #[serde(default)]
+    pub program: Option<String>,
 }
 
 /// `[[link]]`: a full-duplex link, one queue per direction.
@@ -460,4 +473,7 @@ pub struct RawVariant {
     /// Routing of what no split decides: `ecmp` or `shortest`.
     #[serde(default)]
     pub routing: Option<String>,
+    /// The program every switch runs in this variant.
+    #[serde(default)]
+    pub program: Option<String>,
 }

@@ -58,6 +58,9 @@ pub enum Routing {
 pub struct Intents {
     /// Routing of what no split or pin decides.
     pub routing: Routing,
+    /// Per node, a routing that overrides [`Intents::routing`] for its own tables (a program
+    /// that needs every equal-cost next hop, say); empty or None: `routing`.
+    pub node_routing: Vec<Option<Routing>>,
     /// Splitting groups, in group-id order.
     pub splits: Vec<SplitIntent>,
     /// Pinned routes, applied in order (a later pin wins).
@@ -114,7 +117,13 @@ impl Wiring {
         for (i, node) in nodes.iter().enumerate() {
             if node.kind == NodeKind::Switch {
                 let mut cfg = switch_tables(&g, &routes, intents, &tunnel_routes[i], i)?;
-                if intents.routing == Routing::Ecmp {
+                let routing = intents
+                    .node_routing
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .unwrap_or(intents.routing);
+                if routing == Routing::Ecmp {
                     ecmp_routes(&g, &routes, &pinned, &node_of_ip, i, &mut cfg);
                 }
                 switches[i] = Some(cfg);

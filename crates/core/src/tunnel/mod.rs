@@ -17,7 +17,6 @@ pub use afmt::Afmt;
 pub use flowtable::{FlowEntry, FlowTable, DEFAULT_FLOW_TABLE_ENTRIES};
 
 use crate::packet::{Ipv4, PacketMeta};
-use serde::{Deserialize, Serialize};
 
 /// The 5-tuple that identifies a flow (what conntrack keys on).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -82,29 +81,6 @@ impl TunnelScheduler for RoundRobin {
         let i = self.next % subtunnels.len();
         self.next = (i + 1) % subtunnels.len();
         i
-    }
-}
-
-/// A tunnel scheduler as a scenario configures it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum TunnelSchedulerConfig {
-    /// [`RoundRobin`].
-    Rr,
-    /// [`Afmt`] with a flow table of this many entries.
-    Afmt {
-        /// Flow-table capacity; the least recently used flow is evicted beyond it.
-        flow_table_entries: u32,
-    },
-}
-
-impl TunnelSchedulerConfig {
-    /// Build the scheduler.
-    pub fn build(&self) -> Box<dyn TunnelScheduler> {
-        match self {
-            TunnelSchedulerConfig::Rr => Box::new(RoundRobin::default()),
-            TunnelSchedulerConfig::Afmt { flow_table_entries } => Box::new(Afmt::new(*flow_table_entries)),
-        }
     }
 }
 

@@ -9,7 +9,6 @@ use crate::schema::*;
 use crate::units::{parse_rate_bps, parse_size_bytes, parse_time_ps};
 use mpsched_core::packet::{parse_ipv4, Ecn, Ipv4};
 use mpsched_core::sched::{DwrrParams, SchedulerConfig};
-use mpsched_core::tunnel::{TunnelSchedulerConfig, DEFAULT_FLOW_TABLE_ENTRIES};
 use mpsched_core::MAX_PATHS;
 use mpsched_transport::cc::CcKind;
 use mpsched_transport::tcp::TcpConfig;
@@ -18,6 +17,7 @@ use std::fmt;
 
 mod failures;
 mod flows;
+mod programs;
 mod splits;
 mod sweep;
 mod topology;
@@ -30,6 +30,7 @@ use failures::*;
 pub use failures::{LinkFailure, MAX_FAILURES};
 pub use flows::MAX_UDP_OVERLOAD;
 use flows::*;
+use programs::*;
 use splits::*;
 use sweep::*;
 pub use sweep::{Sweep, SweepPoint, MAX_SWEEP_POINTS};
@@ -165,8 +166,10 @@ pub struct Tunnel {
     pub exit: usize,
     /// Path indices, entry to exit (the opposite direction uses them reversed).
     pub subtunnels: Vec<usize>,
-    /// Scheduler at both ends.
-    pub scheduler: TunnelSchedulerConfig,
+    /// Scheduler at both ends, by its registry name (`mpsched_programs::tunnel`).
+    pub scheduler: &'static str,
+    /// The scheduler's parameters.
+    pub scheduler_params: mpsched_programs::Params,
     /// Subtunnel transport.
     pub transport: SubtunnelTransport,
     /// Send buffer of each TCP subtunnel, in bytes.
@@ -274,6 +277,10 @@ pub struct Scenario {
     pub nodes: Vec<Node>,
     /// Links.
     pub links: Vec<Link>,
+    /// Per node: the switch program it runs, by its registry name (None for hosts).
+    pub programs: Vec<Option<&'static str>>,
+    /// The parameters of every program a switch runs or `[programs]` configures.
+    pub program_params: BTreeMap<&'static str, mpsched_programs::Params>,
     /// Paths.
     pub paths: Vec<Path>,
     /// Splitting groups.
@@ -549,6 +556,16 @@ impl Scenario {
         if let Some(n) = raw.subflows {
             flows::set_subflows(&ctx, &f("subflows"), n, &mut out.flows)?;
         }
+        if let Some(p) = &raw.program {
+            let prog = program_named(&ctx, &f("program"), p)?;
+            for slot in out.programs.iter_mut().flatten() {
+                *slot = prog.name();
+            }
+            out.program_params
+                .entry(prog.name())
+                .or_insert_with(|| mpsched_programs::Params::defaults(prog.params()));
+            splits_run_where_supported(&ctx, &f("program"), &out.splits, &out.paths, &out.nodes, &out.programs)?;
+        }
         if let Some(r) = &raw.routing {
             out.routing = match r.as_str() {
                 "ecmp" => Routing::Ecmp,
@@ -764,6 +781,9 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
 
     let (splits, raw_splits) = splits_of(&ctx, &raw.split, &paths, &node_of, &path_of)?;
     splits_use_node_addresses(&ctx, &splits, &nodes, &links)?;
+    let programs = node_programs(&ctx, &raw, &nodes)?;
+    let program_params = program_params(&ctx, &raw.programs, &programs)?;
+    splits_run_where_supported(&ctx, "split", &splits, &paths, &nodes, &programs)?;
     let flows = flows_of(&ctx, &raw, &nodes, duration_ps, &node_of, &path_of)?;
     flows_are_routable(&ctx, &flows, &nodes, &links)?;
     udp_rates_are_sendable(&ctx, &flows, &nodes, &links, &|i| format!("flow[{i}].rate"))?;
@@ -790,6 +810,8 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
         send_jitter_ps,
         nodes,
         links,
+        programs,
+        program_params,
         paths,
         splits,
         flows,
@@ -824,7 +846,7 @@ pub const MAX_SAMPLES: u64 = 1_000_000;
 /// interval (about 40 bytes a cell, so 1 GB at the bound).
 pub const MAX_SAMPLE_CELLS: u64 = 25_000_000;
 /// Most entries of a tunnel entry's flow table (AFMT), about 90 bytes each.
-pub const MAX_FLOW_TABLE_ENTRIES: u32 = 1 << 22;
+pub const MAX_FLOW_TABLE_ENTRIES: u64 = mpsched_programs::tunnel::MAX_AFMT_FLOW_TABLE_ENTRIES;
 
 impl Scenario {
     /// The bounds on what a scenario sizes allocations with, and a timeline in which every
@@ -1052,7 +1074,7 @@ mod tests {
         assert_eq!(sc.flows[0].tcp.as_ref().unwrap().config.mss_bytes, 1420);
         let e = err(&afmt_text().replacen("transport = \"tcp\"", "transport = \"udp\"", 1));
         assert_eq!(e.field, "tunnel[0].transport");
-        assert!(e.message.contains("AFMT"), "{e}");
+        assert!(e.message.contains("`afmt` reads each subtunnel"), "{e}");
         let e = err(&afmt_text().replacen("protocol = \"tcp\"", "protocol = \"tcp\"\nrate = \"1Mbps\"", 1));
         assert_eq!(e.field, "flow[0].rate");
         let e = err(&afmt_text().replacen("cc = \"reno\"", "cc = \"vegas\"", 1));

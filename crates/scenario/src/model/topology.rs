@@ -360,13 +360,25 @@ pub(super) fn generated(ctx: &Ctx<'_>, t: &RawTopology) -> Result<(Vec<RawNode>,
         down.insert((a.as_str(), b.as_str()));
         down.insert((b.as_str(), a.as_str()));
     }
+    let roles = tier_roles(&g, t.kind == "leaf-spine");
+    for role in t.programs.keys() {
+        if !roles.contains(&Some(role.as_str())) {
+            let known: std::collections::BTreeSet<&str> = roles.iter().flatten().copied().collect();
+            return Err(ctx.err(
+                format!("topology.programs.{role}"),
+                format!("a {} has no tier `{role}`; its tiers are {known:?}", t.kind),
+            ));
+        }
+    }
     let nodes = g
         .nodes
         .iter()
-        .map(|(n, kind)| RawNode {
+        .zip(&roles)
+        .map(|((n, kind), role)| RawNode {
             name: n.clone(),
             kind: if *kind == NodeKind::Host { "host" } else { "switch" }.into(),
             ip: None,
+            program: role.and_then(|r| t.programs.get(r).cloned()),
         })
         .collect();
     let links = g
@@ -423,4 +435,35 @@ fn check_tier(ctx: &Ctx<'_>, key: &str, tier: &RawTier) -> Result<(), ScenarioEr
         ));
     }
     Ok(())
+}
+
+/// Each generated node's tier, from the links it has: a switch with hosts is a `tor` (`leaf`);
+/// one with links to both racks and cores an `agg`; one with only core links a `core`; in a
+/// leaf-spine, one with only edge links a `spine`. Hosts have none.
+fn tier_roles(g: &mpsched_topo::generate::Generated, leaf_spine: bool) -> Vec<Option<&'static str>> {
+    use mpsched_topo::generate::Tier;
+    let mut tiers = vec![[false; 3]; g.nodes.len()];
+    for l in &g.links {
+        let t = match l.tier {
+            Tier::Host => 0,
+            Tier::Edge => 1,
+            Tier::Core => 2,
+        };
+        tiers[l.a][t] = true;
+        tiers[l.b][t] = true;
+    }
+    g.nodes
+        .iter()
+        .zip(tiers)
+        .map(
+            |((_, kind), [host, edge, core])| match (*kind == NodeKind::Host, host, edge, core) {
+                (true, ..) => None,
+                (false, true, ..) => Some(if leaf_spine { "leaf" } else { "tor" }),
+                (false, false, true, true) => Some("agg"),
+                (false, false, false, true) => Some("core"),
+                (false, false, true, false) => Some(if leaf_spine { "spine" } else { "agg" }),
+                _ => None,
+            },
+        )
+        .collect()
 }

@@ -95,28 +95,40 @@ pub(super) fn build_tunnel(
         "udp" => SubtunnelTransport::Udp,
         x => return Err(ctx.err(format!("{at}.transport"), format!("expected `tcp` or `udp`, got `{x}`"))),
     };
-    let entries = t.flow_table_entries.unwrap_or(DEFAULT_FLOW_TABLE_ENTRIES);
-    let scheduler = match t.scheduler.as_str() {
-        "rr" => TunnelSchedulerConfig::Rr,
-        "afmt" => {
-            if transport != SubtunnelTransport::Tcp {
-                return Err(ctx.err(
-                    format!("{at}.transport"),
-                    "AFMT reads each subtunnel's cwnd and SRTT, so it needs `transport = \"tcp\"`",
-                ));
-            }
-            if entries == 0 || entries > MAX_FLOW_TABLE_ENTRIES {
-                return Err(ctx.err(
-                    format!("{at}.flow_table_entries"),
-                    format!("expected 1 to {MAX_FLOW_TABLE_ENTRIES} entries (about 90 bytes each), got {entries}"),
-                ));
-            }
-            TunnelSchedulerConfig::Afmt {
-                flow_table_entries: entries,
-            }
+    let spec = mpsched_programs::tunnel::tunnel_scheduler(&t.scheduler).ok_or_else(|| {
+        ctx.err(
+            format!("{at}.scheduler"),
+            format!(
+                "no tunnel scheduler `{}`; registered: {}",
+                t.scheduler,
+                mpsched_programs::tunnel::tunnel_scheduler_names()
+            ),
+        )
+    })?;
+    if spec.needs_tcp_subtunnels() && transport != SubtunnelTransport::Tcp {
+        return Err(ctx.err(
+            format!("{at}.transport"),
+            format!(
+                "`{}` reads each subtunnel's cwnd and SRTT, so it needs `transport = \"tcp\"`",
+                spec.name()
+            ),
+        ));
+    }
+    let mut scheduler_params = mpsched_programs::Params::defaults(spec.params());
+    // The one parameter a tunnel scheduler has today is AFMT's, a key of the tunnel itself;
+    // a scheduler that does not declare it ignores it (variants switch schedulers).
+    if let Some(n) = t.flow_table_entries {
+        if spec.params().iter().any(|p| p.name == "flow_table_entries") {
+            scheduler_params
+                .set(spec.params(), "flow_table_entries", u64::from(n))
+                .map_err(|_| {
+                    ctx.err(
+                        format!("{at}.flow_table_entries"),
+                        format!("expected 1 to {MAX_FLOW_TABLE_ENTRIES} entries (about 90 bytes each), got {n}"),
+                    )
+                })?;
         }
-        x => return Err(ctx.err(format!("{at}.scheduler"), format!("expected `afmt` or `rr`, got `{x}`"))),
-    };
+    }
     let send_buffer_bytes = match &t.send_buffer {
         Some(b) => ctx.size(&format!("{at}.send_buffer"), b)?,
         None => DEFAULT_TUNNEL_SEND_BUFFER_BYTES,
@@ -135,7 +147,8 @@ pub(super) fn build_tunnel(
         entry,
         exit,
         subtunnels,
-        scheduler,
+        scheduler: spec.name(),
+        scheduler_params,
         transport,
         send_buffer_bytes,
         tcp,

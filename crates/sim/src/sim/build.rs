@@ -69,7 +69,8 @@ pub(super) fn network(sc: &Scenario) -> (Vec<NodeState>, Vec<Link>) {
     (nodes, links)
 }
 
-/// The multipath switch program on every switch, filled by the control plane.
+/// Every switch's program, by the name the scenario gives it, from the registry
+/// (`mpsched-programs`), filled with the tables the control plane computed for the node.
 pub(super) fn install_switches(
     sc: &Scenario,
     wiring: &mpsched_topo::Wiring,
@@ -77,13 +78,23 @@ pub(super) fn install_switches(
     rng: &mut SeededRandom,
 ) -> Result<(), SimError> {
     for (i, node) in sc.nodes.iter().enumerate() {
-        let Some(cfg) = &wiring.switches[i] else {
+        let Some(tables) = &wiring.switches[i] else {
             continue;
         };
-        let node_seed = rng.next_u64();
-        let prog = MultipathSwitch::new(cfg, |g| Box::new(SeededRandom::new(node_seed ^ (u64::from(g) << 32))))
-            .map_err(|e| SimError::Config(format!("node `{}`: {e}", node.name)))?;
-        nodes[i].program = Some(Box::new(prog));
+        // Drawn for every switch whatever it runs, so that changing one node's program moves
+        // no other node's draws.
+        let seed = rng.next_u64();
+        let (spec, params) = sc
+            .program_of(i)
+            .ok_or_else(|| SimError::Config(format!("node `{}` runs no registered program", node.name)))?;
+        let input = mpsched_programs::BuildInput {
+            node: &node.name,
+            tables,
+            params,
+            seed,
+        };
+        let prog = spec.build(&input).map_err(|e| SimError::Config(e.to_string()))?;
+        nodes[i].program = Some(prog);
     }
 
     Ok(())
@@ -316,6 +327,8 @@ pub(super) fn tunnels(
     let mut tunnels = Vec::new();
     let mut tunnel_addrs = FxHashMap::default();
     for (ti, tun) in sc.tunnels.iter().enumerate() {
+        let scheduler = mpsched_programs::tunnel::tunnel_scheduler(tun.scheduler)
+            .ok_or_else(|| SimError::Config(format!("tunnel `{}`: no scheduler `{}`", tun.name, tun.scheduler)))?;
         let ends = [tun.entry, tun.exit];
         let mut sides = Vec::new();
         for (d, &node) in ends.iter().enumerate() {
@@ -386,7 +399,7 @@ pub(super) fn tunnels(
             nodes[node].tunnel_side = Some((ti as u32, d as u8));
             sides.push(TunnelSide {
                 node: node as u32,
-                entry: TunnelEntry::new(far_hosts, tun.scheduler.build(), tun.subtunnels.len()),
+                entry: TunnelEntry::new(far_hosts, scheduler.build(&tun.scheduler_params), tun.subtunnels.len()),
                 exit: TunnelExit::new(EXIT_FLOWS),
                 conns: sub_conns,
                 ports,
@@ -395,10 +408,7 @@ pub(super) fn tunnels(
         let [down, up]: [TunnelSide; 2] = sides.try_into().map_err(|_| SimError::Config("tunnel sides".into()))?;
         tunnels.push(TunnelState {
             name: tun.name.clone(),
-            scheduler_name: match tun.scheduler {
-                mpsched_core::tunnel::TunnelSchedulerConfig::Rr => "rr",
-                mpsched_core::tunnel::TunnelSchedulerConfig::Afmt { .. } => "afmt",
-            },
+            scheduler_name: tun.scheduler,
             transport: tun.transport,
             send_buffer_bytes: tun.send_buffer_bytes,
             subtunnel_names: tun.subtunnels.iter().map(|&p| sc.paths[p].name.clone()).collect(),

@@ -18,7 +18,6 @@ pub use component::{Component, ComponentId, ConnId, Net, UdpOptions};
 use mpsched_core::packet::{Ipv4, PacketMeta, PortId, UDP_OVERHEAD_BYTES};
 use mpsched_core::program::{Ctx, Program};
 use mpsched_core::rng::SeededRandom;
-use mpsched_core::switch::MultipathSwitch;
 use mpsched_core::tunnel::SubtunnelView;
 use mpsched_scenario::results::TcpFigures;
 use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures};

@@ -1,0 +1,137 @@
+//! # mpsched-programs: every switch program by name
+//!
+//! A scenario names the program each switch runs (`program = "letflow"`); every backend finds
+//! it here. A program is registered once, in [`SWITCH_PROGRAMS`], by a [`SwitchProgram`]
+//! that declares:
+//! - its name and its parameters ([`Param`], bounded, in the scenario's units);
+//! - the routing its tables need from the control plane ([`TablesNeed`]: the routes and
+//!   equal-cost groups `mpsched_topo::Wiring` computes into a [`SwitchConfig`]);
+//! - its Rust twin, built from those tables and parameters (the simulator runs it, the
+//!   conformance vectors hold the other columns to it);
+//! - the stem of its eBPF object (`crates/programs/src/<name>/<name>.bpf.c`) and of its P4
+//!   program (`crates/programs/src/<name>/<name>.p4`), which the kernel and BMv2 backends
+//!   compile and load by that name.
+//!
+//! Whoever looks for a program finds its Rust, eBPF C, P4, vectors and notes in one folder
+//! under `src/`; adding one is that folder plus one line in [`SWITCH_PROGRAMS`] (and, on the
+//! kernel and BMv2 backends, one line each registering how their tables are written).
+//!
+//! Each program instance holds only its own node's state: nothing here reads another node's
+//! registers except through packets or the control channel (a later engine runs partitions of
+//! one network on several cores).
+
+#![warn(missing_docs)]
+
+pub mod letflow;
+pub mod multipath;
+pub mod params;
+pub mod tunnel;
+
+use mpsched_core::program::Program;
+use mpsched_core::sched::ConfigError;
+use mpsched_core::switch::SwitchConfig;
+pub use params::{Param, ParamKind, Params};
+
+/// What a program needs the control plane to compute for its tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TablesNeed {
+    /// Routes by the scenario's `routing` (shortest or ECMP), with its splits and pins.
+    ScenarioRouting,
+    /// Every equal-cost next hop as a group, whatever the scenario's `routing` says (a
+    /// load balancer choosing among them).
+    EqualCostGroups,
+    /// One shortest path per destination.
+    ShortestPath,
+}
+
+/// What a program is built from on one node.
+pub struct BuildInput<'a> {
+    /// The node's name, for messages.
+    pub node: &'a str,
+    /// The tables the control plane computed for the node.
+    pub tables: &'a SwitchConfig,
+    /// The program's parameters, checked against its declaration.
+    pub params: &'a Params,
+    /// This node's own seed (its random draws).
+    pub seed: u64,
+}
+
+/// A switch program as the registry knows it.
+pub trait SwitchProgram: Sync {
+    /// The name scenarios use.
+    fn name(&self) -> &'static str;
+
+    /// One line: what it does and where it comes from.
+    fn summary(&self) -> &'static str;
+
+    /// Its parameters (`[programs.<name>]`).
+    fn params(&self) -> &'static [Param] {
+        &[]
+    }
+
+    /// The routing its tables need.
+    fn tables_need(&self) -> TablesNeed;
+
+    /// Whether it carries the first paper's splitting groups and confluence points
+    /// (`[[split]]`): a split's nodes must run a program that does.
+    fn runs_splits(&self) -> bool {
+        false
+    }
+
+    /// The Rust program for one node.
+    fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError>;
+
+    /// The stem of its eBPF object, if it has one (the kernel backend loads `<stem>.bpf.o`).
+    fn ebpf_object(&self) -> Option<&'static str>;
+
+    /// The stem of its P4 program, if it has one (BMv2 loads `<stem>.json`).
+    fn p4_program(&self) -> Option<&'static str>;
+}
+
+/// Every switch program, by name. The one registration line a new program adds is here.
+pub static SWITCH_PROGRAMS: &[&dyn SwitchProgram] = &[
+    &multipath::MULTIPATH,
+    &multipath::ECMP,
+    &multipath::SHORTEST,
+    &letflow::LETFLOW,
+];
+
+/// The program a switch runs when the scenario names none.
+pub const DEFAULT_PROGRAM: &str = "multipath";
+
+/// The registered program called `name`.
+pub fn switch_program(name: &str) -> Option<&'static dyn SwitchProgram> {
+    SWITCH_PROGRAMS.iter().copied().find(|p| p.name() == name)
+}
+
+/// The registered names, for messages.
+pub fn switch_program_names() -> String {
+    SWITCH_PROGRAMS
+        .iter()
+        .map(|p| format!("`{}`", p.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_are_unique_and_found() {
+        let mut seen = HashSet::new();
+        for p in SWITCH_PROGRAMS {
+            assert!(seen.insert(p.name()), "`{}` registered twice", p.name());
+            assert_eq!(switch_program(p.name()).unwrap().name(), p.name());
+            assert!(!p.summary().is_empty());
+            for param in p.params() {
+                param
+                    .check(param.default)
+                    .unwrap_or_else(|e| panic!("{}.{}: default {e}", p.name(), param.name));
+            }
+        }
+        assert!(switch_program(DEFAULT_PROGRAM).is_some());
+        assert!(switch_program("nope").is_none());
+    }
+}

@@ -1,0 +1,111 @@
+//! Tunnel schedulers by name: what a `[[tunnel]]`'s `scheduler` names. The tunnel entry
+//! (`mpsched-tunnel`) asks its scheduler, per packet, which subtunnel to send by, showing it
+//! each subtunnel's state ([`SubtunnelView`](mpsched_core::tunnel::SubtunnelView)).
+//!
+//! Adding one is its type (in `mpsched_core::tunnel` or a folder here) and one line in
+//! [`TUNNEL_SCHEDULERS`].
+
+use crate::params::{Param, ParamKind, Params};
+use mpsched_core::tunnel::{Afmt, RoundRobin, TunnelScheduler, DEFAULT_FLOW_TABLE_ENTRIES};
+
+/// A tunnel scheduler as the registry knows it.
+pub trait TunnelSchedulerProgram: Sync {
+    /// The name scenarios use.
+    fn name(&self) -> &'static str;
+
+    /// One line: what it does and where it comes from.
+    fn summary(&self) -> &'static str;
+
+    /// Its parameters, given on the `[[tunnel]]` under their names.
+    fn params(&self) -> &'static [Param] {
+        &[]
+    }
+
+    /// Whether it reads the subtunnels' congestion windows and round-trip times, which only
+    /// TCP subtunnels have.
+    fn needs_tcp_subtunnels(&self) -> bool {
+        false
+    }
+
+    /// The scheduler of one tunnel end.
+    fn build(&self, params: &Params) -> Box<dyn TunnelScheduler>;
+}
+
+/// Every tunnel scheduler, by name. The one registration line a new scheduler adds is here.
+pub static TUNNEL_SCHEDULERS: &[&dyn TunnelSchedulerProgram] = &[&RR, &AFMT];
+
+/// The registered tunnel scheduler called `name`.
+pub fn tunnel_scheduler(name: &str) -> Option<&'static dyn TunnelSchedulerProgram> {
+    TUNNEL_SCHEDULERS.iter().copied().find(|p| p.name() == name)
+}
+
+/// The registered names, for messages.
+pub fn tunnel_scheduler_names() -> String {
+    TUNNEL_SCHEDULERS
+        .iter()
+        .map(|p| format!("`{}`", p.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Round robin over the subtunnels.
+pub struct Rr;
+
+/// The registry entry of round robin.
+pub static RR: Rr = Rr;
+
+impl TunnelSchedulerProgram for Rr {
+    fn name(&self) -> &'static str {
+        "rr"
+    }
+
+    fn summary(&self) -> &'static str {
+        "round robin over the subtunnels, packet by packet"
+    }
+
+    fn build(&self, _params: &Params) -> Box<dyn TunnelScheduler> {
+        Box::new(RoundRobin::default())
+    }
+}
+
+/// Most entries of AFMT's flow table, about 90 bytes each.
+pub const MAX_AFMT_FLOW_TABLE_ENTRIES: u64 = 1 << 22;
+
+const AFMT_PARAMS: &[Param] = &[Param {
+    name: "flow_table_entries",
+    kind: ParamKind::Count,
+    default: DEFAULT_FLOW_TABLE_ENTRIES as u64,
+    min: 1,
+    max: MAX_AFMT_FLOW_TABLE_ENTRIES,
+    power_of_two: false,
+    multiple_of: 1,
+    doc: "flows AFMT remembers; the least recently used is evicted beyond it",
+}];
+
+/// AFMT, the flow-aware multipath tunnel scheduler.
+pub struct AfmtScheduler;
+
+/// The registry entry of AFMT.
+pub static AFMT: AfmtScheduler = AfmtScheduler;
+
+impl TunnelSchedulerProgram for AfmtScheduler {
+    fn name(&self) -> &'static str {
+        "afmt"
+    }
+
+    fn summary(&self) -> &'static str {
+        "AFMT: flow-aware, keeps a flow on its subtunnel and moves it by window and RTT (docs/algorithms/afmt.md)"
+    }
+
+    fn params(&self) -> &'static [Param] {
+        AFMT_PARAMS
+    }
+
+    fn needs_tcp_subtunnels(&self) -> bool {
+        true
+    }
+
+    fn build(&self, params: &Params) -> Box<dyn TunnelScheduler> {
+        Box::new(Afmt::new(params.get("flow_table_entries") as u32))
+    }
+}
