@@ -1,6 +1,7 @@
 //! Programs named by the scenario run in the simulator: ECMP under its own name is the ECMP
 //! of `routing = "ecmp"` packet for packet, and LetFlow moves flowlets where ECMP keeps flows.
 
+#[allow(dead_code)]
 mod common;
 
 use mpsched_scenario::overrides::Override;

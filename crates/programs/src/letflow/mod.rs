@@ -27,12 +27,15 @@
 
 use crate::params::{Param, ParamKind, Params};
 use crate::{BuildInput, SwitchProgram, TablesNeed};
+use mpsched_core::control::{ControlError, ControlListing, RegisterInfo, TableInfo};
 use mpsched_core::frame::MAX_PORTS;
 use mpsched_core::packet::{Ipv4, PacketMeta, PortId};
 use mpsched_core::program::{Ctx, DropReason, Program, Verdict};
 use mpsched_core::rng::{RandomSource, SeededRandom};
 use mpsched_core::sched::{ConfigError, Ecmp};
 use mpsched_core::switch::SwitchConfig;
+use mpsched_core::switch::{FORWARD_ACTION, ROUTES_TABLE};
+use mpsched_core::table::Route;
 use mpsched_core::table::{Ipv4Lpm, ECMP_GROUP};
 
 /// The registry entry.
@@ -277,6 +280,113 @@ impl LetFlow {
     }
 }
 
+/// The action of the routes table that sends a destination to an equal-cost group, whose
+/// index is its one parameter (beside [`FORWARD_ACTION`] with a port).
+pub const ECMP_GROUP_ACTION: &str = "ecmp_group";
+
+/// The table of equal-cost groups: key `[group]`, action [`SET_MEMBERS_ACTION`] with the ports.
+pub const GROUPS_TABLE: &str = "ecmp_groups";
+
+/// The action of [`GROUPS_TABLE`]: the group's ports, 1 to 16.
+pub const SET_MEMBERS_ACTION: &str = "set_members";
+
+/// The registers a control plane sees, each with its entries and whether it may write them.
+const REGISTERS: &[(&str, bool)] = &[
+    ("flowlet_tag", false),
+    ("flowlet_port", false),
+    ("flowlet_valid", false),
+    ("flowlet_last_ps", false),
+    ("flowlet_gap_ps", true),
+];
+
+fn bad(table: &str, reason: String) -> ControlError {
+    ControlError::BadEntry {
+        table: table.to_string(),
+        reason,
+    }
+}
+
+impl LetFlow {
+    fn slot_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
+        let slot = self.slots.get(index).ok_or_else(|| ControlError::NoIndex {
+            register: name.to_string(),
+            size: self.slots.len(),
+            index,
+        })?;
+        Ok(match name {
+            "flowlet_tag" => u64::from(slot.tag),
+            "flowlet_port" => u64::from(slot.port),
+            "flowlet_valid" => u64::from(slot.valid),
+            _ => slot.last_ps,
+        })
+    }
+
+    fn route_entry(&self, key: &[u64], action: &str, params: &[u64]) -> Result<Route, ControlError> {
+        let dst = match key {
+            [k] => Ipv4::try_from(*k).map_err(|_| bad(ROUTES_TABLE, format!("key {k} is not an IPv4 address")))?,
+            _ => return Err(bad(ROUTES_TABLE, format!("one key field (dst_ip), got {}", key.len()))),
+        };
+        let port = match (action, params) {
+            (FORWARD_ACTION, [p]) => PortId::try_from(*p).ok().filter(|p| p & ECMP_GROUP == 0),
+            (ECMP_GROUP_ACTION, [g]) => usize::try_from(*g)
+                .ok()
+                .filter(|&g| g < self.groups.len())
+                .map(|g| ECMP_GROUP | g as PortId),
+            (FORWARD_ACTION | ECMP_GROUP_ACTION, _) => None,
+            _ => {
+                return Err(ControlError::NoAction {
+                    table: ROUTES_TABLE.to_string(),
+                    action: action.to_string(),
+                })
+            }
+        }
+        .ok_or_else(|| {
+            bad(
+                ROUTES_TABLE,
+                format!(
+                    "`{action}` takes one port below {ECMP_GROUP} or a group below {}, got {params:?}",
+                    self.groups.len()
+                ),
+            )
+        })?;
+        Ok(Route {
+            prefix: dst,
+            len: 32,
+            port,
+        })
+    }
+
+    fn group_entry(&mut self, key: &[u64], action: &str, params: &[u64]) -> Result<(), ControlError> {
+        if action != SET_MEMBERS_ACTION {
+            return Err(ControlError::NoAction {
+                table: GROUPS_TABLE.to_string(),
+                action: action.to_string(),
+            });
+        }
+        let g = match key {
+            [g] if (*g as usize) < self.groups.len() => *g as usize,
+            _ => {
+                return Err(bad(
+                    GROUPS_TABLE,
+                    format!("key {key:?}: groups are 0 to {}", self.groups.len()),
+                ))
+            }
+        };
+        let ports: Option<Vec<PortId>> = params
+            .iter()
+            .map(|&p| PortId::try_from(p).ok().filter(|p| p & ECMP_GROUP == 0))
+            .collect();
+        match ports {
+            Some(ports) if (1..=MAX_PORTS).contains(&ports.len()) => {
+                // A flowlet whose port left the group ends at its next packet.
+                self.groups[g] = ports;
+                Ok(())
+            }
+            _ => Err(bad(GROUPS_TABLE, format!("1 to {MAX_PORTS} ports, got {params:?}"))),
+        }
+    }
+}
+
 impl Program for LetFlow {
     fn ingress(&mut self, pkt: &mut PacketMeta, ctx: &mut Ctx) -> Verdict {
         if pkt.dst_ip == self.own_ip {
@@ -317,6 +427,87 @@ impl Program for LetFlow {
 
     fn update_routes(&mut self, config: &SwitchConfig) -> Result<(), ConfigError> {
         self.set_tables(config)
+    }
+
+    fn control_listing(&self) -> ControlListing {
+        let registers = REGISTERS
+            .iter()
+            .map(|&(name, writable)| RegisterInfo {
+                name: name.to_string(),
+                size: if name == "flowlet_gap_ps" { 1 } else { self.slots.len() },
+                writable,
+            })
+            .collect();
+        let tables = vec![
+            TableInfo {
+                name: ROUTES_TABLE.to_string(),
+                key_fields: vec!["dst_ip".to_string()],
+                actions: vec![
+                    (FORWARD_ACTION.to_string(), vec!["port".to_string()]),
+                    (ECMP_GROUP_ACTION.to_string(), vec!["group".to_string()]),
+                ],
+            },
+            TableInfo {
+                name: GROUPS_TABLE.to_string(),
+                key_fields: vec!["group".to_string()],
+                actions: vec![(SET_MEMBERS_ACTION.to_string(), vec!["ports".to_string()])],
+            },
+        ];
+        ControlListing { registers, tables }
+    }
+
+    fn read_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
+        match name {
+            "flowlet_gap_ps" if index == 0 => Ok(self.gap_ps),
+            "flowlet_gap_ps" => Err(ControlError::NoIndex {
+                register: name.to_string(),
+                size: 1,
+                index,
+            }),
+            "flowlet_tag" | "flowlet_port" | "flowlet_valid" | "flowlet_last_ps" => self.slot_register(name, index),
+            _ => Err(ControlError::NoRegister(name.to_string())),
+        }
+    }
+
+    fn write_register(&mut self, name: &str, index: usize, value: u64) -> Result<(), ControlError> {
+        self.read_register(name, index)?;
+        if name != "flowlet_gap_ps" {
+            return Err(ControlError::ReadOnly(name.to_string()));
+        }
+        if value == 0 {
+            return Err(bad(name, "a flowlet gap of 0 would end every flowlet at once".into()));
+        }
+        self.gap_ps = value;
+        Ok(())
+    }
+
+    fn table_write(&mut self, table: &str, key: &[u64], action: &str, params: &[u64]) -> Result<(), ControlError> {
+        match table {
+            ROUTES_TABLE => {
+                let route = self.route_entry(key, action, params)?;
+                self.lpm.insert(route);
+                Ok(())
+            }
+            GROUPS_TABLE => self.group_entry(key, action, params),
+            _ => Err(ControlError::NoTable(table.to_string())),
+        }
+    }
+
+    fn table_delete(&mut self, table: &str, key: &[u64]) -> Result<(), ControlError> {
+        if table != ROUTES_TABLE {
+            return Err(ControlError::NoTable(table.to_string()));
+        }
+        let dst = match key {
+            [k] => Ipv4::try_from(*k).ok(),
+            _ => None,
+        };
+        match dst {
+            Some(dst) if self.lpm.remove(dst, 32) => Ok(()),
+            _ => Err(ControlError::NoEntry {
+                table: table.to_string(),
+                key: key.to_vec(),
+            }),
+        }
     }
 }
 
@@ -430,6 +621,51 @@ mod tests {
         t.ecmp_groups = vec![vec![2, 3]];
         lf.update_routes(&t).unwrap();
         assert_eq!(send(&mut lf, 1000, 10 * US), 2);
+    }
+
+    #[test]
+    fn a_control_plane_reads_the_flowlet_table_moves_a_route_and_shrinks_a_group() {
+        let mut lf = switch(16, vec![0]);
+        assert_eq!(send(&mut lf, 1000, 0), 1);
+        let listing = lf.control_listing();
+        assert!(listing
+            .registers
+            .iter()
+            .any(|r| r.name == "flowlet_port" && r.size == 16 && !r.writable));
+        let slot = (0..16)
+            .find(|&i| lf.read_register("flowlet_valid", i).unwrap() == 1)
+            .unwrap();
+        assert_eq!(lf.read_register("flowlet_port", slot).unwrap(), 1);
+        assert!(matches!(
+            lf.read_register("flowlet_port", 16),
+            Err(ControlError::NoIndex { .. })
+        ));
+        assert!(matches!(
+            lf.write_register("flowlet_port", 0, 2),
+            Err(ControlError::ReadOnly(_))
+        ));
+        // A shorter gap from the control plane ends the flowlet sooner.
+        lf.write_register("flowlet_gap_ps", 0, 5 * US).unwrap();
+        // The group loses port 1: the flowlet moves to a remaining port at its next packet.
+        lf.table_write(GROUPS_TABLE, &[0], SET_MEMBERS_ACTION, &[3, 4]).unwrap();
+        assert_eq!(send(&mut lf, 1000, US), 3);
+        // A host route written by the control plane overrides the group.
+        lf.table_write(ROUTES_TABLE, &[u64::from(DST)], FORWARD_ACTION, &[7])
+            .unwrap();
+        assert_eq!(send(&mut lf, 1000, 2 * US), 7);
+        lf.table_write(ROUTES_TABLE, &[u64::from(DST)], ECMP_GROUP_ACTION, &[0])
+            .unwrap();
+        assert_ne!(send(&mut lf, 1000, 3 * US), 7);
+        assert!(matches!(
+            lf.table_write(ROUTES_TABLE, &[u64::from(DST)], ECMP_GROUP_ACTION, &[1]),
+            Err(ControlError::BadEntry { .. })
+        ));
+        assert!(matches!(
+            lf.table_write("acl", &[1], "drop", &[]),
+            Err(ControlError::NoTable(_))
+        ));
+        lf.table_delete(ROUTES_TABLE, &[u64::from(DST)]).unwrap();
+        assert!(lf.table_delete(ROUTES_TABLE, &[u64::from(DST)]).is_err());
     }
 
     #[test]
