@@ -23,9 +23,9 @@ use crate::{capture, hosts};
 use mpsched_core::frame::MarkerConfig;
 use mpsched_core::packet::{ipv4_to_string, Ecn, PortId, UDP_OVERHEAD_BYTES};
 use mpsched_core::wire::mac_for;
+use mpsched_run::TimeSeries;
 use mpsched_scenario::results::{round, FlowFigures, PathFigures, RunFigures, TcpFigures};
 use mpsched_scenario::{Flow, NodeKind, Protocol, Scenario, TcpApp, TcpFlow};
-use mpsched_sim::TimeSeries;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::process::Child;
@@ -80,7 +80,7 @@ pub struct NetnsOptions {
     pub track_queues: Option<Duration>,
     /// Captures ([`crate::capture`]); [`NetnsBackend`] takes them in the first repetition of
     /// each variant, `{variant}` in a path replaced by the variant's name.
-    pub captures: Vec<mpsched_sim::CaptureRequest>,
+    pub captures: Vec<mpsched_run::CaptureRequest>,
     /// What runs the switches (None: the eBPF programs, [`EbpfPlanes`]).
     pub switch_planes: Option<Arc<dyn SwitchPlanes>>,
 }
@@ -1203,7 +1203,7 @@ pub struct NetnsBackend {
     pub opts: NetnsOptions,
 }
 
-impl mpsched_sim::experiment::Backend for NetnsBackend {
+impl mpsched_run::Backend for NetnsBackend {
     fn name(&self) -> &'static str {
         self.opts.planes().backend_name()
     }
@@ -1225,7 +1225,7 @@ impl mpsched_sim::experiment::Backend for NetnsBackend {
         _seed: u64,
         rep: u32,
         progress: &mut dyn FnMut(u64),
-    ) -> Result<mpsched_sim::experiment::RunResult, mpsched_sim::experiment::BackendError> {
+    ) -> Result<mpsched_run::RunResult, mpsched_run::BackendError> {
         let started = Instant::now();
         let mut opts = self.opts.clone();
         opts.captures = match rep {
@@ -1257,7 +1257,7 @@ impl mpsched_sim::experiment::Backend for NetnsBackend {
             }
             artifacts.push(("trafficgen.jsonl".to_string(), text));
         }
-        Ok(mpsched_sim::experiment::RunResult {
+        Ok(mpsched_run::RunResult {
             figures: res.figures,
             series: res.series,
             events: 0,
