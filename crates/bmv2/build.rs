@@ -1,10 +1,15 @@
-//! Compile p4/mpsched.p4 with p4c-bm2-ss when the P4 toolchain is present (on PATH, in
-//! `$MPSCHED_P4_PREFIX/bin` or in /opt/p4/bin). Without it the crate still builds: the program
-//! is left out, and every BMv2 entry point says how to install the toolchain.
+//! Turn the `MPS_*` constants of p4/include/layout.p4 into Rust constants in OUT_DIR (for
+//! crates/bmv2/src/layout.rs, as crates/netns/build.rs does for bpf/mpsched.h), and compile
+//! p4/mpsched.p4 with p4c-bm2-ss when the P4 toolchain is present (on PATH, in
+//! `$MPSCHED_P4_PREFIX/bin` or in /opt/p4/bin). Without the toolchain the crate still builds:
+//! the program is left out, and every BMv2 entry point says how to install the toolchain.
 
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "../netns/defines.rs"]
+mod defines;
 
 /// Where the toolchain is looked for, in order (crates/bmv2/src/toolchain.rs searches the same).
 fn find(tool: &str) -> Option<PathBuf> {
@@ -22,7 +27,13 @@ fn find(tool: &str) -> Option<PathBuf> {
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let p4_dir = manifest.join("../../p4").canonicalize().expect("p4/ next to crates/");
-    let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("mpsched.json");
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let out = out_dir.join("mpsched.json");
+    let layout = p4_dir.join("include/layout.p4");
+    let text = std::fs::read_to_string(&layout).expect("p4/include/layout.p4");
+    let consts = defines::rust_source(&defines::mps_constants(&text), "p4/include/layout.p4");
+    std::fs::write(out_dir.join("layout_p4.rs"), consts).unwrap();
+    println!("cargo:rerun-if-changed=../netns/defines.rs");
     println!("cargo:rerun-if-changed={}", p4_dir.display());
     for f in ["mpsched.p4", "include"] {
         println!("cargo:rerun-if-changed={}", p4_dir.join(f).display());

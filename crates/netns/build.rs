@@ -6,6 +6,9 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 
+#[path = "defines.rs"]
+mod defines;
+
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let bpf_dir = manifest.join("../../bpf").canonicalize().expect("bpf/ next to crates/");
@@ -13,6 +16,7 @@ fn main() {
     let header = bpf_dir.join("mpsched.h");
     println!("cargo:rerun-if-changed={}", src.display());
     println!("cargo:rerun-if-changed={}", header.display());
+    println!("cargo:rerun-if-changed=defines.rs");
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
     let obj = out_dir.join("mpsched.bpf.o");
 
@@ -40,24 +44,6 @@ fn main() {
     assert!(status.success(), "clang failed to compile bpf/mpsched.bpf.c");
 
     let text = fs::read_to_string(&header).unwrap();
-    let mut consts = String::new();
-    for line in text.lines() {
-        let mut w = line.split_whitespace();
-        if let (Some("#define"), Some(name), Some(value)) = (w.next(), w.next(), w.next()) {
-            if let Some(rest) = name.strip_prefix("MPS_") {
-                let value = value.trim_end_matches('u');
-                if let Ok(v) = value.parse::<u64>() {
-                    consts.push_str(&format!(
-                        "/// `{name}` from bpf/mpsched.h.\npub const {rest}: u64 = {v};\n"
-                    ));
-                } else if let Some(hex) = value.strip_prefix("0x") {
-                    let v = u64::from_str_radix(hex, 16).unwrap();
-                    consts.push_str(&format!(
-                        "/// `{name}` from bpf/mpsched.h.\npub const {rest}: u64 = {v:#x};\n"
-                    ));
-                }
-            }
-        }
-    }
+    let consts = defines::rust_source(&defines::mps_constants(&text), "bpf/mpsched.h");
     fs::write(out_dir.join("mpsched_h.rs"), consts).unwrap();
 }

@@ -2,10 +2,13 @@
 /*
  * mpsched on BMv2: sizes, constants and register indices, the P4 twin of bpf/mpsched.h.
  *
- * The Rust control plane (crates/bmv2/src/layout.rs) names the same registers and tables and
- * uses the same sizes; change them together. Every register mirrors a register of the Rust
- * reference programs in crates/core, as the eBPF maps do. Per-path registers of slot s, path i
- * live at index s * MPS_MAX_PATHS + i.
+ * crates/bmv2/build.rs turns the MPS_* defines below into Rust constants
+ * (crates/bmv2/src/layout.rs), which the control plane (crates/bmv2/src/control.rs, where the
+ * registers and tables are named) uses; the tests in layout.rs fail where a constant named here
+ * and in bpf/mpsched.h differs. Change table and register names here and in control.rs
+ * together. Every register mirrors a register of the Rust reference programs in crates/core,
+ * as the eBPF maps do. Per-path registers of slot s, path i live at index
+ * s * MPS_MAX_PATHS + i.
  */
 #ifndef MPSCHED_LAYOUT_P4
 #define MPSCHED_LAYOUT_P4

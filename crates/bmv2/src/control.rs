@@ -5,34 +5,22 @@
 //!
 //! Tables match (which group a flow belongs to, routes, ECMP members, port MACs); registers
 //! hold what the Rust programs hold per group, path and port, configuration and state alike, at
-//! the indices `p4/include/layout.p4` fixes. A group's initial registers come from the same
+//! the indices `p4/include/layout.p4` fixes ([`crate::layout`]). A group's initial registers come from the same
 //! checked constructor the eBPF control plane uses ([`mpsched_netns::dataplane::split_registers`]).
 
 use crate::cli::SwitchCli;
+use crate::layout::p4;
 use crate::Bmv2Error;
 use mpsched_core::marker::VirtualQueueMarker;
 use mpsched_core::switch::SwitchConfig;
 use mpsched_core::table::ECMP_GROUP;
 use mpsched_netns::dataplane::NodeTables;
-use mpsched_netns::layout::{self as ebpf, COUNTERS};
+use mpsched_netns::layout::COUNTERS;
 use std::collections::BTreeMap;
 
-/// Paths per group (`MPS_MAX_PATHS`).
-pub const MAX_PATHS: usize = 8;
-/// Ports with counters, markers and MACs (`MPS_MAX_PORTS`).
-pub const MAX_PORTS: usize = 16;
-/// Splitting groups and confluence entries (`MPS_MAX_GROUPS`).
-pub const MAX_GROUPS: usize = 8;
-/// IPv4 routes (`MPS_MAX_ROUTES`).
-pub const MAX_ROUTES: usize = 1024;
-/// ECMP groups (`MPS_MAX_ECMP_GROUPS`).
-pub const MAX_ECMP_GROUPS: usize = 64;
-/// Fixed RS draws (`MPS_TEST_DRAWS`).
-pub const TEST_DRAWS: usize = 64;
-/// The port the node's own traffic leaves by (`MPS_STACK_PORT`).
-pub const STACK_PORT: u16 = 64;
-/// Mirror session of return port p: p + this (`MPS_SESSION_BASE`).
-pub const SESSION_BASE: u16 = 1;
+pub use crate::layout::{
+    MAX_ECMP_GROUPS, MAX_GROUPS, MAX_PATHS, MAX_PORTS, MAX_ROUTES, SESSION_BASE, STACK_PORT, TEST_DRAWS,
+};
 
 const INGRESS: &str = "MpsIngress";
 const SPLIT: &str = "MpsIngress.split_stage";
@@ -365,11 +353,11 @@ fn split_snapshot(
         Ok(())
     };
     per_path(r, "path", "_pkts", "path_pkts")?;
-    if sched == ebpf::h::SCHED_WRR || sched == ebpf::h::SCHED_DWRR {
+    if sched == p4::SCHED_WRR || sched == p4::SCHED_DWRR {
         per_path(r, "weight", "", "weight")?;
         per_path(r, "remaining", "", "remaining")?;
     }
-    if sched == ebpf::h::SCHED_DWRR {
+    if sched == p4::SCHED_DWRR {
         per_path(r, "adjust", "", "adjust")?;
         for k in [
             "groups_left",

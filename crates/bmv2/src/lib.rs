@@ -5,12 +5,14 @@
 //! ([`toolchain`]). This crate runs it: [`switch::Bmv2Switch`] is one `simple_switch` process in a
 //! network namespace, [`cli::SwitchCli`] its runtime interface, [`control`] fills its tables and
 //! registers from a node's configuration and reads them back under the names the Rust programs
-//! use, and [`vectors`] replays the conformance vectors through it.
+//! use (at the sizes and indices of [`layout`], generated from `p4/include/layout.p4`), and
+//! [`vectors`] replays the conformance vectors through it.
 
 #![warn(missing_docs)]
 
 pub mod cli;
 pub mod control;
+pub mod layout;
 pub mod plane;
 pub mod switch;
 pub mod toolchain;

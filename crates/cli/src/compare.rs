@@ -4,8 +4,9 @@
 use crate::run::{resolve_scenario, run_netns};
 use anyhow::Context;
 use mpsched_netns::backend::NetnsOptions;
+use mpsched_run::{Plan, VariantResult};
 use mpsched_scenario::results::Summary;
-use mpsched_sim::experiment::{run_plan, Plan, VariantResult};
+use mpsched_sim::experiment::run_plan;
 use std::path::PathBuf;
 use std::time::Duration;
 

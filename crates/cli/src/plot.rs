@@ -1,9 +1,9 @@
 //! The throughput plot: per-path throughput at the confluence point, per-flow goodput and
 //! DWRR's weights over time, like Figs. 10 and 11 of Motohashi et al.; the comparison's bars.
 
+use mpsched_run::TimeSeries;
 use mpsched_scenario::completion::{CompletionRow, MICE_BELOW_BYTES};
 use mpsched_sim::sweep::SweepRow;
-use mpsched_sim::TimeSeries;
 use plotters::prelude::*;
 use std::path::Path;
 

@@ -5,14 +5,14 @@ use crate::UsageError;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mpsched_netns::backend::{NetnsBackend, NetnsError, NetnsOptions};
+use mpsched_run::{run_plan_on, Backend, CaptureRequest, ExperimentError, Plan, VariantResult};
 use mpsched_scenario::builtin::{self, BUILTIN};
 use mpsched_scenario::completion;
 use mpsched_scenario::results::{MultiSummary, Summary};
 use mpsched_scenario::units::parse_time_ps;
 use mpsched_scenario::{Scenario, SCHEDULERS};
-use mpsched_sim::experiment::{planned_ps, run_plan, run_plan_on, Backend, ExperimentError, Plan, VariantResult};
+use mpsched_sim::experiment::{planned_ps, run_plan};
 use mpsched_sim::pcap::DEFAULT_SNAPLEN;
-use mpsched_sim::CaptureRequest;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -395,7 +395,7 @@ pub fn finish(
             .into_iter()
             .map(|i| sc.flows[i].name.clone())
             .collect();
-        let lines: Vec<(String, &mpsched_sim::TimeSeries)> = results
+        let lines: Vec<(String, &mpsched_run::TimeSeries)> = results
             .iter()
             .map(|r| (r.variant.clone().unwrap_or_else(|| sc.name.clone()), &r.series))
             .collect();

@@ -9,8 +9,8 @@
 use crate::backend::NetnsError;
 use crate::ns::{self, Netns};
 use mpsched_core::packet::PortId;
+use mpsched_run::CaptureRequest;
 use mpsched_scenario::Scenario;
-use mpsched_sim::CaptureRequest;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -154,6 +154,7 @@ pub const COUNTERS: [&str; 10] = [
 ];
 
 const _: () = {
+    assert!(COUNTERS.len() as u64 == h::C_MAX);
     assert!(std::mem::size_of::<Node>() as u64 == h::SIZEOF_NODE);
     assert!(std::mem::size_of::<Port>() as u64 == h::SIZEOF_PORT);
     assert!(std::mem::size_of::<Split>() as u64 == h::SIZEOF_SPLIT);

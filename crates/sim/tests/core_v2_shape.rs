@@ -394,7 +394,7 @@ path = "via-cell"
     std::fs::create_dir_all(&dir).unwrap();
     let mut opts = SimOptions::with_seed(1);
     for peer in ["wifi", "cell"] {
-        opts.captures.push(mpsched_sim::CaptureRequest {
+        opts.captures.push(mpsched_run::CaptureRequest {
             node: "ue".into(),
             iface: peer.into(),
             path: dir.join(format!("{peer}.pcap")),

@@ -3,11 +3,12 @@
 //! Each test runs a built-in scenario in full (100 simulated seconds; tests are built with
 //! optimisation, see the workspace Cargo.toml) and checks the published behaviour.
 
+use mpsched_run::TimeSeries;
+use mpsched_run::{Plan, VariantResult};
 use mpsched_scenario::builtin;
 use mpsched_scenario::results::Summary;
 use mpsched_scenario::Scenario;
-use mpsched_sim::experiment::{run_plan, Plan, VariantResult};
-use mpsched_sim::TimeSeries;
+use mpsched_sim::experiment::run_plan;
 
 fn scenario(name: &str) -> Scenario {
     let (path, text) = builtin::find(name).unwrap();

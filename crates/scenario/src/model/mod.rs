@@ -1,9 +1,10 @@
 //! The validated scenario: typed, with indices instead of names, every value in base units.
 //!
 //! One module per section of the file validates it ([`topology`]: nodes and links, [`splits`]:
-//! paths and splitting groups, [`flows`]: flows and TCP settings, [`tunnels`], [`variants`]);
-//! this one holds the types, the shared context that turns units and names into values with
-//! errors naming file and field, and `validate`, which runs the sections in order.
+//! paths and splitting groups, [`flows`]: flows and TCP settings, [`tunnels`], [`variants`];
+//! [`bounds`]: the limits on sizes); this one holds the types, the shared context that turns
+//! units and names into values with errors naming file and field, and `validate`, which runs
+//! the sections in order.
 
 use crate::schema::*;
 use crate::units::{parse_rate_bps, parse_size_bytes, parse_time_ps};
@@ -15,6 +16,7 @@ use mpsched_transport::tcp::TcpConfig;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
+mod bounds;
 mod failures;
 mod flows;
 mod programs;
@@ -26,6 +28,7 @@ mod variants;
 mod warnings;
 mod workloads;
 
+pub use bounds::{MAX_FLOW_TABLE_ENTRIES, MAX_NODES, MAX_REPETITIONS, MAX_SAMPLES, MAX_SAMPLE_CELLS, MAX_TIME_PS};
 use failures::*;
 pub use failures::{LinkFailure, MAX_FAILURES};
 pub use flows::MAX_UDP_OVERLOAD;
@@ -825,84 +828,6 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     };
     sc.check_bounds()?;
     Ok(sc)
-}
-
-/// Longest time any key may give (a million seconds, 11.6 days): simulated times are
-/// picoseconds in 64 bits, and the engine adds a few of them (now, a serialisation, a delay)
-/// without overflow only while each stays well below 2^64 ps (213 days).
-pub const MAX_TIME_PS: u64 = 1_000_000 * 1_000_000_000_000;
-
-/// Most repetitions of a run: each keeps its figures and series in memory (about 56 KB for a
-/// small scenario, far more for a large one) until the summary over them is written.
-pub const MAX_REPETITIONS: u32 = 1_000;
-
-/// Most nodes a scenario may have: routes are dense, 4 bytes for every pair of nodes (256 MiB at
-/// the bound; a k = 28 fat tree has 6 468 nodes, k = 32 9 472: too many).
-pub const MAX_NODES: usize = 8_192;
-
-/// Most sample intervals a run may have: each adds a row to every time series.
-pub const MAX_SAMPLES: u64 = 1_000_000;
-/// Most (interval, series) cells a run may keep: per flow and path, a few counters per
-/// interval (about 40 bytes a cell, so 1 GB at the bound).
-pub const MAX_SAMPLE_CELLS: u64 = 25_000_000;
-/// Most entries of a tunnel entry's flow table (AFMT), about 90 bytes each.
-pub const MAX_FLOW_TABLE_ENTRIES: u64 = mpsched_programs::tunnel::MAX_AFMT_FLOW_TABLE_ENTRIES;
-
-impl Scenario {
-    /// The bounds on what a scenario sizes allocations with, and a timeline in which every
-    /// flow lasts, checked at validation and again after a command-line flag changes the
-    /// scenario (`--duration`), so that no value can ask for more memory than the machine has
-    /// (the process would abort, not report) and no flag can make a flow last no time (its
-    /// rate would be 0 / 0).
-    pub fn check_bounds(&self) -> Result<(), ScenarioError> {
-        let ctx = Ctx { file: &self.origin };
-        if self.duration_ps > MAX_TIME_PS {
-            return Err(ctx.err(
-                "scenario.duration",
-                format!("at most {}", crate::units::format_time_ps(MAX_TIME_PS)),
-            ));
-        }
-        for (i, f) in self.flows.iter().enumerate() {
-            if f.stop_ps <= f.start_ps {
-                return Err(ctx.err(
-                    format!("flow[{i}].stop"),
-                    format!(
-                        "flow `{}` would last no time ({} ps to {} ps): the run is too short for it",
-                        f.name, f.start_ps, f.stop_ps
-                    ),
-                ));
-            }
-        }
-        for (key, jitter_ps) in [
-            ("start_jitter", self.start_jitter_ps),
-            ("send_jitter", self.send_jitter_ps),
-        ] {
-            if jitter_ps >= self.duration_ps {
-                return Err(ctx.err(
-                    format!("scenario.{key}"),
-                    format!(
-                        "{} is not shorter than the run ({}): traffic would be delayed past its end",
-                        crate::units::format_time_ps(jitter_ps),
-                        crate::units::format_time_ps(self.duration_ps)
-                    ),
-                ));
-            }
-        }
-        let intervals = self.duration_ps.div_ceil(self.sample_interval_ps);
-        let series = (self.flows.len() + self.paths.len() + 1) as u64;
-        let cells = intervals.saturating_mul(series);
-        if intervals > MAX_SAMPLES || cells > MAX_SAMPLE_CELLS {
-            let need = (self.duration_ps / MAX_SAMPLES).max(self.duration_ps.saturating_mul(series) / MAX_SAMPLE_CELLS);
-            return Err(ctx.err(
-                "scenario.sample_interval",
-                format!(
-                    "{intervals} samples of {series} series over the run; at most {MAX_SAMPLES} samples and {MAX_SAMPLE_CELLS} cells: use an interval of at least {} ns",
-                    need / 1000 + 1
-                ),
-            ));
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -29,7 +29,6 @@ pub use mpsched_tunnel::{TCP_FRAMING_BYTES, TUNNEL_UDP_PORT, UDP_ENCAP_BYTES};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::collections::HashSet;
-use std::path::PathBuf;
 use tcp::{Conn, Owner, TcpFlowState};
 use tunnel::{TunnelRef, TunnelSide, TunnelState};
 
@@ -37,29 +36,7 @@ use tunnel::{TunnelRef, TunnelSide, TunnelState};
 /// rather than counted lost.
 pub const DEFAULT_DRAIN_PS: TimePs = 2 * PS_PER_S;
 
-/// A request to capture one interface to a pcap file.
-#[derive(Clone, Debug)]
-pub struct CaptureRequest {
-    /// Node name.
-    pub node: String,
-    /// Interface: `ethN` (port N, in the order the node's links are declared) or the name of
-    /// the neighbour at the other end.
-    pub iface: String,
-    /// Output file.
-    pub path: PathBuf,
-    /// Snap length in bytes.
-    pub snaplen: u32,
-}
-
-impl CaptureRequest {
-    /// This capture for variant `variant`: `{variant}` in its path replaced by the name.
-    pub fn for_variant(&self, variant: &str) -> CaptureRequest {
-        CaptureRequest {
-            path: self.path.to_string_lossy().replace("{variant}", variant).into(),
-            ..self.clone()
-        }
-    }
-}
+pub use mpsched_run::CaptureRequest;
 
 /// Options of one run.
 #[derive(Clone, Debug)]

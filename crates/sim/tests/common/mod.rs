@@ -1,8 +1,9 @@
 //! What several test files of the simulator share.
 
+use mpsched_run::CaptureRequest;
 use mpsched_scenario::results::RunFigures;
 use mpsched_scenario::Scenario;
-use mpsched_sim::{CaptureRequest, SimOptions, Simulation};
+use mpsched_sim::{SimOptions, Simulation};
 use std::path::Path;
 
 /// A built-in scenario by name.

@@ -1,0 +1,358 @@
+//! What the kernel backend refuses before it makes anything: the tools and kernel features a
+//! scenario needs (root, iperf3, tc, netem, MPTCP, congestion controls), what runs only in the
+//! simulator, tables beyond the eBPF maps, and the settings a kernel run ignores.
+
+use super::{is_transfer, NetnsError, NetnsOptions};
+use crate::ns::{self, is_root};
+use crate::trafficgen::TG_PORT;
+use mpsched_core::packet::Ecn;
+use mpsched_scenario::{Flow, Protocol, Scenario, TcpApp, TcpFlow};
+
+/// Check what a scenario needs: root, iperf3, tc, and netem for propagation delay. Returns
+/// whether the kernel has netem (then links get serialisation delay and propagation delay).
+pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError> {
+    if !is_root() {
+        return Err(NetnsError::Missing(
+            "the netns backend needs root (network namespaces, tc and eBPF); run as root or use --backend sim".into(),
+        ));
+    }
+    for tool in ["ip", "tc", "iperf3"] {
+        if ns::run("sh", &["-c", &format!("command -v {tool}")]).is_err() {
+            return Err(NetnsError::Missing(format!(
+                "`{tool}` not found; install it (scripts/install-deps.sh installs iproute2 and iperf3)"
+            )));
+        }
+    }
+    if let Some(t) = sc.tunnels.first() {
+        return Err(NetnsError::Unsupported(format!(
+            "tunnel `{}`: multipath tunnels run in the simulator only for now (the kernel tunnel daemon is a later \
+             milestone); use --backend sim",
+            t.name
+        )));
+    }
+    if sc.flows.iter().any(|f| f.protocol == Protocol::Mptcp) {
+        if ns::run("sh", &["-c", "command -v mptcpize"]).is_err() {
+            return Err(NetnsError::Missing(
+                "the scenario has MPTCP flows, which run iperf3 under `mptcpize` (Debian's package mptcpize; \
+                 scripts/install-deps.sh installs it); install it or use --backend sim"
+                    .into(),
+            ));
+        }
+        if std::fs::read_to_string("/proc/sys/net/mptcp/enabled").map_or(true, |v| v.trim() != "1") {
+            return Err(NetnsError::Missing(
+                "the scenario has MPTCP flows, and this kernel has no MPTCP or has it off (CONFIG_MPTCP, sysctl \
+                 net.mptcp.enabled); use --backend sim"
+                    .into(),
+            ));
+        }
+    }
+    if let Some(i) = sc.links.iter().position(|l| l.queues > 1) {
+        return Err(NetnsError::Unsupported(format!(
+            "link[{i}] has {} output queues; ports with several queues run in the simulator only for now \
+             (the kernel backend shapes each port with one htb class and a pfifo); use --backend sim",
+            sc.links[i].queues
+        )));
+    }
+    if let Some(f) = sc.failures.first() {
+        return Err(NetnsError::Unsupported(format!(
+            "failure[0] takes link[{}] down during the run; link failures run in the simulator only for now \
+             (links down from the start, `[topology] down`, run on both); use --backend sim",
+            f.link
+        )));
+    }
+    // Each bulk flow has its own iperf3 server, listening on the flow's port.
+    let bulk: Vec<&Flow> = sc.flows.iter().filter(|f| !is_transfer(f)).collect();
+    for (k, f) in bulk.iter().enumerate() {
+        if let Some(g) = bulk[..k].iter().find(|g| g.dst == f.dst && g.dst_port == f.dst_port) {
+            return Err(NetnsError::Unsupported(format!(
+                "flows `{}` and `{}` both go to port {} on `{}`; on the kernel each has its own iperf3 server \
+                 there, so give one another `dst_port`",
+                g.name, f.name, f.dst_port, sc.nodes[f.dst].name
+            )));
+        }
+    }
+    // The traffic generator's servers listen on TG_PORT on every host that receives transfers.
+    if let Some(f) = sc
+        .flows
+        .iter()
+        .find(|f| !is_transfer(f) && f.dst_port == TG_PORT && sc.flows.iter().any(|t| is_transfer(t) && t.dst == f.dst))
+    {
+        return Err(NetnsError::Unsupported(format!(
+            "flow `{}` uses port {TG_PORT} on `{}`, where the traffic generator serves the fixed-size transfers; \
+             give it another `dst_port`",
+            f.name, sc.nodes[f.dst].name
+        )));
+    }
+    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
+    for f in &sc.flows {
+        if let Some(t) = &f.tcp {
+            if let TcpApp::RequestResponse { .. } = t.app {
+                return Err(NetnsError::Unsupported(format!(
+                    "flow `{}`: request / response runs in the simulator only (iperf3 has no such mode); use --backend sim",
+                    f.name
+                )));
+            }
+            let cc = t.config.cc.linux_name();
+            if !available.split_whitespace().any(|x| x == cc) {
+                return Err(NetnsError::Missing(format!(
+                    "flow `{}` uses TCP `{cc}`, which this kernel does not offer (tcp_available_congestion_control: {}); \
+                     load its module (modprobe tcp_{cc}) or use --backend sim",
+                    f.name,
+                    available.trim()
+                )));
+            }
+        }
+        if f.ecn == Ecn::Ce {
+            return Err(NetnsError::Unsupported(format!(
+                "flow `{}` sends CE; iperf3 cannot",
+                f.name
+            )));
+        }
+    }
+    let have_netem = kernel_has_qdisc("netem");
+    let Some(i) = sc.links.iter().position(|l| l.delay_ps > 0) else {
+        return Ok(have_netem);
+    };
+    if have_netem || opts.ignore_delay {
+        return Ok(have_netem);
+    }
+    let l = &sc.links[i];
+    let delayed = sc.links.iter().filter(|l| l.delay_ps > 0).count();
+    Err(NetnsError::Missing(format!(
+        "the link between `{}` and `{}` has a propagation delay of {}{}, which needs the netem qdisc, and this \
+         kernel has no sch_netem; pass --ignore-delay to run without the delay, or use --backend sim",
+        sc.nodes[l.a].name,
+        sc.nodes[l.b].name,
+        mpsched_scenario::units::format_time_ps(l.delay_ps),
+        match delayed {
+            1 => String::new(),
+            n => format!(" (and {} more links have delays)", n - 1),
+        }
+    )))
+}
+
+/// Settings of the scenario that only the simulator models, which a kernel run ignores: one
+/// line each, naming the setting and the flows that have it.
+pub fn ignored_on_the_kernel(sc: &Scenario) -> Vec<String> {
+    let with = |has: fn(&TcpFlow) -> bool| -> Vec<&str> {
+        sc.flows
+            .iter()
+            .filter(|f| f.tcp.as_ref().is_some_and(has))
+            .map(|f| f.name.as_str())
+            .collect()
+    };
+    let names = |v: &[&str]| {
+        let shown: Vec<String> = v.iter().take(3).map(|n| format!("`{n}`")).collect();
+        let more = v.len().saturating_sub(3);
+        if more > 0 {
+            format!("{} and {more} more", shown.join(", "))
+        } else {
+            shown.join(", ")
+        }
+    };
+    let mut out = Vec::new();
+    let q = with(|t| t.config.host_queue_limit_bytes.is_some());
+    if !q.is_empty() {
+        out.push(format!(
+            "tcp.host_queue_limit (flows {}) is the simulator's model of a host's queue; the kernel ignores it \
+             (its hosts queue in their own qdisc, whose limit is the link's queue)",
+            names(&q)
+        ));
+    }
+    let a = with(|t| t.config.abc_limit_segments.is_some());
+    if !a.is_empty() {
+        out.push(format!(
+            "tcp.abc_limit (flows {}) is the simulator's slow-start limit per ACK (RFC 3465's L); the kernel \
+             ignores it (Linux has no such setting)",
+            names(&a)
+        ));
+    }
+    out
+}
+
+/// [`ignored_on_the_kernel`] on standard error, each line once per process (a plan runs
+/// [`check`] and then every repetition).
+pub(super) fn warn_ignored(sc: &Scenario) {
+    use std::io::Write as _;
+    static SHOWN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let Ok(mut shown) = SHOWN.lock() else { return };
+    for w in ignored_on_the_kernel(sc) {
+        if !shown.contains(&w) {
+            // A standard error that cannot take it (a full disk) loses the line, not the run.
+            let _ = writeln!(std::io::stderr(), "warning: {w}");
+            shown.push(w);
+        }
+    }
+}
+
+/// Whether the kernel offers qdisc `kind` (tried on the loopback of a scratch namespace without
+/// a name, so that checking makes no namespace anyone can see or a signal can leave).
+pub fn kernel_has_qdisc(kind: &str) -> bool {
+    let Ok(n) = ns::AnonNetns::create() else {
+        return false;
+    };
+    n.enter(|| ns::run("tc", &["qdisc", "add", "dev", "lo", "root", kind]).is_ok())
+        .unwrap_or(false)
+}
+
+/// Refuse, before anything is made, a scenario whose switch tables exceed the eBPF program's
+/// maps (`bpf/mpsched.h`): ports, splitting and confluence groups, routes, paths per group.
+pub fn check_kernel_limits(sc: &Scenario, w: &mpsched_topo::Wiring) -> Result<(), NetnsError> {
+    use crate::layout::{MAX_ECMP_GROUPS, MAX_GROUPS, MAX_PATHS, MAX_PORTS, MAX_ROUTES};
+    for (i, cfg) in w.switches.iter().enumerate() {
+        let Some(cfg) = cfg else { continue };
+        let name = &sc.nodes[i].name;
+        let over = |what: &str, n: usize, max: usize| {
+            NetnsError::Unsupported(format!(
+                "switch `{name}` needs {n} {what}; the kernel data plane holds {max} (bpf/mpsched.h); \
+                 use --backend sim"
+            ))
+        };
+        let checks = [
+            ("ports", w.ports[i].len(), MAX_PORTS),
+            ("splitting groups", cfg.splits.len(), MAX_GROUPS),
+            ("confluence groups", cfg.confluences.len(), MAX_GROUPS),
+            ("routes", cfg.routes.len(), MAX_ROUTES),
+            ("ECMP groups", cfg.ecmp_groups.len(), MAX_ECMP_GROUPS),
+            (
+                "paths in one group",
+                cfg.splits.iter().map(|s| s.ports.len()).max().unwrap_or(0),
+                MAX_PATHS,
+            ),
+        ];
+        if let Some(&(what, n, max)) = checks.iter().find(|c| c.1 > c.2) {
+            return Err(over(what, n, max));
+        }
+        if let Some(g) = cfg
+            .splits
+            .iter()
+            .find(|g| matches!(g.scheduler, mpsched_core::sched::SchedulerConfig::Ecmp))
+        {
+            return Err(NetnsError::Unsupported(format!(
+                "switch `{name}`, splitting group {}: ECMP is not in the kernel data plane yet (RS, WRR, DWRR and \
+                 single are); use --backend sim",
+                g.group
+            )));
+        }
+    }
+    if sc.sample_interval_ps < MIN_KERNEL_SAMPLE_INTERVAL_PS {
+        return Err(NetnsError::Unsupported(format!(
+            "scenario.sample_interval is {} µs; on the kernel at least {} ms: iperf3 reports every 0.1 s at \
+             the finest and the sampler reads /proc/net/dev every few milliseconds; use --backend sim for finer",
+            sc.sample_interval_ps / 1_000_000,
+            MIN_KERNEL_SAMPLE_INTERVAL_PS / 1_000_000_000
+        )));
+    }
+    // htb keeps rates in bytes per second: below 8 bit/s tc has no rate to give it.
+    if let Some((i, l)) = sc
+        .links
+        .iter()
+        .enumerate()
+        .find(|(_, l)| l.rate_bps < MIN_KERNEL_RATE_BPS)
+    {
+        return Err(NetnsError::Unsupported(format!(
+            "link[{i}] runs at {} bit/s; the kernel's htb counts whole bytes per second, so at least {MIN_KERNEL_RATE_BPS} bit/s; \
+             use --backend sim",
+            l.rate_bps
+        )));
+    }
+    Ok(())
+}
+
+/// The finest sample interval the kernel backend resolves (iperf3's finest report interval).
+pub const MIN_KERNEL_SAMPLE_INTERVAL_PS: u64 = 100_000_000_000;
+
+/// The slowest link htb can shape: one byte per second.
+pub const MIN_KERNEL_RATE_BPS: u64 = 8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpsched_scenario::Scenario;
+
+    /// Issue 27 item 14: the simulator-only TCP settings are named, with their flows, for a
+    /// warning; a scenario without them has none.
+    #[test]
+    fn simulator_only_tcp_settings_are_named_for_the_kernel() {
+        let text = |tcp: &str| {
+            format!(
+                "[scenario]\nname = \"x\"\nduration = \"1s\"\n[tcp]\ncc = \"cubic\"\n{tcp}\n\
+                 [[node]]\nname = \"a\"\nkind = \"host\"\n[[node]]\nname = \"b\"\nkind = \"host\"\n\
+                 [[link]]\na = \"a\"\nb = \"b\"\nrate = \"10Mbps\"\n\
+                 [[flow]]\nname = \"t\"\nsrc = \"a\"\ndst = \"b\"\nprotocol = \"tcp\"\n"
+            )
+        };
+        let sc = Scenario::from_toml(&text("host_queue_limit = \"64KB\"\nabc_limit = 2"), "x.toml").unwrap();
+        let w = ignored_on_the_kernel(&sc);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].starts_with("tcp.host_queue_limit (flows `t`)"), "{w:?}");
+        assert!(
+            w[1].starts_with("tcp.abc_limit (flows `t`)") && w[1].contains("ignores"),
+            "{w:?}"
+        );
+        let sc = Scenario::from_toml(&text(""), "x.toml").unwrap();
+        assert!(ignored_on_the_kernel(&sc).is_empty());
+    }
+
+    /// A switch with more ports than the eBPF program holds is refused by name, before anything
+    /// is made (it used to fail as a map update after the namespaces existed).
+    #[test]
+    fn tables_beyond_the_ebpf_maps_are_refused_by_name() {
+        let mut text = String::from("[scenario]\nname = \"star\"\nduration = \"1s\"\n");
+        text.push_str("[[node]]\nname = \"hub\"\nkind = \"switch\"\n");
+        for h in 0..17 {
+            text.push_str(&format!("[[node]]\nname = \"h{h}\"\nkind = \"host\"\n"));
+            text.push_str(&format!("[[link]]\na = \"h{h}\"\nb = \"hub\"\nrate = \"1Gbps\"\n"));
+        }
+        text.push_str("[[flow]]\nname = \"f\"\nsrc = \"h0\"\ndst = \"h1\"\nrate = \"1Mbps\"\n");
+        let sc = Scenario::from_toml(&text, "star.toml").unwrap();
+        let err = check_kernel_limits(&sc, &sc.wiring().unwrap()).unwrap_err().to_string();
+        assert!(
+            err.contains("`hub`") && err.contains("17 ports") && err.contains("16"),
+            "{err}"
+        );
+        let fits = text.replace("[[node]]\nname = \"h16\"\nkind = \"host\"\n", "");
+        let fits = fits.replace("[[link]]\na = \"h16\"\nb = \"hub\"\nrate = \"1Gbps\"\n", "");
+        let sc = Scenario::from_toml(&fits, "star.toml").unwrap();
+        check_kernel_limits(&sc, &sc.wiring().unwrap()).unwrap();
+    }
+
+    /// Hardening item 6: what the kernel would refuse only after the namespaces exist (ECMP
+    /// in a group, a rate htb cannot hold) is refused here, before anything is made.
+    #[test]
+    fn ecmp_sub_byte_rates_and_fine_samples_are_refused_before_anything_is_made() {
+        let base = "[scenario]\nname = \"x\"\nduration = \"1s\"\n\
+            [[node]]\nname = \"h1\"\nkind = \"host\"\n[[node]]\nname = \"s1\"\nkind = \"switch\"\n\
+            [[node]]\nname = \"s2\"\nkind = \"switch\"\n[[node]]\nname = \"s3\"\nkind = \"switch\"\n\
+            [[node]]\nname = \"s4\"\nkind = \"switch\"\n[[node]]\nname = \"h2\"\nkind = \"host\"\n\
+            [[link]]\na = \"h1\"\nb = \"s1\"\nrate = \"RATE\"\n[[link]]\na = \"s1\"\nb = \"s2\"\nrate = \"1Gbps\"\n\
+            [[link]]\na = \"s1\"\nb = \"s3\"\nrate = \"1Gbps\"\n[[link]]\na = \"s2\"\nb = \"s4\"\nrate = \"1Gbps\"\n\
+            [[link]]\na = \"s3\"\nb = \"s4\"\nrate = \"1Gbps\"\n[[link]]\na = \"s4\"\nb = \"h2\"\nrate = \"1Gbps\"\n\
+            [[path]]\nname = \"p1\"\nnodes = [\"s1\", \"s2\", \"s4\"]\n\
+            [[path]]\nname = \"p2\"\nnodes = [\"s1\", \"s3\", \"s4\"]\n\
+            [[split]]\nname = \"g\"\nsrc = \"h1\"\ndst = \"h2\"\npaths = [\"p1\", \"p2\"]\nSCHED\n\
+            [[flow]]\nname = \"f\"\nsrc = \"h1\"\ndst = \"h2\"\nrate = \"1bps\"\n";
+        let check = |rate: &str, sched: &str| {
+            let sc = Scenario::from_toml(&base.replace("RATE", rate).replace("SCHED", sched), "x.toml").unwrap();
+            check_kernel_limits(&sc, &sc.wiring().unwrap()).map_err(|e| e.to_string())
+        };
+        let (ecmp, wrr) = ("scheduler = \"ecmp\"", "scheduler = \"wrr\"\nweights = [1, 1]");
+        let err = check("1Gbps", ecmp).unwrap_err();
+        assert!(err.contains("`s1`") && err.contains("ECMP"), "{err}");
+        let err = check("1bps", wrr).unwrap_err();
+        assert!(err.contains("link[0]") && err.contains("at least 8 bit/s"), "{err}");
+        check("8bps", wrr).unwrap();
+        // Item 12: a sample interval finer than the sampler resolves (4 362 Mbit/s on a
+        // 4 Mbit/s link at 1 µs) is refused too.
+        let fine = base
+            .replace("RATE", "1Gbps")
+            .replace("SCHED", wrr)
+            .replace("duration = \"1s\"", "duration = \"1s\"\nsample_interval = \"1ms\"");
+        let sc = Scenario::from_toml(&fine, "x.toml").unwrap();
+        let err = check_kernel_limits(&sc, &sc.wiring().unwrap()).unwrap_err().to_string();
+        assert!(
+            err.contains("sample_interval") && err.contains("at least 100 ms"),
+            "{err}"
+        );
+    }
+}
