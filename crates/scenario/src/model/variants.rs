@@ -21,3 +21,156 @@ pub(super) fn variants_of(ctx: &Ctx<'_>, raw_variants: &[RawVariant]) -> Result<
     }
     Ok(variants)
 }
+
+impl Scenario {
+    /// The scenario with variant `name` applied (its split and rates), validated.
+    pub fn with_variant(&self, name: &str) -> Result<Scenario, ScenarioError> {
+        let ctx = Ctx { file: &self.origin };
+        let (vi, v) = self
+            .variants
+            .iter()
+            .enumerate()
+            .find(|(_, v)| v.name == name)
+            .ok_or_else(|| ctx.err("variant", format!("no variant named `{name}`")))?;
+        let f = |k: &str| format!("variant[{vi}].{k}");
+        let raw = &v.raw;
+        let mut out = self.clone();
+        out.variants.clear();
+        if !self.splits.is_empty() || raw.scheduler.is_some() {
+            let si = match &raw.split {
+                Some(s) => self
+                    .splits
+                    .iter()
+                    .position(|x| &x.name == s)
+                    .ok_or_else(|| ctx.err(f("split"), format!("no split named `{s}`")))?,
+                None => 0,
+            };
+            if si >= self.splits.len() {
+                return Err(ctx.err(f("split"), "the scenario has no [[split]] to override"));
+            }
+            let base = &self.raw_splits[si];
+            let keep = RawSplitKeep {
+                scheduler: raw.scheduler.clone().unwrap_or_else(|| base.scheduler.clone()),
+                weights: raw.weights.clone().or_else(|| base.weights.clone()),
+                shares: raw.shares.clone().or_else(|| base.shares.clone()),
+                path: raw.path.clone().or_else(|| base.path.clone()),
+                dwrr: raw.dwrr.clone().unwrap_or_else(|| base.dwrr.clone()),
+            };
+            let split_paths: Vec<String> = self.splits[si]
+                .paths
+                .iter()
+                .map(|&p| self.paths[p].name.clone())
+                .collect();
+            let sched = scheduler_config(&ctx, &format!("variant[{vi}]"), &keep, &split_paths)?;
+            let s = &mut out.splits[si];
+            s.scheduler = sched;
+            if keep.scheduler == "dwrr" && s.ecn_threshold_pkts.is_none() {
+                s.ecn_threshold_pkts = Some(mpsched_core::marker::DEFAULT_ECN_THRESHOLD_PKTS);
+            }
+            out.raw_splits[si] = keep;
+        }
+        for (flow, rate) in &raw.rates {
+            let fi = out
+                .flows
+                .iter()
+                .position(|x| &x.name == flow)
+                .ok_or_else(|| ctx.err(format!("variant[{vi}].rates.{flow}"), format!("no flow named `{flow}`")))?;
+            if out.flows[fi].protocol != Protocol::Udp {
+                return Err(ctx.err(format!("variant[{vi}].rates.{flow}"), "rates apply to UDP flows"));
+            }
+            out.flows[fi].rate_bps = ctx.rate(&format!("variant[{vi}].rates.{flow}"), rate)?;
+        }
+        for (link, rate) in &raw.link_rates {
+            let li = out
+                .links
+                .iter()
+                .position(|x| x.name.as_deref() == Some(link))
+                .ok_or_else(|| {
+                    ctx.err(
+                        format!("variant[{vi}].link_rates.{link}"),
+                        format!("no link named `{link}`"),
+                    )
+                })?;
+            out.links[li].rate_bps = ctx.rate(&format!("variant[{vi}].link_rates.{link}"), rate)?;
+        }
+        udp_rates_are_sendable(&ctx, &out.flows, &out.nodes, &out.links, &|i| match raw
+            .rates
+            .contains_key(&out.flows[i].name)
+        {
+            true => format!("variant[{vi}].rates.{}", out.flows[i].name),
+            false => format!("variant[{vi}].link_rates"),
+        })?;
+        if let Some(cc) = &raw.cc {
+            let kind = CcKind::parse(cc).ok_or_else(|| {
+                ctx.err(
+                    f("cc"),
+                    format!("expected `reno`, `cubic`, `dctcp`, `lia` or `olia`, got `{cc}`"),
+                )
+            })?;
+            if kind.is_coupled() && !out.flows.iter().any(|x| x.protocol == Protocol::Mptcp) {
+                return Err(ctx.err(
+                    f("cc"),
+                    format!("`{cc}` couples MPTCP subflows, and the scenario has no MPTCP flow"),
+                ));
+            }
+            for fl in out.flows.iter_mut() {
+                if let Some(t) = &mut fl.tcp {
+                    // A coupled controller is for MPTCP connections; single-path TCP keeps its own.
+                    if kind.is_coupled() && t.mptcp.is_none() {
+                        continue;
+                    }
+                    t.config.cc = kind;
+                    if kind == CcKind::Dctcp && !t.config.ecn {
+                        return Err(ctx.err(f("cc"), format!("DCTCP needs ECN, and flow `{}` has it off", fl.name)));
+                    }
+                }
+            }
+        }
+        if let Some(n) = raw.subflows {
+            flows::set_subflows(&ctx, &f("subflows"), n, &mut out.flows)?;
+        }
+        if let Some(p) = &raw.program {
+            let prog = program_named(&ctx, &f("program"), p)?;
+            for slot in out.programs.iter_mut().flatten() {
+                *slot = prog.name();
+            }
+            out.program_params
+                .entry(prog.name())
+                .or_insert_with(|| mpsched_programs::Params::defaults(prog.params()));
+            splits_run_where_supported(&ctx, &f("program"), &out.splits, &out.paths, &out.nodes, &out.programs)?;
+        }
+        if let Some(r) = &raw.routing {
+            out.routing = match r.as_str() {
+                "ecmp" => Routing::Ecmp,
+                "shortest" => Routing::Shortest,
+                _ => return Err(ctx.err(f("routing"), format!("expected `shortest` or `ecmp`, got `{r}`"))),
+            };
+        }
+        if raw.tunnel_scheduler.is_some() || raw.tunnel_transport.is_some() {
+            if self.tunnels.is_empty() {
+                return Err(ctx.err(f("tunnel_scheduler"), "the scenario has no [[tunnel]]"));
+            }
+            for (ti, rt) in self.raw_tunnels.iter().enumerate() {
+                let mut rt = rt.clone();
+                if let Some(x) = &raw.tunnel_scheduler {
+                    rt.scheduler = x.clone();
+                }
+                if let Some(x) = &raw.tunnel_transport {
+                    rt.transport = x.clone();
+                }
+                // Refused at the variant's key that set it, saying which tunnel it breaks.
+                out.tunnels[ti] = build_tunnel(&ctx, ti, &rt, &self.nodes, &self.paths).map_err(|mut e| {
+                    let key = match e.field.ends_with(".transport") && raw.tunnel_transport.is_some() {
+                        true => "tunnel_transport",
+                        false if raw.tunnel_scheduler.is_some() => "tunnel_scheduler",
+                        false => "tunnel_transport",
+                    };
+                    e.message = format!("in tunnel[{ti}] (`{}`): {}", e.field, e.message);
+                    e.field = f(key);
+                    e
+                })?;
+            }
+        }
+        Ok(out)
+    }
+}
