@@ -14,6 +14,7 @@
 //! call touches one node's state only, so nodes stay independent.
 
 use crate::packet::PortId;
+use std::collections::BTreeMap;
 
 /// Why a control operation failed: what was not found, or what was refused.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
@@ -170,4 +171,74 @@ pub trait ControlPlane {
         queue: u8,
         threshold: QueueThreshold,
     ) -> Result<(), ControlError>;
+}
+
+/// A snapshot name as a control-plane register: `base<i>` (a name ending in digits) is entry `i`
+/// of register `base`; any other name is a register of one entry. Programs that name their state
+/// in a snapshot (`split0.weight1`, `port2.rx_pkts`) expose it to a control plane this way, on
+/// every backend that can read the snapshot.
+pub fn register_of(name: &str) -> (&str, usize) {
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    match name[base.len()..].parse() {
+        Ok(i) if !base.is_empty() && !base.ends_with('.') => (base, i),
+        _ => (name, 0),
+    }
+}
+
+/// Entry `index` of register `name` in a snapshot named as [`register_of`] reads it.
+pub fn snapshot_register(snap: &BTreeMap<String, u64>, name: &str, index: usize) -> Result<u64, ControlError> {
+    let indexed = format!("{name}{index}");
+    if let Some(v) = snap.get(&indexed) {
+        if register_of(&indexed).0 == name {
+            return Ok(*v);
+        }
+    }
+    if let Some(v) = snap.get(name) {
+        return match index {
+            0 => Ok(*v),
+            _ => Err(ControlError::NoIndex {
+                register: name.to_string(),
+                size: 1,
+                index,
+            }),
+        };
+    }
+    let size = snap.keys().filter(|k| register_of(k).0 == name).count();
+    Err(match size {
+        0 => ControlError::NoRegister(name.to_string()),
+        _ => ControlError::NoIndex {
+            register: name.to_string(),
+            size,
+            index,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_names_read_as_indexed_registers() {
+        let snap: BTreeMap<String, u64> = [("split0.weight0", 2), ("split0.weight1", 1), ("counter.rx", 9)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        assert_eq!(snapshot_register(&snap, "split0.weight", 1), Ok(1));
+        assert_eq!(snapshot_register(&snap, "counter.rx", 0), Ok(9));
+        assert!(matches!(
+            snapshot_register(&snap, "split0.weight", 2),
+            Err(ControlError::NoIndex { size: 2, .. })
+        ));
+        assert!(matches!(
+            snapshot_register(&snap, "counter.rx", 1),
+            Err(ControlError::NoIndex { size: 1, .. })
+        ));
+        assert!(matches!(
+            snapshot_register(&snap, "nope", 0),
+            Err(ControlError::NoRegister(_))
+        ));
+        assert_eq!(register_of("split0.weight12"), ("split0.weight", 12));
+        assert_eq!(register_of("port3."), ("port3.", 0));
+    }
 }

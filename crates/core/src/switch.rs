@@ -408,16 +408,6 @@ pub const ROUTES_TABLE: &str = "routes";
 /// The action of [`ROUTES_TABLE`]: forward to the port in its one parameter.
 pub const FORWARD_ACTION: &str = "forward";
 
-/// A snapshot name as a control-plane register: `base<i>` (a name ending in digits) is entry `i`
-/// of register `base`; any other name is a register of one entry.
-fn register_of(name: &str) -> (&str, usize) {
-    let base = name.trim_end_matches(|c: char| c.is_ascii_digit());
-    match name[base.len()..].parse() {
-        Ok(i) if !base.is_empty() && !base.ends_with('.') => (base, i),
-        _ => (name, 0),
-    }
-}
-
 impl MultipathSwitch {
     /// The WRR scheduler of the splitting group named by register `base` (`split<g>.weight`),
     /// if that group schedules by WRR (DWRR's weights are its own to adjust: read-only).
@@ -438,7 +428,7 @@ impl Program for MultipathSwitch {
         self.snapshot(&mut snap);
         let mut registers: Vec<RegisterInfo> = Vec::new();
         for name in snap.keys() {
-            let (base, i) = register_of(name);
+            let (base, i) = crate::control::register_of(name);
             match registers.iter_mut().find(|r| r.name == base) {
                 Some(r) => r.size = r.size.max(i + 1),
                 None => registers.push(RegisterInfo {
@@ -470,30 +460,7 @@ impl Program for MultipathSwitch {
     fn read_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
         let mut snap = BTreeMap::new();
         self.snapshot(&mut snap);
-        if let Some(v) = snap.get(&format!("{name}{index}")) {
-            if register_of(&format!("{name}{index}")).0 == name {
-                return Ok(*v);
-            }
-        }
-        if let Some(v) = snap.get(name) {
-            return match index {
-                0 => Ok(*v),
-                _ => Err(ControlError::NoIndex {
-                    register: name.to_string(),
-                    size: 1,
-                    index,
-                }),
-            };
-        }
-        let size = snap.keys().filter(|k| register_of(k).0 == name).count();
-        Err(match size {
-            0 => ControlError::NoRegister(name.to_string()),
-            _ => ControlError::NoIndex {
-                register: name.to_string(),
-                size,
-                index,
-            },
-        })
+        crate::control::snapshot_register(&snap, name, index)
     }
 
     fn write_register(&mut self, name: &str, index: usize, value: u64) -> Result<(), ControlError> {

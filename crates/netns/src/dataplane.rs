@@ -4,6 +4,7 @@
 
 use crate::layout::{self, Pod};
 use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, ProgramMut, TcHook, TC_EGRESS, TC_INGRESS};
+use mpsched_core::control::ControlError;
 use mpsched_core::frame::MarkerConfig;
 use mpsched_core::marker::VirtualQueueMarker;
 use mpsched_core::packet::PortId;
@@ -266,6 +267,49 @@ impl Dataplane {
             out.push((s.group, s.weights[..usize::from(s.n_paths)].to_vec()));
         }
         Ok(out)
+    }
+
+    /// Set the weights of WRR group `group` (as `Wrr::set_weights` does: the round restarts).
+    /// A read, change and write under the group's lock: path counters the data path adds
+    /// between the read and the write (microseconds) are lost.
+    pub fn set_wrr_weight(&self, group: u8, path: usize, weight: u16) -> Result<(), ControlError> {
+        let err = |e: DataplaneError| ControlError::Unsupported(e.to_string());
+        let node: layout::Node = self.lookup("node", 0, MapFlags::ANY).map_err(err)?;
+        for slot in 0..u32::from(node.n_splits) {
+            let mut s: layout::Split = self.lookup("splits", slot, MapFlags::LOCK).map_err(err)?;
+            if s.group != group {
+                continue;
+            }
+            if u64::from(s.sched) != layout::h::SCHED_WRR {
+                return Err(ControlError::ReadOnly(format!("split{group}.weight")));
+            }
+            if path >= usize::from(s.n_paths) {
+                return Err(ControlError::NoIndex {
+                    register: format!("split{group}.weight"),
+                    size: usize::from(s.n_paths),
+                    index: path,
+                });
+            }
+            s.weights[path] = weight;
+            s.remaining = s.weights;
+            let m = self.map("splits").map_err(err)?;
+            return m
+                .update(&slot.to_ne_bytes(), s.as_bytes(), MapFlags::LOCK)
+                .map_err(|e| ControlError::Unsupported(format!("write split{group}: {e}")));
+        }
+        Err(ControlError::NoRegister(format!("split{group}.weight")))
+    }
+
+    /// Route `dst` (a host route, /32) to `port`, or remove its route (`None`).
+    pub fn set_host_route(&self, dst: u32, port: Option<PortId>) -> Result<bool, DataplaneError> {
+        let key = layout::RouteKey {
+            prefixlen: 32,
+            addr: dst.to_be_bytes(),
+        };
+        match port {
+            Some(p) => self.update("routes", &key, &u32::from(p)).map(|()| true),
+            None => Ok(self.map("routes")?.delete(key.as_bytes()).is_ok()),
+        }
     }
 
     /// The virtual queue of `port`: (backlog in bytes, marked, overflow).
