@@ -75,6 +75,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
         track_queues: None::<Duration>,
         captures: Vec::new(),
         switch_planes: None,
+        controller: None,
     };
     let bmv2_opts = a.bmv2.then(|| NetnsOptions {
         switch_planes: crate::run::switch_planes("bmv2"),

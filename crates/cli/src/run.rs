@@ -317,6 +317,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             track_queues: a.track_queues.map(Duration::from_millis),
             captures: plan.captures.clone(),
             switch_planes: switch_planes(&a.backend),
+            controller: None,
         };
         check_netns_plan(&sc, &plan, &opts)?;
         let results = run_netns(&sc, &plan, opts)?;

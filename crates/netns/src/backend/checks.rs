@@ -46,12 +46,16 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             ));
         }
     }
-    if let Some(i) = sc.links.iter().position(|l| l.queues > 1) {
-        return Err(NetnsError::Unsupported(format!(
-            "link[{i}] has {} output queues; ports with several queues run in the simulator only for now \
-             (the kernel backend shapes each port with one htb class and a pfifo); use --backend sim",
-            sc.links[i].queues
-        )));
+    for (i, l) in sc.links.iter().enumerate().filter(|(_, l)| l.queues > 1) {
+        super::queues::weights_of(&l.discipline, usize::from(l.queues))
+            .map_err(|why| NetnsError::Unsupported(format!("link[{i}]: {why}")))?;
+        if l.ecn_threshold_pkts.is_some() {
+            return Err(NetnsError::Unsupported(format!(
+                "link[{i}] has {} queues and an ECN threshold; the kernel's marker (eBPF, at TC egress) sees the \
+                 port, not its queues, so per-queue marking runs in the simulator only for now; use --backend sim",
+                l.queues
+            )));
+        }
     }
     if let Some(f) = sc.failures.first() {
         return Err(NetnsError::Unsupported(format!(

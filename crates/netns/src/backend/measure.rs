@@ -134,9 +134,20 @@ pub(super) fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, 
     let mut next_sample = sample_every;
     let mut last_sample_at = Duration::ZERO;
     let mut next_track = opts.track_queues.unwrap_or(Duration::MAX);
+    let mut next_control = Duration::ZERO;
     loop {
         b.check_stop()?;
         let now = t0.elapsed();
+        if let Some(c) = opts.controller.as_ref().filter(|_| now >= next_control && now < end) {
+            let mut ctl = super::KernelControl {
+                sc,
+                w,
+                nss: &live.nss,
+                planes: &mut live.dataplanes,
+            };
+            (c.act.lock().unwrap_or_else(|e| e.into_inner()))(&mut ctl, now);
+            next_control = now + c.period;
+        }
         for (fi, f) in sc.flows.iter().enumerate() {
             if !started[fi] && now >= Duration::from_nanos(f.start_ps / 1000) {
                 started[fi] = true;

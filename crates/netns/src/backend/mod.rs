@@ -21,7 +21,9 @@
 
 mod checks;
 mod cleanup;
+mod control;
 mod measure;
+mod queues;
 mod results;
 mod setup;
 mod traffic;
@@ -31,6 +33,7 @@ pub use checks::{
     MIN_KERNEL_SAMPLE_INTERVAL_PS,
 };
 pub use cleanup::{clean, leftovers, owner_pid, Cleaned};
+pub use control::{ControlFn, Controller, KernelControl};
 pub use setup::{link_model, netem_limit_pkts};
 
 use checks::warn_ignored;
@@ -103,6 +106,8 @@ pub struct NetnsOptions {
     pub captures: Vec<mpsched_run::CaptureRequest>,
     /// What runs the switches (None: the eBPF programs, [`EbpfPlanes`]).
     pub switch_planes: Option<Arc<dyn SwitchPlanes>>,
+    /// A controller called while the traffic runs, through the control channel.
+    pub controller: Option<Controller>,
 }
 
 impl NetnsOptions {

@@ -62,7 +62,14 @@ impl Build<'_> {
                 let in_rate_bps: u64 = w.ports[node].iter().map(|e| sc.links[e.link].rate_bps).sum();
                 let queue_pkts = l.queue_pkts_at(sc.nodes[node].kind == NodeKind::Host);
                 let limit = netem_limit_pkts(queue_pkts, in_rate_bps, delay_ps, b.ref_frame);
-                shape(n, ifname, l.rate_bps, limit, delay_ps, b.have_netem)?;
+                if l.queues > 1 {
+                    let weights = super::queues::weights_of(&l.discipline, usize::from(l.queues))
+                        .map_err(NetnsError::Unsupported)?;
+                    let leaf = leaf_qdisc(l.rate_bps, limit, delay_ps, b.have_netem);
+                    super::queues::shape_queues(n, ifname, l.rate_bps, &weights, &leaf)?;
+                } else {
+                    shape(n, ifname, l.rate_bps, limit, delay_ps, b.have_netem)?;
+                }
             }
             b.check_stop()?;
         }

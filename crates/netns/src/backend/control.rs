@@ -1,0 +1,154 @@
+//! The control channel on the kernel: [`KernelControl`] implements
+//! [`ControlPlane`](mpsched_core::control::ControlPlane) over a running network, so that the
+//! same controller drives the simulator's components and the kernel's switches. Register and
+//! table calls go to the node's data plane ([`SwitchPlane`]: BPF maps, or BMv2's CLI); queue
+//! calls to its port's qdiscs (`tc`, [`super::queues`]). Each call touches one node.
+//!
+//! A [`Controller`] in [`super::NetnsOptions`] is called every `period` while the traffic runs,
+//! from the thread that samples the run, with the time since time zero.
+
+use super::queues;
+use crate::ns::Netns;
+use crate::switchplane::SwitchPlane;
+use mpsched_core::control::{ControlError, ControlListing, ControlPlane, QueueThreshold};
+use mpsched_core::packet::PortId;
+use mpsched_scenario::{NodeKind, Scenario};
+use mpsched_topo::Wiring;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What a controller does at each call: reads and writes through the control plane, at a time
+/// since the run's time zero.
+pub type ControlFn = dyn FnMut(&mut dyn ControlPlane, Duration) + Send;
+
+/// A controller called while a run's traffic runs.
+#[derive(Clone)]
+pub struct Controller {
+    /// How often (the sampling loop wakes every 5 ms, so shorter periods are not kept).
+    pub period: Duration,
+    /// The controller.
+    pub act: Arc<Mutex<ControlFn>>,
+}
+
+impl std::fmt::Debug for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller")
+            .field("period", &self.period)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The control plane of a running kernel network.
+pub struct KernelControl<'a> {
+    pub(super) sc: &'a Scenario,
+    pub(super) w: &'a Wiring,
+    pub(super) nss: &'a [Netns],
+    pub(super) planes: &'a mut [(usize, Box<dyn SwitchPlane>)],
+}
+
+impl KernelControl<'_> {
+    fn node(&self, name: &str) -> Result<usize, ControlError> {
+        self.sc
+            .node_index(name)
+            .ok_or_else(|| ControlError::NoNode(name.to_string()))
+    }
+
+    fn plane(&mut self, name: &str) -> Result<&mut Box<dyn SwitchPlane>, ControlError> {
+        let n = self.node(name)?;
+        self.planes
+            .iter_mut()
+            .find(|(i, _)| *i == n)
+            .map(|(_, p)| p)
+            .ok_or_else(|| ControlError::NoProgram(name.to_string()))
+    }
+
+    /// The link out of `node`'s `port` and its queue count.
+    fn port(&self, name: &str, port: PortId) -> Result<(usize, &mpsched_scenario::Link), ControlError> {
+        let n = self.node(name)?;
+        let end = self.w.ports[n]
+            .get(usize::from(port))
+            .ok_or_else(|| ControlError::NoPort {
+                node: name.to_string(),
+                port,
+            })?;
+        Ok((n, &self.sc.links[end.link]))
+    }
+}
+
+fn tc_failed(e: super::NetnsError) -> ControlError {
+    ControlError::Unsupported(format!("tc: {e}"))
+}
+
+impl ControlPlane for KernelControl<'_> {
+    fn read_register(&mut self, node: &str, register: &str, index: usize) -> Result<u64, ControlError> {
+        self.plane(node)?.read_register(register, index)
+    }
+
+    fn write_register(&mut self, node: &str, register: &str, index: usize, value: u64) -> Result<(), ControlError> {
+        self.plane(node)?.write_register(register, index, value)
+    }
+
+    fn table_write(
+        &mut self,
+        node: &str,
+        table: &str,
+        key: &[u64],
+        action: &str,
+        params: &[u64],
+    ) -> Result<(), ControlError> {
+        self.plane(node)?.table_write(table, key, action, params)
+    }
+
+    fn table_delete(&mut self, node: &str, table: &str, key: &[u64]) -> Result<(), ControlError> {
+        self.plane(node)?.table_delete(table, key)
+    }
+
+    fn listing(&mut self, node: &str) -> Result<ControlListing, ControlError> {
+        Ok(self.plane(node)?.control_listing())
+    }
+
+    fn set_queue_weights(&mut self, node: &str, port: PortId, weights: &[u32]) -> Result<(), ControlError> {
+        let (n, link) = self.port(node, port)?;
+        if link.queues < 2 {
+            return Err(ControlError::Unsupported(format!(
+                "node `{node}` port {port} has one queue; weights need `queues` of 2 or more on its link"
+            )));
+        }
+        if weights.len() != usize::from(link.queues) || weights.iter().all(|&w| w == 0) {
+            return Err(ControlError::BadEntry {
+                table: format!("{node} port {port} queue weights"),
+                reason: format!("one weight per queue ({}), not all zero; got {weights:?}", link.queues),
+            });
+        }
+        queues::set_weights(&self.nss[n], &format!("e{port}"), link.rate_bps, weights).map_err(tc_failed)
+    }
+
+    fn set_queue_threshold(
+        &mut self,
+        node: &str,
+        port: PortId,
+        queue: u8,
+        threshold: QueueThreshold,
+    ) -> Result<(), ControlError> {
+        let (n, link) = self.port(node, port)?;
+        if queue >= link.queues.max(1) {
+            return Err(ControlError::NoQueue {
+                node: node.to_string(),
+                port,
+                queue,
+            });
+        }
+        match threshold {
+            QueueThreshold::DropPkts(limit) if link.queues > 1 && self.sc.nodes[n].kind == NodeKind::Switch => {
+                queues::set_limit(&self.nss[n], &format!("e{port}"), usize::from(queue), limit).map_err(tc_failed)
+            }
+            QueueThreshold::DropPkts(_) => Err(ControlError::Unsupported(format!(
+                "node `{node}` port {port}: capacities change on switch ports with several queues"
+            ))),
+            QueueThreshold::EcnMarkPkts(_) => Err(ControlError::Unsupported(
+                "per-queue ECN thresholds: the kernel has no red here, and the eBPF marker sees the port, not its queues"
+                    .into(),
+            )),
+        }
+    }
+}
