@@ -92,9 +92,17 @@ impl SwitchProgram for LetFlowProgram {
     }
 
     fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError> {
+        self.build_with_rng(input, Box::new(SeededRandom::new(input.seed)))
+    }
+
+    fn build_with_rng(
+        &self,
+        input: &BuildInput<'_>,
+        rng: Box<dyn RandomSource>,
+    ) -> Result<Box<dyn Program>, ConfigError> {
         let cfg = LetFlowConfig::from_params(input.params);
-        let lf = LetFlow::new(input.tables, cfg, Box::new(SeededRandom::new(input.seed)))
-            .map_err(|e| ConfigError(format!("node `{}`: {e}", input.node)))?;
+        let lf =
+            LetFlow::new(input.tables, cfg, rng).map_err(|e| ConfigError(format!("node `{}`: {e}", input.node)))?;
         Ok(Box::new(lf))
     }
 
