@@ -5,7 +5,7 @@
 //!
 //! The files of this program sit together in this folder: the Rust twin (here), the eBPF
 //! program (`letflow.bpf.c`), the P4 program (`letflow.p4`) and its notes (`README.md`); its
-//! conformance vectors are `tests/vectors/letflow-*.toml`.
+//! conformance vectors are `tests/vectors/letflow-*.json`.
 //!
 //! The flowlet table is direct-mapped: `table_entries` slots (a power of two), slot =
 //! low bits of the switch's seeded 5-tuple hash (the one ECMP uses), each slot holding the full
