@@ -378,11 +378,14 @@ pub fn letflow_sets() -> Vec<VectorSet> {
         t,
         &lf_udp(LF_SRC, LF_SWITCH, 40_000, 0),
     ));
-    steps.push(at(
-        "to a single-port route: forwarded without a flowlet",
-        t,
-        &lf_udp(LF_DST, LF_SRC, 5201, 1),
-    ));
+    steps.push(Step {
+        port: 1,
+        ..at(
+            "from port 1 to a single-port route: forwarded without a flowlet",
+            t,
+            &lf_udp(LF_DST, LF_SRC, 5201, 1),
+        )
+    });
     let mut bad = a.clone();
     bad[14] = 0x44;
     steps.push(at("IHL 4: malformed, dropped", t, &bad));
