@@ -3,7 +3,8 @@
 
 use crate::UsageError;
 use anyhow::Context;
-use mpsched_core::vectors::{compare, fill_expectations, run_rust, standard_sets, VectorSet};
+use mpsched_core::vectors::{compare, VectorSet};
+use mpsched_programs::vectors::{fill_expectations, run_rust, standard_sets};
 use mpsched_scenario::files;
 use std::path::{Path, PathBuf};
 
@@ -16,7 +17,8 @@ pub struct VectorsArgs {
 
 #[derive(clap::Subcommand)]
 enum Action {
-    /// Write the standard sets, with expectations from the Rust programs, into DIR.
+    /// Write the standard sets (every program's), with expectations from the Rust programs,
+    /// into DIR.
     Write {
         /// Output directory.
         #[arg(default_value = "tests/vectors")]
@@ -91,7 +93,7 @@ pub fn vectors(a: VectorsArgs) -> anyhow::Result<()> {
 /// An implementation of the programs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Impl {
-    /// The Rust reference programs (`crates/core`).
+    /// The Rust reference programs (`crates/core`, `crates/programs`).
     Rust,
     /// The eBPF programs (`bpf/`), with `BPF_PROG_TEST_RUN`; root.
     Ebpf,

@@ -57,6 +57,17 @@ impl Delivery {
     }
 }
 
+/// The program a set runs when it names none: the multipath switch, which [`run_rust`] replays.
+pub const MULTIPATH: &str = "multipath";
+
+fn multipath() -> String {
+    MULTIPATH.into()
+}
+
+fn is_multipath(p: &str) -> bool {
+    p == MULTIPATH
+}
+
 /// One node's configuration and a sequence of frames.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VectorSet {
@@ -64,6 +75,15 @@ pub struct VectorSet {
     pub name: String,
     /// What it covers.
     pub description: String,
+    /// The switch program it runs, by its registered name (`mpsched-programs`); absent:
+    /// `multipath`, the switch [`run_rust`] replays. Other programs are replayed by
+    /// `mpsched_programs::vectors`.
+    #[serde(default = "multipath", skip_serializing_if = "is_multipath")]
+    pub program: String,
+    /// The program's parameters, in base units (`[programs.<name>]` of a scenario: times in
+    /// ps, rates in bit/s, sizes in bytes); absent ones take their defaults.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, u64>,
     /// The node's tables.
     pub config: SwitchConfig,
     /// Ports 0..n_ports exist; port p's own MAC is `mac_for(1, p)`, its peer's `mac_for(2, p)`.
@@ -71,7 +91,8 @@ pub struct VectorSet {
     /// Egress markers.
     #[serde(default)]
     pub markers: Vec<MarkerConfig>,
-    /// Raw 32-bit draws RS replays, cyclically (a set has at most one RS group).
+    /// Raw 32-bit draws the program's random source replays, cyclically: RS's (a multipath
+    /// set has at most one RS group), or another program's (LetFlow's new flowlets).
     #[serde(default)]
     pub rs_raw_draws: Vec<u32>,
     /// Registers before the first step.
@@ -90,7 +111,8 @@ pub struct Step {
     pub hook: Hook,
     /// The port it arrives on (ingress) or leaves by (egress).
     pub port: PortId,
-    /// The time (egress only; ingress ignores time).
+    /// The time: the egress marker's clock, and the clock of a program that reads time at
+    /// ingress (LetFlow's flowlets; the multipath switch ignores it there).
     #[serde(default)]
     pub time_ns: u64,
     /// The frame, hex.
@@ -208,8 +230,15 @@ pub fn rust_switch(set: &VectorSet) -> Result<FrameSwitch, String> {
     .map_err(|e| format!("{}: {e}", set.name))
 }
 
-/// Replay a set through the Rust programs.
+/// Replay a set of the multipath switch through the Rust programs (a set of another program
+/// is refused: `mpsched_programs::vectors::run_rust` replays every program).
 pub fn run_rust(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResult>), String> {
+    if set.program != MULTIPATH {
+        return Err(format!(
+            "{}: a set of program `{}`; mpsched_core replays `{MULTIPATH}` sets only",
+            set.name, set.program
+        ));
+    }
     let mut sw = rust_switch(set)?;
     let initial = sw.snapshot();
     let mut prev = initial.clone();
@@ -279,6 +308,13 @@ pub fn run_rust(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
 /// Fill a set's expectations (and initial registers) from the Rust programs.
 pub fn fill_expectations(set: &mut VectorSet) -> Result<(), String> {
     let (initial, results) = run_rust(set)?;
+    set_expectations(set, initial, results);
+    Ok(())
+}
+
+/// Fill a set's expectations (and initial registers) from a replay's results (of any
+/// program's runner).
+pub fn set_expectations(set: &mut VectorSet, initial: BTreeMap<String, u64>, results: Vec<StepResult>) {
     let mut prev = initial.clone();
     set.initial_registers = initial;
     for (st, r) in set.steps.iter_mut().zip(results) {
@@ -294,7 +330,6 @@ pub fn fill_expectations(set: &mut VectorSet) -> Result<(), String> {
             registers: changed,
         });
     }
-    Ok(())
 }
 
 /// Compare an implementation's results with the file: every observed field and every
@@ -456,6 +491,8 @@ fn set(name: &str, description: &str, config: SwitchConfig, n_ports: usize, step
     VectorSet {
         name: name.into(),
         description: description.into(),
+        program: multipath(),
+        params: BTreeMap::new(),
         config,
         n_ports,
         markers: Vec::new(),

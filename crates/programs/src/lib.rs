@@ -26,8 +26,10 @@ pub mod letflow;
 pub mod multipath;
 pub mod params;
 pub mod tunnel;
+pub mod vectors;
 
 use mpsched_core::program::Program;
+use mpsched_core::rng::RandomSource;
 use mpsched_core::sched::ConfigError;
 use mpsched_core::switch::SwitchConfig;
 pub use params::{Param, ParamKind, Params};
@@ -80,6 +82,18 @@ pub trait SwitchProgram: Sync {
 
     /// The Rust program for one node.
     fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError>;
+
+    /// The Rust program for one node, its random draws taken from `rng` instead of the node's
+    /// seed: the conformance vectors fix them, as the eBPF and P4 programs' test-draws maps
+    /// do. A program that draws nothing keeps this default, [`SwitchProgram::build`].
+    fn build_with_rng(
+        &self,
+        input: &BuildInput<'_>,
+        rng: Box<dyn RandomSource>,
+    ) -> Result<Box<dyn Program>, ConfigError> {
+        let _ = rng;
+        self.build(input)
+    }
 
     /// The stem of its eBPF object, if it has one (the kernel backend loads `<stem>.bpf.o`).
     fn ebpf_object(&self) -> Option<&'static str>;

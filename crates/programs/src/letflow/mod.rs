@@ -5,7 +5,7 @@
 //!
 //! The files of this program sit together in this folder: the Rust twin (here), the eBPF
 //! program (`letflow.bpf.c`), the P4 program (`letflow.p4`) and its notes (`README.md`); its
-//! conformance vectors are `tests/vectors/letflow-*.toml`.
+//! conformance vectors are `tests/vectors/letflow-*.json`.
 //!
 //! The flowlet table is direct-mapped: `table_entries` slots (a power of two), slot =
 //! low bits of the switch's seeded 5-tuple hash (the one ECMP uses), each slot holding the full
@@ -97,9 +97,17 @@ impl SwitchProgram for LetFlowProgram {
     }
 
     fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError> {
+        self.build_with_rng(input, Box::new(SeededRandom::new(input.seed)))
+    }
+
+    fn build_with_rng(
+        &self,
+        input: &BuildInput<'_>,
+        rng: Box<dyn RandomSource>,
+    ) -> Result<Box<dyn Program>, ConfigError> {
         let cfg = LetFlowConfig::from_params(input.params);
-        let lf = LetFlow::new(input.tables, cfg, Box::new(SeededRandom::new(input.seed)))
-            .map_err(|e| ConfigError(format!("node `{}`: {e}", input.node)))?;
+        let lf =
+            LetFlow::new(input.tables, cfg, rng).map_err(|e| ConfigError(format!("node `{}`: {e}", input.node)))?;
         Ok(Box::new(lf))
     }
 
