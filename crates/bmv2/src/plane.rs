@@ -14,12 +14,13 @@
 use crate::control;
 use crate::switch::{Bmv2Switch, SwitchOptions};
 use crate::{toolchain, Bmv2Error};
+use mpsched_core::control::{ControlError, ControlListing, ProgramControl};
 use mpsched_core::marker::VQ_SCALE_PER_BYTE;
 use mpsched_core::packet::PortId;
 use mpsched_netns::backend::NetnsError;
 use mpsched_netns::dataplane::NodeTables;
 use mpsched_netns::ns::Netns;
-use mpsched_netns::switchplane::{SwitchPlane, SwitchPlanes};
+use mpsched_netns::switchplane::{snapshot_control, snapshot_register_of, SwitchPlane, SwitchPlanes};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -88,6 +89,18 @@ impl Bmv2Plane {
     fn read(&self, register: &str) -> Option<Vec<u64>> {
         let mut sw = self.switch.lock().unwrap_or_else(|e| e.into_inner());
         sw.cli.register_read_all(register).ok()
+    }
+}
+
+/// BMv2's registers are read through its snapshot (the CLI's `register_read`); writes and
+/// table entries through the control channel are not offered yet.
+impl ProgramControl for Bmv2Plane {
+    fn control_listing(&self) -> ControlListing {
+        snapshot_control(self)
+    }
+
+    fn read_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
+        snapshot_register_of(self, name, index)
     }
 }
 

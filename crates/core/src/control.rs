@@ -134,13 +134,62 @@ pub enum QueueThreshold {
     DropPkts(u32),
 }
 
-/// A control plane's handle on a running data plane: one node per call, by name.
+/// What one node's program answers to a control plane: its registers and tables, by name. Every
+/// [`crate::program::Program`] is one (the simulator's programs answer from their state); so is a
+/// kernel or BMv2 switch (from its maps or through its CLI). Every operation is unsupported
+/// unless the implementation says otherwise.
+pub trait ProgramControl {
+    /// What the program exposes.
+    fn control_listing(&self) -> ControlListing {
+        ControlListing::default()
+    }
+
+    /// Entry `index` of register `name`.
+    fn read_register(&self, name: &str, _index: usize) -> Result<u64, ControlError> {
+        Err(ControlError::Unsupported(format!(
+            "register `{name}`: the program exposes no registers"
+        )))
+    }
+
+    /// Write entry `index` of register `name`.
+    fn write_register(&mut self, name: &str, _index: usize, _value: u64) -> Result<(), ControlError> {
+        Err(ControlError::Unsupported(format!(
+            "register `{name}`: the program exposes no registers"
+        )))
+    }
+
+    /// Insert or replace the entry of `key` in table `table`: on a match, run `action` with
+    /// `params` (P4Runtime's shape).
+    fn table_write(&mut self, table: &str, _key: &[u64], _action: &str, _params: &[u64]) -> Result<(), ControlError> {
+        Err(ControlError::Unsupported(format!(
+            "table `{table}`: the program exposes no tables"
+        )))
+    }
+
+    /// Delete the entry of `key` from table `table`.
+    fn table_delete(&mut self, table: &str, _key: &[u64]) -> Result<(), ControlError> {
+        Err(ControlError::Unsupported(format!(
+            "table `{table}`: the program exposes no tables"
+        )))
+    }
+}
+
+/// A control plane's handle on a running data plane: one node per call, by name. A backend
+/// finds a node's program ([`ControlPlane::program`]) and owns its ports' queues; the register and
+/// table calls go to the program.
 pub trait ControlPlane {
+    /// The program of `node`.
+    fn program(&mut self, node: &str) -> Result<&mut dyn ProgramControl, ControlError>;
+
     /// Entry `index` of register `register` of `node`'s program.
-    fn read_register(&mut self, node: &str, register: &str, index: usize) -> Result<u64, ControlError>;
+    fn read_register(&mut self, node: &str, register: &str, index: usize) -> Result<u64, ControlError> {
+        self.program(node)?.read_register(register, index)
+    }
 
     /// Write entry `index` of register `register` of `node`'s program.
-    fn write_register(&mut self, node: &str, register: &str, index: usize, value: u64) -> Result<(), ControlError>;
+    fn write_register(&mut self, node: &str, register: &str, index: usize, value: u64) -> Result<(), ControlError> {
+        self.program(node)?.write_register(register, index, value)
+    }
 
     /// Insert or replace the entry of `key` in table `table` of `node`'s program: on a match,
     /// run `action` with `params`.
@@ -151,13 +200,19 @@ pub trait ControlPlane {
         key: &[u64],
         action: &str,
         params: &[u64],
-    ) -> Result<(), ControlError>;
+    ) -> Result<(), ControlError> {
+        self.program(node)?.table_write(table, key, action, params)
+    }
 
     /// Delete the entry of `key` from table `table` of `node`'s program.
-    fn table_delete(&mut self, node: &str, table: &str, key: &[u64]) -> Result<(), ControlError>;
+    fn table_delete(&mut self, node: &str, table: &str, key: &[u64]) -> Result<(), ControlError> {
+        self.program(node)?.table_delete(table, key)
+    }
 
     /// What `node`'s program exposes.
-    fn listing(&mut self, node: &str) -> Result<ControlListing, ControlError>;
+    fn listing(&mut self, node: &str) -> Result<ControlListing, ControlError> {
+        Ok(self.program(node)?.control_listing())
+    }
 
     /// Set the weights of `node`'s port `port` (WRR: packets per round; DRR: quanta per round),
     /// one per queue.
@@ -183,6 +238,24 @@ pub fn register_of(name: &str) -> (&str, usize) {
         Ok(i) if !base.is_empty() && !base.ends_with('.') => (base, i),
         _ => (name, 0),
     }
+}
+
+/// The registers of a snapshot named as [`register_of`] reads them, writable where `writable`
+/// says so of a register's name.
+pub fn snapshot_listing(snap: &BTreeMap<String, u64>, writable: impl Fn(&str) -> bool) -> Vec<RegisterInfo> {
+    let mut registers: Vec<RegisterInfo> = Vec::new();
+    for name in snap.keys() {
+        let (base, i) = register_of(name);
+        match registers.iter_mut().find(|r| r.name == base) {
+            Some(r) => r.size = r.size.max(i + 1),
+            None => registers.push(RegisterInfo {
+                name: base.to_string(),
+                size: i + 1,
+                writable: writable(base),
+            }),
+        }
+    }
+    registers
 }
 
 /// Entry `index` of register `name` in a snapshot named as [`register_of`] reads it.

@@ -1,6 +1,6 @@
 //! The program model: what a data-plane program sees and what it may answer.
 
-use crate::control::{ControlError, ControlListing};
+use crate::control::ProgramControl;
 use crate::headers::HeaderStack;
 use crate::mptcp::MptcpOption;
 use crate::packet::{PacketMeta, PortId};
@@ -253,14 +253,16 @@ pub enum EgressVerdict {
     Drop,
 }
 
-/// A data-plane program: a state machine with no I/O and no clock of its own.
+/// A data-plane program: a state machine with no I/O and no clock of its own. What it exposes
+/// to a control plane (registers, tables) is its [`ProgramControl`] side: `impl ProgramControl
+/// for MyProgram {}` exposes nothing.
 ///
 /// The runtime (simulator or test harness) calls [`Program::ingress`] for each arriving packet,
 /// [`Program::on_enqueue`] as a packet joins an output queue, [`Program::on_dequeue`] as it
 /// leaves one, and [`Program::on_timer`] when a timer the program set is due. Time comes in the
 /// context; the program never reads a clock, so the same code runs in unit tests, the simulator
 /// and conformance vectors.
-pub trait Program: Send {
+pub trait Program: ProgramControl + Send {
     /// Called once before the first packet: arm timers (a probe's period, say).
     fn start(&mut self, _ctx: &mut Ctx) {}
 
@@ -330,40 +332,5 @@ pub trait Program: Send {
     /// nothing ignore it.
     fn update_routes(&mut self, _config: &crate::switch::SwitchConfig) -> Result<(), crate::sched::ConfigError> {
         Ok(())
-    }
-
-    /// The registers and tables the program exposes to a control plane
-    /// ([`crate::control::ControlPlane`]); none by default.
-    fn control_listing(&self) -> ControlListing {
-        ControlListing::default()
-    }
-
-    /// Entry `index` of register `name`, for a control plane. Unsupported by default.
-    fn read_register(&self, name: &str, _index: usize) -> Result<u64, ControlError> {
-        Err(ControlError::Unsupported(format!(
-            "register `{name}`: the program exposes no registers"
-        )))
-    }
-
-    /// Write entry `index` of register `name`, for a control plane. Unsupported by default.
-    fn write_register(&mut self, name: &str, _index: usize, _value: u64) -> Result<(), ControlError> {
-        Err(ControlError::Unsupported(format!(
-            "register `{name}`: the program exposes no registers"
-        )))
-    }
-
-    /// Insert or replace the entry of `key` in table `table`: on a match, run `action` with
-    /// `params` (P4Runtime's shape). Unsupported by default.
-    fn table_write(&mut self, table: &str, _key: &[u64], _action: &str, _params: &[u64]) -> Result<(), ControlError> {
-        Err(ControlError::Unsupported(format!(
-            "table `{table}`: the program exposes no tables"
-        )))
-    }
-
-    /// Delete the entry of `key` from table `table`. Unsupported by default.
-    fn table_delete(&mut self, table: &str, _key: &[u64]) -> Result<(), ControlError> {
-        Err(ControlError::Unsupported(format!(
-            "table `{table}`: the program exposes no tables"
-        )))
     }
 }

@@ -16,7 +16,7 @@
 //!
 //! Egress: ports with a marker mark ECT packets CE on `deq_qdepth`.
 
-use crate::control::{ControlError, ControlListing, RegisterInfo, TableInfo};
+use crate::control::{ControlError, ControlListing, ProgramControl, TableInfo};
 use crate::feedback::{Confluence, DEFAULT_FEEDBACK_EVERY, DEFAULT_FEEDBACK_PORT};
 use crate::marker::EcnMarker;
 use crate::packet::{Ipv4, PacketMeta, PortId};
@@ -339,8 +339,9 @@ impl MultipathSwitch {
     }
 }
 
-/// The destination a [`ROUTES_TABLE`] key names.
-fn route_key(table: &str, key: &[u64]) -> Result<Ipv4, ControlError> {
+/// The destination a [`ROUTES_TABLE`] key names (`[dst_ip]`), or why the key is not one: every
+/// program with a routes table reads its keys so.
+pub fn route_key(table: &str, key: &[u64]) -> Result<Ipv4, ControlError> {
     if table != ROUTES_TABLE {
         return Err(ControlError::NoTable(table.to_string()));
     }
@@ -420,33 +421,19 @@ impl MultipathSwitch {
     }
 }
 
-impl Program for MultipathSwitch {
+impl ProgramControl for MultipathSwitch {
     /// The registers of [`MultipathSwitch::snapshot`] (`split<g>.weight` with one entry per
     /// path, ...; WRR weights writable) and the routes table.
     fn control_listing(&self) -> ControlListing {
         let mut snap = BTreeMap::new();
         self.snapshot(&mut snap);
-        let mut registers: Vec<RegisterInfo> = Vec::new();
-        for name in snap.keys() {
-            let (base, i) = crate::control::register_of(name);
-            match registers.iter_mut().find(|r| r.name == base) {
-                Some(r) => r.size = r.size.max(i + 1),
-                None => registers.push(RegisterInfo {
-                    name: base.to_string(),
-                    size: i + 1,
-                    writable: false,
-                }),
-            }
-        }
-        for s in &self.splits {
-            if matches!(s.sched, Scheduler::Wrr(_)) {
-                let name = format!("split{}.weight", s.group);
-                registers
-                    .iter_mut()
-                    .filter(|r| r.name == name)
-                    .for_each(|r| r.writable = true);
-            }
-        }
+        let wrr: Vec<String> = self
+            .splits
+            .iter()
+            .filter(|s| matches!(s.sched, Scheduler::Wrr(_)))
+            .map(|s| format!("split{}.weight", s.group))
+            .collect();
+        let registers = crate::control::snapshot_listing(&snap, |name| wrr.iter().any(|w| w == name));
         ControlListing {
             registers,
             tables: vec![TableInfo {
@@ -516,7 +503,9 @@ impl Program for MultipathSwitch {
             })
         }
     }
+}
 
+impl Program for MultipathSwitch {
     fn update_routes(&mut self, config: &SwitchConfig) -> Result<(), ConfigError> {
         let mut lpm = Ipv4Lpm::new();
         for r in &config.routes {

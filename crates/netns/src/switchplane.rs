@@ -7,69 +7,21 @@
 use crate::backend::NetnsError;
 use crate::dataplane::{Dataplane, NodeTables};
 use crate::ns::Netns;
-use mpsched_core::control::{self, ControlError, ControlListing, RegisterInfo, TableInfo};
+use mpsched_core::control::{self, ControlError, ControlListing, ProgramControl, TableInfo};
 use mpsched_core::packet::PortId;
 use mpsched_core::switch::{FORWARD_ACTION, ROUTES_TABLE};
 use std::collections::BTreeMap;
 
-/// One switch's running data plane. Dropping it stops it (the namespace is deleted after).
-pub trait SwitchPlane {
+/// One switch's running data plane. Dropping it stops it (the namespace is deleted after). Its
+/// [`ProgramControl`] side is the control channel into it ([`snapshot_control`] reads its
+/// registers from [`SwitchPlane::snapshot`]).
+pub trait SwitchPlane: ProgramControl {
     /// The weights of each WRR or DWRR splitting group, by group id.
     fn weights(&self) -> Vec<(u8, Vec<u16>)>;
     /// The backlog of the virtual-queue marker of `port`, in bytes, if it has one.
     fn marker_backlog_bytes(&self, port: PortId) -> Option<u64>;
     /// Every register and counter, named as `FrameSwitch::snapshot` names them.
     fn snapshot(&self) -> Option<BTreeMap<String, u64>>;
-
-    /// The control channel ([`mpsched_core::control`]): the registers this switch exposes
-    /// (its snapshot, read as [`control::register_of`] names them) and its tables.
-    fn control_listing(&self) -> ControlListing {
-        let mut registers: Vec<RegisterInfo> = Vec::new();
-        for name in self.snapshot().unwrap_or_default().keys() {
-            let (base, i) = control::register_of(name);
-            match registers.iter_mut().find(|r| r.name == base) {
-                Some(r) => r.size = r.size.max(i + 1),
-                None => registers.push(RegisterInfo {
-                    name: base.to_string(),
-                    size: i + 1,
-                    writable: false,
-                }),
-            }
-        }
-        ControlListing {
-            registers,
-            tables: Vec::new(),
-        }
-    }
-
-    /// Entry `index` of register `name`, read from the running data plane.
-    fn read_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
-        let snap = self
-            .snapshot()
-            .ok_or_else(|| ControlError::Unsupported(format!("register `{name}`: the switch cannot be read")))?;
-        control::snapshot_register(&snap, name, index)
-    }
-
-    /// Write entry `index` of register `name` in the running data plane.
-    fn write_register(&mut self, name: &str, _index: usize, _value: u64) -> Result<(), ControlError> {
-        Err(ControlError::Unsupported(format!(
-            "register `{name}`: this switch takes no writes"
-        )))
-    }
-
-    /// Insert or replace a table entry in the running data plane (P4Runtime's shape).
-    fn table_write(&mut self, table: &str, _key: &[u64], _action: &str, _params: &[u64]) -> Result<(), ControlError> {
-        Err(ControlError::Unsupported(format!(
-            "table `{table}`: this switch takes no writes"
-        )))
-    }
-
-    /// Delete a table entry in the running data plane.
-    fn table_delete(&mut self, table: &str, _key: &[u64]) -> Result<(), ControlError> {
-        Err(ControlError::Unsupported(format!(
-            "table `{table}`: this switch takes no writes"
-        )))
-    }
 }
 
 /// Makes the data plane of each switch node.
@@ -126,39 +78,19 @@ impl SwitchPlanes for EbpfPlanes {
     }
 }
 
-impl SwitchPlane for Dataplane {
-    fn weights(&self) -> Vec<(u8, Vec<u16>)> {
-        Dataplane::weights(self).unwrap_or_default()
-    }
-
-    fn marker_backlog_bytes(&self, port: PortId) -> Option<u64> {
-        self.marker(port)
-            .ok()
-            .map(|m| m.backlog_scaled / mpsched_core::marker::VQ_SCALE_PER_BYTE)
-    }
-
-    fn snapshot(&self) -> Option<BTreeMap<String, u64>> {
-        Dataplane::snapshot(self).ok()
-    }
-
+impl ProgramControl for Dataplane {
     /// The snapshot's registers (WRR weights writable, as in the Rust twin) and the routes
     /// table (`routes`: key `[dst_ip]`, action `forward` with `[port]`).
     fn control_listing(&self) -> ControlListing {
-        let mut listing = ControlListing::default();
         let snap = Dataplane::snapshot(self).unwrap_or_default();
-        for name in snap.keys() {
-            let (base, i) = control::register_of(name);
-            match listing.registers.iter_mut().find(|r| r.name == base) {
-                Some(r) => r.size = r.size.max(i + 1),
-                None => listing.registers.push(RegisterInfo {
-                    name: base.to_string(),
-                    size: i + 1,
-                    // Only WRR groups name `remaining` beside `weight` without `adjust`.
-                    writable: base.ends_with(".weight")
-                        && !snap.contains_key(&format!("{}.adjust0", base.trim_end_matches(".weight"))),
-                }),
-            }
-        }
+        // Only DWRR groups name `adjust` beside `weight`: WRR's weights are writable.
+        let writable = |base: &str| {
+            base.ends_with(".weight") && !snap.contains_key(&format!("{}.adjust0", base.trim_end_matches(".weight")))
+        };
+        let mut listing = ControlListing {
+            registers: control::snapshot_listing(&snap, writable),
+            tables: Vec::new(),
+        };
         listing.tables.push(TableInfo {
             name: ROUTES_TABLE.to_string(),
             key_fields: vec!["dst_ip".to_string()],
@@ -173,7 +105,7 @@ impl SwitchPlane for Dataplane {
             .and_then(|r| r.strip_suffix(".weight"))
             .and_then(|g| g.parse::<u8>().ok());
         let Some(group) = group else {
-            SwitchPlane::read_register(self, name, index)?;
+            ProgramControl::read_register(self, name, index)?;
             return Err(ControlError::ReadOnly(name.to_string()));
         };
         let weight = u16::try_from(value).map_err(|_| ControlError::BadEntry {
@@ -184,7 +116,7 @@ impl SwitchPlane for Dataplane {
     }
 
     fn table_write(&mut self, table: &str, key: &[u64], action: &str, params: &[u64]) -> Result<(), ControlError> {
-        let dst = route_key(table, key)?;
+        let dst = mpsched_core::switch::route_key(table, key)?;
         if action != FORWARD_ACTION {
             return Err(ControlError::NoAction {
                 table: table.to_string(),
@@ -210,7 +142,7 @@ impl SwitchPlane for Dataplane {
     }
 
     fn table_delete(&mut self, table: &str, key: &[u64]) -> Result<(), ControlError> {
-        let dst = route_key(table, key)?;
+        let dst = mpsched_core::switch::route_key(table, key)?;
         match self.set_host_route(dst, None) {
             Ok(true) => Ok(()),
             Ok(false) => Err(ControlError::NoEntry {
@@ -220,21 +152,41 @@ impl SwitchPlane for Dataplane {
             Err(e) => Err(ControlError::Unsupported(e.to_string())),
         }
     }
+
+    fn read_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
+        snapshot_register_of(self, name, index)
+    }
 }
 
-/// The destination of a routes-table key.
-fn route_key(table: &str, key: &[u64]) -> Result<u32, ControlError> {
-    if table != ROUTES_TABLE {
-        return Err(ControlError::NoTable(table.to_string()));
+impl SwitchPlane for Dataplane {
+    fn weights(&self) -> Vec<(u8, Vec<u16>)> {
+        Dataplane::weights(self).unwrap_or_default()
     }
-    match key {
-        [k] => u32::try_from(*k).map_err(|_| ControlError::BadEntry {
-            table: table.to_string(),
-            reason: format!("key {k} is not an IPv4 address"),
-        }),
-        _ => Err(ControlError::BadEntry {
-            table: table.to_string(),
-            reason: format!("one key field (dst_ip), got {}", key.len()),
-        }),
+
+    fn marker_backlog_bytes(&self, port: PortId) -> Option<u64> {
+        self.marker(port)
+            .ok()
+            .map(|m| m.backlog_scaled / mpsched_core::marker::VQ_SCALE_PER_BYTE)
+    }
+
+    fn snapshot(&self) -> Option<BTreeMap<String, u64>> {
+        Dataplane::snapshot(self).ok()
+    }
+}
+
+/// Register `name`'s entry `index`, read from a switch's snapshot as [`control::register_of`]
+/// names it: how every kernel and BMv2 switch answers register reads.
+pub fn snapshot_register_of(plane: &dyn SwitchPlane, name: &str, index: usize) -> Result<u64, ControlError> {
+    let snap = plane
+        .snapshot()
+        .ok_or_else(|| ControlError::Unsupported(format!("register `{name}`: the switch cannot be read")))?;
+    control::snapshot_register(&snap, name, index)
+}
+
+/// A switch's registers listed from its snapshot, none writable.
+pub fn snapshot_control(plane: &dyn SwitchPlane) -> ControlListing {
+    ControlListing {
+        registers: control::snapshot_listing(&plane.snapshot().unwrap_or_default(), |_| false),
+        tables: Vec::new(),
     }
 }

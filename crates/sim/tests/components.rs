@@ -173,6 +173,9 @@ struct Notifier {
     sent: u64,
 }
 
+/// Exposes nothing to a control plane.
+impl mpsched_core::control::ProgramControl for Notifier {}
+
 impl Program for Notifier {
     fn ingress(&mut self, pkt: &mut PacketMeta, _ctx: &mut Ctx) -> Verdict {
         match self.port_of.iter().find(|(ip, _)| *ip == pkt.dst_ip) {

@@ -4,7 +4,7 @@
 //! move to the other switch, the two classes' shares at the bottleneck follow the weights, and
 //! datagrams start arriving CE-marked.
 
-use mpsched_core::control::{ControlError, ControlListing, ControlPlane, QueueThreshold, RegisterInfo};
+use mpsched_core::control::{ControlError, ControlListing, ControlPlane, ProgramControl, QueueThreshold, RegisterInfo};
 use mpsched_core::packet::{Ecn, PacketMeta, PortId};
 use mpsched_core::program::{Ctx, Program, Verdict};
 use mpsched_core::switch::{FORWARD_ACTION, ROUTES_TABLE};
@@ -102,15 +102,7 @@ struct Counter {
     pkts: u64,
 }
 
-impl Program for Counter {
-    fn ingress(&mut self, pkt: &mut PacketMeta, _ctx: &mut Ctx) -> Verdict {
-        if pkt.dst_ip == H3 {
-            self.pkts += 1;
-            return Verdict::Forward(1);
-        }
-        Verdict::Forward(0)
-    }
-
+impl ProgramControl for Counter {
     fn control_listing(&self) -> ControlListing {
         ControlListing {
             registers: vec![RegisterInfo {
@@ -132,6 +124,16 @@ impl Program for Counter {
             }),
             _ => Err(ControlError::NoRegister(name.into())),
         }
+    }
+}
+
+impl Program for Counter {
+    fn ingress(&mut self, pkt: &mut PacketMeta, _ctx: &mut Ctx) -> Verdict {
+        if pkt.dst_ip == H3 {
+            self.pkts += 1;
+            return Verdict::Forward(1);
+        }
+        Verdict::Forward(0)
     }
 }
 

@@ -50,6 +50,9 @@ impl FloodProbe {
     }
 }
 
+/// Exposes nothing to a control plane.
+impl mpsched_core::control::ProgramControl for FloodProbe {}
+
 impl Program for FloodProbe {
     fn start(&mut self, ctx: &mut Ctx) {
         if let Some(p) = self.period_ps {
@@ -491,6 +494,9 @@ struct FlagCounter {
     ack_only: u64,
     data: u64,
 }
+
+/// Exposes nothing to a control plane.
+impl mpsched_core::control::ProgramControl for FlagCounter {}
 
 impl Program for FlagCounter {
     fn ingress(&mut self, pkt: &mut PacketMeta, _ctx: &mut Ctx) -> Verdict {

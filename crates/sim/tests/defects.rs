@@ -142,6 +142,9 @@ fn stores_hold_exactly_what_packets_refer_to() {
 /// it).
 struct Sink;
 
+/// Exposes nothing to a control plane.
+impl mpsched_core::control::ProgramControl for Sink {}
+
 impl mpsched_core::program::Program for Sink {
     fn ingress(
         &mut self,

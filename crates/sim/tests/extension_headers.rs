@@ -43,6 +43,9 @@ struct Seen {
 /// and fills the INT header's sojourn and depth at its egress towards r3.
 struct Pusher(Arc<Mutex<Seen>>);
 
+/// Exposes nothing to a control plane.
+impl mpsched_core::control::ProgramControl for Pusher {}
+
 impl Program for Pusher {
     fn uses_headers(&self) -> bool {
         true
@@ -93,6 +96,9 @@ impl Program for Pusher {
 /// r3: reads the option, the routing header and the INT header of each segment, pops the
 /// routing header, and routes as `mptcp/two-paths`' tables do.
 struct Popper(Arc<Mutex<Seen>>);
+
+/// Exposes nothing to a control plane.
+impl mpsched_core::control::ProgramControl for Popper {}
 
 impl Program for Popper {
     fn parses_mptcp(&self) -> bool {
@@ -254,6 +260,9 @@ struct ProbeEnds {
     origin: bool,
     log: ProbeLog,
 }
+
+/// Exposes nothing to a control plane.
+impl mpsched_core::control::ProgramControl for ProbeEnds {}
 
 impl Program for ProbeEnds {
     fn start(&mut self, ctx: &mut Ctx) {

@@ -125,6 +125,9 @@ struct Seen {
 /// switches must: the server's key off MP_CAPABLE, the tokens off MP_JOIN SYNs, DSS mappings.
 struct OptionReader(std::sync::Arc<std::sync::Mutex<Seen>>);
 
+/// Exposes nothing to a control plane.
+impl mpsched_core::control::ProgramControl for OptionReader {}
+
 impl mpsched_core::program::Program for OptionReader {
     fn parses_mptcp(&self) -> bool {
         true

@@ -10,7 +10,7 @@
 use super::queues;
 use crate::ns::Netns;
 use crate::switchplane::SwitchPlane;
-use mpsched_core::control::{ControlError, ControlListing, ControlPlane, QueueThreshold};
+use mpsched_core::control::{ControlError, ControlPlane, ProgramControl, QueueThreshold};
 use mpsched_core::packet::PortId;
 use mpsched_scenario::{NodeKind, Scenario};
 use mpsched_topo::Wiring;
@@ -80,31 +80,8 @@ fn tc_failed(e: super::NetnsError) -> ControlError {
 }
 
 impl ControlPlane for KernelControl<'_> {
-    fn read_register(&mut self, node: &str, register: &str, index: usize) -> Result<u64, ControlError> {
-        self.plane(node)?.read_register(register, index)
-    }
-
-    fn write_register(&mut self, node: &str, register: &str, index: usize, value: u64) -> Result<(), ControlError> {
-        self.plane(node)?.write_register(register, index, value)
-    }
-
-    fn table_write(
-        &mut self,
-        node: &str,
-        table: &str,
-        key: &[u64],
-        action: &str,
-        params: &[u64],
-    ) -> Result<(), ControlError> {
-        self.plane(node)?.table_write(table, key, action, params)
-    }
-
-    fn table_delete(&mut self, node: &str, table: &str, key: &[u64]) -> Result<(), ControlError> {
-        self.plane(node)?.table_delete(table, key)
-    }
-
-    fn listing(&mut self, node: &str) -> Result<ControlListing, ControlError> {
-        Ok(self.plane(node)?.control_listing())
+    fn program(&mut self, node: &str) -> Result<&mut dyn ProgramControl, ControlError> {
+        Ok(&mut **self.plane(node)?)
     }
 
     fn set_queue_weights(&mut self, node: &str, port: PortId, weights: &[u32]) -> Result<(), ControlError> {

@@ -53,21 +53,8 @@ pub(super) fn shape_queues(
     weights: &[u32],
     leaf: &[String],
 ) -> Result<(), NetnsError> {
+    super::setup::htb_root(n, ifname, rate_bps, "10")?;
     let rate = format!("{rate_bps}bit");
-    n.exec(
-        "tc",
-        &[
-            "qdisc", "add", "dev", ifname, "root", "handle", "1:", "htb", "default", "10",
-        ],
-    )
-    .map_err(|e| NetnsError::Missing(format!("the htb qdisc is needed to shape links: {e}")))?;
-    n.exec(
-        "tc",
-        &[
-            "class", "add", "dev", ifname, "parent", "1:", "classid", "1:1", "htb", "rate", &rate, "ceil", &rate,
-            "quantum", "1514",
-        ],
-    )?;
     for (q, r) in class_rates(rate_bps, weights).into_iter().enumerate() {
         let (class, r) = (class_id(q), format!("{r}bit"));
         n.exec(

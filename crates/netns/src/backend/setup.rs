@@ -203,11 +203,31 @@ pub(super) fn shape(
     delay_ps: u64,
     netem: bool,
 ) -> Result<(), NetnsError> {
+    htb_root(n, ifname, rate_bps, "1")?;
+    let mut args = vec!["qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:"];
+    let leaf = leaf_qdisc(rate_bps, queue_pkts, delay_ps, netem);
+    args.extend(leaf.iter().map(String::as_str));
+    n.exec("tc", &args)?;
+    Ok(())
+}
+
+/// htb at the root of `ifname` with its one class `1:1` at `rate_bps`, unclassified packets to
+/// class `1:<default_class>`.
+pub(super) fn htb_root(n: &Netns, ifname: &str, rate_bps: u64, default_class: &str) -> Result<(), NetnsError> {
     let rate = format!("{rate_bps}bit");
     n.exec(
         "tc",
         &[
-            "qdisc", "add", "dev", ifname, "root", "handle", "1:", "htb", "default", "1",
+            "qdisc",
+            "add",
+            "dev",
+            ifname,
+            "root",
+            "handle",
+            "1:",
+            "htb",
+            "default",
+            default_class,
         ],
     )
     .map_err(|e| NetnsError::Missing(format!("the htb qdisc is needed to shape links: {e}")))?;
@@ -218,10 +238,6 @@ pub(super) fn shape(
             "quantum", "1514",
         ],
     )?;
-    let mut args = vec!["qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:"];
-    let leaf = leaf_qdisc(rate_bps, queue_pkts, delay_ps, netem);
-    args.extend(leaf.iter().map(String::as_str));
-    n.exec("tc", &args)?;
     Ok(())
 }
 

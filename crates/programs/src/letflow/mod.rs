@@ -27,14 +27,14 @@
 
 use crate::params::{Param, ParamKind, Params};
 use crate::{BuildInput, SwitchProgram, TablesNeed};
-use mpsched_core::control::{ControlError, ControlListing, RegisterInfo, TableInfo};
+use mpsched_core::control::{ControlError, ControlListing, ProgramControl, RegisterInfo, TableInfo};
 use mpsched_core::frame::MAX_PORTS;
 use mpsched_core::packet::{Ipv4, PacketMeta, PortId};
 use mpsched_core::program::{Ctx, DropReason, Program, Verdict};
 use mpsched_core::rng::{RandomSource, SeededRandom};
 use mpsched_core::sched::{ConfigError, Ecmp};
 use mpsched_core::switch::SwitchConfig;
-use mpsched_core::switch::{FORWARD_ACTION, ROUTES_TABLE};
+use mpsched_core::switch::{route_key, FORWARD_ACTION, ROUTES_TABLE};
 use mpsched_core::table::Route;
 use mpsched_core::table::{Ipv4Lpm, ECMP_GROUP};
 
@@ -330,10 +330,7 @@ impl LetFlow {
     }
 
     fn route_entry(&self, key: &[u64], action: &str, params: &[u64]) -> Result<Route, ControlError> {
-        let dst = match key {
-            [k] => Ipv4::try_from(*k).map_err(|_| bad(ROUTES_TABLE, format!("key {k} is not an IPv4 address")))?,
-            _ => return Err(bad(ROUTES_TABLE, format!("one key field (dst_ip), got {}", key.len()))),
-        };
+        let dst = route_key(ROUTES_TABLE, key)?;
         let port = match (action, params) {
             (FORWARD_ACTION, [p]) => PortId::try_from(*p).ok().filter(|p| p & ECMP_GROUP == 0),
             (ECMP_GROUP_ACTION, [g]) => usize::try_from(*g)
@@ -395,48 +392,7 @@ impl LetFlow {
     }
 }
 
-impl Program for LetFlow {
-    fn ingress(&mut self, pkt: &mut PacketMeta, ctx: &mut Ctx) -> Verdict {
-        if pkt.dst_ip == self.own_ip {
-            self.counters.local += 1;
-            return Verdict::Consume;
-        }
-        if pkt.ttl <= 1 {
-            self.counters.ttl_expired += 1;
-            return Verdict::Drop(DropReason::TtlExpired);
-        }
-        pkt.ttl -= 1;
-        match self.lpm.lookup(pkt.dst_ip) {
-            Some(port) if port & ECMP_GROUP != 0 => {
-                Verdict::Forward(self.flowlet_port(pkt, usize::from(port & !ECMP_GROUP), ctx.now_ps()))
-            }
-            Some(port) => Verdict::Forward(port),
-            None => {
-                self.counters.no_route += 1;
-                Verdict::Drop(DropReason::NoRoute)
-            }
-        }
-    }
-
-    fn counters(&self) -> Vec<(String, u64)> {
-        let c = self.counters;
-        [
-            ("letflow.new_flowlets", c.new_flowlets),
-            ("letflow.continued", c.continued),
-            ("letflow.collisions", c.collisions),
-            ("no_route", c.no_route),
-            ("ttl_expired", c.ttl_expired),
-            ("local", c.local),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
-    }
-
-    fn update_routes(&mut self, config: &SwitchConfig) -> Result<(), ConfigError> {
-        self.set_tables(config)
-    }
-
+impl ProgramControl for LetFlow {
     fn control_listing(&self) -> ControlListing {
         let registers = REGISTERS
             .iter()
@@ -502,20 +458,57 @@ impl Program for LetFlow {
     }
 
     fn table_delete(&mut self, table: &str, key: &[u64]) -> Result<(), ControlError> {
-        if table != ROUTES_TABLE {
-            return Err(ControlError::NoTable(table.to_string()));
+        let dst = route_key(table, key)?;
+        if self.lpm.remove(dst, 32) {
+            return Ok(());
         }
-        let dst = match key {
-            [k] => Ipv4::try_from(*k).ok(),
-            _ => None,
-        };
-        match dst {
-            Some(dst) if self.lpm.remove(dst, 32) => Ok(()),
-            _ => Err(ControlError::NoEntry {
-                table: table.to_string(),
-                key: key.to_vec(),
-            }),
+        Err(ControlError::NoEntry {
+            table: table.to_string(),
+            key: key.to_vec(),
+        })
+    }
+}
+
+impl Program for LetFlow {
+    fn ingress(&mut self, pkt: &mut PacketMeta, ctx: &mut Ctx) -> Verdict {
+        if pkt.dst_ip == self.own_ip {
+            self.counters.local += 1;
+            return Verdict::Consume;
         }
+        if pkt.ttl <= 1 {
+            self.counters.ttl_expired += 1;
+            return Verdict::Drop(DropReason::TtlExpired);
+        }
+        pkt.ttl -= 1;
+        match self.lpm.lookup(pkt.dst_ip) {
+            Some(port) if port & ECMP_GROUP != 0 => {
+                Verdict::Forward(self.flowlet_port(pkt, usize::from(port & !ECMP_GROUP), ctx.now_ps()))
+            }
+            Some(port) => Verdict::Forward(port),
+            None => {
+                self.counters.no_route += 1;
+                Verdict::Drop(DropReason::NoRoute)
+            }
+        }
+    }
+
+    fn counters(&self) -> Vec<(String, u64)> {
+        let c = self.counters;
+        [
+            ("letflow.new_flowlets", c.new_flowlets),
+            ("letflow.continued", c.continued),
+            ("letflow.collisions", c.collisions),
+            ("no_route", c.no_route),
+            ("ttl_expired", c.ttl_expired),
+            ("local", c.local),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
+    fn update_routes(&mut self, config: &SwitchConfig) -> Result<(), ConfigError> {
+        self.set_tables(config)
     }
 }
 

@@ -16,7 +16,7 @@ use super::tcp::{Conn, Owner};
 use super::{SimError, Simulation};
 use crate::event::{EventKind, TimePs};
 use crate::packet::{Packet, CONTROL_FLOW};
-use mpsched_core::control::{ControlError, ControlListing, ControlPlane, QueueThreshold};
+use mpsched_core::control::{ControlError, ControlPlane, ProgramControl, QueueThreshold};
 use mpsched_core::packet::{Ecn, PacketMeta, PortId};
 use mpsched_core::program::Program;
 use mpsched_scenario::NodeKind;
@@ -355,31 +355,8 @@ impl Simulation {
 }
 
 impl ControlPlane for Net<'_> {
-    fn read_register(&mut self, node: &str, register: &str, index: usize) -> Result<u64, ControlError> {
-        self.program_of(node)?.read_register(register, index)
-    }
-
-    fn write_register(&mut self, node: &str, register: &str, index: usize, value: u64) -> Result<(), ControlError> {
-        self.program_of(node)?.write_register(register, index, value)
-    }
-
-    fn table_write(
-        &mut self,
-        node: &str,
-        table: &str,
-        key: &[u64],
-        action: &str,
-        params: &[u64],
-    ) -> Result<(), ControlError> {
-        self.program_of(node)?.table_write(table, key, action, params)
-    }
-
-    fn table_delete(&mut self, node: &str, table: &str, key: &[u64]) -> Result<(), ControlError> {
-        self.program_of(node)?.table_delete(table, key)
-    }
-
-    fn listing(&mut self, node: &str) -> Result<ControlListing, ControlError> {
-        Ok(self.program_of(node)?.control_listing())
+    fn program(&mut self, node: &str) -> Result<&mut dyn ProgramControl, ControlError> {
+        Ok(self.program_of(node)?)
     }
 
     /// WRR or DRR weights of the port's queues (from the next round on).
