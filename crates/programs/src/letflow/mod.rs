@@ -521,8 +521,8 @@ mod tests {
     const DST: Ipv4 = 0x0a00_0002;
     const US: u64 = 1_000_000;
 
-    /// A switch whose route to DST is the group {1, 2, 3, 4}.
-    fn switch(entries: u32, draws: Vec<u32>) -> LetFlow {
+    /// Tables whose route to DST is the equal-cost group `ports`, hash seed 7.
+    fn tables(ports: Vec<PortId>) -> SwitchConfig {
         let mut t = SwitchConfig::forwarding(
             0x0aff_0001,
             vec![Route {
@@ -531,8 +531,14 @@ mod tests {
                 port: ECMP_GROUP,
             }],
         );
-        t.ecmp_groups = vec![vec![1, 2, 3, 4]];
+        t.ecmp_groups = vec![ports];
         t.hash_seed = 7;
+        t
+    }
+
+    /// A switch whose route to DST is the group {1, 2, 3, 4}.
+    fn switch(entries: u32, draws: Vec<u32>) -> LetFlow {
+        let t = tables(vec![1, 2, 3, 4]);
         let cfg = LetFlowConfig {
             gap_ps: 100 * US,
             table_entries: entries,
@@ -581,18 +587,7 @@ mod tests {
     #[test]
     fn new_flowlets_spread_uniformly() {
         let mut lf = LetFlow::new(
-            &{
-                let mut t = SwitchConfig::forwarding(
-                    1,
-                    vec![Route {
-                        prefix: DST,
-                        len: 32,
-                        port: ECMP_GROUP,
-                    }],
-                );
-                t.ecmp_groups = vec![vec![1, 2, 3, 4]];
-                t
-            },
+            &tables(vec![1, 2, 3, 4]),
             LetFlowConfig::default(),
             Box::new(SeededRandom::new(3)),
         )
@@ -611,16 +606,7 @@ mod tests {
     fn a_port_gone_from_the_group_ends_the_flowlet() {
         let mut lf = switch(16, vec![0, 0]);
         assert_eq!(send(&mut lf, 1000, 0), 1);
-        let mut t = SwitchConfig::forwarding(
-            0x0aff_0001,
-            vec![Route {
-                prefix: DST,
-                len: 32,
-                port: ECMP_GROUP,
-            }],
-        );
-        t.ecmp_groups = vec![vec![2, 3]];
-        lf.update_routes(&t).unwrap();
+        lf.update_routes(&tables(vec![2, 3])).unwrap();
         assert_eq!(send(&mut lf, 1000, 10 * US), 2);
     }
 
