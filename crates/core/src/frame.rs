@@ -2,7 +2,8 @@
 //!
 //! [`MultipathSwitch`] decides on parsed metadata, as the simulator needs. A kernel data plane
 //! sees bytes, so [`FrameSwitch`] adds what the eBPF program does around the same decisions:
-//! - it parses each frame with [`parse_frame`]; a frame that is not IPv4 (ARP, IPv6) goes to the
+//! - it parses each frame with [`parse_frame`]; a frame that is not IPv4 (ARP, IPv6, custom
+//!   headers under EtherType 0x88B5, which the multipath switch does not parse) goes to the
 //!   node's own stack ([`FrameAction::ToStack`]); a malformed one (runt, truncated IPv4 header,
 //!   IHL < 5, version not 4, bad total length) is counted and dropped. IPv4 options are skipped
 //!   and fragments are forwarded like any other packet (a non-first fragment has no ports);
@@ -113,7 +114,15 @@ impl FrameSwitch {
         if let Some(c) = self.rx_pkts.get_mut(usize::from(port)) {
             *c += 1;
         }
-        let mut meta = match parse_frame(frame, self.feedback_port) {
+        // The multipath switch's eBPF and P4 twins parse no custom headers: a frame carrying
+        // them (EtherType 0x88B5) is not IPv4 to them, and so to this reference.
+        let shimmed = frame.get(12..14) == Some(&crate::headers::ETHERTYPE_SHIM.to_be_bytes()[..]);
+        let parsed = if shimmed {
+            Err(ParseError::NotIpv4)
+        } else {
+            parse_frame(frame, self.feedback_port)
+        };
+        let mut meta = match parsed {
             Ok(m) => m,
             Err(ParseError::NotIpv4) => {
                 self.not_ipv4 += 1;
@@ -277,6 +286,23 @@ mod tests {
         FrameSwitch::new(&cfg, &markers, 3, |_| Box::new(SeededRandom::new(1))).unwrap()
     }
 
+    #[test]
+    fn a_frame_with_custom_headers_goes_to_the_stack_as_its_ebpf_twin_sends_it() {
+        use crate::headers::{Header, HeaderStack, RoutingHeader};
+        let mut f = frame(Ecn::NotEct);
+        let mut stack = HeaderStack::new();
+        stack
+            .push(Header::Routing(RoutingHeader {
+                conn_id: 7,
+                path: 1,
+                hops: 0,
+            }))
+            .unwrap();
+        crate::wire::insert_shims(&mut f, &stack);
+        let mut sw = switch();
+        assert_eq!(sw.ingress(&f, 1).action, FrameAction::ToStack);
+        assert_eq!(sw.snapshot()["counter.not_ipv4"], 1);
+    }
     #[test]
     fn frames_are_split_and_counted_per_port() {
         let mut sw = switch();
