@@ -10,7 +10,7 @@ mod tunnel;
 
 use crate::event::{EventKind, EventQueue, TimePs, PS_PER_S};
 use crate::link::{Link, Wire};
-use crate::packet::{Packet, PacketId, Slab, StackRef, TcpPart, NO_INNER, NO_PATH, NO_TCP};
+use crate::packet::{Packet, PacketId, PacketPool, Slab, StackRef, TcpPart, NO_INNER, NO_PATH, NO_TCP};
 use crate::pcap::Capture;
 use crate::queue::PortQueues;
 use crate::series::TimeSeries;
@@ -196,7 +196,7 @@ struct Network {
     /// Packets inside UDP subtunnels and TCP subtunnel streams.
     inner: Slab<tunnel::Inner>,
     /// Packets in queues, on wires and in flight, which those hold by handle.
-    pool: Slab<Packet>,
+    pool: PacketPool,
     /// Where the packets in propagation are due, by handle; each link holds its list's ends.
     wire: Wire,
     /// The pcap writers (a link names the ones recording it).
@@ -283,7 +283,7 @@ impl Simulation {
             extras_used: false,
             port_depths: Vec::new(),
             inner: Slab::default(),
-            pool: Slab::default(),
+            pool: PacketPool::default(),
             wire: Wire::default(),
             captures,
             io_error: None,
