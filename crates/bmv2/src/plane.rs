@@ -21,6 +21,7 @@ use mpsched_netns::backend::NetnsError;
 use mpsched_netns::dataplane::NodeTables;
 use mpsched_netns::ns::Netns;
 use mpsched_netns::switchplane::{snapshot_control, snapshot_register_of, SwitchPlane, SwitchPlanes};
+use mpsched_programs::SwitchProgram;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -57,6 +58,17 @@ impl SwitchPlanes for Bmv2Planes {
         toolchain::find().map_err(netns_error)?;
         toolchain::program_json().map_err(netns_error)?;
         Ok(())
+    }
+
+    fn supports(&self, program: &dyn SwitchProgram) -> Result<(), String> {
+        match program.p4_program() {
+            Some("mpsched") => Ok(()),
+            Some(stem) => Err(format!(
+                "program `{}`'s P4 program `{stem}.p4` has no control plane on BMv2 yet",
+                program.name()
+            )),
+            None => Err(format!("program `{}` has no P4 program", program.name())),
+        }
     }
 
     fn start(&self, ns: &Netns, tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError> {

@@ -54,12 +54,15 @@ impl Node {
                 peer_mac: mac_for(PEER_MAC_NODE, p),
             })
             .collect();
+        let (program, params) = mpsched_programs::vectors::program_of(set).map_err(Bmv2Error::Config)?;
         let tables = NodeTables {
             switch: set.config.clone(),
             ports,
             markers: set.markers.clone(),
             test_draws: set.rs_raw_draws.clone(),
             test_clock: true,
+            program: program.name(),
+            params,
         };
         control::check(&tables)?;
         // Named as the kernel backend names its namespaces (the owner's process id first), so

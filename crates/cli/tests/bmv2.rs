@@ -317,13 +317,7 @@ fn the_papers_marker_marks_on_bmv2s_own_queue_depth() {
             peer_mac: mac_for(2, p),
         })
         .collect();
-    let tables = NodeTables {
-        switch: cfg,
-        ports,
-        markers: Vec::new(),
-        test_draws: Vec::new(),
-        test_clock: false,
-    };
+    let tables = NodeTables::multipath(cfg, ports);
     let opts = mpsched_bmv2::switch::SwitchOptions {
         ports: vec![(0, "p0".into()), (1, "p1".into())],
         thrift_port: 9090,

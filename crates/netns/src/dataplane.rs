@@ -3,13 +3,14 @@
 //! [`mpsched_core::frame::FrameSwitch::snapshot`], attach to and detach from interfaces.
 
 use crate::layout::{self, Pod};
-use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, ProgramMut, TcHook, TC_EGRESS, TC_INGRESS};
+use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, ProgramMut, TcAttachPoint, TcHook, TC_EGRESS, TC_INGRESS};
 use mpsched_core::control::ControlError;
 use mpsched_core::frame::MarkerConfig;
 use mpsched_core::marker::VirtualQueueMarker;
 use mpsched_core::packet::PortId;
 use mpsched_core::sched::{RandomSplit, SchedulerConfig};
 use mpsched_core::switch::SwitchConfig;
+use mpsched_programs::{Params, SwitchProgram};
 use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 
@@ -32,7 +33,7 @@ pub enum DataplaneError {
     Config(String),
 }
 
-fn bpf<T>(what: impl FnOnce() -> String, r: libbpf_rs::Result<T>) -> Result<T, DataplaneError> {
+pub(crate) fn bpf<T>(what: impl FnOnce() -> String, r: libbpf_rs::Result<T>) -> Result<T, DataplaneError> {
     r.map_err(|source| DataplaneError::Bpf { what: what(), source })
 }
 
@@ -60,6 +61,41 @@ pub struct NodeTables {
     pub test_draws: Vec<u32>,
     /// Take egress time from `test_clock_ns` instead of the kernel clock (tests).
     pub test_clock: bool,
+    /// The registered program the node runs (`multipath`, `letflow`: a name of
+    /// [`mpsched_programs::SWITCH_PROGRAMS`]); the kernel loads its eBPF object
+    /// ([`crate::programs`]).
+    pub program: &'static str,
+    /// The program's parameters, checked against its declaration.
+    pub params: Params,
+}
+
+impl NodeTables {
+    /// Tables of a node running the default program (`multipath`, with its default
+    /// parameters), no markers, no test draws, the kernel's clock.
+    pub fn multipath(switch: SwitchConfig, ports: Vec<PortBinding>) -> NodeTables {
+        let program = mpsched_programs::switch_program(mpsched_programs::DEFAULT_PROGRAM)
+            .expect("the default program is registered");
+        NodeTables {
+            switch,
+            ports,
+            markers: Vec::new(),
+            test_draws: Vec::new(),
+            test_clock: false,
+            program: program.name(),
+            params: Params::defaults(program.params()),
+        }
+    }
+
+    /// The registered program the node runs.
+    pub fn switch_program(&self) -> Result<&'static dyn SwitchProgram, String> {
+        mpsched_programs::switch_program(self.program).ok_or_else(|| {
+            format!(
+                "no program `{}` (registered: {})",
+                self.program,
+                mpsched_programs::switch_program_names()
+            )
+        })
+    }
 }
 
 /// A loaded data plane.
@@ -413,26 +449,12 @@ impl Dataplane {
     /// (its thread may be in another namespace by then, where the same ifindex is another
     /// interface).
     pub fn attach(&mut self, ifindex: u32, egress: bool) -> Result<(), DataplaneError> {
-        let points = if egress {
-            vec![(TC_INGRESS, "mps_ingress"), (TC_EGRESS, "mps_egress")]
-        } else {
-            vec![(TC_INGRESS, "mps_ingress")]
-        };
-        for (k, (point, prog)) in points.into_iter().enumerate() {
-            let p = self.program(prog)?;
-            let mut hook = TcHook::new(p.as_fd());
-            hook.ifindex(ifindex as i32).replace(true).handle(1).priority(1);
-            hook.attach_point(point);
-            if k == 0 {
-                // One clsact qdisc serves both hooks; creating it twice makes the kernel log
-                // an exclusivity error.
-                let mut q = TcHook::new(p.as_fd());
-                q.ifindex(ifindex as i32).attach_point(TC_INGRESS | TC_EGRESS);
-                bpf(|| format!("create clsact on ifindex {ifindex}"), q.create())?;
-            }
-            let attached = bpf(|| format!("attach {prog} to ifindex {ifindex}"), hook.attach())?;
-            self.hooks.push(attached);
+        let mut progs = vec![(TC_INGRESS, self.program("mps_ingress")?)];
+        if egress {
+            progs.push((TC_EGRESS, self.program("mps_egress")?));
         }
+        let hooks = attach_tc(&progs, ifindex)?;
+        self.hooks.extend(hooks);
         Ok(())
     }
 
@@ -442,6 +464,30 @@ impl Dataplane {
             let _ = h.detach();
         }
     }
+}
+
+/// Attach `progs` (each at its TC attach point) to `ifindex`, in the calling thread's network
+/// namespace, under one clsact qdisc: the hooks, to detach them by.
+pub fn attach_tc(progs: &[(TcAttachPoint, ProgramMut<'_>)], ifindex: u32) -> Result<Vec<TcHook>, DataplaneError> {
+    let mut hooks = Vec::new();
+    for (k, (point, p)) in progs.iter().enumerate() {
+        let mut hook = TcHook::new(p.as_fd());
+        hook.ifindex(ifindex as i32).replace(true).handle(1).priority(1);
+        hook.attach_point(*point);
+        if k == 0 {
+            // One clsact qdisc serves both hooks; creating it twice makes the kernel log
+            // an exclusivity error.
+            let mut q = TcHook::new(p.as_fd());
+            q.ifindex(ifindex as i32).attach_point(TC_INGRESS | TC_EGRESS);
+            bpf(|| format!("create clsact on ifindex {ifindex}"), q.create())?;
+        }
+        let attached = bpf(
+            || format!("attach {} to ifindex {ifindex}", p.name().to_string_lossy()),
+            hook.attach(),
+        )?;
+        hooks.push(attached);
+    }
+    Ok(hooks)
 }
 
 /// The registers of a split group as the eBPF program starts with them (the BMv2 control plane

@@ -10,6 +10,7 @@ use crate::ns::Netns;
 use mpsched_core::control::{self, ControlError, ControlListing, ProgramControl, TableInfo};
 use mpsched_core::packet::PortId;
 use mpsched_core::switch::{FORWARD_ACTION, ROUTES_TABLE};
+use mpsched_programs::SwitchProgram;
 use std::collections::BTreeMap;
 
 /// One switch's running data plane. Dropping it stops it (the namespace is deleted after). Its
@@ -43,13 +44,17 @@ pub trait SwitchPlanes: Send + Sync + std::fmt::Debug {
     fn needs_checksummed_frames(&self) -> bool {
         false
     }
+    /// Whether this data plane can run `program` on a switch; if not, why (for a message that
+    /// names the node and the backend around it).
+    fn supports(&self, program: &dyn SwitchProgram) -> Result<(), String>;
     /// Start `tables` on the switch in `ns`, whose port p is interface `e<p>` (its ifindex in
     /// `tables.ports[p]`). Markers run on the ports `tables.markers` name.
     fn start(&self, ns: &Netns, tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError>;
 }
 
-/// The eBPF programs of `bpf/mpsched.bpf.c`, attached at TC ingress of every port and at TC
-/// egress of the marking ones.
+/// The eBPF object of each switch's program ([`crate::programs`]): `bpf/mpsched.bpf.c`
+/// attached at TC ingress of every port and at TC egress of the marking ones, or a program's
+/// own (`letflow.bpf.o` at TC ingress).
 #[derive(Debug, Default)]
 pub struct EbpfPlanes;
 
@@ -67,14 +72,13 @@ impl SwitchPlanes for EbpfPlanes {
     }
 
     fn start(&self, ns: &Netns, tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError> {
-        let dp = ns.enter(|| -> Result<Dataplane, NetnsError> {
-            let mut dp = Dataplane::load(tables)?;
-            for (p, b) in tables.ports.iter().enumerate() {
-                dp.attach(b.ifindex, tables.markers.iter().any(|m| usize::from(m.port) == p))?;
-            }
-            Ok(dp)
-        })??;
-        Ok(Box::new(dp))
+        let program = tables.switch_program().map_err(NetnsError::Unsupported)?;
+        let kernel = crate::programs::kernel_program(program).map_err(NetnsError::Unsupported)?;
+        ns.enter(|| (kernel.start)(tables))?
+    }
+
+    fn supports(&self, program: &dyn SwitchProgram) -> Result<(), String> {
+        crate::programs::kernel_program(program).map(|_| ())
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::{is_transfer, NetnsError, NetnsOptions};
 use crate::ns::{self, is_root};
+use crate::switchplane::SwitchPlanes;
 use crate::trafficgen::TG_PORT;
 use mpsched_core::packet::Ecn;
 use mpsched_scenario::{Flow, Protocol, Scenario, TcpApp, TcpFlow};
@@ -197,6 +198,30 @@ pub fn kernel_has_qdisc(kind: &str) -> bool {
     };
     n.enter(|| ns::run("tc", &["qdisc", "add", "dev", "lo", "root", kind]).is_ok())
         .unwrap_or(false)
+}
+
+/// Refuse, before anything is made, a switch whose program this data plane cannot run: one
+/// with no eBPF object, or whose object the kernel has no loader for
+/// ([`crate::programs::KERNEL_PROGRAMS`]); on BMv2, one with no P4 program. The message names
+/// the node, the program and the backend.
+pub fn check_programs(sc: &Scenario, w: &mpsched_topo::Wiring, planes: &dyn SwitchPlanes) -> Result<(), NetnsError> {
+    for (i, cfg) in w.switches.iter().enumerate() {
+        if cfg.is_none() {
+            continue;
+        }
+        let Some((program, _)) = sc.program_of(i) else {
+            continue;
+        };
+        planes.supports(program).map_err(|why| {
+            NetnsError::Unsupported(format!(
+                "switch `{}` runs `{}`, which the {} backend cannot run: {why}; use --backend sim",
+                sc.nodes[i].name,
+                program.name(),
+                planes.backend_name()
+            ))
+        })?;
+    }
+    Ok(())
 }
 
 /// Refuse, before anything is made, a scenario whose switch tables exceed the eBPF program's
