@@ -322,6 +322,7 @@ fn the_papers_marker_marks_on_bmv2s_own_queue_depth() {
         ports: vec![(0, "p0".into()), (1, "p1".into())],
         thrift_port: 9090,
         log_file: None,
+        program: "mpsched",
     };
     let mut sw = mpsched_bmv2::switch::Bmv2Switch::start(&ns, &opts).unwrap();
     mpsched_bmv2::control::configure(&mut sw.cli, &tables).unwrap();
