@@ -67,3 +67,25 @@ pub fn of_tables(t: &NodeTables) -> Result<&'static Bmv2Program, Bmv2Error> {
     let program = t.switch_program().map_err(Bmv2Error::Config)?;
     bmv2_program(program).map_err(Bmv2Error::Config)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpsched_programs::SWITCH_PROGRAMS;
+
+    #[test]
+    fn every_registered_program_has_a_bmv2_control_plane() {
+        for p in SWITCH_PROGRAMS {
+            let b = bmv2_program(*p).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(Some(b.p4), p.p4_program());
+        }
+    }
+
+    #[test]
+    fn letflow_counters_are_named_as_the_rust_runner_names_them() {
+        let b = BMV2_PROGRAMS.iter().find(|b| b.p4 == "letflow").unwrap();
+        assert_eq!((b.counters.1)(0).as_deref(), Some("counter.letflow.new_flowlets"));
+        let m = BMV2_PROGRAMS.iter().find(|b| b.p4 == "mpsched").unwrap();
+        assert_eq!((m.counters.1)(0).as_deref(), Some("counter.no_route"));
+    }
+}

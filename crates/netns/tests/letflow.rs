@@ -60,83 +60,9 @@ fn the_verifier_passes_letflow_with_the_largest_flowlet_table() {
         .unwrap_or_else(|e| panic!("load with {MAX_TABLE_ENTRIES} slots: {e}"));
 }
 
-/// Two switches joined by two equal-cost paths (through s3 and s4); two hosts on each side.
-const SCENARIO: &str = r#"
-[scenario]
-name = "letflow-kernel"
-duration = "3s"
-sample_interval = "500ms"
-program = "letflow"
-# 50 ms: a 4 Mbit/s flow's packets (3 ms apart) continue their flowlet.
-[programs.letflow]
-flowlet_gap = "50ms"
-[[node]]
-name = "h1"
-kind = "host"
-[[node]]
-name = "h2"
-kind = "host"
-[[node]]
-name = "s1"
-kind = "switch"
-[[node]]
-name = "s2"
-kind = "switch"
-[[node]]
-name = "s3"
-kind = "switch"
-[[node]]
-name = "s4"
-kind = "switch"
-[[node]]
-name = "h3"
-kind = "host"
-[[node]]
-name = "h4"
-kind = "host"
-[[link]]
-a = "h1"
-b = "s1"
-rate = "100Mbps"
-[[link]]
-a = "h2"
-b = "s1"
-rate = "100Mbps"
-[[link]]
-a = "s1"
-b = "s3"
-rate = "20Mbps"
-[[link]]
-a = "s1"
-b = "s4"
-rate = "20Mbps"
-[[link]]
-a = "s3"
-b = "s2"
-rate = "20Mbps"
-[[link]]
-a = "s4"
-b = "s2"
-rate = "20Mbps"
-[[link]]
-a = "s2"
-b = "h3"
-rate = "100Mbps"
-[[link]]
-a = "s2"
-b = "h4"
-rate = "100Mbps"
-[[flow]]
-name = "a"
-src = "h1"
-dst = "h3"
-rate = "4Mbps"
-[[flow]]
-name = "b"
-src = "h2"
-dst = "h4"
-rate = "4Mbps"
-"#;
+/// Two switches joined by two equal-cost paths (through s3 and s4); two hosts on each side;
+/// two UDP flows (crates/cli/tests/bmv2.rs runs it on BMv2).
+const SCENARIO: &str = include_str!("letflow-two-paths.toml");
 
 fn a_letflow_scenario_runs_on_the_kernel_and_its_flowlets_move() {
     let sc = Scenario::from_toml(SCENARIO, "letflow-kernel.toml").expect("the scenario parses");

@@ -323,6 +323,55 @@ mod tests {
         assert!(ignored_on_the_kernel(&sc).is_empty());
     }
 
+    /// A data plane that runs `multipath` only.
+    #[derive(Debug)]
+    struct MultipathOnly;
+
+    impl SwitchPlanes for MultipathOnly {
+        fn backend_name(&self) -> &'static str {
+            "narrow"
+        }
+        fn description(&self) -> &'static str {
+            "a test data plane"
+        }
+        fn switch_name(&self) -> &'static str {
+            "narrow"
+        }
+        fn supports(&self, program: &dyn mpsched_programs::SwitchProgram) -> Result<(), String> {
+            match program.name() {
+                "multipath" => Ok(()),
+                n => Err(format!("program `{n}` has no loader here")),
+            }
+        }
+        fn start(
+            &self,
+            _: &crate::ns::Netns,
+            _: &crate::dataplane::NodeTables,
+        ) -> Result<Box<dyn crate::switchplane::SwitchPlane>, NetnsError> {
+            unreachable!("never started")
+        }
+    }
+
+    /// A switch whose program the data plane cannot load is refused before anything is made,
+    /// naming the node, the program and the backend; the eBPF planes load every registered one.
+    #[test]
+    fn a_program_the_data_plane_cannot_load_is_refused_by_node_program_and_backend() {
+        let text = "[scenario]\nname = \"x\"\nduration = \"1s\"\nprogram = \"letflow\"\n\
+                    [[node]]\nname = \"a\"\nkind = \"host\"\n[[node]]\nname = \"s1\"\nkind = \"switch\"\n\
+                    [[node]]\nname = \"b\"\nkind = \"host\"\n\
+                    [[link]]\na = \"a\"\nb = \"s1\"\nrate = \"10Mbps\"\n\
+                    [[link]]\na = \"s1\"\nb = \"b\"\nrate = \"10Mbps\"\n\
+                    [[flow]]\nname = \"f\"\nsrc = \"a\"\ndst = \"b\"\nrate = \"1Mbps\"\n";
+        let sc = Scenario::from_toml(text, "x.toml").unwrap();
+        let w = sc.wiring().unwrap();
+        let err = check_programs(&sc, &w, &MultipathOnly).unwrap_err().to_string();
+        assert!(
+            err.contains("switch `s1`") && err.contains("`letflow`") && err.contains("narrow backend"),
+            "{err}"
+        );
+        check_programs(&sc, &w, &crate::switchplane::EbpfPlanes).unwrap();
+    }
+
     /// A switch with more ports than the eBPF program holds is refused by name, before anything
     /// is made (it used to fail as a map update after the namespaces existed).
     #[test]

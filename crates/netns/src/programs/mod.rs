@@ -66,3 +66,60 @@ fn start_mpsched(tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError
     }
     Ok(Box::new(dp))
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use mpsched_core::program::Program;
+    use mpsched_core::sched::ConfigError;
+    use mpsched_programs::{BuildInput, TablesNeed, SWITCH_PROGRAMS};
+
+    /// A program as a later one might be registered: its objects named or not.
+    pub(crate) struct Unloadable {
+        pub ebpf: Option<&'static str>,
+        pub p4: Option<&'static str>,
+    }
+
+    impl SwitchProgram for Unloadable {
+        fn name(&self) -> &'static str {
+            "unloadable"
+        }
+        fn summary(&self) -> &'static str {
+            "a test program"
+        }
+        fn tables_need(&self) -> TablesNeed {
+            TablesNeed::ShortestPath
+        }
+        fn build(&self, _: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError> {
+            unreachable!("never built")
+        }
+        fn ebpf_object(&self) -> Option<&'static str> {
+            self.ebpf
+        }
+        fn p4_program(&self) -> Option<&'static str> {
+            self.p4
+        }
+    }
+
+    #[test]
+    fn every_registered_program_has_a_kernel_loader() {
+        for p in SWITCH_PROGRAMS {
+            let k = kernel_program(*p).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(Some(k.object), p.ebpf_object());
+        }
+        assert_eq!(KERNEL_PROGRAMS.iter().filter(|k| k.object == "letflow").count(), 1);
+    }
+
+    #[test]
+    fn a_program_without_an_object_or_a_loader_is_refused_by_name() {
+        let none = kernel_program(&Unloadable { ebpf: None, p4: None }).err().unwrap();
+        assert!(none.contains("`unloadable` has no eBPF program"), "{none}");
+        let unknown = kernel_program(&Unloadable {
+            ebpf: Some("nope"),
+            p4: None,
+        })
+        .err()
+        .unwrap();
+        assert!(unknown.contains("`nope.bpf.o` has no loader"), "{unknown}");
+    }
+}
