@@ -12,6 +12,12 @@ use mpsched_netns::dataplane::NodeTables;
 use mpsched_programs::SwitchProgram;
 use std::collections::BTreeMap;
 
+/// A program's registers, read through the CLI and named as the Rust programs name them.
+pub type SnapshotFn = fn(&mut SwitchCli, &NodeTables) -> Result<BTreeMap<String, u64>, Bmv2Error>;
+
+/// Sets a program's test clock through the CLI (nanoseconds).
+pub type ClockFn = fn(&mut SwitchCli, u64) -> Result<(), Bmv2Error>;
+
 /// How BMv2 runs one P4 program.
 pub struct Bmv2Program {
     /// The program's stem (`mpsched` for `p4/mpsched.p4`).
@@ -21,11 +27,11 @@ pub struct Bmv2Program {
     /// Fill its tables and registers from a node's tables.
     pub configure: fn(&mut SwitchCli, &NodeTables) -> Result<(), Bmv2Error>,
     /// Its registers, named as the Rust programs name them.
-    pub snapshot: fn(&mut SwitchCli, &NodeTables) -> Result<BTreeMap<String, u64>, Bmv2Error>,
+    pub snapshot: SnapshotFn,
     /// The register of its counters, and the snapshot name of each index.
     pub counters: (&'static str, fn(usize) -> Option<String>),
     /// Set the clock its ingress reads under a test clock (vectors), if it reads one there.
-    pub set_ingress_clock: Option<fn(&mut SwitchCli, u64) -> Result<(), Bmv2Error>>,
+    pub set_ingress_clock: Option<ClockFn>,
 }
 
 /// Every P4 program BMv2 can run, by stem. The one registration line a program's BMv2 side

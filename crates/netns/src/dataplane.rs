@@ -123,18 +123,11 @@ impl Dataplane {
     }
 
     fn update<K: Pod, V: Pod>(&self, map: &str, key: &K, value: &V) -> Result<(), DataplaneError> {
-        let m = self.map(map)?;
-        bpf(
-            || format!("update map {map}"),
-            m.update(key.as_bytes(), value.as_bytes(), MapFlags::ANY),
-        )
+        update_map(&self.obj, map, key, value)
     }
 
     fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>, DataplaneError> {
-        self.obj
-            .maps()
-            .find(|m| m.name() == name)
-            .ok_or_else(|| DataplaneError::Config(format!("map {name} missing from the object")))
+        map_of(&self.obj, name)
     }
 
     fn lookup<V: Pod>(&self, map: &str, key: u32, flags: MapFlags) -> Result<V, DataplaneError> {
@@ -206,50 +199,7 @@ impl Dataplane {
             self.update("test_draws", &(i as u32), d)?;
         }
         self.update("test_draws", &(layout::h::TEST_DRAWS as u32), &0u32)?;
-        for (p, b) in t.ports.iter().enumerate() {
-            let port = layout::Port {
-                ifindex: b.ifindex,
-                own_mac: b.own_mac,
-                peer_mac: b.peer_mac,
-            };
-            if b.ifindex as u64 >= layout::h::MAX_IFINDEX {
-                return Err(DataplaneError::Config(format!(
-                    "ifindex {} of port {p} is not below {}: create interfaces inside the node's namespace",
-                    b.ifindex,
-                    layout::h::MAX_IFINDEX
-                )));
-            }
-            self.update("ports", &(p as u32), &port)?;
-            self.update("ifindex_port", &b.ifindex, &(p as u32 + 1))?;
-        }
-        for r in &cfg.routes {
-            let key = layout::RouteKey {
-                prefixlen: u32::from(r.len),
-                addr: r.prefix.to_be_bytes(),
-            };
-            self.update("routes", &key, &u32::from(r.port))?;
-        }
-        if cfg.ecmp_groups.len() > layout::MAX_ECMP_GROUPS {
-            return Err(DataplaneError::Config(format!(
-                "{} ECMP groups; the eBPF program holds {}",
-                cfg.ecmp_groups.len(),
-                layout::MAX_ECMP_GROUPS
-            )));
-        }
-        for (i, ports) in cfg.ecmp_groups.iter().enumerate() {
-            if ports.is_empty() || ports.len() > layout::MAX_PORTS {
-                return Err(DataplaneError::Config(format!(
-                    "ECMP group {i}: 1 to {} ports",
-                    layout::MAX_PORTS
-                )));
-            }
-            let mut g = layout::Ecmp {
-                n_ports: ports.len() as u32,
-                ..Default::default()
-            };
-            g.ports[..ports.len()].copy_from_slice(ports);
-            self.update("ecmp", &(i as u32), &g)?;
-        }
+        fill_forwarding(&self.obj, t)?;
         for (slot, s) in cfg.splits.iter().enumerate() {
             self.update("splits", &(slot as u32), &split_registers(s)?)?;
         }
@@ -338,14 +288,7 @@ impl Dataplane {
 
     /// Route `dst` (a host route, /32) to `port`, or remove its route (`None`).
     pub fn set_host_route(&self, dst: u32, port: Option<PortId>) -> Result<bool, DataplaneError> {
-        let key = layout::RouteKey {
-            prefixlen: 32,
-            addr: dst.to_be_bytes(),
-        };
-        match port {
-            Some(p) => self.update("routes", &key, &u32::from(p)).map(|()| true),
-            None => Ok(self.map("routes")?.delete(key.as_bytes()).is_ok()),
-        }
+        set_host_route(&self.obj, dst, port)
     }
 
     /// The virtual queue of `port`: (backlog in bytes, marked, overflow).
@@ -463,6 +406,86 @@ impl Dataplane {
         for mut h in self.hooks.drain(..) {
             let _ = h.detach();
         }
+    }
+}
+
+/// Map `name` of a loaded object.
+pub(crate) fn map_of<'a>(obj: &'a Object, name: &str) -> Result<libbpf_rs::Map<'a>, DataplaneError> {
+    obj.maps()
+        .find(|m| m.name() == name)
+        .ok_or_else(|| DataplaneError::Config(format!("map {name} missing from the object")))
+}
+
+/// Write `key` -> `value` into map `map` of a loaded object.
+pub(crate) fn update_map<K: Pod, V: Pod>(obj: &Object, map: &str, key: &K, value: &V) -> Result<(), DataplaneError> {
+    let m = map_of(obj, map)?;
+    bpf(
+        || format!("update map {map}"),
+        m.update(key.as_bytes(), value.as_bytes(), MapFlags::ANY),
+    )
+}
+
+/// Fill the maps every program shares (`bpf/mps_common.h`): the ports with their MACs, the
+/// ifindex-to-port table, the routes and the ECMP groups.
+pub(crate) fn fill_forwarding(obj: &Object, t: &NodeTables) -> Result<(), DataplaneError> {
+    let cfg = &t.switch;
+    for (p, b) in t.ports.iter().enumerate() {
+        let port = layout::Port {
+            ifindex: b.ifindex,
+            own_mac: b.own_mac,
+            peer_mac: b.peer_mac,
+        };
+        if b.ifindex as u64 >= layout::h::MAX_IFINDEX {
+            return Err(DataplaneError::Config(format!(
+                "ifindex {} of port {p} is not below {}: create interfaces inside the node's namespace",
+                b.ifindex,
+                layout::h::MAX_IFINDEX
+            )));
+        }
+        update_map(obj, "ports", &(p as u32), &port)?;
+        update_map(obj, "ifindex_port", &b.ifindex, &(p as u32 + 1))?;
+    }
+    for r in &cfg.routes {
+        let key = layout::RouteKey {
+            prefixlen: u32::from(r.len),
+            addr: r.prefix.to_be_bytes(),
+        };
+        update_map(obj, "routes", &key, &u32::from(r.port))?;
+    }
+    if cfg.ecmp_groups.len() > layout::MAX_ECMP_GROUPS {
+        return Err(DataplaneError::Config(format!(
+            "{} ECMP groups; the eBPF program holds {}",
+            cfg.ecmp_groups.len(),
+            layout::MAX_ECMP_GROUPS
+        )));
+    }
+    for (i, ports) in cfg.ecmp_groups.iter().enumerate() {
+        if ports.is_empty() || ports.len() > layout::MAX_PORTS {
+            return Err(DataplaneError::Config(format!(
+                "ECMP group {i}: 1 to {} ports",
+                layout::MAX_PORTS
+            )));
+        }
+        let mut g = layout::Ecmp {
+            n_ports: ports.len() as u32,
+            ..Default::default()
+        };
+        g.ports[..ports.len()].copy_from_slice(ports);
+        update_map(obj, "ecmp", &(i as u32), &g)?;
+    }
+    Ok(())
+}
+
+/// Route `dst` (a host route, /32) to `port`, or remove its route (`None`), in the shared
+/// `routes` map of a loaded object; whether there was a route to remove.
+pub(crate) fn set_host_route(obj: &Object, dst: u32, port: Option<PortId>) -> Result<bool, DataplaneError> {
+    let key = layout::RouteKey {
+        prefixlen: 32,
+        addr: dst.to_be_bytes(),
+    };
+    match port {
+        Some(p) => update_map(obj, "routes", &key, &u32::from(p)).map(|()| true),
+        None => Ok(map_of(obj, "routes")?.delete(key.as_bytes()).is_ok()),
     }
 }
 

@@ -5,7 +5,7 @@
 //! each; only the switches differ.
 
 use crate::backend::NetnsError;
-use crate::dataplane::{Dataplane, NodeTables};
+use crate::dataplane::{Dataplane, DataplaneError, NodeTables};
 use crate::ns::Netns;
 use mpsched_core::control::{self, ControlError, ControlListing, ProgramControl, TableInfo};
 use mpsched_core::packet::PortId;
@@ -95,11 +95,7 @@ impl ProgramControl for Dataplane {
             registers: control::snapshot_listing(&snap, writable),
             tables: Vec::new(),
         };
-        listing.tables.push(TableInfo {
-            name: ROUTES_TABLE.to_string(),
-            key_fields: vec!["dst_ip".to_string()],
-            actions: vec![(FORWARD_ACTION.to_string(), vec!["port".to_string()])],
-        });
+        listing.tables.push(routes_table_info());
         listing
     }
 
@@ -120,41 +116,11 @@ impl ProgramControl for Dataplane {
     }
 
     fn table_write(&mut self, table: &str, key: &[u64], action: &str, params: &[u64]) -> Result<(), ControlError> {
-        let dst = mpsched_core::switch::route_key(table, key)?;
-        if action != FORWARD_ACTION {
-            return Err(ControlError::NoAction {
-                table: table.to_string(),
-                action: action.to_string(),
-            });
-        }
-        let port = match params {
-            [p] => PortId::try_from(*p)
-                .ok()
-                .filter(|&p| usize::from(p) < crate::layout::MAX_PORTS),
-            _ => None,
-        }
-        .ok_or_else(|| ControlError::BadEntry {
-            table: table.to_string(),
-            reason: format!(
-                "`{FORWARD_ACTION}` takes one port below {}, got {params:?}",
-                crate::layout::MAX_PORTS
-            ),
-        })?;
-        self.set_host_route(dst, Some(port))
-            .map(|_| ())
-            .map_err(|e| ControlError::Unsupported(e.to_string()))
+        routes_table_write(table, key, action, params, |dst, port| self.set_host_route(dst, port))
     }
 
     fn table_delete(&mut self, table: &str, key: &[u64]) -> Result<(), ControlError> {
-        let dst = mpsched_core::switch::route_key(table, key)?;
-        match self.set_host_route(dst, None) {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(ControlError::NoEntry {
-                table: table.to_string(),
-                key: key.to_vec(),
-            }),
-            Err(e) => Err(ControlError::Unsupported(e.to_string())),
-        }
+        routes_table_delete(table, key, |dst| self.set_host_route(dst, None))
     }
 
     fn read_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
@@ -192,5 +158,65 @@ pub fn snapshot_control(plane: &dyn SwitchPlane) -> ControlListing {
     ControlListing {
         registers: control::snapshot_listing(&plane.snapshot().unwrap_or_default(), |_| false),
         tables: Vec::new(),
+    }
+}
+
+/// The routes table as the kernel's programs offer it on the control channel (`routes`: key
+/// `[dst_ip]`, action `forward` with `[port]`), writing their shared `routes` map.
+pub fn routes_table_info() -> TableInfo {
+    TableInfo {
+        name: ROUTES_TABLE.to_string(),
+        key_fields: vec!["dst_ip".to_string()],
+        actions: vec![(FORWARD_ACTION.to_string(), vec!["port".to_string()])],
+    }
+}
+
+/// A write into the routes table: the entry checked, then `set(dst, Some(port))`.
+pub fn routes_table_write(
+    table: &str,
+    key: &[u64],
+    action: &str,
+    params: &[u64],
+    set: impl FnOnce(u32, Option<PortId>) -> Result<bool, DataplaneError>,
+) -> Result<(), ControlError> {
+    let dst = mpsched_core::switch::route_key(table, key)?;
+    if action != FORWARD_ACTION {
+        return Err(ControlError::NoAction {
+            table: table.to_string(),
+            action: action.to_string(),
+        });
+    }
+    let port = match params {
+        [p] => PortId::try_from(*p)
+            .ok()
+            .filter(|&p| usize::from(p) < crate::layout::MAX_PORTS),
+        _ => None,
+    }
+    .ok_or_else(|| ControlError::BadEntry {
+        table: table.to_string(),
+        reason: format!(
+            "`{FORWARD_ACTION}` takes one port below {}, got {params:?}",
+            crate::layout::MAX_PORTS
+        ),
+    })?;
+    set(dst, Some(port))
+        .map(|_| ())
+        .map_err(|e| ControlError::Unsupported(e.to_string()))
+}
+
+/// A delete from the routes table: `remove(dst)`, which says whether there was a route.
+pub fn routes_table_delete(
+    table: &str,
+    key: &[u64],
+    remove: impl FnOnce(u32) -> Result<bool, DataplaneError>,
+) -> Result<(), ControlError> {
+    let dst = mpsched_core::switch::route_key(table, key)?;
+    match remove(dst) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(ControlError::NoEntry {
+            table: table.to_string(),
+            key: key.to_vec(),
+        }),
+        Err(e) => Err(ControlError::Unsupported(e.to_string())),
     }
 }

@@ -73,6 +73,21 @@ impl TestNode {
         })
     }
 
+    /// A set's node tables on these ports: its program and parameters, markers, fixed draws,
+    /// and the test clock.
+    pub fn tables(&self, set: &VectorSet) -> Result<NodeTables, String> {
+        let (program, params) = mpsched_programs::vectors::program_of(set)?;
+        Ok(NodeTables {
+            switch: set.config.clone(),
+            ports: self.ports.clone(),
+            markers: set.markers.clone(),
+            test_draws: set.rs_raw_draws.clone(),
+            test_clock: true,
+            program: program.name(),
+            params,
+        })
+    }
+
     /// Run `f` inside the namespace.
     pub fn enter<T>(&self, f: impl FnOnce() -> T) -> Result<T, String> {
         self.ns.enter(f).map_err(|e| e.to_string())
@@ -125,17 +140,8 @@ pub fn run_ebpf(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
 
 /// Replay `set` through `bpf/mpsched.bpf.c` (the `multipath`, `ecmp` and `shortest` programs).
 pub fn run_mpsched(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResult>), String> {
-    let (program, params) = mpsched_programs::vectors::program_of(set)?;
     let node = TestNode::create(set.n_ports)?;
-    let tables = NodeTables {
-        switch: set.config.clone(),
-        ports: node.ports.clone(),
-        markers: set.markers.clone(),
-        test_draws: set.rs_raw_draws.clone(),
-        test_clock: true,
-        program: program.name(),
-        params,
-    };
+    let tables = node.tables(set)?;
     node.enter(|| {
         let taps = node
             .peer_ifindexes

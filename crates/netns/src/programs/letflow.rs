@@ -10,14 +10,17 @@
 //! [`SwitchConfig`]: mpsched_core::switch::SwitchConfig
 
 use crate::backend::NetnsError;
-use crate::dataplane::{attach_tc, bpf, DataplaneError, NodeTables};
+use crate::dataplane::{
+    attach_tc, bpf, fill_forwarding, map_of, set_host_route, update_map, DataplaneError, NodeTables,
+};
 use crate::layout::{self, Pod};
-use crate::switchplane::{snapshot_control, snapshot_register_of, SwitchPlane};
+use crate::switchplane::{
+    routes_table_delete, routes_table_info, routes_table_write, snapshot_control, snapshot_register_of, SwitchPlane,
+};
 use crate::vectors::{check_ipv4_checksum, delta_of, observed, port_of_mac, shot, test_run_prog, TestNode};
 use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, ProgramMut, TcHook, TC_INGRESS};
-use mpsched_core::control::{ControlError, ControlListing, ProgramControl, TableInfo};
+use mpsched_core::control::{ControlError, ControlListing, ProgramControl};
 use mpsched_core::packet::PortId;
-use mpsched_core::switch::{FORWARD_ACTION, ROUTES_TABLE};
 use mpsched_core::vectors::{chosen_path, from_hex, Hook, StepResult, VectorSet};
 use mpsched_core::wire::parse_frame;
 use std::collections::BTreeMap;
@@ -113,18 +116,11 @@ impl LetflowPlane {
     }
 
     fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>, DataplaneError> {
-        self.obj
-            .maps()
-            .find(|m| m.name() == name)
-            .ok_or_else(|| DataplaneError::Config(format!("map {name} missing from letflow.bpf.o")))
+        map_of(&self.obj, name)
     }
 
     fn update<K: Pod, V: Pod>(&self, map: &str, key: &K, value: &V) -> Result<(), DataplaneError> {
-        let m = self.map(map)?;
-        bpf(
-            || format!("update map {map}"),
-            m.update(key.as_bytes(), value.as_bytes(), MapFlags::ANY),
-        )
+        update_map(&self.obj, map, key, value)
     }
 
     fn percpu_sum<V: Pod>(&self, map: &str, key: u32, add: impl Fn(&mut V, V)) -> Result<V, DataplaneError> {
@@ -186,58 +182,7 @@ impl LetflowPlane {
             self.update("test_draws", &(i as u32), d)?;
         }
         self.update("test_draws", &TEST_DRAWS, &0u32)?;
-        for (p, b) in t.ports.iter().enumerate() {
-            if u64::from(b.ifindex) >= layout::h::MAX_IFINDEX {
-                return Err(DataplaneError::Config(format!(
-                    "ifindex {} of port {p} is not below {}: create interfaces inside the node's namespace",
-                    b.ifindex,
-                    layout::h::MAX_IFINDEX
-                )));
-            }
-            let port = layout::Port {
-                ifindex: b.ifindex,
-                own_mac: b.own_mac,
-                peer_mac: b.peer_mac,
-            };
-            self.update("ports", &(p as u32), &port)?;
-            self.update("ifindex_port", &b.ifindex, &(p as u32 + 1))?;
-        }
-        if cfg.routes.len() > layout::MAX_ROUTES {
-            return Err(DataplaneError::Config(format!(
-                "{} routes; the eBPF program holds {}",
-                cfg.routes.len(),
-                layout::MAX_ROUTES
-            )));
-        }
-        for r in &cfg.routes {
-            let key = layout::RouteKey {
-                prefixlen: u32::from(r.len),
-                addr: r.prefix.to_be_bytes(),
-            };
-            self.update("routes", &key, &u32::from(r.port))?;
-        }
-        if cfg.ecmp_groups.len() > layout::MAX_ECMP_GROUPS {
-            return Err(DataplaneError::Config(format!(
-                "{} ECMP groups; the eBPF program holds {}",
-                cfg.ecmp_groups.len(),
-                layout::MAX_ECMP_GROUPS
-            )));
-        }
-        for (i, ports) in cfg.ecmp_groups.iter().enumerate() {
-            if ports.is_empty() || ports.len() > layout::MAX_PORTS {
-                return Err(DataplaneError::Config(format!(
-                    "ECMP group {i}: 1 to {} ports",
-                    layout::MAX_PORTS
-                )));
-            }
-            let mut g = layout::Ecmp {
-                n_ports: ports.len() as u32,
-                ..Default::default()
-            };
-            g.ports[..ports.len()].copy_from_slice(ports);
-            self.update("ecmp", &(i as u32), &g)?;
-        }
-        Ok(())
+        fill_forwarding(&self.obj, t)
     }
 
     /// The ingress program.
@@ -257,14 +202,7 @@ impl LetflowPlane {
 
     /// Route `dst` (a host route, /32) to `port`, or remove its route (`None`).
     pub fn set_host_route(&self, dst: u32, port: Option<PortId>) -> Result<bool, DataplaneError> {
-        let key = layout::RouteKey {
-            prefixlen: 32,
-            addr: dst.to_be_bytes(),
-        };
-        match port {
-            Some(p) => self.update("routes", &key, &u32::from(p)).map(|()| true),
-            None => Ok(self.map("routes")?.delete(key.as_bytes()).is_ok()),
-        }
+        set_host_route(&self.obj, dst, port)
     }
 
     /// The counters (`redirect_failed` only once it moved) and per-port packet counts, named
@@ -319,11 +257,7 @@ pub fn start(tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError> {
 impl ProgramControl for LetflowPlane {
     fn control_listing(&self) -> ControlListing {
         let mut listing = snapshot_control(self);
-        listing.tables.push(TableInfo {
-            name: ROUTES_TABLE.to_string(),
-            key_fields: vec!["dst_ip".to_string()],
-            actions: vec![(FORWARD_ACTION.to_string(), vec!["port".to_string()])],
-        });
+        listing.tables.push(routes_table_info());
         listing
     }
 
@@ -332,41 +266,11 @@ impl ProgramControl for LetflowPlane {
     }
 
     fn table_write(&mut self, table: &str, key: &[u64], action: &str, params: &[u64]) -> Result<(), ControlError> {
-        let dst = mpsched_core::switch::route_key(table, key)?;
-        if action != FORWARD_ACTION {
-            return Err(ControlError::NoAction {
-                table: table.to_string(),
-                action: action.to_string(),
-            });
-        }
-        let port = match params {
-            [p] => PortId::try_from(*p)
-                .ok()
-                .filter(|&p| usize::from(p) < layout::MAX_PORTS),
-            _ => None,
-        }
-        .ok_or_else(|| ControlError::BadEntry {
-            table: table.to_string(),
-            reason: format!(
-                "`{FORWARD_ACTION}` takes one port below {}, got {params:?}",
-                layout::MAX_PORTS
-            ),
-        })?;
-        self.set_host_route(dst, Some(port))
-            .map(|_| ())
-            .map_err(|e| ControlError::Unsupported(e.to_string()))
+        routes_table_write(table, key, action, params, |dst, port| self.set_host_route(dst, port))
     }
 
     fn table_delete(&mut self, table: &str, key: &[u64]) -> Result<(), ControlError> {
-        let dst = mpsched_core::switch::route_key(table, key)?;
-        match self.set_host_route(dst, None) {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(ControlError::NoEntry {
-                table: table.to_string(),
-                key: key.to_vec(),
-            }),
-            Err(e) => Err(ControlError::Unsupported(e.to_string())),
-        }
+        routes_table_delete(table, key, |dst| self.set_host_route(dst, None))
     }
 }
 
@@ -393,17 +297,8 @@ const TC_ACT_REDIRECT: u32 = 7;
 /// per port; what it did read from the return code, the frame it left (its destination MAC
 /// names the port) and the counters (a drop's reason is the counter that moved).
 pub fn run_vectors(set: &VectorSet) -> Result<crate::programs::Replay, String> {
-    let (program, params) = mpsched_programs::vectors::program_of(set)?;
     let node = TestNode::create(set.n_ports)?;
-    let tables = NodeTables {
-        switch: set.config.clone(),
-        ports: node.ports.clone(),
-        markers: set.markers.clone(),
-        test_draws: set.rs_raw_draws.clone(),
-        test_clock: true,
-        program: program.name(),
-        params,
-    };
+    let tables = node.tables(set)?;
     node.enter(|| -> Result<crate::programs::Replay, String> {
         let plane = LetflowPlane::load(&tables).map_err(|e| e.to_string())?;
         replay(set, &plane, &tables)
