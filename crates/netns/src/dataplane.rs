@@ -137,16 +137,7 @@ impl Dataplane {
     }
 
     fn lookup_percpu_sum<V: Pod>(&self, map: &str, key: u32, add: impl Fn(&mut V, V)) -> Result<V, DataplaneError> {
-        let m = self.map(map)?;
-        let per_cpu = bpf(
-            || format!("read map {map}"),
-            m.lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY),
-        )?;
-        let mut total = V::default();
-        for b in per_cpu.unwrap_or_default() {
-            add(&mut total, V::from_bytes(&b));
-        }
-        Ok(total)
+        percpu_sum(&self.obj, map, key, add)
     }
 
     /// The program `name` (`mps_ingress` or `mps_egress`).
@@ -423,6 +414,25 @@ pub(crate) fn update_map<K: Pod, V: Pod>(obj: &Object, map: &str, key: &K, value
         || format!("update map {map}"),
         m.update(key.as_bytes(), value.as_bytes(), MapFlags::ANY),
     )
+}
+
+/// Entry `key` of per-CPU map `map` of a loaded object, summed over CPUs by `add`.
+pub(crate) fn percpu_sum<V: Pod>(
+    obj: &Object,
+    map: &str,
+    key: u32,
+    add: impl Fn(&mut V, V),
+) -> Result<V, DataplaneError> {
+    let m = map_of(obj, map)?;
+    let per_cpu = bpf(
+        || format!("read map {map}"),
+        m.lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY),
+    )?;
+    let mut total = V::default();
+    for b in per_cpu.unwrap_or_default() {
+        add(&mut total, V::from_bytes(&b));
+    }
+    Ok(total)
 }
 
 /// Fill the maps every program shares (`bpf/mps_common.h`): the ports with their MACs, the

@@ -11,7 +11,7 @@
 
 use crate::backend::NetnsError;
 use crate::dataplane::{
-    attach_tc, bpf, fill_forwarding, map_of, set_host_route, update_map, DataplaneError, NodeTables,
+    attach_tc, bpf, fill_forwarding, map_of, percpu_sum, set_host_route, update_map, DataplaneError, NodeTables,
 };
 use crate::layout::{self, Pod};
 use crate::switchplane::{
@@ -124,16 +124,7 @@ impl LetflowPlane {
     }
 
     fn percpu_sum<V: Pod>(&self, map: &str, key: u32, add: impl Fn(&mut V, V)) -> Result<V, DataplaneError> {
-        let m = self.map(map)?;
-        let per_cpu = bpf(
-            || format!("read map {map}"),
-            m.lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY),
-        )?;
-        let mut total = V::default();
-        for b in per_cpu.unwrap_or_default() {
-            add(&mut total, V::from_bytes(&b));
-        }
-        Ok(total)
+        percpu_sum(&self.obj, map, key, add)
     }
 
     fn node(&self) -> Result<LfNode, DataplaneError> {
