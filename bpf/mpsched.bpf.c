@@ -12,26 +12,16 @@
  * Register for register the same state and decisions as the Rust programs; the conformance
  * vectors under tests/vectors/ hold the two equal. Each step below names its Rust twin.
  */
-#include <linux/bpf.h>
-#include <linux/if_ether.h>
-#include <linux/ip.h>
-#include <linux/in.h>
 #include <linux/udp.h>
-#include <linux/pkt_cls.h>
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_endian.h>
 
-#include "mpsched.h"
+#include "mps_common.h" /* ports, ifindex_port, routes, ecmp, port_stats; parsing, hashing, TTL */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 _Static_assert(sizeof(struct mps_node) == MPS_SIZEOF_NODE, "struct mps_node");
-_Static_assert(sizeof(struct mps_port) == MPS_SIZEOF_PORT, "struct mps_port");
 _Static_assert(sizeof(struct mps_split) == MPS_SIZEOF_SPLIT, "struct mps_split");
 _Static_assert(sizeof(struct mps_confluence) == MPS_SIZEOF_CONFLUENCE, "struct mps_confluence");
 _Static_assert(sizeof(struct mps_marker) == MPS_SIZEOF_MARKER, "struct mps_marker");
-_Static_assert(sizeof(struct mps_port_stats) == MPS_SIZEOF_PORT_STATS, "struct mps_port_stats");
-_Static_assert(sizeof(struct mps_ecmp) == MPS_SIZEOF_ECMP, "struct mps_ecmp");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -39,21 +29,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct mps_node);
 } node SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MPS_MAX_PORTS);
-	__type(key, __u32);
-	__type(value, struct mps_port);
-} ports SEC(".maps");
-
-/* ifindex -> port id + 1 (0: not one of this node's ports). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MPS_MAX_IFINDEX);
-	__type(key, __u32);
-	__type(value, __u32);
-} ifindex_port SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -77,33 +52,11 @@ struct {
 } markers SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, MPS_MAX_ROUTES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct mps_route_key);
-	__type(value, __u32);
-} routes SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MPS_MAX_ECMP_GROUPS);
-	__type(key, __u32);
-	__type(value, struct mps_ecmp);
-} ecmp SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, MPS_C_MAX);
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, MPS_MAX_PORTS);
-	__type(key, __u32);
-	__type(value, struct mps_port_stats);
-} port_stats SEC(".maps");
 
 /* Fixed RS draws for conformance tests (MPS_F_TEST_DRAWS): raw 32-bit values, replayed
  * cyclically; slot MPS_TEST_DRAWS holds the index of the next one. */
@@ -122,39 +75,6 @@ static __always_inline void count(__u32 which)
 		*c += 1;
 }
 
-static __always_inline void count_port(__u32 port, __u32 bytes, int tx)
-{
-	struct mps_port_stats *s = bpf_map_lookup_elem(&port_stats, &port);
-
-	if (!s)
-		return;
-	if (tx) {
-		s->tx_pkts += 1;
-		s->tx_bytes += bytes;
-	} else {
-		s->rx_pkts += 1;
-		s->rx_bytes += bytes;
-	}
-}
-
-/*
- * Branch-free helpers. The verifier walks every branch of a program, and a scan over paths or
- * groups that branches per entry leaves one verifier state per outcome; chained scans
- * multiply them past its budget. Written as masks, each scan has one path. Values stay below
- * 2^63. barrier_var() keeps clang from turning the masks back into branches.
- */
-static __always_inline __u64 lt_mask(__u64 a, __u64 b) /* all ones iff a < b */
-{
-	__u64 m;
-
-	/* Hidden inputs: knowing both are small, clang would turn the shift into a branch. */
-	barrier_var(a);
-	barrier_var(b);
-	m = (a - b) >> 63;
-	barrier_var(m);
-	return 0 - m;
-}
-
 static __always_inline __u64 nz_mask(__u64 x) /* all ones iff x != 0 */
 {
 	return lt_mask(0, x);
@@ -163,19 +83,6 @@ static __always_inline __u64 nz_mask(__u64 x) /* all ones iff x != 0 */
 static __always_inline __u64 min_u64(__u64 a, __u64 b)
 {
 	return b + ((a - b) & lt_mask(a, b));
-}
-
-/* The port id of an ifindex, or -1. */
-static __always_inline int port_of(__u32 ifindex)
-{
-	__u32 *p;
-
-	if (ifindex >= MPS_MAX_IFINDEX)
-		return -1;
-	p = bpf_map_lookup_elem(&ifindex_port, &ifindex);
-	if (!p || *p == 0)
-		return -1;
-	return (int)(*p - 1);
 }
 
 /* rng::RandomSource::draw_inclusive: lo + (draw * span) >> 32, no division. */
@@ -351,61 +258,6 @@ static __always_inline int split_select(struct mps_split *s, __u32 draw)
 	}
 }
 
-/* CRC-32 (IEEE, reflected) of `bytes` bytes of `v`, most significant first, continuing `crc`. */
-static __always_inline __u32 crc32_be(__u32 crc, __u32 v, __u32 bytes)
-{
-	__u32 i, b;
-
-	for (i = 0; i < bytes; i++) {
-		crc ^= (v >> (8 * (bytes - 1 - i))) & 0xff;
-		for (b = 0; b < 8; b++)
-			crc = (crc >> 1) ^ (0xedb88320 & (0 - (crc & 1)));
-	}
-	return crc;
-}
-
-/* CRC-32 of the 13-byte 5-tuple in network order, as crc32fast::hash in Ecmp::flow_hash; bit
- * by bit, branch-free, no table. A global function: the verifier checks it once, not once per
- * path that reaches the route lookup. */
-__attribute__((noinline)) __u32 mps_crc32_5tuple(__u32 src, __u32 dst, __u32 proto, __u32 ports)
-{
-	__u32 crc = 0xffffffff;
-
-	crc = crc32_be(crc, src, 4);
-	crc = crc32_be(crc, dst, 4);
-	crc = crc32_be(crc, proto, 1);
-	crc = crc32_be(crc, ports, 4);
-	return ~crc;
-}
-
-/* Ecmp::seeded_hash: CRC-32 xor the switch's seed, then MurmurHash3's fmix32. */
-static __always_inline __u32 ecmp_hash(__u32 crc, __u32 seed)
-{
-	__u32 h = crc ^ seed;
-
-	h ^= h >> 16;
-	h *= 0x85ebca6b;
-	h ^= h >> 13;
-	h *= 0xc2b2ae35;
-	return h ^ (h >> 16);
-}
-
-/* Source and destination port (sport << 16 | dport) as wire::parse_frame reads them: a first
- * fragment of UDP with its 8 header bytes or TCP with 20, inside the total length; else 0. */
-static __always_inline __u32 l4_ports(struct __sk_buff *skb, __u8 proto, __u16 frag_off,
-				      __u32 ihl_bytes, __u32 tot_len)
-{
-	__u32 need = proto == IPPROTO_UDP ? 8 : 20;
-	__u8 p[4];
-
-	if ((proto != IPPROTO_UDP && proto != IPPROTO_TCP) || (frag_off & 0x1fff) != 0 ||
-	    tot_len < ihl_bytes + need || ihl_bytes > 60)
-		return 0;
-	if (bpf_skb_load_bytes(skb, sizeof(struct ethhdr) + ihl_bytes, p, sizeof(p)))
-		return 0;
-	return ((__u32)p[0] << 24) | ((__u32)p[1] << 16) | ((__u32)p[2] << 8) | p[3];
-}
-
 /* The port of ECMP group `group` for this packet's flow, or -1 if the group is unknown. */
 static __always_inline int ecmp_port(struct __sk_buff *skb, const struct mps_node *n, __u32 group,
 				     __u32 src, __u32 dst, __u8 proto, __u16 frag_off,
@@ -416,7 +268,7 @@ static __always_inline int ecmp_port(struct __sk_buff *skb, const struct mps_nod
 
 	if (!g || g->n_ports == 0 || g->n_ports > MPS_MAX_PORTS)
 		return -1;
-	h = ecmp_hash(mps_crc32_5tuple(src, dst, proto, l4_ports(skb, proto, frag_off, ihl_bytes, tot_len)),
+	h = seeded_hash(mps_crc32_5tuple(src, dst, proto, l4_ports(skb, proto, frag_off, ihl_bytes, tot_len)),
 		      n->hash_seed);
 	idx = (h % g->n_ports) & (MPS_MAX_PORTS - 1);
 	return g->ports[idx];
@@ -439,20 +291,6 @@ static __always_inline __u32 return_path(const struct mps_confluence *c, __u32 c
 		found |= ok;
 	}
 	return best;
-}
-
-/* Rewrite the Ethernet addresses for the way out of `port`; -1 if the port is unused. */
-static __always_inline int set_macs(struct __sk_buff *skb, const struct mps_port *p)
-{
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
-
-	if ((void *)(eth + 1) > data_end)
-		return -1;
-	__builtin_memcpy(eth->h_dest, p->peer_mac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, p->own_mac, ETH_ALEN);
-	return 0;
 }
 
 /* Turn the packet into a feedback packet (feedback.rs) for `group` / `path`. */
@@ -597,9 +435,6 @@ struct fwd {
 SEC("tc")
 int mps_ingress(struct __sk_buff *skb)
 {
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
 	struct iphdr *ip;
 	struct mps_node *n;
 	struct mps_port *out;
@@ -615,50 +450,16 @@ int mps_ingress(struct __sk_buff *skb)
 		count_port(in_port, len, 0);
 
 	/* wire::parse_frame, check for check. */
-	if (len < sizeof(struct ethhdr) || (void *)(eth + 1) > data_end) {
-		count(MPS_C_MALFORMED); /* Runt */
-		return TC_ACT_SHOT;
-	}
-	/* A VLAN-tagged frame is not ours to split (wire::parse_frame: not IPv4). By the time TC
-	 * sees it the kernel has moved the tag to skb->vlan_tci, so the frame looks untagged. */
-	if (skb->vlan_present) {
-		count(MPS_C_NOT_IPV4);
+	switch (mps_parse_ipv4(skb, &ip, &ihl_bytes, &tot_len)) {
+	case MPS_PARSED_IPV4:
+		break;
+	case MPS_PARSED_NOT_IPV4:
+		count(MPS_C_NOT_IPV4); /* ARP, IPv6, a VLAN tag: the node's own stack */
 		return TC_ACT_OK;
-	}
-	if (eth->h_proto != bpf_htons(ETH_P_IP)) {
-		count(MPS_C_NOT_IPV4); /* ARP, IPv6, a tag still in the frame: the node's own stack */
-		return TC_ACT_OK;
-	}
-	if (len < sizeof(struct ethhdr) + sizeof(struct iphdr)) {
-		count(MPS_C_MALFORMED); /* TruncatedIpv4 */
+	case MPS_PARSED_MALFORMED:
+		count(MPS_C_MALFORMED);
 		return TC_ACT_SHOT;
-	}
-	if ((void *)eth + sizeof(struct ethhdr) + sizeof(struct iphdr) > data_end) {
-		if (bpf_skb_pull_data(skb, sizeof(struct ethhdr) + sizeof(struct iphdr)))
-			return TC_ACT_SHOT;
-		data = (void *)(long)skb->data;
-		data_end = (void *)(long)skb->data_end;
-		eth = data;
-		if ((void *)eth + sizeof(struct ethhdr) + sizeof(struct iphdr) > data_end)
-			return TC_ACT_SHOT;
-	}
-	ip = (void *)(eth + 1);
-	if (ip->version != 4) {
-		count(MPS_C_MALFORMED); /* BadVersion */
-		return TC_ACT_SHOT;
-	}
-	ihl_bytes = ip->ihl * 4;
-	if (ihl_bytes < sizeof(struct iphdr)) {
-		count(MPS_C_MALFORMED); /* BadIhl */
-		return TC_ACT_SHOT;
-	}
-	if (len - sizeof(struct ethhdr) < ihl_bytes) {
-		count(MPS_C_MALFORMED); /* TruncatedIpv4 */
-		return TC_ACT_SHOT;
-	}
-	tot_len = bpf_ntohs(ip->tot_len);
-	if (tot_len < ihl_bytes || tot_len > len - sizeof(struct ethhdr)) {
-		count(MPS_C_MALFORMED); /* BadTotalLength */
+	default:
 		return TC_ACT_SHOT;
 	}
 	src = bpf_ntohl(ip->saddr);
@@ -717,16 +518,7 @@ int mps_ingress(struct __sk_buff *skb)
 		count(MPS_C_TTL_EXPIRED);
 		return TC_ACT_SHOT;
 	}
-	{
-		/* RFC 1624 incremental update: TTL is the high byte of its 16-bit word. */
-		__u32 c = (__u16)~bpf_ntohs(ip->check);
-
-		c += 0xfeff; /* minus 0x0100 in one's complement */
-		c = (c & 0xffff) + (c >> 16);
-		c = (c & 0xffff) + (c >> 16);
-		ip->check = bpf_htons((__u16)~c);
-		ip->ttl -= 1;
-	}
+	decrement_ttl(ip);
 
 	/* 3. Confluence table on (src, dst): Confluence::on_arrival. */
 	slot = find_confluence(n, src, dst);

@@ -1,8 +1,10 @@
 //! Turn the `MPS_*` constants of p4/include/layout.p4 into Rust constants in OUT_DIR (for
 //! crates/bmv2/src/layout.rs, as crates/netns/build.rs does for bpf/mpsched.h), and compile
-//! p4/mpsched.p4 with p4c-bm2-ss when the P4 toolchain is present (on PATH, in
-//! `$MPSCHED_P4_PREFIX/bin` or in /opt/p4/bin). Without the toolchain the crate still builds:
-//! the program is left out, and every BMv2 entry point says how to install the toolchain.
+//! p4/mpsched.p4 and every program's `crates/programs/src/<name>/<stem>.p4` (each to
+//! `<stem>.json` in OUT_DIR, with `p4/` on the include path) with p4c-bm2-ss when the P4
+//! toolchain is present (on PATH, in `$MPSCHED_P4_PREFIX/bin` or in /opt/p4/bin); `p4_programs.rs`
+//! lists them by stem for crates/bmv2/src/toolchain.rs. Without the toolchain the crate still
+//! builds: the programs are left out, and every BMv2 entry point says how to install it.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -28,7 +30,6 @@ fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let p4_dir = manifest.join("../../p4").canonicalize().expect("p4/ next to crates/");
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    let out = out_dir.join("mpsched.json");
     let layout = p4_dir.join("include/layout.p4");
     let text = std::fs::read_to_string(&layout).expect("p4/include/layout.p4");
     let consts = defines::rust_source(&defines::mps_constants(&text), "p4/include/layout.p4");
@@ -45,16 +46,68 @@ fn main() {
     }
     println!("cargo:rerun-if-env-changed=MPSCHED_P4_PREFIX");
     println!("cargo:rerun-if-changed=/opt/p4/bin/p4c-bm2-ss");
+
+    // Every program's own P4 program, by stem.
+    let programs_dir = manifest
+        .join("../programs/src")
+        .canonicalize()
+        .expect("crates/programs/src next to crates/bmv2");
+    println!("cargo:rerun-if-changed={}", programs_dir.display());
+    let mut sources = vec![("mpsched".to_string(), p4_dir.join("mpsched.p4"))];
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&programs_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        println!("cargo:rerun-if-changed={}", dir.display());
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).collect();
+        files.sort();
+        for f in files {
+            if f.extension().is_some_and(|x| x == "p4") {
+                println!("cargo:rerun-if-changed={}", f.display());
+                let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
+                assert_ne!(
+                    stem,
+                    "mpsched",
+                    "{}: the stem `mpsched` is p4/mpsched.p4's",
+                    f.display()
+                );
+                sources.push((stem, f));
+            }
+        }
+    }
+    let mut list = String::from(
+        "/// Every compiled P4 program, by stem: its BMv2 JSON (empty without the toolchain).\n\
+         pub static P4_PROGRAMS: &[(&str, &str)] = &[\n",
+    );
+    for (stem, _) in &sources {
+        let json = out_dir.join(format!("{stem}.json"));
+        list.push_str(&format!(
+            "    ({stem:?}, include_str!({:?})),\n",
+            json.display().to_string()
+        ));
+    }
+    list.push_str("];\n");
+    std::fs::write(out_dir.join("p4_programs.rs"), list).unwrap();
+
     let Some(p4c) = find("p4c-bm2-ss") else {
-        println!("cargo:warning=p4c-bm2-ss not found: the BMv2 program is left out (scripts/install-deps.sh installs the P4 toolchain)");
-        std::fs::write(&out, "").unwrap();
+        println!("cargo:warning=p4c-bm2-ss not found: the BMv2 programs are left out (scripts/install-deps.sh installs the P4 toolchain)");
+        for (stem, _) in &sources {
+            std::fs::write(out_dir.join(format!("{stem}.json")), "").unwrap();
+        }
         return;
     };
-    compile(&p4c, &p4_dir.join("mpsched.p4"), &out);
+    for (stem, src) in &sources {
+        compile(&p4c, src, &p4_dir, &out_dir.join(format!("{stem}.json")));
+    }
 }
 
-fn compile(p4c: &Path, src: &Path, out: &Path) {
+fn compile(p4c: &Path, src: &Path, p4_dir: &Path, out: &Path) {
     let mut cmd = Command::new(p4c);
+    cmd.arg("-I").arg(p4_dir);
     // p4c finds core.p4 and v1model.p4 beside itself or in its install tree.
     if let Some(prefix) = p4c.parent().and_then(Path::parent) {
         let include = prefix.join("share/p4c/p4include");

@@ -1,9 +1,11 @@
-//! Compile bpf/mpsched.bpf.c with clang, and turn the header's size constants into Rust
+//! Compile the eBPF programs with clang: bpf/mpsched.bpf.c and every program's
+//! `crates/programs/src/<name>/<stem>.bpf.c` (each to `<stem>.bpf.o` in OUT_DIR, with `bpf/` and
+//! the program's folder on the include path), and turn bpf/mpsched.h's size constants into Rust
 //! constants so that crates/netns/src/layout.rs can check its structs against them.
 
 use std::env;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 #[path = "defines.rs"]
@@ -12,14 +14,58 @@ mod defines;
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let bpf_dir = manifest.join("../../bpf").canonicalize().expect("bpf/ next to crates/");
-    let src = bpf_dir.join("mpsched.bpf.c");
-    let header = bpf_dir.join("mpsched.h");
-    println!("cargo:rerun-if-changed={}", src.display());
-    println!("cargo:rerun-if-changed={}", header.display());
-    println!("cargo:rerun-if-changed=defines.rs");
+    let programs_dir = manifest
+        .join("../programs/src")
+        .canonicalize()
+        .expect("crates/programs/src next to crates/netns");
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    let obj = out_dir.join("mpsched.bpf.o");
+    println!("cargo:rerun-if-changed=defines.rs");
+    println!("cargo:rerun-if-changed={}", bpf_dir.display());
+    println!("cargo:rerun-if-changed={}", programs_dir.display());
+    for e in fs::read_dir(&bpf_dir).unwrap().flatten() {
+        println!("cargo:rerun-if-changed={}", e.path().display());
+    }
 
+    compile(
+        &bpf_dir.join("mpsched.bpf.c"),
+        &[&bpf_dir],
+        &out_dir.join("mpsched.bpf.o"),
+    );
+    let mut sources = Vec::new();
+    for dir in fs::read_dir(&programs_dir).unwrap().flatten().map(|e| e.path()) {
+        if !dir.is_dir() {
+            continue;
+        }
+        println!("cargo:rerun-if-changed={}", dir.display());
+        for f in fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()) {
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".c") || name.ends_with(".h") {
+                println!("cargo:rerun-if-changed={}", f.display());
+            }
+            if let Some(stem) = name.strip_suffix(".bpf.c") {
+                sources.push((stem.to_string(), f.clone(), dir.clone()));
+            }
+        }
+    }
+    sources.sort();
+    for (stem, src, dir) in &sources {
+        assert_ne!(
+            stem,
+            "mpsched",
+            "{}: the stem `mpsched` is bpf/mpsched.bpf.c's",
+            src.display()
+        );
+        compile(src, &[&bpf_dir, dir], &out_dir.join(format!("{stem}.bpf.o")));
+    }
+
+    let header = bpf_dir.join("mpsched.h");
+    let text = fs::read_to_string(&header).unwrap();
+    let consts = defines::rust_source(&defines::mps_constants(&text), "bpf/mpsched.h");
+    fs::write(out_dir.join("mpsched_h.rs"), consts).unwrap();
+}
+
+/// `clang -O2 -g -Wall -Werror -target bpf` of `src` into `obj`.
+fn compile(src: &Path, includes: &[&Path], obj: &Path) {
     let clang = env::var("CLANG").unwrap_or_else(|_| "clang".into());
     let multiarch = Command::new("gcc")
         .arg("-print-multiarch")
@@ -29,21 +75,17 @@ fn main() {
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| format!("{}-linux-gnu", env::var("CARGO_CFG_TARGET_ARCH").unwrap()));
-    let status = Command::new(&clang)
-        .args(["-O2", "-g", "-Wall", "-Werror", "-target", "bpf"])
-        .arg(format!("-I/usr/include/{multiarch}"))
-        .arg(format!("-I{}", bpf_dir.display()))
-        .arg("-c")
-        .arg(&src)
-        .arg("-o")
-        .arg(&obj)
-        .status()
-        .unwrap_or_else(|e| {
-            panic!("cannot run `{clang}` to compile bpf/mpsched.bpf.c ({e}); install clang and libbpf-dev (scripts/install-deps.sh)")
-        });
-    assert!(status.success(), "clang failed to compile bpf/mpsched.bpf.c");
-
-    let text = fs::read_to_string(&header).unwrap();
-    let consts = defines::rust_source(&defines::mps_constants(&text), "bpf/mpsched.h");
-    fs::write(out_dir.join("mpsched_h.rs"), consts).unwrap();
+    let mut cmd = Command::new(&clang);
+    cmd.args(["-O2", "-g", "-Wall", "-Werror", "-target", "bpf"])
+        .arg(format!("-I/usr/include/{multiarch}"));
+    for i in includes {
+        cmd.arg(format!("-I{}", i.display()));
+    }
+    let status = cmd.arg("-c").arg(src).arg("-o").arg(obj).status().unwrap_or_else(|e| {
+        panic!(
+            "cannot run `{clang}` to compile {} ({e}); install clang and libbpf-dev (scripts/install-deps.sh)",
+            src.display()
+        )
+    });
+    assert!(status.success(), "clang failed to compile {}", src.display());
 }

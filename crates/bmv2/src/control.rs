@@ -332,6 +332,11 @@ pub fn snapshot(cli: &mut SwitchCli, t: &NodeTables) -> Result<BTreeMap<String, 
     Ok(out)
 }
 
+/// The name of counter `i` of `MpsIngress.counters` in snapshots.
+pub fn counter_name(i: usize) -> Option<String> {
+    COUNTERS.get(i).map(|n| format!("counter.{n}"))
+}
+
 fn split_snapshot(
     r: &mut Registers<'_>,
     slot: usize,

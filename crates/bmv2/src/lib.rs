@@ -6,14 +6,18 @@
 //! network namespace, [`cli::SwitchCli`] its runtime interface, [`control`] fills its tables and
 //! registers from a node's configuration and reads them back under the names the Rust programs
 //! use (at the sizes and indices of [`layout`], generated from `p4/include/layout.p4`), and
-//! [`vectors`] replays the conformance vectors through it.
+//! [`vectors`] replays the conformance vectors through it. Other programs' P4 programs
+//! (`crates/programs/src/<name>/<stem>.p4`, LetFlow's) run the same way, each with its control
+//! plane ([`letflow`]) registered in [`programs`].
 
 #![warn(missing_docs)]
 
 pub mod cli;
 pub mod control;
 pub mod layout;
+pub mod letflow;
 pub mod plane;
+pub mod programs;
 pub mod switch;
 pub mod toolchain;
 pub mod vectors;

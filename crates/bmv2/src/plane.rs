@@ -1,7 +1,7 @@
 //! `simple_switch` as the switches' data plane on the kernel backend (`--backend bmv2`): the
 //! netns topology, links, hosts and traffic as with the eBPF programs, and in each switch's
-//! namespace a `simple_switch` on its interfaces in place of the programs, as Mininet runs the
-//! papers' switches.
+//! namespace a `simple_switch` on its interfaces running the node's program's P4 program
+//! ([`crate::programs`]) in place of the eBPF programs, as Mininet runs the papers' switches.
 //!
 //! The links stay shaped by the kernel's qdiscs (htb and pfifo, netem where present), so the
 //! queue that builds up is the interface's, after BMv2, as with eBPF; a marker therefore runs
@@ -12,6 +12,7 @@
 //! `MPSCHED_BMV2_LOG=DIR` writes each switch's per-packet log to `DIR/<namespace>.log`.
 
 use crate::control;
+use crate::programs::{self, Bmv2Program};
 use crate::switch::{Bmv2Switch, SwitchOptions};
 use crate::{toolchain, Bmv2Error};
 use mpsched_core::control::{ControlError, ControlListing, ProgramControl};
@@ -21,6 +22,7 @@ use mpsched_netns::backend::NetnsError;
 use mpsched_netns::dataplane::NodeTables;
 use mpsched_netns::ns::Netns;
 use mpsched_netns::switchplane::{snapshot_control, snapshot_register_of, SwitchPlane, SwitchPlanes};
+use mpsched_programs::SwitchProgram;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -59,8 +61,16 @@ impl SwitchPlanes for Bmv2Planes {
         Ok(())
     }
 
+    fn supports(&self, program: &dyn SwitchProgram) -> Result<(), String> {
+        let prog = programs::bmv2_program(program)?;
+        toolchain::program_json_of(prog.p4)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
     fn start(&self, ns: &Netns, tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError> {
-        control::check(tables).map_err(netns_error)?;
+        let prog = programs::of_tables(tables).map_err(netns_error)?;
+        (prog.check)(tables).map_err(netns_error)?;
         // Thrift listens on the namespace's loopback.
         ns.ip(&["link", "set", "lo", "up"])?;
         let opts = SwitchOptions {
@@ -69,12 +79,14 @@ impl SwitchPlanes for Bmv2Planes {
             // Per-packet logs, for debugging a run: slow, so only on request.
             log_file: std::env::var_os("MPSCHED_BMV2_LOG")
                 .map(|d| std::path::PathBuf::from(d).join(format!("{}.log", ns.name()))),
+            program: prog.p4,
         };
         let mut switch = Bmv2Switch::start(ns, &opts).map_err(netns_error)?;
-        control::configure(&mut switch.cli, tables).map_err(netns_error)?;
+        (prog.configure)(&mut switch.cli, tables).map_err(netns_error)?;
         Ok(Box::new(Bmv2Plane {
             switch: Mutex::new(switch),
             tables: tables.clone(),
+            prog,
         }))
     }
 }
@@ -83,6 +95,7 @@ impl SwitchPlanes for Bmv2Planes {
 struct Bmv2Plane {
     switch: Mutex<Bmv2Switch>,
     tables: NodeTables,
+    prog: &'static Bmv2Program,
 }
 
 impl Bmv2Plane {
@@ -106,6 +119,9 @@ impl ProgramControl for Bmv2Plane {
 
 impl SwitchPlane for Bmv2Plane {
     fn weights(&self) -> Vec<(u8, Vec<u16>)> {
+        if self.tables.switch.splits.is_empty() {
+            return Vec::new();
+        }
         let Some(all) = self.read("MpsIngress.split_stage.split_weight") else {
             return Vec::new();
         };
@@ -123,12 +139,15 @@ impl SwitchPlane for Bmv2Plane {
     }
 
     fn marker_backlog_bytes(&self, port: PortId) -> Option<u64> {
+        if self.tables.markers.is_empty() {
+            return None;
+        }
         let all = self.read("MpsEgress.marker_backlog_scaled")?;
         all.get(usize::from(port)).map(|b| b / VQ_SCALE_PER_BYTE)
     }
 
     fn snapshot(&self) -> Option<BTreeMap<String, u64>> {
         let mut sw = self.switch.lock().unwrap_or_else(|e| e.into_inner());
-        control::snapshot(&mut sw.cli, &self.tables).ok()
+        (self.prog.snapshot)(&mut sw.cli, &self.tables).ok()
     }
 }

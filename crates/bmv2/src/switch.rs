@@ -1,4 +1,5 @@
-//! One `simple_switch` process, running `p4/mpsched.p4` on interfaces of a network namespace.
+//! One `simple_switch` process, running a P4 program (`p4/mpsched.p4`, a program's own) on
+//! interfaces of a network namespace.
 
 use crate::cli::SwitchCli;
 use crate::toolchain::{self, Toolchain};
@@ -20,6 +21,8 @@ pub struct SwitchOptions {
     pub thrift_port: u16,
     /// A file for BMv2's per-packet log (`--log-file`), which costs speed; none by default.
     pub log_file: Option<PathBuf>,
+    /// The stem of the P4 program to run (`mpsched`, `letflow`: [`toolchain::program_json_of`]).
+    pub program: &'static str,
 }
 
 /// A running switch and its CLI; stopped (and its files removed) on drop.
@@ -43,7 +46,7 @@ impl Bmv2Switch {
         let tools = toolchain::find()?;
         // Named after the namespace, so `mpsched clean` finds them after a SIGKILL.
         let json = std::env::temp_dir().join(format!("{}.bmv2.json", ns.name()));
-        std::fs::write(&json, toolchain::program_json()?)
+        std::fs::write(&json, toolchain::program_json_of(opts.program)?)
             .map_err(Bmv2Error::io(format!("writing {}", json.display())))?;
         let output = json.with_extension("out");
         let child = spawn(&tools, ns, opts, &json, &output);

@@ -2,14 +2,15 @@
 //!
 //! The tools are looked for in `$MPSCHED_P4_PREFIX/bin`, then on `PATH`, then in `/opt/p4/bin`
 //! (where `../shared/p4/build-toolchain.sh` and `scripts/install-deps.sh` put them); the build
-//! script compiles `p4/mpsched.p4` from the same places.
+//! script compiles `p4/mpsched.p4` and every program's P4 program with the tools it finds
+//! in the same places.
 
 use crate::Bmv2Error;
 use std::path::PathBuf;
 
-/// `p4/mpsched.p4` as compiled by `p4c-bm2-ss` at build time; empty when the build machine had
-/// no P4 toolchain.
-const PROGRAM_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/mpsched.json"));
+mod compiled {
+    include!(concat!(env!("OUT_DIR"), "/p4_programs.rs"));
+}
 
 /// How to get the toolchain, for error messages.
 pub const INSTALL_HINT: &str = "install BMv2 and p4c: `sudo scripts/install-deps.sh` builds them into /opt/p4 \
@@ -47,14 +48,23 @@ pub fn find() -> Result<Toolchain, Bmv2Error> {
     })
 }
 
-/// The compiled program (BMv2 JSON), or an error if this build has none.
+/// The compiled `p4/mpsched.p4` (BMv2 JSON), or an error if this build has none.
 pub fn program_json() -> Result<&'static str, Bmv2Error> {
-    if PROGRAM_JSON.is_empty() {
+    program_json_of("mpsched")
+}
+
+/// The compiled P4 program of stem `stem` (`mpsched`, `letflow`: `p4/mpsched.p4` or
+/// `crates/programs/src/<name>/<stem>.p4`), or an error if this build has none.
+pub fn program_json_of(stem: &str) -> Result<&'static str, Bmv2Error> {
+    let Some(&(_, json)) = compiled::P4_PROGRAMS.iter().find(|(s, _)| *s == stem) else {
+        return Err(Bmv2Error::Missing(format!("no P4 program `{stem}.p4` in this build")));
+    };
+    if json.is_empty() {
         return Err(Bmv2Error::Missing(format!(
             "this mpsched was built without p4c-bm2-ss, so it has no BMv2 program; {INSTALL_HINT}"
         )));
     }
-    Ok(PROGRAM_JSON)
+    Ok(json)
 }
 
 /// Whether both the toolchain and the compiled program are here.

@@ -13,7 +13,8 @@
 //! frame goes straight from ingress (which does nothing else) to the marker of that port, on
 //! the clock the step names.
 
-use crate::control::{self, STACK_PORT};
+use crate::control::STACK_PORT;
+use crate::programs::{self, Bmv2Program};
 use crate::switch::{Bmv2Switch, SwitchOptions};
 use crate::Bmv2Error;
 use mpsched_core::packet::{Ecn, PortId};
@@ -42,6 +43,7 @@ struct Node {
     taps: Vec<Tap>,
     switch: Bmv2Switch,
     tables: NodeTables,
+    prog: &'static Bmv2Program,
     _ns: Netns,
 }
 
@@ -54,14 +56,18 @@ impl Node {
                 peer_mac: mac_for(PEER_MAC_NODE, p),
             })
             .collect();
+        let (program, params) = mpsched_programs::vectors::program_of(set).map_err(Bmv2Error::Config)?;
         let tables = NodeTables {
             switch: set.config.clone(),
             ports,
             markers: set.markers.clone(),
             test_draws: set.rs_raw_draws.clone(),
             test_clock: true,
+            program: program.name(),
+            params,
         };
-        control::check(&tables)?;
+        let prog = programs::of_tables(&tables)?;
+        (prog.check)(&tables)?;
         // Named as the kernel backend names its namespaces (the owner's process id first), so
         // that `mpsched clean` finds one a killed check left, with its simple_switch.
         let name = format!(
@@ -91,19 +97,21 @@ impl Node {
             ports,
             thrift_port: 9090,
             log_file: None,
+            program: prog.p4,
         };
         let mut switch = Bmv2Switch::start(&ns, &opts)?;
-        control::configure(&mut switch.cli, &tables)?;
+        (prog.configure)(&mut switch.cli, &tables)?;
         Ok(Node {
             taps,
             switch,
             tables,
+            prog,
             _ns: ns,
         })
     }
 
     fn snapshot(&mut self) -> Result<BTreeMap<String, u64>, Bmv2Error> {
-        control::snapshot(&mut self.switch.cli, &self.tables)
+        (self.prog.snapshot)(&mut self.switch.cli, &self.tables)
     }
 
     /// Frames that arrived since the last call, by port (the stack port as `STACK_PORT`).
@@ -121,7 +129,7 @@ impl Node {
     }
 }
 
-/// Replay `set` through `p4/mpsched.p4` on `simple_switch`: the initial registers and each
+/// Replay `set` through its program's P4 program (`p4/mpsched.p4`, `letflow.p4`) on `simple_switch`: the initial registers and each
 /// step's result.
 pub fn run_bmv2(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResult>), String> {
     if !is_root() {
@@ -158,6 +166,9 @@ fn step(
     node.taps.iter().for_each(Tap::drain);
     let cli = &mut node.switch.cli;
     let err = |e: Bmv2Error| e.to_string();
+    if let (Hook::Ingress, Some(set_clock)) = (st.hook, node.prog.set_ingress_clock) {
+        set_clock(cli, st.time_ns).map_err(err)?;
+    }
     if st.hook == Hook::Egress {
         cli.register_write("MpsEgress.test_clock_ns", 0, st.time_ns)
             .map_err(err)?;
@@ -191,15 +202,11 @@ fn await_ingress(node: &mut Node, prev: &BTreeMap<String, u64>) -> Result<Outcom
         if !frames.is_empty() {
             break;
         }
-        let counters = node
-            .switch
-            .cli
-            .register_read_all("MpsIngress.counters")
-            .map_err(|e| e.to_string())?;
-        let moved = mpsched_netns::layout::COUNTERS.iter().enumerate().any(|(i, name)| {
-            let key = format!("counter.{name}");
-            OUTCOME_COUNTERS.contains(&key.as_str())
-                && counters.get(i).copied().unwrap_or(0) > prev.get(&key).copied().unwrap_or(0)
+        let (register, name_of) = node.prog.counters;
+        let counters = node.switch.cli.register_read_all(register).map_err(|e| e.to_string())?;
+        let moved = counters.iter().enumerate().any(|(i, &v)| {
+            name_of(i)
+                .is_some_and(|key| OUTCOME_COUNTERS.contains(&key.as_str()) && v > prev.get(&key).copied().unwrap_or(0))
         });
         if moved {
             break;

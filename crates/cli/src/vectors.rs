@@ -95,9 +95,11 @@ pub fn vectors(a: VectorsArgs) -> anyhow::Result<()> {
 pub enum Impl {
     /// The Rust reference programs (`crates/core`, `crates/programs`).
     Rust,
-    /// The eBPF programs (`bpf/`), with `BPF_PROG_TEST_RUN`; root.
+    /// The eBPF object of each set's program (`bpf/mpsched.bpf.c`, a program's own
+    /// `<name>.bpf.c`), with `BPF_PROG_TEST_RUN`; root.
     Ebpf,
-    /// The P4 program (`p4/`) on `simple_switch`; root and the P4 toolchain.
+    /// The P4 program of each set's program (`p4/mpsched.p4`, a program's own `<name>.p4`) on
+    /// `simple_switch`; root and the P4 toolchain.
     Bmv2,
 }
 

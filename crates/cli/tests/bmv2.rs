@@ -33,6 +33,10 @@ const TESTS: &[(&str, fn())] = &[
         the_papers_marker_marks_on_bmv2s_own_queue_depth,
     ),
     (
+        "a_letflow_scenario_runs_on_bmv2_and_its_flowlets_move",
+        a_letflow_scenario_runs_on_bmv2_and_its_flowlets_move,
+    ),
+    (
         "nothing_is_left_after_a_normal_an_interrupted_or_a_failed_bmv2_run",
         nothing_is_left_after_a_normal_an_interrupted_or_a_failed_bmv2_run,
     ),
@@ -262,13 +266,43 @@ fn every_vector_agrees_across_rust_ebpf_and_bmv2() {
         steps += cells[1].parse::<usize>().unwrap();
     }
     assert!(steps >= 250, "only {steps} steps");
+    // LetFlow's sets run on letflow.p4 and letflow.bpf.o, in the same three columns.
+    let letflow = rows.iter().filter(|r| r.starts_with("letflow-")).count();
+    assert!(letflow >= 3, "LetFlow's sets: {letflow}\n{text}");
     // In-process too: the library's runner leaves nothing behind either.
-    let set: mpsched_core::vectors::VectorSet =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("confluence-feedback.json")).unwrap()).unwrap();
-    let (init, res) = mpsched_bmv2::vectors::run_bmv2(&set).unwrap();
-    assert!(mpsched_core::vectors::compare(&set, &init, &res).is_empty());
+    for name in ["confluence-feedback.json", "letflow-expiry.json"] {
+        let set: mpsched_core::vectors::VectorSet =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap();
+        let (init, res) = mpsched_bmv2::vectors::run_bmv2(&set).unwrap();
+        assert!(mpsched_core::vectors::compare(&set, &init, &res).is_empty(), "{name}");
+    }
     assert_eq!(switch_processes(), switches_before, "a simple_switch outlived its run");
     assert!(our_namespaces().is_empty(), "namespaces left: {:?}", our_namespaces());
+}
+
+/// LetFlow with `simple_switch` as the switches (letflow.p4 and its control plane): the
+/// scenario crates/netns/tests/letflow.rs runs on the kernel, two equal-cost paths and two UDP
+/// flows; LetFlow's counters move and the traffic arrives.
+fn a_letflow_scenario_runs_on_bmv2_and_its_flowlets_move() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../netns/tests/letflow-two-paths.toml"),
+    )
+    .unwrap();
+    let sc = mpsched_scenario::Scenario::from_toml(&text, "letflow-two-paths.toml").unwrap();
+    let opts = mpsched_netns::backend::NetnsOptions {
+        switch_planes: Some(std::sync::Arc::new(mpsched_bmv2::plane::Bmv2Planes)),
+        ..Default::default()
+    };
+    let r = mpsched_netns::backend::run(&sc, &mpsched_netns::backend::new_run_id(), &opts).unwrap();
+    let s1 = r.figures.counters.get("s1").cloned().unwrap_or_default();
+    let get = |k: &str| s1.get(k).copied().unwrap_or(0);
+    assert!(get("counter.letflow.new_flowlets") > 0, "s1: {s1:?}");
+    assert!(get("counter.letflow.continued") > 0, "s1: {s1:?}");
+    assert_eq!(get("counter.no_route"), 0, "s1: {s1:?}");
+    for f in &r.figures.flows {
+        assert!(f.delivered_pkts > 0, "flow {} delivered nothing on BMv2", f.id);
+    }
 }
 
 /// The paper's marker (Fig. 6), which the vectors cannot reach: with BMv2's own queue on port 1
@@ -317,17 +351,12 @@ fn the_papers_marker_marks_on_bmv2s_own_queue_depth() {
             peer_mac: mac_for(2, p),
         })
         .collect();
-    let tables = NodeTables {
-        switch: cfg,
-        ports,
-        markers: Vec::new(),
-        test_draws: Vec::new(),
-        test_clock: false,
-    };
+    let tables = NodeTables::multipath(cfg, ports);
     let opts = mpsched_bmv2::switch::SwitchOptions {
         ports: vec![(0, "p0".into()), (1, "p1".into())],
         thrift_port: 9090,
         log_file: None,
+        program: "mpsched",
     };
     let mut sw = mpsched_bmv2::switch::Bmv2Switch::start(&ns, &opts).unwrap();
     mpsched_bmv2::control::configure(&mut sw.cli, &tables).unwrap();

@@ -698,14 +698,21 @@ fn every_vector_agrees_with_the_ebpf_programs() {
     paths.sort();
     assert!(paths.len() >= 10);
     let mut steps = 0;
+    let mut programs = std::collections::BTreeMap::new();
     for p in &paths {
         let set: mpsched_core::vectors::VectorSet = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
         let (init, res) = mpsched_netns::vectors::run_ebpf(&set).unwrap_or_else(|e| panic!("{}: {e}", set.name));
         let errs = mpsched_core::vectors::compare(&set, &init, &res);
         assert!(errs.is_empty(), "{}:\n{}", set.name, errs.join("\n"));
         steps += set.steps.len();
+        *programs.entry(set.program.clone()).or_insert(0) += 1;
     }
     assert!(steps >= 200, "only {steps} steps");
+    // Each program's sets run on its own eBPF object: LetFlow's on letflow.bpf.o.
+    assert!(
+        programs.get("letflow").is_some_and(|&n| n >= 3),
+        "sets by program: {programs:?}"
+    );
 }
 
 /// A port with several queues in strict priority (the default discipline) needs prio or ets,

@@ -158,11 +158,8 @@ pub fn program_costs(repeat: u32, stop: &AtomicBool) -> Result<Vec<ProgramCost>,
     for (name, cfg, markers, prog) in cases {
         check_stop(stop, "(none made at this point)")?;
         let tables = NodeTables {
-            switch: cfg,
-            ports: node.ports.clone(),
             markers,
-            test_draws: Vec::new(),
-            test_clock: false,
+            ..NodeTables::multipath(cfg, node.ports.clone())
         };
         let input = if name.starts_with("confluence") {
             frame(Ecn::Ce, 18)
@@ -371,13 +368,7 @@ impl BenchPath {
                 peer_mac: peer,
             });
         }
-        let tables = NodeTables {
-            switch: cfg,
-            ports,
-            markers: Vec::new(),
-            test_draws: Vec::new(),
-            test_clock: false,
-        };
+        let tables = NodeTables::multipath(cfg, ports);
         planes.start(&self.sw, &tables)
     }
 

@@ -3,13 +3,14 @@
 //! [`mpsched_core::frame::FrameSwitch::snapshot`], attach to and detach from interfaces.
 
 use crate::layout::{self, Pod};
-use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, ProgramMut, TcHook, TC_EGRESS, TC_INGRESS};
+use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, ProgramMut, TcAttachPoint, TcHook, TC_EGRESS, TC_INGRESS};
 use mpsched_core::control::ControlError;
 use mpsched_core::frame::MarkerConfig;
 use mpsched_core::marker::VirtualQueueMarker;
 use mpsched_core::packet::PortId;
 use mpsched_core::sched::{RandomSplit, SchedulerConfig};
 use mpsched_core::switch::SwitchConfig;
+use mpsched_programs::{Params, SwitchProgram};
 use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 
@@ -32,7 +33,7 @@ pub enum DataplaneError {
     Config(String),
 }
 
-fn bpf<T>(what: impl FnOnce() -> String, r: libbpf_rs::Result<T>) -> Result<T, DataplaneError> {
+pub(crate) fn bpf<T>(what: impl FnOnce() -> String, r: libbpf_rs::Result<T>) -> Result<T, DataplaneError> {
     r.map_err(|source| DataplaneError::Bpf { what: what(), source })
 }
 
@@ -60,6 +61,41 @@ pub struct NodeTables {
     pub test_draws: Vec<u32>,
     /// Take egress time from `test_clock_ns` instead of the kernel clock (tests).
     pub test_clock: bool,
+    /// The registered program the node runs (`multipath`, `letflow`: a name of
+    /// [`mpsched_programs::SWITCH_PROGRAMS`]); the kernel loads its eBPF object
+    /// ([`crate::programs`]).
+    pub program: &'static str,
+    /// The program's parameters, checked against its declaration.
+    pub params: Params,
+}
+
+impl NodeTables {
+    /// Tables of a node running the default program (`multipath`, with its default
+    /// parameters), no markers, no test draws, the kernel's clock.
+    pub fn multipath(switch: SwitchConfig, ports: Vec<PortBinding>) -> NodeTables {
+        let program = mpsched_programs::switch_program(mpsched_programs::DEFAULT_PROGRAM)
+            .expect("the default program is registered");
+        NodeTables {
+            switch,
+            ports,
+            markers: Vec::new(),
+            test_draws: Vec::new(),
+            test_clock: false,
+            program: program.name(),
+            params: Params::defaults(program.params()),
+        }
+    }
+
+    /// The registered program the node runs.
+    pub fn switch_program(&self) -> Result<&'static dyn SwitchProgram, String> {
+        mpsched_programs::switch_program(self.program).ok_or_else(|| {
+            format!(
+                "no program `{}` (registered: {})",
+                self.program,
+                mpsched_programs::switch_program_names()
+            )
+        })
+    }
 }
 
 /// A loaded data plane.
@@ -87,18 +123,11 @@ impl Dataplane {
     }
 
     fn update<K: Pod, V: Pod>(&self, map: &str, key: &K, value: &V) -> Result<(), DataplaneError> {
-        let m = self.map(map)?;
-        bpf(
-            || format!("update map {map}"),
-            m.update(key.as_bytes(), value.as_bytes(), MapFlags::ANY),
-        )
+        update_map(&self.obj, map, key, value)
     }
 
     fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>, DataplaneError> {
-        self.obj
-            .maps()
-            .find(|m| m.name() == name)
-            .ok_or_else(|| DataplaneError::Config(format!("map {name} missing from the object")))
+        map_of(&self.obj, name)
     }
 
     fn lookup<V: Pod>(&self, map: &str, key: u32, flags: MapFlags) -> Result<V, DataplaneError> {
@@ -108,16 +137,7 @@ impl Dataplane {
     }
 
     fn lookup_percpu_sum<V: Pod>(&self, map: &str, key: u32, add: impl Fn(&mut V, V)) -> Result<V, DataplaneError> {
-        let m = self.map(map)?;
-        let per_cpu = bpf(
-            || format!("read map {map}"),
-            m.lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY),
-        )?;
-        let mut total = V::default();
-        for b in per_cpu.unwrap_or_default() {
-            add(&mut total, V::from_bytes(&b));
-        }
-        Ok(total)
+        percpu_sum(&self.obj, map, key, add)
     }
 
     /// The program `name` (`mps_ingress` or `mps_egress`).
@@ -170,50 +190,7 @@ impl Dataplane {
             self.update("test_draws", &(i as u32), d)?;
         }
         self.update("test_draws", &(layout::h::TEST_DRAWS as u32), &0u32)?;
-        for (p, b) in t.ports.iter().enumerate() {
-            let port = layout::Port {
-                ifindex: b.ifindex,
-                own_mac: b.own_mac,
-                peer_mac: b.peer_mac,
-            };
-            if b.ifindex as u64 >= layout::h::MAX_IFINDEX {
-                return Err(DataplaneError::Config(format!(
-                    "ifindex {} of port {p} is not below {}: create interfaces inside the node's namespace",
-                    b.ifindex,
-                    layout::h::MAX_IFINDEX
-                )));
-            }
-            self.update("ports", &(p as u32), &port)?;
-            self.update("ifindex_port", &b.ifindex, &(p as u32 + 1))?;
-        }
-        for r in &cfg.routes {
-            let key = layout::RouteKey {
-                prefixlen: u32::from(r.len),
-                addr: r.prefix.to_be_bytes(),
-            };
-            self.update("routes", &key, &u32::from(r.port))?;
-        }
-        if cfg.ecmp_groups.len() > layout::MAX_ECMP_GROUPS {
-            return Err(DataplaneError::Config(format!(
-                "{} ECMP groups; the eBPF program holds {}",
-                cfg.ecmp_groups.len(),
-                layout::MAX_ECMP_GROUPS
-            )));
-        }
-        for (i, ports) in cfg.ecmp_groups.iter().enumerate() {
-            if ports.is_empty() || ports.len() > layout::MAX_PORTS {
-                return Err(DataplaneError::Config(format!(
-                    "ECMP group {i}: 1 to {} ports",
-                    layout::MAX_PORTS
-                )));
-            }
-            let mut g = layout::Ecmp {
-                n_ports: ports.len() as u32,
-                ..Default::default()
-            };
-            g.ports[..ports.len()].copy_from_slice(ports);
-            self.update("ecmp", &(i as u32), &g)?;
-        }
+        fill_forwarding(&self.obj, t)?;
         for (slot, s) in cfg.splits.iter().enumerate() {
             self.update("splits", &(slot as u32), &split_registers(s)?)?;
         }
@@ -302,14 +279,7 @@ impl Dataplane {
 
     /// Route `dst` (a host route, /32) to `port`, or remove its route (`None`).
     pub fn set_host_route(&self, dst: u32, port: Option<PortId>) -> Result<bool, DataplaneError> {
-        let key = layout::RouteKey {
-            prefixlen: 32,
-            addr: dst.to_be_bytes(),
-        };
-        match port {
-            Some(p) => self.update("routes", &key, &u32::from(p)).map(|()| true),
-            None => Ok(self.map("routes")?.delete(key.as_bytes()).is_ok()),
-        }
+        set_host_route(&self.obj, dst, port)
     }
 
     /// The virtual queue of `port`: (backlog in bytes, marked, overflow).
@@ -413,26 +383,12 @@ impl Dataplane {
     /// (its thread may be in another namespace by then, where the same ifindex is another
     /// interface).
     pub fn attach(&mut self, ifindex: u32, egress: bool) -> Result<(), DataplaneError> {
-        let points = if egress {
-            vec![(TC_INGRESS, "mps_ingress"), (TC_EGRESS, "mps_egress")]
-        } else {
-            vec![(TC_INGRESS, "mps_ingress")]
-        };
-        for (k, (point, prog)) in points.into_iter().enumerate() {
-            let p = self.program(prog)?;
-            let mut hook = TcHook::new(p.as_fd());
-            hook.ifindex(ifindex as i32).replace(true).handle(1).priority(1);
-            hook.attach_point(point);
-            if k == 0 {
-                // One clsact qdisc serves both hooks; creating it twice makes the kernel log
-                // an exclusivity error.
-                let mut q = TcHook::new(p.as_fd());
-                q.ifindex(ifindex as i32).attach_point(TC_INGRESS | TC_EGRESS);
-                bpf(|| format!("create clsact on ifindex {ifindex}"), q.create())?;
-            }
-            let attached = bpf(|| format!("attach {prog} to ifindex {ifindex}"), hook.attach())?;
-            self.hooks.push(attached);
+        let mut progs = vec![(TC_INGRESS, self.program("mps_ingress")?)];
+        if egress {
+            progs.push((TC_EGRESS, self.program("mps_egress")?));
         }
+        let hooks = attach_tc(&progs, ifindex)?;
+        self.hooks.extend(hooks);
         Ok(())
     }
 
@@ -442,6 +398,129 @@ impl Dataplane {
             let _ = h.detach();
         }
     }
+}
+
+/// Map `name` of a loaded object.
+pub(crate) fn map_of<'a>(obj: &'a Object, name: &str) -> Result<libbpf_rs::Map<'a>, DataplaneError> {
+    obj.maps()
+        .find(|m| m.name() == name)
+        .ok_or_else(|| DataplaneError::Config(format!("map {name} missing from the object")))
+}
+
+/// Write `key` -> `value` into map `map` of a loaded object.
+pub(crate) fn update_map<K: Pod, V: Pod>(obj: &Object, map: &str, key: &K, value: &V) -> Result<(), DataplaneError> {
+    let m = map_of(obj, map)?;
+    bpf(
+        || format!("update map {map}"),
+        m.update(key.as_bytes(), value.as_bytes(), MapFlags::ANY),
+    )
+}
+
+/// Entry `key` of per-CPU map `map` of a loaded object, summed over CPUs by `add`.
+pub(crate) fn percpu_sum<V: Pod>(
+    obj: &Object,
+    map: &str,
+    key: u32,
+    add: impl Fn(&mut V, V),
+) -> Result<V, DataplaneError> {
+    let m = map_of(obj, map)?;
+    let per_cpu = bpf(
+        || format!("read map {map}"),
+        m.lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY),
+    )?;
+    let mut total = V::default();
+    for b in per_cpu.unwrap_or_default() {
+        add(&mut total, V::from_bytes(&b));
+    }
+    Ok(total)
+}
+
+/// Fill the maps every program shares (`bpf/mps_common.h`): the ports with their MACs, the
+/// ifindex-to-port table, the routes and the ECMP groups.
+pub(crate) fn fill_forwarding(obj: &Object, t: &NodeTables) -> Result<(), DataplaneError> {
+    let cfg = &t.switch;
+    for (p, b) in t.ports.iter().enumerate() {
+        let port = layout::Port {
+            ifindex: b.ifindex,
+            own_mac: b.own_mac,
+            peer_mac: b.peer_mac,
+        };
+        if b.ifindex as u64 >= layout::h::MAX_IFINDEX {
+            return Err(DataplaneError::Config(format!(
+                "ifindex {} of port {p} is not below {}: create interfaces inside the node's namespace",
+                b.ifindex,
+                layout::h::MAX_IFINDEX
+            )));
+        }
+        update_map(obj, "ports", &(p as u32), &port)?;
+        update_map(obj, "ifindex_port", &b.ifindex, &(p as u32 + 1))?;
+    }
+    for r in &cfg.routes {
+        let key = layout::RouteKey {
+            prefixlen: u32::from(r.len),
+            addr: r.prefix.to_be_bytes(),
+        };
+        update_map(obj, "routes", &key, &u32::from(r.port))?;
+    }
+    if cfg.ecmp_groups.len() > layout::MAX_ECMP_GROUPS {
+        return Err(DataplaneError::Config(format!(
+            "{} ECMP groups; the eBPF program holds {}",
+            cfg.ecmp_groups.len(),
+            layout::MAX_ECMP_GROUPS
+        )));
+    }
+    for (i, ports) in cfg.ecmp_groups.iter().enumerate() {
+        if ports.is_empty() || ports.len() > layout::MAX_PORTS {
+            return Err(DataplaneError::Config(format!(
+                "ECMP group {i}: 1 to {} ports",
+                layout::MAX_PORTS
+            )));
+        }
+        let mut g = layout::Ecmp {
+            n_ports: ports.len() as u32,
+            ..Default::default()
+        };
+        g.ports[..ports.len()].copy_from_slice(ports);
+        update_map(obj, "ecmp", &(i as u32), &g)?;
+    }
+    Ok(())
+}
+
+/// Route `dst` (a host route, /32) to `port`, or remove its route (`None`), in the shared
+/// `routes` map of a loaded object; whether there was a route to remove.
+pub(crate) fn set_host_route(obj: &Object, dst: u32, port: Option<PortId>) -> Result<bool, DataplaneError> {
+    let key = layout::RouteKey {
+        prefixlen: 32,
+        addr: dst.to_be_bytes(),
+    };
+    match port {
+        Some(p) => update_map(obj, "routes", &key, &u32::from(p)).map(|()| true),
+        None => Ok(map_of(obj, "routes")?.delete(key.as_bytes()).is_ok()),
+    }
+}
+
+/// Attach `progs` (each at its TC attach point) to `ifindex`, in the calling thread's network
+/// namespace, under one clsact qdisc: the hooks, to detach them by.
+pub fn attach_tc(progs: &[(TcAttachPoint, ProgramMut<'_>)], ifindex: u32) -> Result<Vec<TcHook>, DataplaneError> {
+    let mut hooks = Vec::new();
+    for (k, (point, p)) in progs.iter().enumerate() {
+        let mut hook = TcHook::new(p.as_fd());
+        hook.ifindex(ifindex as i32).replace(true).handle(1).priority(1);
+        hook.attach_point(*point);
+        if k == 0 {
+            // One clsact qdisc serves both hooks; creating it twice makes the kernel log
+            // an exclusivity error.
+            let mut q = TcHook::new(p.as_fd());
+            q.ifindex(ifindex as i32).attach_point(TC_INGRESS | TC_EGRESS);
+            bpf(|| format!("create clsact on ifindex {ifindex}"), q.create())?;
+        }
+        let attached = bpf(
+            || format!("attach {} to ifindex {ifindex}", p.name().to_string_lossy()),
+            hook.attach(),
+        )?;
+        hooks.push(attached);
+    }
+    Ok(hooks)
 }
 
 /// The registers of a split group as the eBPF program starts with them (the BMv2 control plane

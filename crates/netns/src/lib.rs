@@ -10,6 +10,7 @@
 //! - [`dataplane`]: load, configure, read, attach and detach one node's eBPF programs.
 //! - [`hosts`]: host namespaces' addresses, routes and MPTCP path managers.
 //! - [`ns`]: network namespaces and commands inside them.
+//! - [`programs`]: which eBPF object each registered switch program loads, and how.
 //! - [`subflows`]: kernel MPTCP subflows' figures from `ss`.
 //! - [`vectors`]: conformance vectors through `BPF_PROG_TEST_RUN`.
 
@@ -22,6 +23,7 @@ pub mod dataplane;
 pub mod hosts;
 pub mod layout;
 pub mod ns;
+pub mod programs;
 pub mod subflows;
 pub mod switchplane;
 pub mod tap;

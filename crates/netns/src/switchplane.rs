@@ -5,11 +5,12 @@
 //! each; only the switches differ.
 
 use crate::backend::NetnsError;
-use crate::dataplane::{Dataplane, NodeTables};
+use crate::dataplane::{Dataplane, DataplaneError, NodeTables};
 use crate::ns::Netns;
 use mpsched_core::control::{self, ControlError, ControlListing, ProgramControl, TableInfo};
 use mpsched_core::packet::PortId;
 use mpsched_core::switch::{FORWARD_ACTION, ROUTES_TABLE};
+use mpsched_programs::SwitchProgram;
 use std::collections::BTreeMap;
 
 /// One switch's running data plane. Dropping it stops it (the namespace is deleted after). Its
@@ -43,13 +44,17 @@ pub trait SwitchPlanes: Send + Sync + std::fmt::Debug {
     fn needs_checksummed_frames(&self) -> bool {
         false
     }
+    /// Whether this data plane can run `program` on a switch; if not, why (for a message that
+    /// names the node and the backend around it).
+    fn supports(&self, program: &dyn SwitchProgram) -> Result<(), String>;
     /// Start `tables` on the switch in `ns`, whose port p is interface `e<p>` (its ifindex in
     /// `tables.ports[p]`). Markers run on the ports `tables.markers` name.
     fn start(&self, ns: &Netns, tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError>;
 }
 
-/// The eBPF programs of `bpf/mpsched.bpf.c`, attached at TC ingress of every port and at TC
-/// egress of the marking ones.
+/// The eBPF object of each switch's program ([`crate::programs`]): `bpf/mpsched.bpf.c`
+/// attached at TC ingress of every port and at TC egress of the marking ones, or a program's
+/// own (`letflow.bpf.o` at TC ingress).
 #[derive(Debug, Default)]
 pub struct EbpfPlanes;
 
@@ -67,14 +72,13 @@ impl SwitchPlanes for EbpfPlanes {
     }
 
     fn start(&self, ns: &Netns, tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError> {
-        let dp = ns.enter(|| -> Result<Dataplane, NetnsError> {
-            let mut dp = Dataplane::load(tables)?;
-            for (p, b) in tables.ports.iter().enumerate() {
-                dp.attach(b.ifindex, tables.markers.iter().any(|m| usize::from(m.port) == p))?;
-            }
-            Ok(dp)
-        })??;
-        Ok(Box::new(dp))
+        let program = tables.switch_program().map_err(NetnsError::Unsupported)?;
+        let kernel = crate::programs::kernel_program(program).map_err(NetnsError::Unsupported)?;
+        ns.enter(|| (kernel.start)(tables))?
+    }
+
+    fn supports(&self, program: &dyn SwitchProgram) -> Result<(), String> {
+        crate::programs::kernel_program(program).map(|_| ())
     }
 }
 
@@ -91,11 +95,7 @@ impl ProgramControl for Dataplane {
             registers: control::snapshot_listing(&snap, writable),
             tables: Vec::new(),
         };
-        listing.tables.push(TableInfo {
-            name: ROUTES_TABLE.to_string(),
-            key_fields: vec!["dst_ip".to_string()],
-            actions: vec![(FORWARD_ACTION.to_string(), vec!["port".to_string()])],
-        });
+        listing.tables.push(routes_table_info());
         listing
     }
 
@@ -116,41 +116,11 @@ impl ProgramControl for Dataplane {
     }
 
     fn table_write(&mut self, table: &str, key: &[u64], action: &str, params: &[u64]) -> Result<(), ControlError> {
-        let dst = mpsched_core::switch::route_key(table, key)?;
-        if action != FORWARD_ACTION {
-            return Err(ControlError::NoAction {
-                table: table.to_string(),
-                action: action.to_string(),
-            });
-        }
-        let port = match params {
-            [p] => PortId::try_from(*p)
-                .ok()
-                .filter(|&p| usize::from(p) < crate::layout::MAX_PORTS),
-            _ => None,
-        }
-        .ok_or_else(|| ControlError::BadEntry {
-            table: table.to_string(),
-            reason: format!(
-                "`{FORWARD_ACTION}` takes one port below {}, got {params:?}",
-                crate::layout::MAX_PORTS
-            ),
-        })?;
-        self.set_host_route(dst, Some(port))
-            .map(|_| ())
-            .map_err(|e| ControlError::Unsupported(e.to_string()))
+        routes_table_write(table, key, action, params, |dst, port| self.set_host_route(dst, port))
     }
 
     fn table_delete(&mut self, table: &str, key: &[u64]) -> Result<(), ControlError> {
-        let dst = mpsched_core::switch::route_key(table, key)?;
-        match self.set_host_route(dst, None) {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(ControlError::NoEntry {
-                table: table.to_string(),
-                key: key.to_vec(),
-            }),
-            Err(e) => Err(ControlError::Unsupported(e.to_string())),
-        }
+        routes_table_delete(table, key, |dst| self.set_host_route(dst, None))
     }
 
     fn read_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
@@ -188,5 +158,65 @@ pub fn snapshot_control(plane: &dyn SwitchPlane) -> ControlListing {
     ControlListing {
         registers: control::snapshot_listing(&plane.snapshot().unwrap_or_default(), |_| false),
         tables: Vec::new(),
+    }
+}
+
+/// The routes table as the kernel's programs offer it on the control channel (`routes`: key
+/// `[dst_ip]`, action `forward` with `[port]`), writing their shared `routes` map.
+pub fn routes_table_info() -> TableInfo {
+    TableInfo {
+        name: ROUTES_TABLE.to_string(),
+        key_fields: vec!["dst_ip".to_string()],
+        actions: vec![(FORWARD_ACTION.to_string(), vec!["port".to_string()])],
+    }
+}
+
+/// A write into the routes table: the entry checked, then `set(dst, Some(port))`.
+pub fn routes_table_write(
+    table: &str,
+    key: &[u64],
+    action: &str,
+    params: &[u64],
+    set: impl FnOnce(u32, Option<PortId>) -> Result<bool, DataplaneError>,
+) -> Result<(), ControlError> {
+    let dst = mpsched_core::switch::route_key(table, key)?;
+    if action != FORWARD_ACTION {
+        return Err(ControlError::NoAction {
+            table: table.to_string(),
+            action: action.to_string(),
+        });
+    }
+    let port = match params {
+        [p] => PortId::try_from(*p)
+            .ok()
+            .filter(|&p| usize::from(p) < crate::layout::MAX_PORTS),
+        _ => None,
+    }
+    .ok_or_else(|| ControlError::BadEntry {
+        table: table.to_string(),
+        reason: format!(
+            "`{FORWARD_ACTION}` takes one port below {}, got {params:?}",
+            crate::layout::MAX_PORTS
+        ),
+    })?;
+    set(dst, Some(port))
+        .map(|_| ())
+        .map_err(|e| ControlError::Unsupported(e.to_string()))
+}
+
+/// A delete from the routes table: `remove(dst)`, which says whether there was a route.
+pub fn routes_table_delete(
+    table: &str,
+    key: &[u64],
+    remove: impl FnOnce(u32) -> Result<bool, DataplaneError>,
+) -> Result<(), ControlError> {
+    let dst = mpsched_core::switch::route_key(table, key)?;
+    match remove(dst) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(ControlError::NoEntry {
+            table: table.to_string(),
+            key: key.to_vec(),
+        }),
+        Err(e) => Err(ControlError::Unsupported(e.to_string())),
     }
 }

@@ -73,6 +73,21 @@ impl TestNode {
         })
     }
 
+    /// A set's node tables on these ports: its program and parameters, markers, fixed draws,
+    /// and the test clock.
+    pub fn tables(&self, set: &VectorSet) -> Result<NodeTables, String> {
+        let (program, params) = mpsched_programs::vectors::program_of(set)?;
+        Ok(NodeTables {
+            switch: set.config.clone(),
+            ports: self.ports.clone(),
+            markers: set.markers.clone(),
+            test_draws: set.rs_raw_draws.clone(),
+            test_clock: true,
+            program: program.name(),
+            params,
+        })
+    }
+
     /// Run `f` inside the namespace.
     pub fn enter<T>(&self, f: impl FnOnce() -> T) -> Result<T, String> {
         self.ns.enter(f).map_err(|e| e.to_string())
@@ -89,6 +104,17 @@ pub fn test_run(
     repeat: u32,
 ) -> Result<(u32, Vec<u8>, std::time::Duration), String> {
     let prog = dp.program(prog).map_err(|e| e.to_string())?;
+    test_run_prog(&prog, ifindex, frame, repeat)
+}
+
+/// Run a loaded program once on `frame` arriving on (or leaving by) `ifindex`, `repeat` times;
+/// returns the return code, the frame it leaves and the mean time per run.
+pub fn test_run_prog(
+    prog: &libbpf_rs::ProgramMut<'_>,
+    ifindex: u32,
+    frame: &[u8],
+    repeat: u32,
+) -> Result<(u32, Vec<u8>, std::time::Duration), String> {
     let mut ctx = vec![0u8; SKB_CTX_BYTES];
     ctx[SKB_IFINDEX_AT..SKB_IFINDEX_AT + 4].copy_from_slice(&ifindex.to_ne_bytes());
     let mut out = vec![0u8; 4096];
@@ -104,16 +130,18 @@ pub fn test_run(
     Ok((res.return_value, data, res.duration))
 }
 
-/// Replay `set` through the eBPF programs: the initial registers and each step's result.
+/// Replay `set` through the eBPF object of the program it names ([`crate::programs`]): the
+/// initial registers and each step's result.
 pub fn run_ebpf(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResult>), String> {
+    let (program, _) = mpsched_programs::vectors::program_of(set)?;
+    let kernel = crate::programs::kernel_program(program).map_err(|e| format!("{}: {e}", set.name))?;
+    (kernel.vectors)(set)
+}
+
+/// Replay `set` through `bpf/mpsched.bpf.c` (the `multipath`, `ecmp` and `shortest` programs).
+pub fn run_mpsched(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResult>), String> {
     let node = TestNode::create(set.n_ports)?;
-    let tables = NodeTables {
-        switch: set.config.clone(),
-        ports: node.ports.clone(),
-        markers: set.markers.clone(),
-        test_draws: set.rs_raw_draws.clone(),
-        test_clock: true,
-    };
+    let tables = node.tables(set)?;
     node.enter(|| {
         let taps = node
             .peer_ifindexes

@@ -4,6 +4,7 @@
 
 use super::{is_transfer, NetnsError, NetnsOptions};
 use crate::ns::{self, is_root};
+use crate::switchplane::SwitchPlanes;
 use crate::trafficgen::TG_PORT;
 use mpsched_core::packet::Ecn;
 use mpsched_scenario::{Flow, Protocol, Scenario, TcpApp, TcpFlow};
@@ -199,6 +200,30 @@ pub fn kernel_has_qdisc(kind: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// Refuse, before anything is made, a switch whose program this data plane cannot run: one
+/// with no eBPF object, or whose object the kernel has no loader for
+/// ([`crate::programs::KERNEL_PROGRAMS`]); on BMv2, one with no P4 program. The message names
+/// the node, the program and the backend.
+pub fn check_programs(sc: &Scenario, w: &mpsched_topo::Wiring, planes: &dyn SwitchPlanes) -> Result<(), NetnsError> {
+    for (i, cfg) in w.switches.iter().enumerate() {
+        if cfg.is_none() {
+            continue;
+        }
+        let Some((program, _)) = sc.program_of(i) else {
+            continue;
+        };
+        planes.supports(program).map_err(|why| {
+            NetnsError::Unsupported(format!(
+                "switch `{}` runs `{}`, which the {} backend cannot run: {why}; use --backend sim",
+                sc.nodes[i].name,
+                program.name(),
+                planes.backend_name()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 /// Refuse, before anything is made, a scenario whose switch tables exceed the eBPF program's
 /// maps (`bpf/mpsched.h`): ports, splitting and confluence groups, routes, paths per group.
 pub fn check_kernel_limits(sc: &Scenario, w: &mpsched_topo::Wiring) -> Result<(), NetnsError> {
@@ -296,6 +321,55 @@ mod tests {
         );
         let sc = Scenario::from_toml(&text(""), "x.toml").unwrap();
         assert!(ignored_on_the_kernel(&sc).is_empty());
+    }
+
+    /// A data plane that runs `multipath` only.
+    #[derive(Debug)]
+    struct MultipathOnly;
+
+    impl SwitchPlanes for MultipathOnly {
+        fn backend_name(&self) -> &'static str {
+            "narrow"
+        }
+        fn description(&self) -> &'static str {
+            "a test data plane"
+        }
+        fn switch_name(&self) -> &'static str {
+            "narrow"
+        }
+        fn supports(&self, program: &dyn mpsched_programs::SwitchProgram) -> Result<(), String> {
+            match program.name() {
+                "multipath" => Ok(()),
+                n => Err(format!("program `{n}` has no loader here")),
+            }
+        }
+        fn start(
+            &self,
+            _: &crate::ns::Netns,
+            _: &crate::dataplane::NodeTables,
+        ) -> Result<Box<dyn crate::switchplane::SwitchPlane>, NetnsError> {
+            unreachable!("never started")
+        }
+    }
+
+    /// A switch whose program the data plane cannot load is refused before anything is made,
+    /// naming the node, the program and the backend; the eBPF planes load every registered one.
+    #[test]
+    fn a_program_the_data_plane_cannot_load_is_refused_by_node_program_and_backend() {
+        let text = "[scenario]\nname = \"x\"\nduration = \"1s\"\nprogram = \"letflow\"\n\
+                    [[node]]\nname = \"a\"\nkind = \"host\"\n[[node]]\nname = \"s1\"\nkind = \"switch\"\n\
+                    [[node]]\nname = \"b\"\nkind = \"host\"\n\
+                    [[link]]\na = \"a\"\nb = \"s1\"\nrate = \"10Mbps\"\n\
+                    [[link]]\na = \"s1\"\nb = \"b\"\nrate = \"10Mbps\"\n\
+                    [[flow]]\nname = \"f\"\nsrc = \"a\"\ndst = \"b\"\nrate = \"1Mbps\"\n";
+        let sc = Scenario::from_toml(text, "x.toml").unwrap();
+        let w = sc.wiring().unwrap();
+        let err = check_programs(&sc, &w, &MultipathOnly).unwrap_err().to_string();
+        assert!(
+            err.contains("switch `s1`") && err.contains("`letflow`") && err.contains("narrow backend"),
+            "{err}"
+        );
+        check_programs(&sc, &w, &crate::switchplane::EbpfPlanes).unwrap();
     }
 
     /// A switch with more ports than the eBPF program holds is refused by name, before anything

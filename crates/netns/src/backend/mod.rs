@@ -29,7 +29,7 @@ mod setup;
 mod traffic;
 
 pub use checks::{
-    check_kernel_limits, ignored_on_the_kernel, kernel_has_qdisc, preflight, MIN_KERNEL_RATE_BPS,
+    check_kernel_limits, check_programs, ignored_on_the_kernel, kernel_has_qdisc, preflight, MIN_KERNEL_RATE_BPS,
     MIN_KERNEL_SAMPLE_INTERVAL_PS,
 };
 pub use cleanup::{clean, leftovers, owner_pid, Cleaned};
@@ -241,6 +241,7 @@ struct Checked {
 fn checked(sc: &Scenario, opts: &NetnsOptions) -> Result<Checked, NetnsError> {
     let w = sc.wiring().map_err(NetnsError::Unsupported)?;
     check_kernel_limits(sc, &w)?;
+    check_programs(sc, &w, &*opts.planes())?;
     hosts::check(sc, &w)?;
     let capture_ports = capture::check(sc, &opts.captures)?;
     let have_netem = preflight(sc, opts)?;

@@ -87,7 +87,8 @@ impl Build<'_> {
         Ok(())
     }
 
-    /// Switches: the eBPF program on every interface, the marker on marking ones.
+    /// Switches: each node's program ([`crate::programs`]) on every interface, the marker on
+    /// marking ones.
     pub(super) fn switches(&self, live: &mut Live) -> Result<(), NetnsError> {
         let (b, sc, w) = (self, self.sc, self.w);
 
@@ -117,12 +118,22 @@ impl Build<'_> {
                     }
                 })
                 .collect();
+            let (program, params) = match sc.program_of(i) {
+                Some((p, params)) => (p.name(), params.clone()),
+                None => {
+                    let p = mpsched_programs::switch_program(mpsched_programs::DEFAULT_PROGRAM)
+                        .expect("the default program is registered");
+                    (p.name(), mpsched_programs::Params::defaults(p.params()))
+                }
+            };
             let tables = NodeTables {
                 switch: cfg.clone(),
                 ports: ports.clone(),
                 markers: markers.clone(),
                 test_draws: Vec::new(),
                 test_clock: false,
+                program,
+                params,
             };
             let dp = b.opts.planes().start(n, &tables)?;
             live.dataplanes.push((i, dp));

@@ -27,27 +27,17 @@
  * The counters are per CPU. Nothing here can send a packet to a port outside its group or
  * outside the node, so the races cost at most a reordering, never a misroute.
  *
- * Helpers shared with bpf/mpsched.bpf.c (the masks, CRC-32 of the 5-tuple, fmix32, the L4
- * ports, MAC rewrite, TTL update) are copies of its functions, kept line for line equal, so
- * that the two objects hash and forward alike.
+ * What it shares with bpf/mpsched.bpf.c (the ports, routes and ECMP maps, frame checks, the
+ * seeded 5-tuple hash, TTL update and MAC rewrite) is bpf/mps_common.h's, so that the two
+ * objects parse, hash and forward alike.
  */
-#include <linux/bpf.h>
-#include <linux/if_ether.h>
-#include <linux/ip.h>
-#include <linux/in.h>
-#include <linux/pkt_cls.h>
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_endian.h>
-
+#include "mps_common.h"
 #include "letflow.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 _Static_assert(sizeof(struct lf_node) == LF_SIZEOF_NODE, "struct lf_node");
 _Static_assert(sizeof(struct lf_slot) == LF_SIZEOF_SLOT, "struct lf_slot");
-_Static_assert(sizeof(struct mps_port) == MPS_SIZEOF_PORT, "struct mps_port");
-_Static_assert(sizeof(struct mps_ecmp) == MPS_SIZEOF_ECMP, "struct mps_ecmp");
-_Static_assert(sizeof(struct mps_port_stats) == MPS_SIZEOF_PORT_STATS, "struct mps_port_stats");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -65,48 +55,11 @@ struct {
 } flowlets SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MPS_MAX_PORTS);
-	__type(key, __u32);
-	__type(value, struct mps_port);
-} ports SEC(".maps");
-
-/* ifindex -> port id + 1 (0: not one of this node's ports). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MPS_MAX_IFINDEX);
-	__type(key, __u32);
-	__type(value, __u32);
-} ifindex_port SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, MPS_MAX_ROUTES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct mps_route_key);
-	__type(value, __u32);
-} routes SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MPS_MAX_ECMP_GROUPS);
-	__type(key, __u32);
-	__type(value, struct mps_ecmp);
-} ecmp SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, LF_C_MAX);
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, MPS_MAX_PORTS);
-	__type(key, __u32);
-	__type(value, struct mps_port_stats);
-} port_stats SEC(".maps");
 
 /* Fixed draws for conformance tests (LF_F_TEST_DRAWS): raw 32-bit values, replayed cyclically;
  * slot LF_TEST_DRAWS holds the index of the next one. */
@@ -123,100 +76,6 @@ static __always_inline void count(__u32 which)
 
 	if (c)
 		*c += 1;
-}
-
-static __always_inline void count_port(__u32 port, __u32 bytes, int tx)
-{
-	struct mps_port_stats *s = bpf_map_lookup_elem(&port_stats, &port);
-
-	if (!s)
-		return;
-	if (tx) {
-		s->tx_pkts += 1;
-		s->tx_bytes += bytes;
-	} else {
-		s->rx_pkts += 1;
-		s->rx_bytes += bytes;
-	}
-}
-
-/* All ones iff a < b (values below 2^63); as mpsched.bpf.c's lt_mask. */
-static __always_inline __u64 lt_mask(__u64 a, __u64 b)
-{
-	__u64 m;
-
-	barrier_var(a);
-	barrier_var(b);
-	m = (a - b) >> 63;
-	barrier_var(m);
-	return 0 - m;
-}
-
-/* The port id of an ifindex, or -1. */
-static __always_inline int port_of(__u32 ifindex)
-{
-	__u32 *p;
-
-	if (ifindex >= MPS_MAX_IFINDEX)
-		return -1;
-	p = bpf_map_lookup_elem(&ifindex_port, &ifindex);
-	if (!p || *p == 0)
-		return -1;
-	return (int)(*p - 1);
-}
-
-/* CRC-32 (IEEE, reflected) of `bytes` bytes of `v`, most significant first, continuing `crc`. */
-static __always_inline __u32 crc32_be(__u32 crc, __u32 v, __u32 bytes)
-{
-	__u32 i, b;
-
-	for (i = 0; i < bytes; i++) {
-		crc ^= (v >> (8 * (bytes - 1 - i))) & 0xff;
-		for (b = 0; b < 8; b++)
-			crc = (crc >> 1) ^ (0xedb88320 & (0 - (crc & 1)));
-	}
-	return crc;
-}
-
-/* Ecmp::flow_hash: CRC-32 of the 13-byte 5-tuple in network order. A global function: the
- * verifier checks it once. */
-__attribute__((noinline)) __u32 lf_crc32_5tuple(__u32 src, __u32 dst, __u32 proto, __u32 ports)
-{
-	__u32 crc = 0xffffffff;
-
-	crc = crc32_be(crc, src, 4);
-	crc = crc32_be(crc, dst, 4);
-	crc = crc32_be(crc, proto, 1);
-	crc = crc32_be(crc, ports, 4);
-	return ~crc;
-}
-
-/* Ecmp::seeded_hash: CRC-32 xor the switch's seed, then MurmurHash3's fmix32. */
-static __always_inline __u32 seeded_hash(__u32 crc, __u32 seed)
-{
-	__u32 h = crc ^ seed;
-
-	h ^= h >> 16;
-	h *= 0x85ebca6b;
-	h ^= h >> 13;
-	h *= 0xc2b2ae35;
-	return h ^ (h >> 16);
-}
-
-/* sport << 16 | dport as wire::parse_frame reads them: a first fragment of UDP with its 8
- * header bytes or TCP with 20, inside the total length; else 0. */
-static __always_inline __u32 l4_ports(struct __sk_buff *skb, __u8 proto, __u16 frag_off,
-				      __u32 ihl_bytes, __u32 tot_len)
-{
-	__u32 need = proto == IPPROTO_UDP ? 8 : 20;
-	__u8 p[4];
-
-	if ((proto != IPPROTO_UDP && proto != IPPROTO_TCP) || (frag_off & 0x1fff) != 0 ||
-	    tot_len < ihl_bytes + need || ihl_bytes > 60)
-		return 0;
-	if (bpf_skb_load_bytes(skb, sizeof(struct ethhdr) + ihl_bytes, p, sizeof(p)))
-		return 0;
-	return ((__u32)p[0] << 24) | ((__u32)p[1] << 16) | ((__u32)p[2] << 8) | p[3];
 }
 
 /* A new flowlet's raw draw: the test map's next value, or the kernel's. */
@@ -283,26 +142,9 @@ static __always_inline int flowlet_port(const struct lf_node *n, const struct mp
 	return port;
 }
 
-/* Rewrite the Ethernet addresses for the way out of `port`; -1 if the frame has no header. */
-static __always_inline int set_macs(struct __sk_buff *skb, const struct mps_port *p)
-{
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
-
-	if ((void *)(eth + 1) > data_end)
-		return -1;
-	__builtin_memcpy(eth->h_dest, p->peer_mac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, p->own_mac, ETH_ALEN);
-	return 0;
-}
-
 SEC("tc")
 int lf_ingress(struct __sk_buff *skb)
 {
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
 	struct iphdr *ip;
 	struct lf_node *n;
 	struct mps_port *out;
@@ -317,34 +159,16 @@ int lf_ingress(struct __sk_buff *skb)
 		count_port(in_port, len, 0);
 
 	/* wire::parse_frame, check for check (as mps_ingress). */
-	if (len < sizeof(struct ethhdr) || (void *)(eth + 1) > data_end) {
-		count(LF_C_MALFORMED);
-		return TC_ACT_SHOT;
-	}
-	if (skb->vlan_present || eth->h_proto != bpf_htons(ETH_P_IP)) {
+	switch (mps_parse_ipv4(skb, &ip, &ihl_bytes, &tot_len)) {
+	case MPS_PARSED_IPV4:
+		break;
+	case MPS_PARSED_NOT_IPV4:
 		count(LF_C_NOT_IPV4); /* ARP, IPv6, VLAN-tagged: the node's own stack */
 		return TC_ACT_OK;
-	}
-	if (len < sizeof(struct ethhdr) + sizeof(struct iphdr)) {
+	case MPS_PARSED_MALFORMED:
 		count(LF_C_MALFORMED);
 		return TC_ACT_SHOT;
-	}
-	if ((void *)eth + sizeof(struct ethhdr) + sizeof(struct iphdr) > data_end) {
-		if (bpf_skb_pull_data(skb, sizeof(struct ethhdr) + sizeof(struct iphdr)))
-			return TC_ACT_SHOT;
-		data = (void *)(long)skb->data;
-		data_end = (void *)(long)skb->data_end;
-		eth = data;
-		if ((void *)eth + sizeof(struct ethhdr) + sizeof(struct iphdr) > data_end)
-			return TC_ACT_SHOT;
-	}
-	ip = (void *)(eth + 1);
-	ihl_bytes = ip->ihl * 4;
-	tot_len = bpf_ntohs(ip->tot_len);
-	if (ip->version != 4 || ihl_bytes < sizeof(struct iphdr) ||
-	    len - sizeof(struct ethhdr) < ihl_bytes || tot_len < ihl_bytes ||
-	    tot_len > len - sizeof(struct ethhdr)) {
-		count(LF_C_MALFORMED);
+	default:
 		return TC_ACT_SHOT;
 	}
 	src = bpf_ntohl(ip->saddr);
@@ -359,16 +183,7 @@ int lf_ingress(struct __sk_buff *skb)
 		count(LF_C_TTL_EXPIRED);
 		return TC_ACT_SHOT;
 	}
-	{
-		/* RFC 1624 incremental update: TTL is the high byte of its 16-bit word. */
-		__u32 c = (__u16)~bpf_ntohs(ip->check);
-
-		c += 0xfeff;
-		c = (c & 0xffff) + (c >> 16);
-		c = (c & 0xffff) + (c >> 16);
-		ip->check = bpf_htons((__u16)~c);
-		ip->ttl -= 1;
-	}
+	decrement_ttl(ip);
 
 	/* IPv4 longest-prefix match; an equal-cost group goes through the flowlet table. */
 	{
@@ -381,7 +196,7 @@ int lf_ingress(struct __sk_buff *skb)
 
 			if (g && g->n_ports > 0 && g->n_ports <= MPS_MAX_PORTS) {
 				__u32 h = seeded_hash(
-					lf_crc32_5tuple(src, dst, ip->protocol,
+					mps_crc32_5tuple(src, dst, ip->protocol,
 							l4_ports(skb, ip->protocol, bpf_ntohs(ip->frag_off),
 								 ihl_bytes, tot_len)),
 					n->hash_seed);

@@ -1,0 +1,97 @@
+//! The BMv2 side of the program registry: which P4 program each registered switch program
+//! runs on `simple_switch`, and the control plane that fills and reads it.
+//!
+//! A program names the stem of its P4 program ([`SwitchProgram::p4_program`]); `build.rs`
+//! compiles `p4/mpsched.p4` and every `crates/programs/src/<name>/<stem>.p4` to `<stem>.json`.
+//! [`BMV2_PROGRAMS`] maps a stem to its control plane. Adding a program to BMv2 is one line
+//! there.
+
+use crate::cli::SwitchCli;
+use crate::{control, letflow, Bmv2Error};
+use mpsched_netns::dataplane::NodeTables;
+use mpsched_programs::SwitchProgram;
+use std::collections::BTreeMap;
+
+/// A program's registers, read through the CLI and named as the Rust programs name them.
+pub type SnapshotFn = fn(&mut SwitchCli, &NodeTables) -> Result<BTreeMap<String, u64>, Bmv2Error>;
+
+/// Sets a program's test clock through the CLI (nanoseconds).
+pub type ClockFn = fn(&mut SwitchCli, u64) -> Result<(), Bmv2Error>;
+
+/// How BMv2 runs one P4 program.
+pub struct Bmv2Program {
+    /// The program's stem (`mpsched` for `p4/mpsched.p4`).
+    pub p4: &'static str,
+    /// Refuse what the program's tables and registers cannot hold, before anything starts.
+    pub check: fn(&NodeTables) -> Result<(), Bmv2Error>,
+    /// Fill its tables and registers from a node's tables.
+    pub configure: fn(&mut SwitchCli, &NodeTables) -> Result<(), Bmv2Error>,
+    /// Its registers, named as the Rust programs name them.
+    pub snapshot: SnapshotFn,
+    /// The register of its counters, and the snapshot name of each index.
+    pub counters: (&'static str, fn(usize) -> Option<String>),
+    /// Set the clock its ingress reads under a test clock (vectors), if it reads one there.
+    pub set_ingress_clock: Option<ClockFn>,
+}
+
+/// Every P4 program BMv2 can run, by stem. The one registration line a program's BMv2 side
+/// adds is here.
+pub static BMV2_PROGRAMS: &[Bmv2Program] = &[
+    Bmv2Program {
+        p4: "mpsched",
+        check: control::check,
+        configure: control::configure,
+        snapshot: control::snapshot,
+        counters: ("MpsIngress.counters", control::counter_name),
+        set_ingress_clock: None,
+    },
+    Bmv2Program {
+        p4: "letflow",
+        check: letflow::check,
+        configure: letflow::configure,
+        snapshot: letflow::snapshot,
+        counters: (letflow::COUNTERS_REGISTER, letflow::counter_name),
+        set_ingress_clock: Some(letflow::set_clock),
+    },
+];
+
+/// BMv2's control plane of `program`, or why there is none (for messages, without the node).
+pub fn bmv2_program(program: &dyn SwitchProgram) -> Result<&'static Bmv2Program, String> {
+    let Some(stem) = program.p4_program() else {
+        return Err(format!("program `{}` has no P4 program", program.name()));
+    };
+    BMV2_PROGRAMS.iter().find(|b| b.p4 == stem).ok_or_else(|| {
+        format!(
+            "program `{}`'s P4 program `{stem}.p4` has no control plane on BMv2 (crates/bmv2/src/programs.rs)",
+            program.name()
+        )
+    })
+}
+
+/// The control plane of the program a node's tables name.
+pub fn of_tables(t: &NodeTables) -> Result<&'static Bmv2Program, Bmv2Error> {
+    let program = t.switch_program().map_err(Bmv2Error::Config)?;
+    bmv2_program(program).map_err(Bmv2Error::Config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpsched_programs::SWITCH_PROGRAMS;
+
+    #[test]
+    fn every_registered_program_has_a_bmv2_control_plane() {
+        for p in SWITCH_PROGRAMS {
+            let b = bmv2_program(*p).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(Some(b.p4), p.p4_program());
+        }
+    }
+
+    #[test]
+    fn letflow_counters_are_named_as_the_rust_runner_names_them() {
+        let b = BMV2_PROGRAMS.iter().find(|b| b.p4 == "letflow").unwrap();
+        assert_eq!((b.counters.1)(0).as_deref(), Some("counter.letflow.new_flowlets"));
+        let m = BMV2_PROGRAMS.iter().find(|b| b.p4 == "mpsched").unwrap();
+        assert_eq!((m.counters.1)(0).as_deref(), Some("counter.no_route"));
+    }
+}

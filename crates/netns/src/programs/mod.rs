@@ -1,0 +1,125 @@
+//! The kernel side of the program registry: which eBPF object each registered program loads
+//! into a switch, and how.
+//!
+//! A program names the stem of its eBPF object ([`SwitchProgram::ebpf_object`]); `build.rs`
+//! compiles `bpf/mpsched.bpf.c` and every `crates/programs/src/<name>/<stem>.bpf.c` to
+//! `<stem>.bpf.o`. [`KERNEL_PROGRAMS`] maps a stem to what loads it: a plane for live runs
+//! ([`KernelProgram::start`]) and a replay of conformance vectors
+//! ([`KernelProgram::vectors`]). Adding a program to the kernel backend is one line there.
+
+pub mod letflow;
+
+use crate::backend::NetnsError;
+use crate::dataplane::{Dataplane, NodeTables};
+use crate::switchplane::SwitchPlane;
+use mpsched_core::vectors::{StepResult, VectorSet};
+use mpsched_programs::SwitchProgram;
+use std::collections::BTreeMap;
+
+/// A replay's initial registers and each step's result.
+pub type Replay = (BTreeMap<String, u64>, Vec<StepResult>);
+
+/// How the kernel runs one eBPF object.
+pub struct KernelProgram {
+    /// The object's stem (`mpsched` for `mpsched.bpf.o`).
+    pub object: &'static str,
+    /// Load the object for one node, fill its maps from the node's tables and attach it on
+    /// every port, in the calling thread's network namespace.
+    pub start: fn(&NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError>,
+    /// Replay a conformance vector set through the object with `BPF_PROG_TEST_RUN`.
+    pub vectors: fn(&VectorSet) -> Result<Replay, String>,
+}
+
+/// Every eBPF object the kernel backend can load, by stem. The one registration line a
+/// program's kernel side adds is here.
+pub static KERNEL_PROGRAMS: &[KernelProgram] = &[
+    KernelProgram {
+        object: "mpsched",
+        start: start_mpsched,
+        vectors: crate::vectors::run_mpsched,
+    },
+    KernelProgram {
+        object: "letflow",
+        start: letflow::start,
+        vectors: letflow::run_vectors,
+    },
+];
+
+/// The kernel's loader of `program`, or why there is none (for messages, without the node).
+pub fn kernel_program(program: &dyn SwitchProgram) -> Result<&'static KernelProgram, String> {
+    let Some(object) = program.ebpf_object() else {
+        return Err(format!("program `{}` has no eBPF program", program.name()));
+    };
+    KERNEL_PROGRAMS.iter().find(|k| k.object == object).ok_or_else(|| {
+        format!(
+            "program `{}`'s eBPF object `{object}.bpf.o` has no loader on the kernel backend (crates/netns/src/programs)",
+            program.name()
+        )
+    })
+}
+
+/// `bpf/mpsched.bpf.c`: [`Dataplane`], the marker at egress of the marking ports.
+fn start_mpsched(tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError> {
+    let mut dp = Dataplane::load(tables)?;
+    for (p, b) in tables.ports.iter().enumerate() {
+        dp.attach(b.ifindex, tables.markers.iter().any(|m| usize::from(m.port) == p))?;
+    }
+    Ok(Box::new(dp))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use mpsched_core::program::Program;
+    use mpsched_core::sched::ConfigError;
+    use mpsched_programs::{BuildInput, TablesNeed, SWITCH_PROGRAMS};
+
+    /// A program as a later one might be registered: its objects named or not.
+    pub(crate) struct Unloadable {
+        pub ebpf: Option<&'static str>,
+        pub p4: Option<&'static str>,
+    }
+
+    impl SwitchProgram for Unloadable {
+        fn name(&self) -> &'static str {
+            "unloadable"
+        }
+        fn summary(&self) -> &'static str {
+            "a test program"
+        }
+        fn tables_need(&self) -> TablesNeed {
+            TablesNeed::ShortestPath
+        }
+        fn build(&self, _: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError> {
+            unreachable!("never built")
+        }
+        fn ebpf_object(&self) -> Option<&'static str> {
+            self.ebpf
+        }
+        fn p4_program(&self) -> Option<&'static str> {
+            self.p4
+        }
+    }
+
+    #[test]
+    fn every_registered_program_has_a_kernel_loader() {
+        for p in SWITCH_PROGRAMS {
+            let k = kernel_program(*p).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(Some(k.object), p.ebpf_object());
+        }
+        assert_eq!(KERNEL_PROGRAMS.iter().filter(|k| k.object == "letflow").count(), 1);
+    }
+
+    #[test]
+    fn a_program_without_an_object_or_a_loader_is_refused_by_name() {
+        let none = kernel_program(&Unloadable { ebpf: None, p4: None }).err().unwrap();
+        assert!(none.contains("`unloadable` has no eBPF program"), "{none}");
+        let unknown = kernel_program(&Unloadable {
+            ebpf: Some("nope"),
+            p4: None,
+        })
+        .err()
+        .unwrap();
+        assert!(unknown.contains("`nope.bpf.o` has no loader"), "{unknown}");
+    }
+}
