@@ -28,7 +28,7 @@ use mpsched_core::rng::RawDraws;
 use mpsched_core::switch::SwitchConfig;
 use mpsched_core::table::{Route, ECMP_GROUP};
 use mpsched_core::vectors::{
-    chosen_path, drop_reason_name, from_hex, set_expectations, to_hex, Delivery, EmitObserved, Hook, Observed, Step,
+    drop_reason_name, from_hex, record_step, set_expectations, to_hex, Delivery, EmitObserved, Hook, Observed, Step,
     StepResult, VectorSet, MULTIPATH, OWN_MAC_NODE, PEER_MAC_NODE,
 };
 use mpsched_core::wire::{emit_tcp_frame, emit_udp_frame, mac_for, parse_frame, ParseError, TcpFields};
@@ -114,14 +114,8 @@ pub fn run_program(set: &VectorSet) -> Result<Replay, String> {
             ));
         }
         let frame = from_hex(&st.frame).map_err(|e| format!("{at}: {e}"))?;
-        let mut observed = node.ingress(&frame, st.port, st.time_ns);
-        let regs = node.snapshot();
-        observed.path = chosen_path(&prev, &regs);
-        prev = regs.clone();
-        out.push(StepResult {
-            observed,
-            registers: regs,
-        });
+        let observed = node.ingress(&frame, st.port, st.time_ns);
+        record_step(&mut out, &mut prev, observed, node.snapshot());
     }
     Ok((initial, out))
 }

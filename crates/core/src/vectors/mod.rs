@@ -289,16 +289,22 @@ pub fn run_rust(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
                 }
             }
         };
-        let regs = sw.snapshot();
-        let mut observed = observed;
-        observed.path = chosen_path(&prev, &regs);
-        prev = regs.clone();
-        out.push(StepResult {
-            observed,
-            registers: regs,
-        });
+        record_step(&mut out, &mut prev, observed, sw.snapshot());
     }
     Ok((initial, out))
+}
+
+/// Add a step's outcome to `out`: its chosen path from the registers that moved since `prev`,
+/// which become the registers after it. Every column's replay records its steps so.
+pub fn record_step(
+    out: &mut Vec<StepResult>,
+    prev: &mut BTreeMap<String, u64>,
+    mut observed: Observed,
+    registers: BTreeMap<String, u64>,
+) {
+    observed.path = chosen_path(prev, &registers);
+    prev.clone_from(&registers);
+    out.push(StepResult { observed, registers });
 }
 
 /// Fill a set's expectations (and initial registers) from the Rust programs.
