@@ -155,6 +155,11 @@ fn bad_programs_and_parameters_are_refused_at_their_field() {
         "no tier `spine`",
     );
     refused(
+        &three_tier("", "programs = { core = \"hula\" }"),
+        "topology.programs.core",
+        "no program `hula`",
+    );
+    refused(
         &three_tier("[[variant]]\nname = \"x\"\nprogram = \"x\"", ""),
         "variant[0].program",
         "no program `x`",

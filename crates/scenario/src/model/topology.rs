@@ -361,7 +361,8 @@ pub(super) fn generated(ctx: &Ctx<'_>, t: &RawTopology) -> Result<(Vec<RawNode>,
         down.insert((b.as_str(), a.as_str()));
     }
     let roles = tier_roles(&g, t.kind == "leaf-spine");
-    for role in t.programs.keys() {
+    for (role, program) in &t.programs {
+        super::programs::program_named(ctx, &format!("topology.programs.{role}"), program)?;
         if !roles.contains(&Some(role.as_str())) {
             let known: std::collections::BTreeSet<&str> = roles.iter().flatten().copied().collect();
             return Err(ctx.err(
