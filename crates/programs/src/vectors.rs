@@ -307,9 +307,21 @@ fn slot_of(sport: u16, entries: u64) -> u64 {
 /// LetFlow's sets: the gap's boundary, a collision, a full table, and frames that never reach
 /// the table. Times are whole microseconds (BMv2's clock).
 pub fn letflow_sets() -> Vec<VectorSet> {
-    // Draws: (draw * 4) >> 32 picks member 0, 3, 2, 1: ports 1, 4, 3, 2.
-    let draws = vec![0, u32::MAX, 1 << 31, 1 << 30];
-    let gap = DEFAULT_GAP_PS / 1000; // ns
+    vec![expiry_set(), collision_set(), table_full_set()]
+}
+
+/// The fixed draws: (draw * 4) >> 32 picks member 0, 3, 2, 1: ports 1, 4, 3, 2.
+fn draws() -> Vec<u32> {
+    vec![0, u32::MAX, 1 << 31, 1 << 30]
+}
+
+/// The flowlet gap of the sets, ns.
+const GAP_NS: u64 = DEFAULT_GAP_PS / 1000;
+
+/// A flowlet continues just under the gap and starts anew exactly at it; then frames that never
+/// reach the table.
+fn expiry_set() -> VectorSet {
+    let gap = GAP_NS;
     let a = lf_udp(LF_SRC, LF_DST, 40_000, 0);
     let b = lf_udp(LF_SRC, LF_DST, 40_001, 0);
     let mut steps = vec![
@@ -383,15 +395,18 @@ pub fn letflow_sets() -> Vec<VectorSet> {
     let mut bad = a.clone();
     bad[14] = 0x44;
     steps.push(at("IHL 4: malformed, dropped", t, &bad));
-    let expiry = letflow_set(
+    letflow_set(
         "letflow-expiry",
         "LetFlow (gap 100 us): a flowlet continues just under the gap and starts anew exactly at it, on the fixed draws; then frames that never reach the table (ARP, TTL, no route, local, single-port route, malformed)",
         4096,
-        draws.clone(),
+        draws(),
         steps,
-    );
+    )
+}
 
-    // Two flows on one slot of a 64-slot table.
+/// Two flows on one slot of a 64-slot table.
+fn collision_set() -> VectorSet {
+    let gap = GAP_NS;
     let entries = 64;
     let first = 40_000u16;
     let second = (first + 1..)
@@ -399,11 +414,11 @@ pub fn letflow_sets() -> Vec<VectorSet> {
         .unwrap();
     let c1 = lf_udp(LF_SRC, LF_DST, first, 0);
     let c2 = lf_udp(LF_SRC, LF_DST, second, 0);
-    let collision = letflow_set(
+    letflow_set(
         "letflow-collision",
         "LetFlow: two flows on one slot; while the first's flowlet is active the second is routed by the ECMP hash and leaves the slot; once it is idle for the gap the second takes the slot",
         entries,
-        draws.clone(),
+        draws(),
         vec![
             at(format!("flow {first}: a new flowlet (port 1)"), 0, &c1),
             at(format!("flow {second}, same slot: collision, routed by the hash"), 10 * US, &c2),
@@ -420,9 +435,12 @@ pub fn letflow_sets() -> Vec<VectorSet> {
                 &c1,
             ),
         ],
-    );
+    )
+}
 
-    // A 4-slot table with a flowlet active in every slot; a fifth flow finds its slot taken.
+/// A 4-slot table with a flowlet active in every slot; a fifth flow finds its slot taken.
+fn table_full_set() -> VectorSet {
+    let gap = GAP_NS;
     let entries = 4;
     let mut seen = [false; 4];
     let mut fillers = Vec::new();
@@ -463,14 +481,13 @@ pub fn letflow_sets() -> Vec<VectorSet> {
         20 * US + gap,
         &lf_udp(LF_SRC, LF_DST, extra, 0),
     ));
-    let full = letflow_set(
+    letflow_set(
         "letflow-table-full",
         "LetFlow with a 4-slot table: every slot holds an active flowlet, so a new flow falls back to the ECMP hash until a slot goes idle",
         entries,
-        draws,
+        draws(),
         steps,
-    );
-    vec![expiry, collision, full]
+    )
 }
 
 /// Recompute the IPv4 header checksum of a frame a vector edited.
