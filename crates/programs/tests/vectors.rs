@@ -1,5 +1,6 @@
 //! Every conformance vector under tests/vectors/ holds for its program's Rust twin, whichever
-//! program it names, and the files hold the standard sets' current inputs.
+//! program it names (the multipath switch's through `mpsched_core::vectors`), and the files hold
+//! every program's standard sets' current inputs, so a changed generator cannot leave stale files.
 
 use mpsched_core::vectors::{compare, VectorSet};
 use mpsched_programs::vectors::{run_rust, standard_sets};
@@ -22,6 +23,7 @@ fn files() -> Vec<VectorSet> {
 #[test]
 fn every_vector_agrees_with_its_programs_rust_twin() {
     let sets = files();
+    assert!(sets.len() >= 13, "expected the standard sets, found {}", sets.len());
     assert!(sets.iter().any(|s| s.program == "letflow"), "no letflow sets");
     for set in &sets {
         let (init, res) = run_rust(set).unwrap_or_else(|e| panic!("{e}"));
