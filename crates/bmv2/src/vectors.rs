@@ -175,10 +175,13 @@ fn step(
         cli.register_write("MpsIngress.test_egress_port", 0, u64::from(st.port) + 1)
             .map_err(err)?;
     }
+    if st.hook == Hook::Timer {
+        return Err(format!("program `{}` has no timer", set.program));
+    }
     tap.send(&frame)?;
     let (frames, regs) = match st.hook {
         Hook::Ingress => await_ingress(node, prev)?,
-        Hook::Egress => await_egress(node, st.port)?,
+        Hook::Egress | Hook::Timer => await_egress(node, st.port)?,
     };
     if st.hook == Hook::Egress {
         node.switch
@@ -188,7 +191,7 @@ fn step(
     }
     let obs = match st.hook {
         Hook::Ingress => ingress_outcome(set, &frames, prev, &regs)?,
-        Hook::Egress => egress_outcome(set, &frames, prev, &regs)?,
+        Hook::Egress | Hook::Timer => egress_outcome(set, &frames, prev, &regs)?,
     };
     Ok((obs, regs))
 }

@@ -32,6 +32,7 @@
 //! |---|---|---|
 //! | 1 | [`RoutingHeader`] | connection id u64, path u16, hops u8, reserved u8 (12 bytes) |
 //! | 2 | [`IntHeader`] | switch id u32, queue id u8, reserved 3 bytes, sojourn ns u32, depth bytes u32 (16 bytes) |
+//! | 3 | [`ProbeHeader`] | ToR id u16, hops u8, reserved u8, utilisation u32 (8 bytes) |
 //!
 //! # Adding a kind
 //!
@@ -59,6 +60,8 @@ pub enum HeaderKind {
     Routing = 1,
     /// [`IntHeader`].
     Int = 2,
+    /// [`ProbeHeader`].
+    Probe = 3,
 }
 
 impl HeaderKind {
@@ -67,6 +70,7 @@ impl HeaderKind {
         match b {
             1 => Some(HeaderKind::Routing),
             2 => Some(HeaderKind::Int),
+            3 => Some(HeaderKind::Probe),
             _ => None,
         }
     }
@@ -97,6 +101,19 @@ pub struct IntHeader {
     pub depth_bytes: u32,
 }
 
+/// A HULA probe's body: which ToR sent it and the utilisation of the best path back to it.
+/// See `crates/programs/src/hula/README.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ProbeHeader {
+    /// The originating ToR's id.
+    pub tor: u16,
+    /// Switches it has crossed.
+    pub hops: u8,
+    /// Utilisation of the best path from the last switch to the ToR, as a fraction of link
+    /// capacity in Q16 (65 536 = 100 %).
+    pub util: u32,
+}
+
 /// One custom header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Header {
@@ -104,6 +121,8 @@ pub enum Header {
     Routing(RoutingHeader),
     /// See [`IntHeader`].
     Int(IntHeader),
+    /// See [`ProbeHeader`].
+    Probe(ProbeHeader),
 }
 
 /// Why a shim body could not be read.
@@ -121,6 +140,7 @@ impl Header {
         match self {
             Header::Routing(_) => HeaderKind::Routing,
             Header::Int(_) => HeaderKind::Int,
+            Header::Probe(_) => HeaderKind::Probe,
         }
     }
 
@@ -129,6 +149,7 @@ impl Header {
         match kind {
             HeaderKind::Routing => 12,
             HeaderKind::Int => 16,
+            HeaderKind::Probe => 8,
         }
     }
 
@@ -150,6 +171,11 @@ impl Header {
                 out.extend_from_slice(&[i.queue_id, 0, 0, 0]);
                 out.extend_from_slice(&i.sojourn_ns.to_be_bytes());
                 out.extend_from_slice(&i.depth_bytes.to_be_bytes());
+            }
+            Header::Probe(p) => {
+                out.extend_from_slice(&p.tor.to_be_bytes());
+                out.extend_from_slice(&[p.hops, 0]);
+                out.extend_from_slice(&p.util.to_be_bytes());
             }
         }
     }
@@ -173,6 +199,11 @@ impl Header {
                 queue_id: body[4],
                 sojourn_ns: be32(8),
                 depth_bytes: be32(12),
+            }),
+            HeaderKind::Probe => Header::Probe(ProbeHeader {
+                tor: u16::from_be_bytes([body[0], body[1]]),
+                hops: body[2],
+                util: be32(4),
             }),
         })
     }
@@ -329,6 +360,14 @@ impl HeaderStack {
         })
     }
 
+    /// The topmost probe header.
+    pub fn probe(&self) -> Option<&ProbeHeader> {
+        self.iter().find_map(|h| match h {
+            Header::Probe(p) => Some(p),
+            _ => None,
+        })
+    }
+
     /// Bytes the stack's shims take on the wire.
     pub fn wire_bytes(&self) -> u32 {
         self.iter().map(|h| h.wire_bytes() as u32).sum()
@@ -400,6 +439,11 @@ mod tests {
                 queue_id: 7,
                 sojourn_ns: 123_456,
                 depth_bytes: 98_765,
+            }),
+            Header::Probe(ProbeHeader {
+                tor: 0x0102,
+                hops: 3,
+                util: 0x8000_0001,
             }),
         ];
         for h in hs {

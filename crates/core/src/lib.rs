@@ -35,6 +35,7 @@ pub mod headers;
 pub mod marker;
 pub mod mptcp;
 pub mod packet;
+pub mod probe;
 pub mod program;
 pub mod rng;
 pub mod sched;

@@ -90,6 +90,10 @@ pub struct SwitchConfig {
     /// This switch's ECMP hash seed (the control plane gives each switch its own).
     #[serde(default)]
     pub hash_seed: u32,
+    /// What a probe-driven program (HULA, MP-HULA) knows of its node: ToR id, port
+    /// directions and rates, the ToR of each destination. None for every other program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<crate::probe::ProbeConfig>,
 }
 
 impl SwitchConfig {
@@ -104,6 +108,7 @@ impl SwitchConfig {
             ecn_markers: Vec::new(),
             ecmp_groups: Vec::new(),
             hash_seed: 0,
+            probe: None,
         }
     }
 }

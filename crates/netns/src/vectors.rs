@@ -224,6 +224,8 @@ pub fn observed(path: Option<u8>) -> Observed {
         ttl: None,
         ecn: None,
         emit: None,
+        probes: Vec::new(),
+        conn: None,
     }
 }
 
@@ -240,6 +242,7 @@ fn by_test_run(
     let prog = match hook {
         Hook::Ingress => "mps_ingress",
         Hook::Egress => "mps_egress",
+        Hook::Timer => return Err("the multipath switch has no timer".into()),
     };
     let fb_port = set.config.feedback_port;
     let (retval, out_frame, _) = test_run(dp, prog, ifindex, frame, 1)?;

@@ -74,6 +74,12 @@ pub trait SwitchProgram: Sync {
     /// The routing its tables need.
     fn tables_need(&self) -> TablesNeed;
 
+    /// Whether it is probe-driven and needs the control plane's [`SwitchConfig::probe`] (its
+    /// ToR id, port directions and rates, the ToR of every destination) beside its routes.
+    fn probe_tables(&self) -> bool {
+        false
+    }
+
     /// Whether it carries the first paper's splitting groups and confluence points
     /// (`[[split]]`): a split's nodes must run a program that does.
     fn runs_splits(&self) -> bool {

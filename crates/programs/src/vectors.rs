@@ -141,6 +141,8 @@ impl FrameNode {
             ttl: None,
             ecn: None,
             emit: None,
+            probes: Vec::new(),
+            conn: None,
         };
         if let Some(c) = self.rx_pkts.get_mut(usize::from(port)) {
             *c += 1;

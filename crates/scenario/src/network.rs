@@ -11,6 +11,9 @@ impl Scenario {
         Intents {
             routing: self.routing,
             node_routing: (0..self.nodes.len()).map(|n| self.node_routing(n)).collect(),
+            node_probe: (0..self.nodes.len())
+                .map(|n| self.program_of(n).is_some_and(|(p, _)| p.probe_tables()))
+                .collect(),
             splits: self
                 .splits
                 .iter()

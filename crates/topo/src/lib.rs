@@ -22,6 +22,7 @@
 pub mod addressing;
 pub mod generate;
 pub mod graph;
+pub mod probe;
 pub mod routing;
 pub mod tables;
 #[cfg(test)]

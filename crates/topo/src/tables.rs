@@ -61,6 +61,9 @@ pub struct Intents {
     /// Per node, a routing that overrides [`Intents::routing`] for its own tables (a program
     /// that needs every equal-cost next hop, say); empty or None: `routing`.
     pub node_routing: Vec<Option<Routing>>,
+    /// Per node, whether its program is probe-driven and needs [`SwitchConfig::probe`] (HULA,
+    /// MP-HULA); empty: none does.
+    pub node_probe: Vec<bool>,
     /// Splitting groups, in group-id order.
     pub splits: Vec<SplitIntent>,
     /// Pinned routes, applied in order (a later pin wins).
@@ -114,6 +117,11 @@ impl Wiring {
         let pinned = pinned_hops(&intents.pins);
         let node_of_ip: HashMap<u32, NodeId> = (0..g.len()).map(|d| (g.nodes[d].ip, d)).collect();
         let mut switches = vec![None; nodes.len()];
+        let probe_cfgs = if intents.node_probe.iter().any(|&p| p) {
+            crate::probe::probe_configs(&g)
+        } else {
+            Vec::new()
+        };
         for (i, node) in nodes.iter().enumerate() {
             if node.kind == NodeKind::Switch {
                 let mut cfg = switch_tables(&g, &routes, intents, &tunnel_routes[i], i)?;
@@ -125,6 +133,9 @@ impl Wiring {
                     .unwrap_or(intents.routing);
                 if routing == Routing::Ecmp {
                     ecmp_routes(&g, &routes, &pinned, &node_of_ip, i, &mut cfg);
+                }
+                if intents.node_probe.get(i).copied().unwrap_or(false) {
+                    cfg.probe = probe_cfgs.get(i).cloned().flatten();
                 }
                 switches[i] = Some(cfg);
             }

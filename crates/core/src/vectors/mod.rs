@@ -29,8 +29,13 @@ pub const PEER_MAC_NODE: u32 = 2;
 pub enum Hook {
     /// TC ingress: the switch program.
     Ingress,
-    /// TC egress: the virtual-queue marker.
+    /// TC egress: the virtual-queue marker, and a program's egress stage (HULA's transmit
+    /// utilisation estimator).
     Egress,
+    /// The program's periodic work is due now (a HULA ToR originates its probes); the step's
+    /// frame is empty for the Rust programs, and each backend realises it its own way (see the
+    /// program's README).
+    Timer,
 }
 
 /// How a step's frame reaches the eBPF program (the Rust programs take every frame as written).
@@ -155,6 +160,34 @@ pub struct Observed {
     /// A feedback packet generated alongside.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emit: Option<EmitObserved>,
+    /// Probes sent (originated or replicated), in port order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<ProbeObserved>,
+    /// The connection header (MP-HULA's) of a redirected frame, None when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conn: Option<ConnObserved>,
+}
+
+/// A probe as seen on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeObserved {
+    /// Port it leaves by.
+    pub port: PortId,
+    /// The originating ToR.
+    pub tor: u16,
+    /// Its hop count.
+    pub hops: u8,
+    /// Its path utilisation (Q16).
+    pub util: u32,
+}
+
+/// A connection header as seen on a redirected frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnObserved {
+    /// The MPTCP connection id.
+    pub conn_id: u64,
+    /// The subflow number.
+    pub subflow: u16,
 }
 
 /// A feedback packet as seen on the wire.
@@ -257,6 +290,8 @@ pub fn run_rust(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
                         group: e.meta.feedback().map_or(0, |f| f.group),
                         path: e.meta.feedback().map_or(0, |f| f.path),
                     }),
+                    probes: Vec::new(),
+                    conn: None,
                 };
                 match o.action {
                     FrameAction::Redirect(p) => {
@@ -286,8 +321,11 @@ pub fn run_rust(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
                     ttl: None,
                     ecn,
                     emit: None,
+                    probes: Vec::new(),
+                    conn: None,
                 }
             }
+            Hook::Timer => return Err(format!("{} step {i}: the multipath switch has no timer", set.name)),
         };
         record_step(&mut out, &mut prev, observed, sw.snapshot());
     }
