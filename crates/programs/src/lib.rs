@@ -22,6 +22,7 @@
 
 #![warn(missing_docs)]
 
+pub mod hula;
 pub mod letflow;
 pub mod multipath;
 pub mod params;
@@ -114,6 +115,8 @@ pub static SWITCH_PROGRAMS: &[&dyn SwitchProgram] = &[
     &multipath::ECMP,
     &multipath::SHORTEST,
     &letflow::LETFLOW,
+    &hula::HULA,
+    &hula::MPHULA,
 ];
 
 /// The program a switch runs when the scenario names none.
