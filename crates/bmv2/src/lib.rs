@@ -14,6 +14,7 @@
 
 pub mod cli;
 pub mod control;
+pub mod hula;
 pub mod layout;
 pub mod letflow;
 pub mod plane;

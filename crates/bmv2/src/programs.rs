@@ -7,7 +7,7 @@
 //! there.
 
 use crate::cli::SwitchCli;
-use crate::{control, letflow, Bmv2Error};
+use crate::{control, hula, letflow, Bmv2Error};
 use mpsched_netns::dataplane::NodeTables;
 use mpsched_programs::SwitchProgram;
 use std::collections::BTreeMap;
@@ -52,6 +52,14 @@ pub static BMV2_PROGRAMS: &[Bmv2Program] = &[
         snapshot: letflow::snapshot,
         counters: (letflow::COUNTERS_REGISTER, letflow::counter_name),
         set_ingress_clock: Some(letflow::set_clock),
+    },
+    Bmv2Program {
+        p4: "hula",
+        check: hula::check,
+        configure: hula::configure,
+        snapshot: hula::snapshot,
+        counters: (hula::COUNTERS_REGISTER, hula::counter_name),
+        set_ingress_clock: Some(hula::set_clock),
     },
 ];
 
