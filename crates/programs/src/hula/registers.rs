@@ -1,6 +1,7 @@
 //! The counters and table registers as every backend names them (README.md, "Counters and
 //! registers"): conformance vectors compare them after every step.
 
+use super::assoc::AuxSlot;
 use super::switch::{Hula, HulaCounters};
 use super::{MAX_SUBFLOWS, NO_PORT};
 
@@ -56,7 +57,8 @@ pub fn tables(h: &Hula) -> Vec<(String, u64)> {
         put(format!("flowlet.{i}.last_us"), s.last_us);
     }
     if let Some(a) = assoc {
-        for (i, s) in a.aux.iter().enumerate().filter(|(_, s)| s.flags != 0) {
+        let used = |s: &&AuxSlot| s.flags != 0 || s.tag != 0 || s.key_a != 0 || s.key_b != 0;
+        for (i, s) in a.aux.iter().enumerate().filter(|(_, s)| used(s)) {
             put(format!("aux.{i}.tag"), u64::from(s.tag));
             put(format!("aux.{i}.key_a"), s.key_a);
             put(format!("aux.{i}.key_b"), s.key_b);
