@@ -17,6 +17,7 @@ pub fn counters(c: &HulaCounters) -> Vec<(String, u64)> {
         ("hula.continued", c.continued),
         ("hula.collisions", c.collisions),
         ("hula.fallback", c.fallback),
+        ("hula.dead_port", c.dead_port),
         ("mphula.assoc", c.assoc),
         ("mphula.joins", c.joins),
         ("mphula.join_misses", c.join_misses),
@@ -37,7 +38,14 @@ pub fn counters(c: &HulaCounters) -> Vec<(String, u64)> {
 
 /// Every table register: best hops and estimators always, the other tables' occupied slots.
 pub fn tables(h: &Hula) -> Vec<(String, u64)> {
-    let (tx, best, flowlets, assoc, conns) = h.parts();
+    let super::switch::Parts {
+        tx,
+        port_probe_us,
+        best,
+        flowlets,
+        assoc,
+        conns,
+    } = h.parts();
     let mut out = Vec::new();
     let mut put = |k: String, v: u64| out.push((k, v));
     for t in 0..best.n_tors() {
@@ -50,6 +58,7 @@ pub fn tables(h: &Hula) -> Vec<(String, u64)> {
     for (p, u) in tx.iter().enumerate() {
         put(format!("txutil.{p}.bytes"), u.bytes);
         put(format!("txutil.{p}.last_us"), u.last_us);
+        put(format!("probe_in.{p}.last_us"), port_probe_us[p]);
     }
     for (i, s) in flowlets.iter().enumerate().filter(|(_, s)| s.valid) {
         put(format!("flowlet.{i}.tag"), u64::from(s.tag));

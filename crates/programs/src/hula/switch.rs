@@ -51,6 +51,8 @@ pub struct HulaCounters {
     pub collisions: u64,
     /// Packets routed by hash: no destination ToR, or no live next hop.
     pub fallback: u64,
+    /// Packets whose flowlet's port no probe had come in by for the ageing time (it ended).
+    pub dead_port: u64,
     /// Connections associated.
     pub assoc: u64,
     /// Subflows joined to a connection.
@@ -89,6 +91,7 @@ pub struct Hula {
     scale: Vec<u64>,
     dest: Ipv4Lpm,
     tx: Vec<TxUtil>,
+    port_probe_us: Vec<u64>,
     best: BestHops,
     flowlets: Vec<FlowletSlot>,
     assoc: Option<Association>,
@@ -125,6 +128,7 @@ impl Hula {
             scale,
             dest: dest_lpm(probe),
             tx: vec![TxUtil::default(); probe.ports.len()],
+            port_probe_us: vec![0; probe.ports.len()],
             best: BestHops::new(usize::from(probe.n_tors), cfg.best_k),
             flowlets: vec![FlowletSlot::default(); cfg.table_entries as usize],
             assoc: tor_mp.then(|| Association::new(cfg.assoc_entries as usize)),
@@ -177,6 +181,17 @@ impl Hula {
         })
     }
 
+    /// Whether a probe came in by `p` less than the ageing time ago (ports towards hosts, and
+    /// those no probe crosses, are always alive).
+    fn port_alive(&self, p: PortId, now_us: u64) -> bool {
+        match self.dir(p) {
+            PortDir::Up | PortDir::Down => {
+                now_us.saturating_sub(self.port_probe_us[usize::from(p)]) < self.cfg.ageing_us
+            }
+            PortDir::Host | PortDir::None => true,
+        }
+    }
+
     fn dir(&self, p: PortId) -> PortDir {
         self.dirs.get(usize::from(p)).copied().unwrap_or(PortDir::None)
     }
@@ -222,6 +237,7 @@ impl Hula {
             return Verdict::Drop(DropReason::Malformed);
         }
         let now_us = ctx.now_ps() / 1_000_000;
+        self.port_probe_us[usize::from(p)] = now_us;
         let max_util = probe.util.max(self.tx_util(p, now_us));
         self.counters.aged += self.best.update(tor, p, max_util, now_us, self.cfg.ageing_us);
         let out = ProbeHeader {
@@ -370,7 +386,13 @@ impl Hula {
         };
         let slot_i = hash as usize & (self.flowlets.len() - 1);
         let slot = self.flowlets[slot_i];
-        let active = slot.valid && now_us.saturating_sub(slot.last_us) < self.cfg.flowlet_gap_us;
+        let mut active = slot.valid && now_us.saturating_sub(slot.last_us) < self.cfg.flowlet_gap_us;
+        if active && !self.port_alive(slot.port, now_us) {
+            // No probe came in by the flowlet's port for the ageing time: its link is down, the
+            // flowlet ends here and not when its sender gives up.
+            self.counters.dead_port += 1;
+            active = false;
+        }
         let port = if active && slot.tag == hash {
             self.counters.continued += 1;
             self.flowlets[slot_i].last_us = now_us;
@@ -488,21 +510,24 @@ impl Program for Hula {
 impl mpsched_core::control::ProgramControl for Hula {}
 
 impl Hula {
-    pub(super) fn parts(
-        &self,
-    ) -> (
-        &[TxUtil],
-        &BestHops,
-        &[FlowletSlot],
-        Option<&Association>,
-        Option<&ConnTable>,
-    ) {
-        (
-            &self.tx,
-            &self.best,
-            &self.flowlets,
-            self.assoc.as_ref(),
-            self.conns.as_ref(),
-        )
+    pub(super) fn parts(&self) -> Parts<'_> {
+        Parts {
+            tx: &self.tx,
+            port_probe_us: &self.port_probe_us,
+            best: &self.best,
+            flowlets: &self.flowlets,
+            assoc: self.assoc.as_ref(),
+            conns: self.conns.as_ref(),
+        }
     }
+}
+
+/// A switch's tables, for the register snapshot.
+pub(super) struct Parts<'a> {
+    pub tx: &'a [TxUtil],
+    pub port_probe_us: &'a [u64],
+    pub best: &'a BestHops,
+    pub flowlets: &'a [FlowletSlot],
+    pub assoc: Option<&'a Association>,
+    pub conns: Option<&'a ConnTable>,
 }

@@ -291,7 +291,9 @@ fn probes_set() -> VectorSet {
         ing("a probe from the host port: refused", 4, 310, &probe(1, 0, 0, host(1, 254), 4)),
         ing("a probe of ToR 7 (there are 3): refused", 2, 320, &probe(7, 2, 0, host(7, 254), 2)),
         ing("flow B' to ToR 2 after the best hop aged (no probe since 50 us): by hash", 0, 1051, &b),
+        ing("flow B' 1 us later: no probe came in by port 2 for 1000 us, its flowlet ends (by hash again)", 0, 1052, &b),
         ing("ToR 2's probe on uplink 3 at 1100 us: the aged slot is forgotten first", 3, 1100, &probe(2, 2, 900, host(2, 254), 3)),
+        ing("flow B' at 1101 us: port 2 still dead, a new flowlet on uplink 3", 0, 1101, &b),
         timer("the period at an aggregation switch: no probes (not a ToR)", 1200),
         ing("a packet to the switch itself", 0, 1300, &udp(host(0, 1), OWN, 40_003, 64, 0)),
         ing("TTL 1", 0, 1301, &{
@@ -306,7 +308,7 @@ fn probes_set() -> VectorSet {
     ];
     set(
         "hula-probes",
-        "HULA at an aggregation switch: the transmit estimator at egress, probes from above and below folded and replicated by the up/down rule, refusals, a flowlet continuing under the gap and starting anew at it, ageing, the fallback by hash, frames that never reach the tables",
+        "HULA at an aggregation switch: the transmit estimator at egress, probes from above and below folded and replicated by the up/down rule, refusals, a flowlet continuing under the gap and starting anew at it, ageing, a flowlet ended because no probe came in by its port, the fallback by hash, frames that never reach the tables",
         "hula",
         &[],
         &agg(),
