@@ -41,7 +41,7 @@ pub const COUNTERS_REGISTER: &str = "counters";
 pub const INGRESS_RUNS_REGISTER: &str = "ingress_runs";
 
 /// The counters in register order (`HC_*` in hula.p4), as vectors name them.
-pub const COUNTERS: [&str; 24] = [
+pub const COUNTERS: [&str; 25] = [
     "counter.hula.probes_sent",
     "counter.hula.probes_in",
     "counter.hula.probe_copies",
@@ -51,6 +51,7 @@ pub const COUNTERS: [&str; 24] = [
     "counter.hula.continued",
     "counter.hula.collisions",
     "counter.hula.fallback",
+    "counter.hula.dead_port",
     "counter.mphula.assoc",
     "counter.mphula.joins",
     "counter.mphula.join_misses",
@@ -261,7 +262,11 @@ pub fn configure(cli: &mut SwitchCli, t: &NodeTables) -> Result<(), Bmv2Error> {
     // ProbeConfig::dest_tor's longest match takes the first of equals.
     let mut seen = std::collections::BTreeSet::new();
     for d in &probe.dest_tors {
-        let prefix = if d.len == 0 { 0 } else { d.prefix & (u32::MAX << (32 - u32::from(d.len.min(32)))) };
+        let prefix = if d.len == 0 {
+            0
+        } else {
+            d.prefix & (u32::MAX << (32 - u32::from(d.len.min(32))))
+        };
         if seen.insert((prefix, d.len)) {
             cli.run(&format!(
                 "table_add {INGRESS}.dest_tor {INGRESS}.set_dest_tor {prefix}/{} => {}",
@@ -323,30 +328,42 @@ pub fn trigger_frame(own_ip: Ipv4) -> Vec<u8> {
     out
 }
 
-/// The counters (`redirect_failed` only once it moved; MP-HULA's only for `mphula`), the
-/// per-port packet counts and the README's registers.
+/// The counters (`redirect_failed` only once it moved), the per-port packet counts and the
+/// README's registers (the association's at MP-HULA's ToRs, the connection table's at every
+/// MP-HULA switch), as the Rust twin's `vector_registers` lists them.
 pub fn snapshot(cli: &mut SwitchCli, t: &NodeTables) -> Result<BTreeMap<String, u64>, Bmv2Error> {
     let mut out = BTreeMap::new();
-    let mp = t.program == "mphula";
     let counters = cli.register_read_all(COUNTERS_REGISTER)?;
     for (i, name) in COUNTERS.iter().enumerate() {
         let v = counters.get(i).copied().unwrap_or(0);
-        if (*name == "counter.redirect_failed" && v == 0) || (!mp && name.starts_with("counter.mphula.")) {
+        if *name == "counter.redirect_failed" && v == 0 {
             continue;
         }
         out.insert(name.to_string(), v);
     }
-    let mut read = |name: &str| cli.register_read_all(name);
+    // A register of 64-bit values is two of 32-bit halves (hula.p4's R64: BMv2's Thrift
+    // interface saturates values above 2^63 - 1); `read` joins them.
+    let mut read = |name: &str| -> Result<Vec<u64>, Bmv2Error> {
+        let wide = ["aux_key_a", "aux_key_b", "assoc_conn_id", "conn_conn_id"];
+        if !wide.iter().any(|w| name.ends_with(w)) {
+            return cli.register_read_all(name);
+        }
+        let hi = cli.register_read_all(&format!("{name}_hi"))?;
+        let lo = cli.register_read_all(&format!("{name}_lo"))?;
+        Ok(hi.iter().zip(&lo).map(|(h, l)| h << 32 | l).collect())
+    };
     let rx = read("port_rx_pkts")?;
     let tx = read("port_tx_pkts")?;
     let bytes = read("txutil_bytes")?;
     let last = read("txutil_last_us")?;
+    let seen = read("probe_in_us")?;
     let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
     for p in 0..t.ports.len() {
         out.insert(format!("port{p}.rx_pkts"), at(&rx, p));
         out.insert(format!("port{p}.tx_pkts"), at(&tx, p));
         out.insert(format!("txutil.{p}.bytes"), at(&bytes, p));
         out.insert(format!("txutil.{p}.last_us"), at(&last, p));
+        out.insert(format!("probe_in.{p}.last_us"), at(&seen, p));
     }
     let Some(probe) = t.switch.probe.as_ref() else {
         return Ok(out);
@@ -378,37 +395,45 @@ pub fn snapshot(cli: &mut SwitchCli, t: &NodeTables) -> Result<BTreeMap<String, 
     }
     let n = hc.assoc_entries as usize;
     let occupied = |v: &[u64]| -> Vec<usize> { (0..n).filter(|&i| at(v, i) != 0).collect() };
-    let aux = occupied(&read(&format!("{INGRESS}.aux_valid"))?);
-    if !aux.is_empty() {
-        let fields = [("tag", "aux_tag"), ("key_a", "aux_key_a"), ("key_b", "aux_key_b"), ("flags", "aux_flags")];
-        for (field, reg) in fields {
-            let v = read(&format!("{INGRESS}.{reg}"))?;
-            for &s in &aux {
-                out.insert(format!("aux.{s}.{field}"), at(&v, s));
-            }
-        }
-    }
-    let assoc = occupied(&read(&format!("{INGRESS}.assoc_valid"))?);
-    if !assoc.is_empty() {
+    if probe.tor_id.is_some() {
+        // aux: a slot any handshake wrote (a field non-zero), as the twin lists it.
         let fields = [
-            ("tag", "assoc_tag"),
-            ("conn_id", "assoc_conn_id"),
-            ("subflow", "assoc_subflow"),
-            ("count", "assoc_count"),
+            ("tag", "aux_tag"),
+            ("key_a", "aux_key_a"),
+            ("key_b", "aux_key_b"),
+            ("flags", "aux_flags"),
         ];
+        let mut values = Vec::new();
         for (field, reg) in fields {
-            let v = read(&format!("{INGRESS}.{reg}"))?;
-            for &s in &assoc {
-                out.insert(format!("assoc.{s}.{field}"), at(&v, s));
+            values.push((field, read(&format!("{INGRESS}.{reg}"))?));
+        }
+        for s in (0..n).filter(|&s| values.iter().any(|(_, v)| at(v, s) != 0)) {
+            for (field, v) in &values {
+                out.insert(format!("aux.{s}.{field}"), at(v, s));
             }
         }
-    }
-    let tokens = occupied(&read(&format!("{INGRESS}.token_valid"))?);
-    if !tokens.is_empty() {
-        for (field, reg) in [("token", "token_token"), ("assoc_slot", "token_assoc_slot")] {
-            let v = read(&format!("{INGRESS}.{reg}"))?;
-            for &s in &tokens {
-                out.insert(format!("token.{s}.{field}"), at(&v, s));
+        let assoc = occupied(&read(&format!("{INGRESS}.assoc_valid"))?);
+        if !assoc.is_empty() {
+            let fields = [
+                ("tag", "assoc_tag"),
+                ("conn_id", "assoc_conn_id"),
+                ("subflow", "assoc_subflow"),
+                ("count", "assoc_count"),
+            ];
+            for (field, reg) in fields {
+                let v = read(&format!("{INGRESS}.{reg}"))?;
+                for &s in &assoc {
+                    out.insert(format!("assoc.{s}.{field}"), at(&v, s));
+                }
+            }
+        }
+        let tokens = occupied(&read(&format!("{INGRESS}.token_valid"))?);
+        if !tokens.is_empty() {
+            for (field, reg) in [("token", "token_token"), ("assoc_slot", "token_assoc_slot")] {
+                let v = read(&format!("{INGRESS}.{reg}"))?;
+                for &s in &tokens {
+                    out.insert(format!("token.{s}.{field}"), at(&v, s));
+                }
             }
         }
     }

@@ -12,15 +12,25 @@
 //! the transmit counters promise are awaited. An egress step sets `test_egress_port`, so the
 //! frame goes straight from ingress (which does nothing else) to the marker of that port, on
 //! the clock the step names.
+//!
+//! HULA's program (`hula.p4`) is replayed the same way with three additions: a `timer` step
+//! writes the trigger frame into the switch's timer port ([`crate::hula::TIMER_PORT`], a veth
+//! of its own), an egress step names its port in `test_egress_port` on the test clock, and a
+//! step ends when the `ingress_runs` register moved (ingress counts it at every exit), then
+//! the frames its transmit counters promise are awaited; probes and connection headers are
+//! read from the frames that came out.
 
 use crate::control::STACK_PORT;
+use crate::hula;
 use crate::programs::{self, Bmv2Program};
 use crate::switch::{Bmv2Switch, SwitchOptions};
 use crate::Bmv2Error;
 use mpsched_core::packet::{Ecn, PortId};
-use mpsched_core::vectors::{chosen_path, from_hex, EmitObserved, Hook, Observed, Step, StepResult, VectorSet};
+use mpsched_core::vectors::{
+    chosen_path, from_hex, ConnObserved, EmitObserved, Hook, Observed, ProbeObserved, Step, StepResult, VectorSet,
+};
 use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
-use mpsched_core::wire::{mac_for, parse_frame};
+use mpsched_core::wire::{mac_for, parse_frame, parse_frame_with_headers};
 use mpsched_netns::backend::{new_run_id, NS_PREFIX};
 use mpsched_netns::dataplane::{NodeTables, PortBinding};
 use mpsched_netns::ns::{is_root, Netns};
@@ -44,7 +54,14 @@ struct Node {
     switch: Bmv2Switch,
     tables: NodeTables,
     prog: &'static Bmv2Program,
+    /// HULA's timer port: trigger frames are written into its peer.
+    timer: Option<Tap>,
     _ns: Netns,
+}
+
+/// Whether a program is replayed as HULA's (timer port, `ingress_runs`, probe observations).
+fn is_hula(prog: &Bmv2Program) -> bool {
+    prog.p4 == "hula"
 }
 
 impl Node {
@@ -82,6 +99,9 @@ impl Node {
         ns.ip(&["link", "set", "lo", "up"])?;
         let mut ports: Vec<(u16, String)> = (0..set.n_ports as u16).map(|p| (p, format!("p{p}"))).collect();
         ports.push((STACK_PORT, "ps".into()));
+        if is_hula(prog) {
+            ports.push((hula::TIMER_PORT, "pt".into()));
+        }
         for (_, a) in &ports {
             let b = a.replacen('p', "q", 1);
             ns.ip(&["link", "add", a, "type", "veth", "peer", "name", &b])?;
@@ -93,6 +113,8 @@ impl Node {
             let ifindex = ns.ifindex(&a.replacen('p', "q", 1))?;
             taps.push(ns.enter(|| Tap::open(ifindex))?.map_err(Bmv2Error::Switch)?);
         }
+        // The timer port's tap is not a port frames come out of.
+        let timer = if is_hula(prog) { taps.pop() } else { None };
         let opts = SwitchOptions {
             ports,
             thrift_port: 9090,
@@ -106,6 +128,7 @@ impl Node {
             switch,
             tables,
             prog,
+            timer,
             _ns: ns,
         })
     }
@@ -164,6 +187,9 @@ fn step(
         .filter(|_| usize::from(st.port) < set.n_ports)
         .ok_or_else(|| format!("port {} does not exist", st.port))?;
     node.taps.iter().for_each(Tap::drain);
+    if is_hula(node.prog) {
+        return hula_step(set, node, st, &frame, prev);
+    }
     let cli = &mut node.switch.cli;
     let err = |e: Bmv2Error| e.to_string();
     if let (Hook::Ingress, Some(set_clock)) = (st.hook, node.prog.set_ingress_clock) {
@@ -194,6 +220,139 @@ fn step(
         Hook::Egress | Hook::Timer => egress_outcome(set, &frames, prev, &regs)?,
     };
     Ok((obs, regs))
+}
+
+/// A step of HULA's program: an ingress frame into its port, an egress frame straight to its
+/// port's egress, or a trigger frame into the timer port; the outcome once `ingress_runs`
+/// moved and the frames the transmit counters promise arrived.
+fn hula_step(
+    set: &VectorSet,
+    node: &mut Node,
+    st: &Step,
+    frame: &[u8],
+    prev: &BTreeMap<String, u64>,
+) -> Result<(Observed, BTreeMap<String, u64>), String> {
+    let err = |e: Bmv2Error| e.to_string();
+    let cli = &mut node.switch.cli;
+    hula::set_clock(cli, st.time_ns).map_err(err)?;
+    let runs_before = cli.register_read_all(hula::INGRESS_RUNS_REGISTER).map_err(err)?;
+    let runs_before = runs_before.first().copied().unwrap_or(0);
+    match st.hook {
+        Hook::Ingress => node.taps[usize::from(st.port)].send(frame)?,
+        Hook::Egress => {
+            cli.register_write("test_egress_port", 0, u64::from(st.port) + 1)
+                .map_err(err)?;
+            // Any port's peer: the frame goes straight to the port named.
+            node.taps[0].send(frame)?;
+        }
+        Hook::Timer => {
+            let trigger = hula::trigger_frame(set.config.own_ip);
+            node.timer.as_ref().ok_or("no timer port")?.send(&trigger)?;
+        }
+    }
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    loop {
+        let runs = node
+            .switch
+            .cli
+            .register_read_all(hula::INGRESS_RUNS_REGISTER)
+            .map_err(err)?;
+        if runs.first().copied().unwrap_or(0) > runs_before {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "simple_switch's ingress did not run within {} s",
+                STEP_TIMEOUT.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if st.hook == Hook::Egress {
+        node.switch.cli.register_write("test_egress_port", 0, 0).map_err(err)?;
+    }
+    let mut frames = Vec::new();
+    if st.hook == Hook::Egress {
+        // The estimator only: the frame leaves as given, nothing else is observed.
+        let (_, regs) = await_egress(node, st.port)?;
+        let mut obs = observed(chosen_path(prev, &regs));
+        obs.action = "transmit".into();
+        return Ok((obs, regs));
+    }
+    let regs = node.snapshot().map_err(err)?;
+    let delta = |k: &str| delta_of(prev, &regs, k);
+    let promised: u64 = (0..node.tables.ports.len())
+        .map(|p| delta(&format!("port{p}.tx_pkts")))
+        .sum::<u64>()
+        + delta("counter.not_ipv4")
+        + delta("counter.local");
+    while (frames.len() as u64) < promised {
+        if Instant::now() > deadline {
+            return Err(format!("{} frames left the switch, {promised} counted", frames.len()));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        node.collect(&mut frames);
+    }
+    Ok((hula_outcome(st.hook, &frames, prev, &regs)?, regs))
+}
+
+/// What a HULA step shows: probes sent (in port order), a redirected frame's port, TTL, ECN and
+/// connection header, or why nothing left.
+fn hula_outcome(
+    hook: Hook,
+    frames: &[(PortId, Vec<u8>)],
+    prev: &BTreeMap<String, u64>,
+    regs: &BTreeMap<String, u64>,
+) -> Result<Observed, String> {
+    let delta = |k: &str| delta_of(prev, regs, k);
+    let mut obs = observed(chosen_path(prev, regs));
+    let mut data = None;
+    let mut to_stack = false;
+    for (port, f) in frames {
+        if *port == STACK_PORT {
+            to_stack = true;
+            continue;
+        }
+        if port_of_mac(f) != Some(*port) {
+            return Err(format!("a frame left port {port} addressed to another port's peer"));
+        }
+        let (meta, _, stack) =
+            parse_frame_with_headers(f, 0).map_err(|e| format!("frame out of port {port}: {e:?}"))?;
+        if let Some(p) = stack.probe() {
+            obs.probes.push(ProbeObserved {
+                port: *port,
+                tor: p.tor,
+                hops: p.hops,
+                util: p.util,
+            });
+        } else {
+            check_ipv4_checksum(f)?;
+            data = Some((*port, meta, stack.routing().copied()));
+        }
+    }
+    obs.probes.sort_by_key(|p| p.port);
+    if hook == Hook::Timer {
+        obs.action = "timer".into();
+    } else if let Some((port, meta, conn)) = data {
+        obs.action = "redirect".into();
+        obs.port = Some(port);
+        obs.ttl = Some(meta.ttl);
+        obs.ecn = Some(meta.ecn);
+        obs.conn = conn.map(|r| ConnObserved {
+            conn_id: r.conn_id,
+            subflow: r.path,
+        });
+    } else if !obs.probes.is_empty() || delta("counter.hula.probes_in") > 0 {
+        obs.action = "consume".into();
+    } else if to_stack {
+        obs.action = "to_stack".into();
+    } else if delta("counter.hula.probes_refused") > 0 {
+        obs.action = "drop".into();
+        obs.drop_reason = Some("malformed".into());
+    } else {
+        shot(&mut obs, &delta);
+    }
+    Ok(obs)
 }
 
 /// Wait for an ingress step's outcome: the frames out of the switch and the registers after.

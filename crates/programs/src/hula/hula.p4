@@ -62,22 +62,23 @@
 #define HC_CONTINUED 6
 #define HC_COLLISIONS 7
 #define HC_FALLBACK 8
-#define HC_ASSOC 9
-#define HC_JOINS 10
-#define HC_JOIN_MISSES 11
-#define HC_PUSHED 12
-#define HC_POPPED 13
-#define HC_SIBLING_SKIPS 14
-#define HC_ROUND_ROBIN 15
-#define HC_CONN_COLLISIONS 16
-#define HC_SUBFLOW_OVERFLOW 17
-#define HC_NO_ROUTE 18
-#define HC_TTL_EXPIRED 19
-#define HC_LOCAL 20
-#define HC_NOT_IPV4 21
-#define HC_MALFORMED 22
-#define HC_REDIRECT_FAILED 23
-#define HC_MAX 24
+#define HC_DEAD_PORT 9
+#define HC_ASSOC 10
+#define HC_JOINS 11
+#define HC_JOIN_MISSES 12
+#define HC_PUSHED 13
+#define HC_POPPED 14
+#define HC_SIBLING_SKIPS 15
+#define HC_ROUND_ROBIN 16
+#define HC_CONN_COLLISIONS 17
+#define HC_SUBFLOW_OVERFLOW 18
+#define HC_NO_ROUTE 19
+#define HC_TTL_EXPIRED 20
+#define HC_LOCAL 21
+#define HC_NOT_IPV4 22
+#define HC_MALFORMED 23
+#define HC_REDIRECT_FAILED 24
+#define HC_MAX 25
 
 /* ---- Headers ---------------------------------------------------------------------------- */
 
@@ -941,6 +942,9 @@ register<bit<64>>(MPS_MAX_PORTS) port_tx_pkts;
 /* The transmit utilisation estimator, per port: egress writes it, a probe's ingress reads it. */
 register<bit<64>>(MPS_MAX_PORTS) txutil_bytes;
 register<bit<64>>(MPS_MAX_PORTS) txutil_last_us;
+/* When a probe last came in by each port (µs): a flowlet's up / down port is alive while one
+ * came less than the ageing time ago. */
+register<bit<64>>(MPS_MAX_PORTS) probe_in_us;
 /* Per port, from the control plane: direction (DIR_*) and util_scale (2^40 / cap_bytes). */
 register<bit<8>>(MPS_MAX_PORTS) port_dir;
 register<bit<64>>(MPS_MAX_PORTS) util_scale;
@@ -960,6 +964,24 @@ control HulaVerifyChecksum(inout hula_headers_t h, inout hula_meta_t m) {
     apply { }
 }
 
+/* 64-bit values the control plane reads back (keys, connection ids) are held as two 32-bit
+ * halves: BMv2's Thrift interface returns a register value as a signed 64-bit integer and
+ * saturates larger ones at 2^63 - 1. */
+#define R64(name) \
+    register<bit<32>>(HULA_SLOTS) name##_hi; \
+    register<bit<32>>(HULA_SLOTS) name##_lo;
+#define R64_READ(name, dst, i) { \
+        bit<32> r64_hi; \
+        bit<32> r64_lo; \
+        name##_hi.read(r64_hi, i); \
+        name##_lo.read(r64_lo, i); \
+        dst = r64_hi ++ r64_lo; \
+    }
+#define R64_WRITE(name, i, v) { \
+        name##_hi.write(i, (bit<32>)((v) >> 32)); \
+        name##_lo.write(i, (bit<32>)(v)); \
+    }
+
 control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_metadata_t sm) {
     /* Best-k next hops per destination ToR, at tor * HULA_K + rank: port + 1 (0: empty), util
      * (Q16), the time the slot was refreshed (µs). */
@@ -970,14 +992,13 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
     register<bit<64>>(HULA_SLOTS) flowlet_slot;
     register<bit<64>>(HULA_SLOTS) flowlet_last_us;
     /* MPTCP association at ToRs: keys (aux), associations (assoc), tokens. */
-    register<bit<8>>(HULA_SLOTS) aux_valid;
     register<bit<32>>(HULA_SLOTS) aux_tag;
-    register<bit<64>>(HULA_SLOTS) aux_key_a;
-    register<bit<64>>(HULA_SLOTS) aux_key_b;
+    R64(aux_key_a)
+    R64(aux_key_b)
     register<bit<8>>(HULA_SLOTS) aux_flags;
     register<bit<8>>(HULA_SLOTS) assoc_valid;
     register<bit<32>>(HULA_SLOTS) assoc_tag;
-    register<bit<64>>(HULA_SLOTS) assoc_conn_id;
+    R64(assoc_conn_id)
     register<bit<8>>(HULA_SLOTS) assoc_subflow;
     register<bit<8>>(HULA_SLOTS) assoc_count;
     register<bit<8>>(HULA_SLOTS) token_valid;
@@ -986,7 +1007,7 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
     /* The connection table: conn_id, rr, and per subflow s (at slot * 4 + s - 1) port + 1
      * (0: none) and the last time. */
     register<bit<8>>(HULA_SLOTS) conn_valid;
-    register<bit<64>>(HULA_SLOTS) conn_conn_id;
+    R64(conn_conn_id)
     register<bit<8>>(HULA_SLOTS) conn_rr;
     register<bit<16>>(HULA_CONN_SUB) conn_port;
     register<bit<64>>(HULA_CONN_SUB) conn_last_us;
@@ -1153,6 +1174,11 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
 #undef COPY
     }
 
+    /* saturating now - then, as the Rust twin's saturating_sub */
+#define AGE(now, then) ((now) > (then) ? (now) - (then) : 64w0)
+
+#define DONE ingress_runs.write(0, runs + 1)
+
     apply {
         node.apply();
         bit<16> in_port = (bit<16>)sm.ingress_port;
@@ -1165,10 +1191,23 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
         } else {
             now = (bit<64>)sm.ingress_global_timestamp;
         }
+        /* Counted at every exit (DONE): a vector runner that sees it move knows this frame's
+         * ingress is over, its writes done, whatever it did. */
         bit<64> runs;
         ingress_runs.read(runs, 0);
-        /* Written first, read by the runner only once a frame or a terminal counter showed. */
-        ingress_runs.write(0, runs + 1);
+
+        /* A vector's egress step: the frame as given straight to the port's egress (the
+         * estimator, L = the whole frame), counted nowhere, as the Rust runner's egress step. */
+        bit<16> test_port;
+        test_egress_port.read(test_port, 0);
+        if (test_port != 0) {
+            sm.egress_spec = (bit<9>)(test_port - 1);
+            m.egress_test = 1;
+            m.est = 1;
+            m.wire_len = len;
+            DONE;
+            return;
+        }
         m.est = ~flags[1:1];
         if (in_port < MPS_MAX_PORTS) {
             bit<64> rx;
@@ -1180,10 +1219,12 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
         bit<32> ip_off = 14 + (bit<32>)m.shim_bytes;
         if (len < 14 || !h.eth.isValid() || m.shim_pending == 1 || m.shim_bad == 1) {
             drop_counted(HC_MALFORMED);
+            DONE;
             return;
         }
         if (m.inner_type != 0x0800) {
             to_stack(HC_NOT_IPV4);
+            DONE;
             return;
         }
         bit<32> ihl_bytes = (bit<32>)h.ipv4.ihl * 4;
@@ -1191,21 +1232,11 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
         if (len < ip_off + 20 || !h.ipv4.isValid() || h.ipv4.version != 4 || ihl_bytes < 20 ||
             len - ip_off < ihl_bytes || total < ihl_bytes || total > len - ip_off) {
             drop_counted(HC_MALFORMED);
+            DONE;
             return;
         }
 
-        /* A vector's egress step: straight to the port's egress (the estimator), nothing else. */
-        bit<16> test_port;
-        test_egress_port.read(test_port, 0);
-        if (test_port != 0) {
-            sm.egress_spec = (bit<9>)(test_port - 1);
-            m.egress_test = 1;
-            m.est = 1;
-            m.wire_len = ip_off + total;
-            return;
-        }
-
-        /* The topmost probe and connection headers of the frame. */
+        /* The topmost probe header of the frame. */
         bool probe = false;
         bit<16> p_tor = 0;
         bit<32> p_util = 0;
@@ -1223,8 +1254,9 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
         if (in_port == HULA_TIMER_PORT) {
             bit<16> mask;
             mcast_mask.read(mask, HULA_ORIGIN_MASK);
-            if (!probe || tor_id == HULA_NO_TOR || mask == 0) {
+            if (!h.pr0.isValid() || tor_id == HULA_NO_TOR || mask == 0) {
                 mark_to_drop(sm);
+                DONE;
                 return;
             }
             /* The trigger is a probe frame already; only the fields that are the ToR's. */
@@ -1236,6 +1268,7 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
             count_n(HC_PROBES_SENT, n);
             m.wire_len = ip_off + total;
             sm.mcast_grp = HULA_ORIGIN_GROUP;
+            DONE;
             return;
         }
 
@@ -1243,8 +1276,10 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
         if (probe) {
             if (dir_in == DIR_HOST || dir_in == DIR_NONE || p_tor >= n_tors || p_tor == tor_id) {
                 drop_counted(HC_PROBES_REFUSED);
+                DONE;
                 return;
             }
+            probe_in_us.write((bit<32>)in_port, now);
             /* 2. max(probe's util, this switch's transmit utilisation of the port). */
             bit<64> bytes;
             bit<64> last;
@@ -1256,13 +1291,12 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
             tau_us.read(tau, 0);
             log2_tau.read(lg, 0);
             util_scale.read(scale, (bit<32>)in_port);
-            bit<64> dt = 0;
-            if (now > last) { dt = now - last; }
+            bit<64> dt = AGE(now, last);
             bit<64> decayed = 0;
             if (dt < tau) { decayed = (bytes * (tau - dt)) >> (bit<8>)lg; }
-            bit<64> u64 = (decayed * scale) >> 24;
+            bit<64> uq = (decayed * scale) >> 24;
             bit<32> mine = 0xFFFFFFFF;
-            if (u64 < 0xFFFFFFFF) { mine = (bit<32>)u64; }
+            if (uq < 0xFFFFFFFF) { mine = (bit<32>)uq; }
             bit<32> u = p_util;
             if (mine > u) { u = mine; }
 
@@ -1278,7 +1312,7 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
             best_port.read(sp2, base + 2); best_util.read(su2, base + 2); best_time_us.read(st2, base + 2);
             best_port.read(sp3, base + 3); best_util.read(su3, base + 3); best_time_us.read(st3, base + 3);
             bit<32> me = (bit<32>)in_port + 1;
-            /* The kept slots, compacted in order. */
+            /* The kept slots, compacted in order (empty: port 0, util 0, time 0). */
             bit<32> cp0 = 0; bit<32> cu0 = 0; bit<64> ct0 = 0;
             bit<32> cp1 = 0; bit<32> cu1 = 0; bit<64> ct1 = 0;
             bit<32> cp2 = 0; bit<32> cu2 = 0; bit<64> ct2 = 0;
@@ -1287,9 +1321,7 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
             bit<64> aged = 0;
 #define KEEP(r) \
             if (r < best_k && sp##r != 0) { \
-                bit<64> age##r = 0; \
-                if (now > st##r) { age##r = now - st##r; } \
-                if (age##r >= ageing_us) { \
+                if (AGE(now, st##r) >= ageing_us) { \
                     aged = aged + 1; \
                 } else if (sp##r != me) { \
                     if (n == 0) { cp0 = sp##r; cu0 = su##r; ct0 = st##r; } \
@@ -1301,7 +1333,7 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
             }
             KEEP(0) KEEP(1) KEEP(2) KEEP(3)
 #undef KEEP
-            /* Where the new entry goes: after every kept slot of util <= u. */
+            /* Where the new entry goes: after every kept slot of util <= u (kept is sorted). */
             bit<32> pos = 0;
             if (n > 0 && cu0 <= u) { pos = 1; }
             if (n > 1 && cu1 <= u) { pos = 2; }
@@ -1331,32 +1363,38 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
             count_n(HC_AGED, aged);
             count(HC_PROBES_IN);
 
-            /* 5. Replicate with the best path's util from here and hops + 1. */
+            /* 5. Replicate with the best path's util from here and hops + 1 (saturating). */
             bit<16> mask;
             mcast_mask.read(mask, (bit<32>)in_port);
             if (mask == 0) {
                 mark_to_drop(sm);
+                DONE;
                 return;
             }
             bit<64> copies;
             count_copies(mask, copies);
             count_n(HC_PROBE_COPIES, copies);
-            if (h.pr0.isValid()) { h.pr0.util = ou0; h.pr0.hops = h.pr0.hops + 1; }
-            else if (h.pr1.isValid()) { h.pr1.util = ou0; h.pr1.hops = h.pr1.hops + 1; }
-            else if (h.pr2.isValid()) { h.pr2.util = ou0; h.pr2.hops = h.pr2.hops + 1; }
-            else { h.pr3.util = ou0; h.pr3.hops = h.pr3.hops + 1; }
+#define HOPS(x) if (x.hops != 255) { x.hops = x.hops + 1; }
+            if (h.pr0.isValid()) { h.pr0.util = ou0; HOPS(h.pr0) }
+            else if (h.pr1.isValid()) { h.pr1.util = ou0; HOPS(h.pr1) }
+            else if (h.pr2.isValid()) { h.pr2.util = ou0; HOPS(h.pr2) }
+            else { h.pr3.util = ou0; HOPS(h.pr3) }
+#undef HOPS
             m.wire_len = ip_off + total;
             sm.mcast_grp = (bit<16>)in_port + 1;
+            DONE;
             return;
         }
 
         /* ---- Data. */
         if (h.ipv4.dst == own_ip) {
             to_stack(HC_LOCAL);
+            DONE;
             return;
         }
         if (h.ipv4.ttl <= 1) {
             drop_counted(HC_TTL_EXPIRED);
+            DONE;
             return;
         }
         decrement_ttl();
@@ -1369,74 +1407,74 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
             ports = h.l4.src_port ++ h.l4.dst_port;
         }
         bit<16> shim_bytes = m.shim_bytes;
+        bool any_routing = h.rt0.isValid() || h.rt1.isValid() || h.rt2.isValid() || h.rt3.isValid();
 
         /* ---- MPTCP association and the push (mphula ToRs, TCP). */
-        bool is_tcp = h.ipv4.protocol == 6 && h.tcp.isValid() && total >= ihl_bytes + 20;
-        if (mp == 1 && tor_id != HULA_NO_TOR && is_tcp) {
+        bool assoc_known = false;
+        bit<64> assoc_conn = 0;
+        bit<16> assoc_sub = 0;
+        if (mp == 1 && tor_id != HULA_NO_TOR && h.ipv4.protocol == 6) {
             /* The canonical 5-tuple's seeded hash: both directions share it. */
-            bit<48> ea = h.ipv4.src ++ h.l4.src_port;
-            bit<48> eb = h.ipv4.dst ++ h.l4.dst_port;
+            bit<48> ea = h.ipv4.src ++ ports[31:16];
+            bit<48> eb = h.ipv4.dst ++ ports[15:0];
             bit<32> crc;
             if (ea <= eb) {
                 hash(crc, HashAlgorithm.crc32, 32w0,
-                     { h.ipv4.src, h.ipv4.dst, h.ipv4.protocol, h.l4.src_port, h.l4.dst_port },
-                     64w0x100000000);
+                     { h.ipv4.src, h.ipv4.dst, h.ipv4.protocol, ports }, 64w0x100000000);
             } else {
                 hash(crc, HashAlgorithm.crc32, 32w0,
-                     { h.ipv4.dst, h.ipv4.src, h.ipv4.protocol, h.l4.dst_port, h.l4.src_port },
+                     { h.ipv4.dst, h.ipv4.src, h.ipv4.protocol, ports[15:0], ports[31:16] },
                      64w0x100000000);
             }
             bit<32> key = fmix32(crc ^ hash_seed);
             bit<32> slot = key & assoc_mask;
-            bool syn = h.tcp.flags[1:1] == 1;
-            bool ack = h.tcp.flags[4:4] == 1;
-            bit<8> av; bit<32> at; bit<8> af; bit<64> aka; bit<64> akb;
-            aux_valid.read(av, slot);
+            /* The option is read on a complete TCP header only (wire.rs). */
+            bool tcp_ok = h.tcp.isValid() && total >= ihl_bytes + 20;
+            bool syn = tcp_ok && h.tcp.flags[1:1] == 1;
+            bool ack = tcp_ok && h.tcp.flags[4:4] == 1;
+            bit<32> at; bit<8> af; bit<64> aka; bit<64> akb;
             aux_tag.read(at, slot);
             aux_flags.read(af, slot);
-            aux_key_a.read(aka, slot);
-            aux_key_b.read(akb, slot);
+            R64_READ(aux_key_a, aka, slot);
+            R64_READ(aux_key_b, akb, slot);
             bit<8> sv; bit<32> stag;
             assoc_valid.read(sv, slot);
             assoc_tag.read(stag, slot);
-            bool aux_mine = av != 0 && at == key;
+            bool aux_mine = af != 0 && at == key;
             bool associated = sv != 0 && stag == key;
-            bool capable = h.mp.isValid() && h.mp.subtype == 0 &&
-                           (h.mp.version == 0 || h.mp.version == 1);
-            bool v1 = h.mp.version == 1;
+            bool capable = tcp_ok && h.mp.isValid() && h.mp.subtype == 0;
             bool associate = false;
+            bool v1 = false;
             if (capable && syn && !ack) {
                 bit<8> f = 0;
                 bit<64> ka = 0;
-                if (!v1 && h.key1.isValid()) { ka = h.key1.key; f = 1; }
-                if (v1) { f = f | 4; }
-                aux_valid.write(slot, 1);
+                if (h.mp.version >= 1) { f = 4; }
+                if (h.key1.isValid()) { ka = h.key1.key; f = f | 1; }
                 aux_tag.write(slot, key);
-                aux_key_a.write(slot, ka);
-                aux_key_b.write(slot, 0);
+                R64_WRITE(aux_key_a, slot, ka);
+                R64_WRITE(aux_key_b, slot, 0);
                 aux_flags.write(slot, f);
-            } else if (capable && syn && ack && aux_mine) {
-                if (h.key1.isValid()) {
-                    akb = h.key1.key;
-                    af = af | 2;
-                    aux_key_b.write(slot, akb);
-                    aux_flags.write(slot, af);
-                }
-                if (af[2:2] == 0 && af[0:0] == 1 && af[1:1] == 1) { associate = true; }
+            } else if (capable && syn && ack && h.key1.isValid() && aux_mine) {
+                akb = h.key1.key;
+                af = af | 2;
+                R64_WRITE(aux_key_b, slot, akb);
+                aux_flags.write(slot, af);
+                if ((af & 5) == 1) { associate = true; }
             } else if (capable && !syn && ack && h.key2.isValid() && aux_mine && !associated) {
                 aka = h.key1.key;
                 akb = h.key2.key;
+                v1 = af[2:2] == 1;
                 associate = true;
             }
             if (associate) {
                 bit<32> ta;
                 bit<32> tb;
-                token_a.apply(aka, af[2:2] == 1, ta);
-                token_b.apply(akb, af[2:2] == 1, tb);
+                token_a.apply(aka, v1, ta);
+                token_b.apply(akb, v1, tb);
                 bit<64> conn = ta ++ tb;
                 assoc_valid.write(slot, 1);
                 assoc_tag.write(slot, key);
-                assoc_conn_id.write(slot, conn);
+                R64_WRITE(assoc_conn_id, slot, conn);
                 assoc_subflow.write(slot, 1);
                 assoc_count.write(slot, 1);
                 token_valid.write(ta & assoc_mask, 1);
@@ -1445,14 +1483,11 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
                 token_valid.write(tb & assoc_mask, 1);
                 token_token.write(tb & assoc_mask, tb);
                 token_assoc_slot.write(tb & assoc_mask, slot);
-                aux_valid.write(slot, 0);
-                aux_tag.write(slot, 0);
-                aux_key_a.write(slot, 0);
-                aux_key_b.write(slot, 0);
+                /* Free for the next handshake; tag and keys stay, as the twin's. */
                 aux_flags.write(slot, 0);
                 count(HC_ASSOC);
             }
-            if (h.mp.isValid() && h.mp.subtype == 1 && h.join.isValid() && syn && !ack) {
+            if (tcp_ok && h.mp.isValid() && h.mp.subtype == 1 && h.join.isValid() && syn && !ack) {
                 bit<32> t = h.join.token;
                 bit<8> tv; bit<32> tt; bit<32> first;
                 token_valid.read(tv, t & assoc_mask);
@@ -1464,12 +1499,12 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
                     bit<8> c;
                     bit<64> fconn;
                     assoc_count.read(c, first);
-                    assoc_conn_id.read(fconn, first);
+                    R64_READ(assoc_conn_id, fconn, first);
                     if (c < 15) { c = c + 1; }
                     assoc_count.write(first, c);
                     assoc_valid.write(slot, 1);
                     assoc_tag.write(slot, key);
-                    assoc_conn_id.write(slot, fconn);
+                    R64_WRITE(assoc_conn_id, slot, fconn);
                     assoc_subflow.write(slot, c);
                     assoc_count.write(slot, c);
                     count(HC_JOINS);
@@ -1477,24 +1512,27 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
                     count(HC_JOIN_MISSES);
                 }
             }
-            /* The push: from a host, a flow of a connection of more than one subflow. */
+            /* The flow's association, after this segment. */
             assoc_valid.read(sv, slot);
             assoc_tag.read(stag, slot);
-            if (dir_in == DIR_HOST && sv != 0 && stag == key && !h.sh3.isValid()) {
-                bit<8> sub;
+            if (sv != 0 && stag == key) {
+                bit<8> sub8;
                 bit<8> cnt;
-                bit<64> conn;
-                assoc_subflow.read(sub, slot);
+                assoc_subflow.read(sub8, slot);
                 assoc_count.read(cnt, slot);
-                assoc_conn_id.read(conn, slot);
-                if (sub > 1 || cnt > 1) {
+                R64_READ(assoc_conn_id, assoc_conn, slot);
+                assoc_known = true;
+                assoc_sub = (bit<16>)sub8;
+                /* The push: from a host, no connection header yet, more than one subflow,
+                 * room in the stack. */
+                if (dir_in == DIR_HOST && !any_routing && !h.sh3.isValid() && (sub8 > 1 || cnt > 1)) {
                     h.push_sh.setValid();
                     h.push_sh.next = h.eth.ether_type;
                     h.push_sh.kind = 1;
                     h.push_sh.len = 4;
                     h.push_rt.setValid();
-                    h.push_rt.conn_id = conn;
-                    h.push_rt.path = (bit<16>)sub;
+                    h.push_rt.conn_id = assoc_conn;
+                    h.push_rt.path = assoc_sub;
                     h.push_rt.hops = 0;
                     h.push_rt.reserved = 0;
                     h.eth.ether_type = 0x88B5;
@@ -1504,7 +1542,8 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
             }
         }
 
-        /* The topmost connection header (mphula). */
+        /* The packet's connection (mphula): its topmost connection header, else at a ToR the
+         * association's. */
         bool has_conn = false;
         bit<64> conn_id = 0;
         bit<16> sub = 0;
@@ -1514,6 +1553,7 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
             else if (h.rt1.isValid()) { has_conn = true; conn_id = h.rt1.conn_id; sub = h.rt1.path; }
             else if (h.rt2.isValid()) { has_conn = true; conn_id = h.rt2.conn_id; sub = h.rt2.path; }
             else if (h.rt3.isValid()) { has_conn = true; conn_id = h.rt3.conn_id; sub = h.rt3.path; }
+            else if (assoc_known) { has_conn = true; conn_id = assoc_conn; sub = assoc_sub; }
         }
 
         /* ---- Route. */
@@ -1528,37 +1568,93 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
                  { h.ipv4.src, h.ipv4.dst, h.ipv4.protocol, ports }, 64w0x100000000);
             bit<32> fh = fmix32(crc ^ hash_seed);
             bool by_hash = false;
-            bool fresh = false;
-            bool conn_update = false;
             bool take = false;
+            bool conn_update = false;
             bit<32> slot_at = 0;
             bit<32> cslot = 0;
             dest_tor.apply();
-            if (dest == HULA_NO_TOR) {
+            if (dest >= n_tors) {
                 by_hash = true;
                 count(HC_FALLBACK);
             } else {
+                /* The connection's slot, claimed before the flowlet table. */
+                bool use_conn = false;
+                bit<8> rr = 0;
+                bit<32> cb = 0;
+                bit<32> h1 = 0; bit<32> h2 = 0; bit<32> h3 = 0; bit<32> h4 = 0;
+                if (has_conn) {
+                    if (sub == 0 || sub > HULA_SUBFLOWS) {
+                        count(HC_SUBFLOW_OVERFLOW);
+                    } else {
+                        cslot = ((bit<32>)conn_id ^ (bit<32>)(conn_id >> 32)) & conn_mask;
+                        cb = cslot * HULA_SUBFLOWS;
+                        bit<8> cv;
+                        bit<64> cid;
+                        conn_valid.read(cv, cslot);
+                        R64_READ(conn_conn_id, cid, cslot);
+                        conn_rr.read(rr, cslot);
+                        bit<16> q1; bit<16> q2; bit<16> q3; bit<16> q4;
+                        bit<64> l1; bit<64> l2; bit<64> l3; bit<64> l4;
+                        conn_port.read(q1, cb); conn_last_us.read(l1, cb);
+                        conn_port.read(q2, cb + 1); conn_last_us.read(l2, cb + 1);
+                        conn_port.read(q3, cb + 2); conn_last_us.read(l3, cb + 2);
+                        conn_port.read(q4, cb + 3); conn_last_us.read(l4, cb + 3);
+                        /* held(j): subflow j's port + 1 while it sent less than a gap ago. */
+                        if (q1 != 0 && AGE(now, l1) < gap_us) { h1 = (bit<32>)q1; }
+                        if (q2 != 0 && AGE(now, l2) < gap_us) { h2 = (bit<32>)q2; }
+                        if (q3 != 0 && AGE(now, l3) < gap_us) { h3 = (bit<32>)q3; }
+                        if (q4 != 0 && AGE(now, l4) < gap_us) { h4 = (bit<32>)q4; }
+                        bool mine_entry = cv != 0 && cid == conn_id;
+                        if (!mine_entry && cv != 0 && (h1 != 0 || h2 != 0 || h3 != 0 || h4 != 0)) {
+                            count(HC_CONN_COLLISIONS);
+                        } else {
+                            use_conn = true;
+                            if (!mine_entry) {
+                                conn_valid.write(cslot, 1);
+                                R64_WRITE(conn_conn_id, cslot, conn_id);
+                                conn_rr.write(cslot, 0);
+                                rr = 0;
+                                h1 = 0; h2 = 0; h3 = 0; h4 = 0;
+                                conn_port.write(cb, 0); conn_last_us.write(cb, 0);
+                                conn_port.write(cb + 1, 0); conn_last_us.write(cb + 1, 0);
+                                conn_port.write(cb + 2, 0); conn_last_us.write(cb + 2, 0);
+                                conn_port.write(cb + 3, 0); conn_last_us.write(cb + 3, 0);
+                            }
+                            /* Siblings only: a subflow never holds a hop against itself. */
+                            if (sub == 1) { h1 = 0; }
+                            if (sub == 2) { h2 = 0; }
+                            if (sub == 3) { h3 = 0; }
+                            if (sub == 4) { h4 = 0; }
+                        }
+                    }
+                }
                 bit<32> at = fh & table_mask;
                 bit<64> entry;
                 bit<64> last;
                 flowlet_slot.read(entry, at);
                 flowlet_last_us.read(last, at);
-                bit<64> age = 0;
-                if (now > last) { age = now - last; }
-                bool active = (entry >> 48) != 0 && age < gap_us;
+                bit<16> fport = (bit<16>)(entry >> 32);
+                bool active = (entry >> 48) != 0 && AGE(now, last) < gap_us;
+                if (active) {
+                    /* A port no probe came in by for the ageing time is dead (up / down only). */
+                    bit<8> fdir = DIR_NONE;
+                    bit<64> seen = 0;
+                    if (fport < MPS_MAX_PORTS) {
+                        port_dir.read(fdir, (bit<32>)fport);
+                        probe_in_us.read(seen, (bit<32>)fport);
+                    }
+                    if ((fdir == DIR_UP || fdir == DIR_DOWN) && AGE(now, seen) >= ageing_us) {
+                        count(HC_DEAD_PORT);
+                        active = false;
+                    }
+                }
                 if (active && (bit<32>)entry == fh) {
-                    out_port = (bit<16>)(entry >> 32);
+                    out_port = fport;
                     found = true;
                     flowlet_last_us.write(at, now);
                     count(HC_CONTINUED);
                 } else {
-                    if (active) {
-                        count(HC_COLLISIONS);
-                    } else {
-                        fresh = true;
-                        count(HC_NEW_FLOWLETS);
-                    }
-                    /* The chosen hop: the live best slots of dest, in order. */
+                    /* The live best slots of dest, in order (port + 1). */
                     bit<32> base = (bit<32>)dest * HULA_K;
                     bit<32> lp0 = 0; bit<32> lp1 = 0; bit<32> lp2 = 0; bit<32> lp3 = 0;
                     bit<32> live = 0;
@@ -1568,9 +1664,7 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
                         bit<64> bt##r; \
                         best_port.read(bp##r, base + r); \
                         best_time_us.read(bt##r, base + r); \
-                        bit<64> ba##r = 0; \
-                        if (now > bt##r) { ba##r = now - bt##r; } \
-                        if (bp##r != 0 && ba##r < ageing_us) { \
+                        if (bp##r != 0 && AGE(now, bt##r) < ageing_us) { \
                             if (live == 0) { lp0 = bp##r; } \
                             else if (live == 1) { lp1 = bp##r; } \
                             else if (live == 2) { lp2 = bp##r; } \
@@ -1581,75 +1675,30 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
                     LIVE(0) LIVE(1) LIVE(2) LIVE(3)
 #undef LIVE
                     bit<32> chosen = lp0; /* port + 1; 0: none live */
-                    if (has_conn) {
-                        /* The sub-flowlet choice. */
-                        cslot = ((bit<32>)conn_id ^ (bit<32>)(conn_id >> 32)) & conn_mask;
-                        bit<8> cv;
-                        bit<64> cid;
-                        bit<8> rr;
-                        conn_valid.read(cv, cslot);
-                        conn_conn_id.read(cid, cslot);
-                        conn_rr.read(rr, cslot);
-                        bit<32> cb = cslot * HULA_SUBFLOWS;
-                        bit<16> q1; bit<16> q2; bit<16> q3; bit<16> q4;
-                        bit<64> l1; bit<64> l2; bit<64> l3; bit<64> l4;
-                        conn_port.read(q1, cb); conn_last_us.read(l1, cb);
-                        conn_port.read(q2, cb + 1); conn_last_us.read(l2, cb + 1);
-                        conn_port.read(q3, cb + 2); conn_last_us.read(l3, cb + 2);
-                        conn_port.read(q4, cb + 3); conn_last_us.read(l4, cb + 3);
-                        /* held(j): subflow j's port, when it sent less than a gap ago; 0 else. */
-                        bit<32> h1 = 0; bit<32> h2 = 0; bit<32> h3 = 0; bit<32> h4 = 0;
-                        if (q1 != 0 && now - l1 < gap_us) { h1 = (bit<32>)q1; }
-                        if (q2 != 0 && now - l2 < gap_us) { h2 = (bit<32>)q2; }
-                        if (q3 != 0 && now - l3 < gap_us) { h3 = (bit<32>)q3; }
-                        if (q4 != 0 && now - l4 < gap_us) { h4 = (bit<32>)q4; }
-                        bool mine_entry = cv != 0 && cid == conn_id;
-                        if (!mine_entry && cv != 0 && (h1 != 0 || h2 != 0 || h3 != 0 || h4 != 0)) {
-                            count(HC_CONN_COLLISIONS);
-                        } else {
-                            if (!mine_entry) {
-                                conn_valid.write(cslot, 1);
-                                conn_conn_id.write(cslot, conn_id);
-                                conn_rr.write(cslot, 0);
-                                rr = 0;
-                                h1 = 0; h2 = 0; h3 = 0; h4 = 0;
-#define RESET(j) conn_port.write(cb + j, 0); conn_last_us.write(cb + j, 0);
-                                RESET(0) RESET(1) RESET(2) RESET(3)
-#undef RESET
-                            }
-                            if (sub == 0 || sub > HULA_SUBFLOWS) {
-                                count(HC_SUBFLOW_OVERFLOW);
-                            } else {
-                                conn_update = true;
-                                /* Siblings only: a subflow never holds a hop against itself. */
-                                if (sub == 1) { h1 = 0; }
-                                if (sub == 2) { h2 = 0; }
-                                if (sub == 3) { h3 = 0; }
-                                if (sub == 4) { h4 = 0; }
-                                bit<32> skips = 0;
-                                bool picked = false;
+                    if (use_conn && live > 0) {
+                        /* The sub-flowlet choice: the first candidate no sibling holds. */
+                        bit<32> skips = 0;
+                        bool picked = false;
 #define CAND(r) \
-                                if (!picked && live > r) { \
-                                    if (lp##r == h1 || lp##r == h2 || lp##r == h3 || lp##r == h4) { \
-                                        skips = skips + 1; \
-                                    } else { \
-                                        chosen = lp##r; \
-                                        picked = true; \
-                                    } \
-                                }
-                                CAND(0) CAND(1) CAND(2) CAND(3)
+                        if (!picked && live > r) { \
+                            if (lp##r == h1 || lp##r == h2 || lp##r == h3 || lp##r == h4) { \
+                                skips = skips + 1; \
+                            } else { \
+                                chosen = lp##r; \
+                                picked = true; \
+                            } \
+                        }
+                        CAND(0) CAND(1) CAND(2) CAND(3)
 #undef CAND
-                                count_n(HC_SIBLING_SKIPS, (bit<64>)skips);
-                                if (!picked && live > 0) {
-                                    bit<32> i = mod_small((bit<32>)rr, live);
-                                    if (i == 0) { chosen = lp0; }
-                                    else if (i == 1) { chosen = lp1; }
-                                    else if (i == 2) { chosen = lp2; }
-                                    else { chosen = lp3; }
-                                    conn_rr.write(cslot, rr + 1);
-                                    count(HC_ROUND_ROBIN);
-                                }
-                            }
+                        count_n(HC_SIBLING_SKIPS, (bit<64>)skips);
+                        if (!picked) {
+                            bit<32> i = mod_small((bit<32>)rr, live);
+                            if (i == 0) { chosen = lp0; }
+                            else if (i == 1) { chosen = lp1; }
+                            else if (i == 2) { chosen = lp2; }
+                            else { chosen = lp3; }
+                            conn_rr.write(cslot, rr + 1);
+                            count(HC_ROUND_ROBIN);
                         }
                     }
                     if (chosen != 0) {
@@ -1659,9 +1708,15 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
                         by_hash = true;
                         count(HC_FALLBACK);
                     }
+                    if (active) {
+                        count(HC_COLLISIONS);
+                    } else {
+                        take = true;
+                        slot_at = at;
+                        count(HC_NEW_FLOWLETS);
+                    }
                 }
-                take = fresh;
-                slot_at = at;
+                conn_update = use_conn;
             }
             if (by_hash) {
                 member = mod_small(fh, group_size);
@@ -1672,49 +1727,47 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
                 flowlet_last_us.write(slot_at, now);
             }
             if (conn_update && found) {
-                bit<32> cb = cslot * HULA_SUBFLOWS + (bit<32>)sub - 1;
-                conn_port.write(cb, out_port + 1);
-                conn_last_us.write(cb, now);
+                bit<32> ci = cslot * HULA_SUBFLOWS + (bit<32>)sub - 1;
+                conn_port.write(ci, out_port + 1);
+                conn_last_us.write(ci, now);
             }
         }
         if (!found) {
             drop_counted(HC_NO_ROUTE);
+            DONE;
             return;
         }
 
-        /* ---- The pop: towards a host, the topmost connection header goes. */
+        /* ---- The pop: towards a host, a connection header on top of the stack goes. */
         bit<8> dir_out = DIR_NONE;
         if (out_port < MPS_MAX_PORTS) {
             port_dir.read(dir_out, (bit<32>)out_port);
         }
-        if (mp == 1 && has_conn && dir_out == DIR_HOST) {
+        if (dir_out == DIR_HOST) {
             if (h.push_rt.isValid()) {
                 h.eth.ether_type = h.push_sh.next;
                 h.push_sh.setInvalid();
                 h.push_rt.setInvalid();
+                shim_bytes = shim_bytes - 16;
+                count(HC_POPPED);
             } else if (h.rt0.isValid()) {
                 h.eth.ether_type = h.sh0.next;
-                h.sh0.setInvalid(); h.rt0.setInvalid(); h.ex0.setInvalid();
-            } else if (h.rt1.isValid()) {
-                h.sh0.next = h.sh1.next;
-                h.sh1.setInvalid(); h.rt1.setInvalid(); h.ex1.setInvalid();
-            } else if (h.rt2.isValid()) {
-                h.sh1.next = h.sh2.next;
-                h.sh2.setInvalid(); h.rt2.setInvalid(); h.ex2.setInvalid();
-            } else {
-                h.sh2.next = h.sh3.next;
-                h.sh3.setInvalid(); h.rt3.setInvalid(); h.ex3.setInvalid();
+                shim_bytes = shim_bytes - ((bit<16>)h.sh0.len << 2);
+                h.sh0.setInvalid();
+                h.rt0.setInvalid();
+                h.ex0.setInvalid();
+                count(HC_POPPED);
             }
-            shim_bytes = shim_bytes - 16;
-            count(HC_POPPED);
         }
         if (!port_macs.apply().hit) {
             drop_counted(HC_REDIRECT_FAILED);
+            DONE;
             return;
         }
         sm.egress_spec = (bit<9>)out_port;
         count_tx(out_port);
         m.wire_len = 14 + (bit<32>)shim_bytes + total;
+        DONE;
     }
 }
 
