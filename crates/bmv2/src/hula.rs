@@ -507,3 +507,70 @@ mod tests {
         assert_eq!(mpsched_core::wire::internet_checksum(&f[26..46], 0), 0);
     }
 }
+
+/// The cost of HULA's and MP-HULA's frames on BMv2, each as [`crate::vectors::ingress_cost`]
+/// measures it, on the nodes of the standard vector sets: (what, ns per frame).
+pub fn costs(n: usize) -> Result<Vec<(String, f64)>, String> {
+    use crate::vectors::{ingress_cost, CostFrames};
+    use mpsched_core::vectors::from_hex;
+    let sets = mpsched_programs::vectors::standard_sets();
+    let set = |name: &str| {
+        sets.iter()
+            .find(|s| s.name == name)
+            .cloned()
+            .ok_or_else(|| format!("no vector set {name}"))
+    };
+    let frame = |s: &mpsched_core::vectors::VectorSet, i: usize| -> Result<(PortId, Vec<u8>), String> {
+        Ok((s.steps[i].port, from_hex(&s.steps[i].frame)?))
+    };
+    let mut out = Vec::new();
+    // An aggregation switch: a data packet of a known flowlet; a probe from above replicated
+    // to two down ports; one from below replicated to three ports.
+    let agg = set("hula-probes")?;
+    let cases: [(&str, usize); 3] = [
+        ("hula data packet to a ToR by its best hop", 6),
+        ("hula probe, 2 copies", 3),
+        ("hula probe, 3 copies", 10),
+    ];
+    for (what, i) in cases {
+        let ns = ingress_cost(&agg, &CostFrames::Ports(vec![frame(&agg, i)?]), n)?;
+        out.push((what.to_string(), ns));
+    }
+    // A ToR: origination (a trigger frame, two up ports).
+    let tor = set("hula-tor")?;
+    out.push((
+        "hula origination, 2 probes".to_string(),
+        ingress_cost(&tor, &CostFrames::Timer, n)?,
+    ));
+    // MP-HULA's ToR: a data segment of an associated connection (the option walk, the
+    // association lookup, the connection table), and handshakes whose third ACK associates
+    // (two SHA-256 tokens) against the same handshakes of a connection already associated.
+    let v1 = set("mphula-kernel-v1")?;
+    let (syn_port, syn) = frame(&v1, 2)?;
+    let (ack_port, ack) = frame(&v1, 4)?;
+    out.push((
+        "mphula data segment at a ToR".to_string(),
+        ingress_cost(&v1, &CostFrames::Ports(vec![(ack_port, ack.clone())]), n)?,
+    ));
+    let same = ingress_cost(
+        &v1,
+        &CostFrames::Ports(vec![(syn_port, syn.clone()), (ack_port, ack.clone())]),
+        n,
+    )?;
+    // Each handshake of its own flow: the TCP source port (bytes 34..36 of an unshimmed
+    // frame) stepped; BMv2 checks no TCP checksum.
+    let mut fresh = Vec::new();
+    for i in 0..(n / 2).clamp(1, 60_000) as u16 {
+        let (mut s, mut a) = (syn.clone(), ack.clone());
+        for f in [&mut s, &mut a] {
+            let sport = u16::from_be_bytes([f[34], f[35]]).wrapping_add(i + 1);
+            f[34..36].copy_from_slice(&sport.to_be_bytes());
+        }
+        fresh.push((syn_port, s));
+        fresh.push((ack_port, a));
+    }
+    let assoc = ingress_cost(&v1, &CostFrames::Ports(fresh), n)?;
+    out.push(("mphula handshake pair, associated before".to_string(), same));
+    out.push(("mphula handshake pair, associating (v1 tokens)".to_string(), assoc));
+    Ok(out)
+}

@@ -475,3 +475,83 @@ fn egress_outcome(
     }
     Ok(obs)
 }
+
+/// What [`ingress_cost`] sends.
+pub enum CostFrames {
+    /// Frames into ports, cycled.
+    Ports(Vec<(PortId, Vec<u8>)>),
+    /// HULA's trigger frame into the timer port.
+    Timer,
+}
+
+/// Nanoseconds of wall time per frame for `simple_switch` running `set`'s node (its program
+/// and tables, the switch's own clock) to take `n` frames: the frames are written in batches
+/// of [`COST_BATCH`] as fast as a raw socket takes them, and a batch is done when the frames it
+/// makes have come out (as many per frame as the first one made, counted on the ports' veth
+/// peers, so that nothing but the switch runs while it works). A throughput figure: parsing,
+/// ingress, replication, egress and deparsing of every frame are in it; the difference between
+/// two kinds of frame is what one costs more than the other.
+pub fn ingress_cost(set: &VectorSet, frames: &CostFrames, n: usize) -> Result<f64, String> {
+    if !is_root() {
+        return Err("running simple_switch on veth interfaces needs root".into());
+    }
+    let mut node = Node::create(set).map_err(|e| format!("{}: {e}", set.name))?;
+    if !is_hula(node.prog) {
+        return Err(format!("{}: ingress_cost runs HULA's program", set.name));
+    }
+    let err = |e: Bmv2Error| e.to_string();
+    // The switch's own clock, and the estimator on every frame, as in a live network.
+    node.switch.cli.register_write("test_flags", 0, 0).map_err(err)?;
+    let trigger = hula::trigger_frame(set.config.own_ip);
+    let send = |node: &Node, i: usize| -> Result<(), String> {
+        match frames {
+            CostFrames::Ports(list) => {
+                let (port, f) = &list[i % list.len()];
+                node.taps[usize::from(*port)].send(f)
+            }
+            CostFrames::Timer => node.timer.as_ref().ok_or("no timer port")?.send(&trigger),
+        }
+    };
+    let count = |node: &Node| -> usize {
+        let mut c = 0;
+        for tap in &node.taps {
+            while tap.next(0).is_some() {
+                c += 1;
+            }
+        }
+        c
+    };
+    // How many frames each one makes (every frame of a case makes as many).
+    send(&node, 0)?;
+    let mut per = 0;
+    let probe_until = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < probe_until {
+        per += count(&node);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if per == 0 {
+        return Err(format!("{}: the frame made nothing to count", set.name));
+    }
+    let t = Instant::now();
+    let (mut sent, mut seen) = (0usize, 0usize);
+    while sent < n {
+        let batch = COST_BATCH.min(n - sent);
+        for i in 0..batch {
+            send(&node, sent + i + 1)?;
+        }
+        sent += batch;
+        let deadline = Instant::now() + STEP_TIMEOUT * 10;
+        while seen < sent * per {
+            seen += count(&node);
+            if Instant::now() > deadline {
+                return Err(format!("{}: {seen} of {} frames came out", set.name, sent * per));
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+    Ok(t.elapsed().as_nanos() as f64 / n as f64)
+}
+
+/// Frames [`ingress_cost`] writes before it waits for the switch to take them: few enough that
+/// no socket or BMv2 queue overflows.
+pub const COST_BATCH: usize = 16;

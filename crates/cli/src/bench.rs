@@ -71,8 +71,21 @@ fn dataplane(a: &BenchArgs) -> anyhow::Result<()> {
         Err(e) => errln!("BMv2 left out of the throughput test: {e}"),
     }
     let paths = mpsched_netns::bench::path_throughput(a.iperf_seconds, &planes, &stop)?;
+    // HULA's and MP-HULA's P4 program on BMv2: ns per frame of each kind (with the toolchain).
+    let hula_costs = match planes.len() > 1 {
+        true => mpsched_bmv2::hula::costs(HULA_BMV2_FRAMES).unwrap_or_else(|e| {
+            errln!("BMv2 HULA costs left out: {e}");
+            Vec::new()
+        }),
+        false => Vec::new(),
+    };
     if a.json {
-        let v = serde_json::json!({ "ebpf": costs, "rust_decisions_per_s": decisions, "throughput": paths });
+        let v = serde_json::json!({
+            "ebpf": costs,
+            "rust_decisions_per_s": decisions,
+            "throughput": paths,
+            "bmv2_hula_ns_per_frame": hula_costs,
+        });
         outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
@@ -103,8 +116,17 @@ fn dataplane(a: &BenchArgs) -> anyhow::Result<()> {
             p.tcp_mbps / base.1.max(1e-9)
         );
     }
+    if !hula_costs.is_empty() {
+        outln!("HULA / MP-HULA on BMv2 (hula.p4, {HULA_BMV2_FRAMES} frames each, wall time per frame):");
+        for (what, ns) in &hula_costs {
+            outln!("  {what:<48} {:>9.0} ns/frame  {:>6.1} kpps", ns, 1e6 / ns);
+        }
+    }
     Ok(())
 }
+
+/// Frames per kind in the BMv2 HULA rows of `bench --dataplane`.
+const HULA_BMV2_FRAMES: usize = 2000;
 
 /// One run of `sc`, timed: the engine's wall time alone (building the simulation and
 /// collecting results are not part of an event rate).
