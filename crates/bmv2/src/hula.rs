@@ -24,8 +24,9 @@ use std::collections::BTreeMap;
 
 const INGRESS: &str = "HulaIngress";
 const EGRESS: &str = "HulaEgress";
-/// Slots of the flowlet, association and connection registers (`HULA_SLOTS`).
-pub const TABLE_SLOTS: u64 = 65536;
+/// Slots of the flowlet, association and connection registers (`HULA_SLOTS`): the parameters'
+/// default; BMv2 holds a register cell in about 700 bytes, so 65 536 cost 1.5 GB a switch.
+pub const TABLE_SLOTS: u64 = 4096;
 /// Destination ToRs the best-hop registers hold (`HULA_MAX_TORS`).
 pub const MAX_TORS: usize = 256;
 /// The port trigger frames come in by (`HULA_TIMER_PORT`).
@@ -573,4 +574,118 @@ pub fn costs(n: usize) -> Result<Vec<(String, f64)>, String> {
     out.push(("mphula handshake pair, associated before".to_string(), same));
     out.push(("mphula handshake pair, associating (v1 tokens)".to_string(), assoc));
     Ok(out)
+}
+
+/// The timer port's interface in a switch's namespace (BMv2 port [`TIMER_PORT`]) and its
+/// peer, which the prober writes into.
+pub const TIMER_IFACE: (&str, &str) = ("et", "etq");
+
+/// Whether a node needs a prober: a ToR (it has a ToR id) with at least one up port.
+pub fn needs_prober(t: &NodeTables) -> bool {
+    t.switch
+        .probe
+        .as_ref()
+        .is_some_and(|p| !origination_ports(p).is_empty())
+}
+
+/// Make the timer port's veth pair in `ns` (before the switch starts, which takes
+/// [`TIMER_IFACE`]`.0` as port [`TIMER_PORT`]).
+pub fn add_timer_port(ns: &mpsched_netns::ns::Netns) -> Result<(), Bmv2Error> {
+    let (a, b) = TIMER_IFACE;
+    ns.ip(&["link", "add", a, "type", "veth", "peer", "name", b])?;
+    ns.ip(&["link", "set", a, "up"])?;
+    ns.ip(&["link", "set", b, "up"])?;
+    Ok(())
+}
+
+/// A ToR's probe clock on BMv2: a thread writing the trigger frame into the timer port's peer
+/// every probe period, on absolute deadlines (a late period is sent at once and counted
+/// missed, never made up for twice). Stopped when dropped.
+pub struct Prober {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stats: std::sync::Arc<ProberStats>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What a prober did: triggers written, periods it was late for, its CPU time.
+#[derive(Debug, Default)]
+pub struct ProberStats {
+    /// Trigger frames written.
+    pub triggers: std::sync::atomic::AtomicU64,
+    /// Periods whose trigger was written more than one period late.
+    pub missed: std::sync::atomic::AtomicU64,
+    /// The thread's CPU time, µs.
+    pub cpu_us: std::sync::atomic::AtomicU64,
+}
+
+/// The calling thread's CPU time, µs.
+fn thread_cpu_us() -> u64 {
+    // SAFETY: clock_gettime fills the timespec it is given.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
+}
+
+impl Prober {
+    /// Start the prober of node `t` in `ns` (its timer port made by [`add_timer_port`]).
+    pub fn start(ns: &mpsched_netns::ns::Netns, t: &NodeTables) -> Result<Prober, Bmv2Error> {
+        use std::sync::atomic::Ordering;
+        let hc = hula_config(t)?;
+        let ifindex = ns.ifindex(TIMER_IFACE.1)?;
+        let tap = ns
+            .enter(|| mpsched_netns::tap::Tap::open(ifindex))?
+            .map_err(Bmv2Error::Switch)?;
+        let frame = trigger_frame(t.switch.own_ip);
+        let period = std::time::Duration::from_micros(hc.probe_period_us);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stats = std::sync::Arc::new(ProberStats::default());
+        let (s, st) = (stop.clone(), stats.clone());
+        let thread = std::thread::Builder::new()
+            .name("hula-prober".into())
+            .spawn(move || {
+                let mut next = std::time::Instant::now() + period;
+                while !s.load(Ordering::Relaxed) {
+                    let now = std::time::Instant::now();
+                    if now < next {
+                        std::thread::sleep(next - now);
+                        continue;
+                    }
+                    if tap.send(&frame).is_ok() {
+                        st.triggers.fetch_add(1, Ordering::Relaxed);
+                    }
+                    next += period;
+                    if std::time::Instant::now() > next {
+                        // More than a period late: skip to the next deadline ahead.
+                        st.missed.fetch_add(1, Ordering::Relaxed);
+                        next = std::time::Instant::now() + period;
+                    }
+                    st.cpu_us.store(thread_cpu_us(), Ordering::Relaxed);
+                }
+            })
+            .map_err(Bmv2Error::io("starting the prober thread"))?;
+        Ok(Prober {
+            stop,
+            stats,
+            thread: Some(thread),
+        })
+    }
+
+    /// Its figures so far, as registers (`prober.triggers`, `prober.missed`, `prober.cpu_us`).
+    pub fn registers(&self) -> BTreeMap<String, u64> {
+        use std::sync::atomic::Ordering;
+        BTreeMap::from([
+            ("prober.triggers".to_string(), self.stats.triggers.load(Ordering::Relaxed)),
+            ("prober.missed".to_string(), self.stats.missed.load(Ordering::Relaxed)),
+            ("prober.cpu_us".to_string(), self.stats.cpu_us.load(Ordering::Relaxed)),
+        ])
+    }
+}
+
+impl Drop for Prober {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }

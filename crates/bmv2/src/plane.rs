@@ -73,8 +73,15 @@ impl SwitchPlanes for Bmv2Planes {
         (prog.check)(tables).map_err(netns_error)?;
         // Thrift listens on the namespace's loopback.
         ns.ip(&["link", "set", "lo", "up"])?;
+        // A HULA ToR's probe clock: the timer port and its prober (crate::hula).
+        let prober_needed = prog.p4 == "hula" && crate::hula::needs_prober(tables);
+        let mut ports: Vec<(u16, String)> = (0..tables.ports.len() as u16).map(|p| (p, format!("e{p}"))).collect();
+        if prober_needed {
+            crate::hula::add_timer_port(ns).map_err(netns_error)?;
+            ports.push((crate::hula::TIMER_PORT, crate::hula::TIMER_IFACE.0.to_string()));
+        }
         let opts = SwitchOptions {
-            ports: (0..tables.ports.len() as u16).map(|p| (p, format!("e{p}"))).collect(),
+            ports,
             thrift_port: 9090,
             // Per-packet logs, for debugging a run: slow, so only on request.
             log_file: std::env::var_os("MPSCHED_BMV2_LOG")
@@ -83,16 +90,24 @@ impl SwitchPlanes for Bmv2Planes {
         };
         let mut switch = Bmv2Switch::start(ns, &opts).map_err(netns_error)?;
         (prog.configure)(&mut switch.cli, tables).map_err(netns_error)?;
+        let prober = if prober_needed {
+            Some(crate::hula::Prober::start(ns, tables).map_err(netns_error)?)
+        } else {
+            None
+        };
         Ok(Box::new(Bmv2Plane {
             switch: Mutex::new(switch),
             tables: tables.clone(),
             prog,
+            prober,
         }))
     }
 }
 
 /// One running switch.
 struct Bmv2Plane {
+    /// A HULA ToR's prober: first, so that it stops before the switch (fields drop in order).
+    prober: Option<crate::hula::Prober>,
     switch: Mutex<Bmv2Switch>,
     tables: NodeTables,
     prog: &'static Bmv2Program,
@@ -148,6 +163,10 @@ impl SwitchPlane for Bmv2Plane {
 
     fn snapshot(&self) -> Option<BTreeMap<String, u64>> {
         let mut sw = self.switch.lock().unwrap_or_else(|e| e.into_inner());
-        (self.prog.snapshot)(&mut sw.cli, &self.tables).ok()
+        let mut regs = (self.prog.snapshot)(&mut sw.cli, &self.tables).ok()?;
+        if let Some(p) = &self.prober {
+            regs.extend(p.registers());
+        }
+        Some(regs)
     }
 }

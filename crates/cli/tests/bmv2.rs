@@ -8,6 +8,8 @@
 //! instead (`common::run_or_skip`).
 
 mod common;
+#[path = "bmv2_hula/live.rs"]
+mod hula_live;
 
 use common::{mpsched, ok};
 use std::path::PathBuf;
@@ -40,7 +42,47 @@ const TESTS: &[(&str, fn())] = &[
         "nothing_is_left_after_a_normal_an_interrupted_or_a_failed_bmv2_run",
         nothing_is_left_after_a_normal_an_interrupted_or_a_failed_bmv2_run,
     ),
+    (
+        "every_hula_and_mphula_vector_set_agrees_on_bmv2",
+        every_hula_and_mphula_vector_set_agrees_on_bmv2,
+    ),
+    (
+        "mphula_on_bmv2_puts_two_subflows_on_different_uplinks",
+        mphula_on_bmv2_puts_two_subflows_on_different_uplinks,
+    ),
 ];
+
+/// HULA's and MP-HULA's sets (probes, the estimator, timers, best-k, association v0 and the
+/// kernel's v1 handshake, the option walk, sub-flowlets) on hula.p4, in process; nothing left.
+fn every_hula_and_mphula_vector_set_agrees_on_bmv2() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let switches_before = switch_processes();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| (n.starts_with("hula-") || n.starts_with("mphula-")) && n.ends_with(".json"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 7, "HULA's sets: {names:?}");
+    for name in &names {
+        let set: mpsched_core::vectors::VectorSet =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap();
+        let (init, res) = mpsched_bmv2::vectors::run_bmv2(&set).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let errs = mpsched_core::vectors::compare(&set, &init, &res);
+        assert!(errs.is_empty(), "{name}: {errs:#?}");
+    }
+    assert_eq!(switch_processes(), switches_before, "a simple_switch outlived its run");
+    assert!(our_namespaces().is_empty(), "namespaces left: {:?}", our_namespaces());
+}
+
+/// MP-HULA on a k = 4 fat tree of twenty `simple_switch`es, kernel MPTCP (bmv2_hula/live.rs).
+fn mphula_on_bmv2_puts_two_subflows_on_different_uplinks() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    hula_live::mphula_on_bmv2_puts_two_subflows_on_different_uplinks();
+    assert!(our_namespaces().is_empty(), "namespaces left: {:?}", our_namespaces());
+}
 
 fn main() {
     let root = mpsched_netns::ns::is_root();

@@ -26,13 +26,15 @@
 #include "include/headers.p4"
 #include "include/arith.p4"
 
-/* Sizes: BMv2 sizes registers when it loads the program; the control plane refuses more. */
-#define HULA_SLOTS 65536      /* flowlet, association and connection slots */
+/* Sizes: BMv2 sizes registers when it loads the program; the control plane refuses more. A
+ * register cell costs simple_switch about 700 bytes (a multiprecision value each): at 65 536
+ * slots per table one switch held 1.5 GB, so the tables hold the default 4 096 here. */
+#define HULA_SLOTS 4096       /* flowlet, association and connection slots (the defaults) */
 #define HULA_MAX_TORS 256
 #define HULA_K 4              /* best-k slots per ToR (MAX_BEST_K) */
 #define HULA_SUBFLOWS 4       /* MAX_SUBFLOWS */
 #define HULA_BEST_SLOTS 1024  /* HULA_MAX_TORS * HULA_K */
-#define HULA_CONN_SUB 262144  /* HULA_SLOTS * HULA_SUBFLOWS */
+#define HULA_CONN_SUB 16384   /* HULA_SLOTS * HULA_SUBFLOWS */
 
 /* Probe origination: a frame written into this port starts the ToR's probes (BMv2 has no
  * timer that sends packets; the prober of crates/bmv2/src/hula.rs writes one every period). */
