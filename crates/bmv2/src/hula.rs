@@ -674,7 +674,10 @@ impl Prober {
     pub fn registers(&self) -> BTreeMap<String, u64> {
         use std::sync::atomic::Ordering;
         BTreeMap::from([
-            ("prober.triggers".to_string(), self.stats.triggers.load(Ordering::Relaxed)),
+            (
+                "prober.triggers".to_string(),
+                self.stats.triggers.load(Ordering::Relaxed),
+            ),
             ("prober.missed".to_string(), self.stats.missed.load(Ordering::Relaxed)),
             ("prober.cpu_us".to_string(), self.stats.cpu_us.load(Ordering::Relaxed)),
         ])

@@ -238,6 +238,20 @@ pub fn mphula_on_bmv2_puts_two_subflows_on_different_uplinks() {
     let mut net = Net::build();
     // Let probes fill the best-hop tables (ageing 500 ms, period 50 ms).
     std::thread::sleep(Duration::from_secs(2));
+    let ping = net.nss[net.node(CLIENT)].exec(
+        "ping",
+        &[
+            "-c",
+            "3",
+            "-i",
+            "0.3",
+            &mpsched_core::packet::ipv4_to_string(net.sc.nodes[net.node(SERVER)].ip),
+        ],
+    );
+    eprintln!(
+        "ping: {:?}",
+        ping.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    );
     net.traffic(12);
     std::thread::sleep(Duration::from_secs(2));
     let (apart, together, regs) = sample(&net, 20);
@@ -261,14 +275,25 @@ pub fn mphula_on_bmv2_puts_two_subflows_on_different_uplinks() {
     );
     for (i, plane) in &net.planes {
         let r = plane.snapshot().unwrap_or_default();
-        let keys = ["counter.hula.new_flowlets", "counter.hula.fallback", "counter.no_route", "counter.mphula.assoc"];
-        let tx: Vec<u64> = (0..4).map(|p| r.get(&format!("port{p}.tx_pkts")).copied().unwrap_or(0)).collect();
-        let rx: Vec<u64> = (0..4).map(|p| r.get(&format!("port{p}.rx_pkts")).copied().unwrap_or(0)).collect();
-        eprintln!("{}: {:?} rx {rx:?} tx {tx:?}", net.sc.nodes[*i].name, keys.map(|k| r.get(k).copied().unwrap_or(0)));
+        let keys: Vec<String> = r
+            .iter()
+            .filter(|(k, v)| k.starts_with("counter.") && !k.contains("probe") && **v != 0)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let tx: Vec<u64> = (0..4)
+            .map(|p| r.get(&format!("port{p}.tx_pkts")).copied().unwrap_or(0))
+            .collect();
+        let rx: Vec<u64> = (0..4)
+            .map(|p| r.get(&format!("port{p}.rx_pkts")).copied().unwrap_or(0))
+            .collect();
+        eprintln!("{}: {keys:?} rx {rx:?} tx {tx:?}", net.sc.nodes[*i].name);
     }
     assert!(regs["counter.mphula.assoc"] >= 2, "{regs:?}");
     assert!(regs["counter.mphula.joins"] >= 1, "{regs:?}");
-    assert!(regs["counter.mphula.sibling_skips"] > 0, "no sub-flowlet avoided a sibling");
+    assert!(
+        regs["counter.mphula.sibling_skips"] > 0,
+        "no sub-flowlet avoided a sibling"
+    );
     assert!(
         apart >= 5 && apart >= 4 * together,
         "subflows sharing an uplink: apart {apart}, together {together}"
