@@ -413,8 +413,10 @@ fn an_abc_limit_caps_what_one_ack_grows_the_window_by() {
 /// retransmitted; records merge nothing, and the boundary goes once it is acknowledged.
 #[test]
 fn segments_end_at_record_boundaries_sent_and_retransmitted() {
-    let mut cfg = TcpConfig::default();
-    cfg.nodelay = true;
+    let cfg = TcpConfig {
+        nodelay: true,
+        ..TcpConfig::default()
+    };
     let mss = u64::from(cfg.mss_bytes);
     let mut s = TcpSender::new(cfg);
     s.write_record(500);
