@@ -327,6 +327,13 @@ pub trait Program: ProgramControl + Send {
         Vec::new()
     }
 
+    /// Every register a conformance vector compares beyond the counters (table contents,
+    /// named as the program's README names them for every backend): empty for programs whose
+    /// vectors compare counters only. Not sampled during runs (see [`Program::registers`]).
+    fn vector_registers(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+
     /// The control plane replaces the routing tables (routes and ECMP groups of `config`),
     /// after a link failed; everything else the program holds stays. Programs that route
     /// nothing ignore it.

@@ -464,6 +464,10 @@ pub struct RawVariant {
     /// Subflows of every MPTCP flow.
     #[serde(default)]
     pub subflows: Option<u8>,
+    /// `tcp`: every MPTCP flow runs as single-path TCP instead (its coupled congestion control
+    /// becomes Reno, which is what a coupled controller is on one path).
+    #[serde(default)]
+    pub protocol: Option<String>,
     /// Scheduler of every tunnel.
     #[serde(default)]
     pub tunnel_scheduler: Option<String>,

@@ -42,9 +42,9 @@ pub fn probe_configs(g: &Graph) -> Vec<Option<ProbeConfig>> {
     };
     let mut tor_id = vec![None; g.len()];
     let mut n_tors: u16 = 0;
-    for n in 0..g.len() {
+    for (n, id) in tor_id.iter_mut().enumerate() {
         if is_tor(n) {
-            tor_id[n] = Some(n_tors);
+            *id = Some(n_tors);
             n_tors = n_tors.saturating_add(1);
         }
     }

@@ -3,6 +3,15 @@
 //! MPTCP-aware sub-flowlet routing. `README.md` in this folder is the specification the Rust
 //! twin (here), the eBPF program (`hula.bpf.c`) and the P4 program (`hula.p4`) follow.
 
+pub mod assoc;
+pub mod besthop;
+pub mod conn;
+pub mod estimator;
+mod registers;
+pub mod switch;
+
+pub use switch::{canonical_hash, Hula, HulaCounters};
+
 use crate::params::{Param, ParamKind, Params};
 use crate::{BuildInput, SwitchProgram, TablesNeed};
 use mpsched_core::program::Program;
@@ -29,6 +38,11 @@ pub const UTIL_BYTES_MAX: u64 = 1 << 31;
 pub const MIN_CAP_BYTES: u64 = 256;
 /// Longest estimator time constant, µs (a power of two).
 pub const MAX_TAU_US: u64 = 8192;
+/// Most ports a HULA switch may have (the estimators and port directions are arrays of this
+/// size on every backend): a ToR of MP-HULA's Fig. 4 has 16 hosts and 2 uplinks.
+pub const MAX_PORTS: usize = 64;
+/// Most ToRs (destinations of the best-hop table): ids are 16-bit.
+pub const MAX_TORS: usize = 1 << 16;
 /// An empty best-hop slot's or connection table's port.
 pub const NO_PORT: u16 = 0xFFFF;
 
@@ -164,13 +178,9 @@ impl SwitchProgram for HulaProgram {
     }
 
     fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError> {
-        let cfg = HulaConfig::from_params(input.params, self.mp)
-            .map_err(|e| ConfigError(format!("node `{}`: {e}", input.node)))?;
-        let _ = cfg;
-        Err(ConfigError(format!(
-            "node `{}`: HULA's Rust twin is not in this build",
-            input.node
-        )))
+        let err = |e: String| ConfigError(format!("node `{}`: {}: {e}", input.node, self.name()));
+        let cfg = HulaConfig::from_params(input.params, self.mp).map_err(err)?;
+        Ok(Box::new(Hula::new(input.tables, cfg).map_err(err)?))
     }
 
     fn build_with_rng(

@@ -349,6 +349,41 @@ pub(super) fn set_subflows(ctx: &Ctx<'_>, at: &str, n: u8, flows: &mut [Flow]) -
     Ok(())
 }
 
+/// A variant's `protocol = "tcp"`: every MPTCP flow becomes a single-path TCP flow (a coupled
+/// congestion control becomes Reno, its one-path form). Only `tcp` is accepted: a TCP flow has no
+/// MPTCP settings to become MPTCP with.
+pub(super) fn set_single_path(
+    ctx: &Ctx<'_>,
+    at: &str,
+    protocol: &str,
+    flows: &mut [Flow],
+) -> Result<(), ScenarioError> {
+    if protocol != "tcp" {
+        return Err(ctx.err(
+            at.to_string(),
+            format!("expected `tcp` (MPTCP flows run as single-path TCP), got `{protocol}`"),
+        ));
+    }
+    let mut any = false;
+    for fl in flows.iter_mut().filter(|x| x.protocol == Protocol::Mptcp) {
+        fl.protocol = Protocol::Tcp;
+        if let Some(t) = fl.tcp.as_mut() {
+            t.mptcp = None;
+            if t.config.cc.is_coupled() {
+                t.config.cc = mpsched_transport::cc::CcKind::Reno;
+            }
+        }
+        any = true;
+    }
+    if !any {
+        return Err(ctx.err(
+            at.to_string(),
+            "the scenario has no MPTCP flow (`protocol = \"mptcp\"`) to run as TCP",
+        ));
+    }
+    Ok(())
+}
+
 /// A subflow count, 1 to [`MAX_SUBFLOWS`].
 pub(super) fn subflow_count(ctx: &Ctx<'_>, at: &str, n: u8) -> Result<u8, ScenarioError> {
     if !(1..=MAX_SUBFLOWS).contains(&n) {

@@ -129,6 +129,9 @@ impl Scenario {
         if let Some(n) = raw.subflows {
             flows::set_subflows(&ctx, &f("subflows"), n, &mut out.flows)?;
         }
+        if let Some(p) = &raw.protocol {
+            flows::set_single_path(&ctx, &f("protocol"), p, &mut out.flows)?;
+        }
         if let Some(p) = &raw.program {
             let prog = program_named(&ctx, &f("program"), p)?;
             for slot in out.programs.iter_mut().flatten() {

@@ -120,7 +120,7 @@ impl Simulation {
     /// Call `node`'s program with the runtime's context and carry out what it asked for:
     /// generated packets are sent, timers scheduled. None if the node has no program.
     #[inline]
-    fn call_program<T>(&mut self, node: u32, f: impl FnOnce(&mut dyn Program, &mut Ctx) -> T) -> Option<T> {
+    pub(super) fn call_program<T>(&mut self, node: u32, f: impl FnOnce(&mut dyn Program, &mut Ctx) -> T) -> Option<T> {
         self.net.ctx.reset(self.net.now);
         let out = self.net.nodes[node as usize]
             .program

@@ -322,6 +322,10 @@ impl Simulation {
         let mut sim = Simulation { net, traffic, monitor };
         for n in 0..sim.net.nodes.len() as u32 {
             sim.cache_stages(n);
+            // Programs arm their timers (a HULA ToR's probe period) before the first packet.
+            if sim.net.nodes[n as usize].program.is_some() {
+                sim.call_program(n, |p, ctx| p.start(ctx));
+            }
         }
         if let Some(f) = failures::LinkFailures::of(sc)? {
             sim.add_component(Box::new(f));
