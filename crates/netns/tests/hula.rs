@@ -17,7 +17,9 @@
 
 use mpsched_core::mptcp::crypto::{token, MptcpVersion};
 use mpsched_core::mptcp::MptcpOption;
-use mpsched_core::packet::{Ipv4, PacketMeta};
+use mpsched_core::packet::{HeaderExt, Ipv4, PacketMeta};
+use mpsched_programs::hula::assoc::{AssocEvent, Association};
+use mpsched_programs::hula::switch::canonical_hash;
 use mpsched_core::probe::{DestTor, PortDir, ProbeConfig, ProbePort};
 use mpsched_core::switch::SwitchConfig;
 use mpsched_core::table::{Route, ECMP_GROUP};
@@ -315,10 +317,14 @@ fn option_block(d: &mut Draws) -> Vec<u8> {
     if d.below(2) == 0 {
         // Half the blocks lead with a well-formed MP_CAPABLE or MP_JOIN after some NOPs.
         b.resize(d.below(4) as usize, 1);
-        let o = match d.below(3) {
-            0 => capable(d.below(3) as u8, Some(d.next()), None),
+        let o = match d.below(4) {
+            0 => capable(d.below(3) as u8, Some(d.next() % 4), None),
+            3 => capable(d.below(3) as u8, Some(d.next() % 4), Some(d.next() % 4)),
             1 => capable(d.below(2) as u8, None, None),
-            _ => join(d.next() as u32),
+            _ => {
+                let v = if d.below(2) == 0 { MptcpVersion::V0 } else { MptcpVersion::V1 };
+                join(token(v, d.next() % 4))
+            }
         };
         o.unwrap().encode(&mut b);
     }
@@ -368,22 +374,47 @@ fn fuzz_segment(d: &mut Draws, flow: u16, opts: &[u8]) -> Vec<u8> {
     f
 }
 
-/// Whether a segment's MPTCP option moves the association tables of a ToR that has seen no
-/// other segment of its flow: an MP_CAPABLE SYN (not ACK) of version 0 or 1 (it writes the aux
-/// slot), or an MP_JOIN SYN (a miss: no connection is known).
-fn moves_tables(f: &[u8]) -> (bool, bool) {
-    let Ok((meta, Some(o))) = parse_frame_with_mptcp(f, 0) else {
-        return (false, false);
+/// The twin's association tables as registers, named as the program's (aux, assoc, token).
+fn model_registers(m: &Association) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (i, x) in m.aux.iter().enumerate().filter(|(_, x)| x.flags != 0) {
+        out.insert(format!("aux.{i}.tag"), u64::from(x.tag));
+        out.insert(format!("aux.{i}.key_a"), x.key_a);
+        out.insert(format!("aux.{i}.key_b"), x.key_b);
+        out.insert(format!("aux.{i}.flags"), u64::from(x.flags));
+    }
+    for (i, a) in m.assoc.iter().enumerate().filter(|(_, a)| a.valid) {
+        out.insert(format!("assoc.{i}.tag"), u64::from(a.tag));
+        out.insert(format!("assoc.{i}.conn_id"), a.conn_id);
+        out.insert(format!("assoc.{i}.subflow"), u64::from(a.subflow));
+        out.insert(format!("assoc.{i}.count"), u64::from(a.count));
+    }
+    for (i, t) in m.tokens.iter().enumerate().filter(|(_, t)| t.valid) {
+        out.insert(format!("token.{i}.token"), u64::from(t.token));
+        out.insert(format!("token.{i}.assoc_slot"), u64::from(t.assoc_slot));
+    }
+    out
+}
+
+fn association_registers(regs: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    regs.iter()
+        .filter(|(k, _)| k.starts_with("aux.") || k.starts_with("assoc.") || k.starts_with("token."))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect()
+}
+
+/// Feed a segment to the twin's association tables as the switch does (a TCP segment that
+/// parses, with its MPTCP option): the counter the event moves.
+fn model_observe(m: &mut Association, f: &[u8], seed: u32) -> Option<&'static str> {
+    let (meta, opt) = parse_frame_with_mptcp(f, 0).ok()?;
+    let (HeaderExt::Tcp { flags, .. }, Some(o)) = (meta.ext, opt) else {
+        return None;
     };
-    let flags = match meta.ext {
-        mpsched_core::packet::HeaderExt::Tcp { flags, .. } => flags,
-        _ => 0,
-    };
-    let syn_only = flags & 0x12 == 0x02;
-    match o {
-        MptcpOption::Capable { version, .. } => (syn_only && version <= 1, false),
-        MptcpOption::JoinSyn { .. } => (false, syn_only),
-        _ => (false, false),
+    match m.observe(canonical_hash(&meta, seed), flags, &o) {
+        AssocEvent::Associated => Some("counter.mphula.assoc"),
+        AssocEvent::Joined => Some("counter.mphula.joins"),
+        AssocEvent::JoinMissed => Some("counter.mphula.join_misses"),
+        AssocEvent::None => None,
     }
 }
 
@@ -394,34 +425,42 @@ fn the_option_parser_survives_malformed_options() {
     let tables = node.tables(&set).unwrap();
     let ifindex = node.ports[0].ifindex;
     let mut d = Draws(0x9e37_79b9_7f4a_7c15);
+    let mut model = Association::new(16);
     node.enter(|| {
         let (_, trig) = create_trigger().unwrap();
         let plane = HulaPlane::load(&tables, trig).unwrap();
         let prog = plane.program(INGRESS).unwrap();
         let mut prev = plane.snapshot().unwrap();
-        let (mut expect_aux, mut expect_miss) = (0, 0);
+        let mut events: BTreeMap<&str, u64> = BTreeMap::new();
         for i in 0..N {
             let opts = option_block(&mut d);
-            // Every segment a flow of its own: no handshake is ever completed.
-            let f = fuzz_segment(&mut d, 1024 + i as u16, &opts);
+            // A few flows, so that some handshakes complete and some joins find their tokens.
+            let flow = 40000 + d.below(6) as u16;
+            let f = fuzz_segment(&mut d, flow, &opts);
             let (ret, _, _) = test_run_prog(&prog, ifindex, &f, 1).unwrap();
             assert!([0, 2, 7].contains(&ret), "frame {i}: return code {ret}");
             let regs = plane.snapshot().unwrap();
-            let aux_moved = regs.iter().any(|(k, v)| k.starts_with("aux.") && prev.get(k) != Some(v));
-            let (aux, miss) = moves_tables(&f);
-            assert_eq!(aux_moved, aux, "frame {i} ({}): aux written {aux_moved}, Rust {aux}", to_hex(&f));
-            expect_aux += u64::from(aux);
-            expect_miss += u64::from(miss);
+            if let Some(e) = model_observe(&mut model, &f, set.config.hash_seed) {
+                *events.entry(e).or_default() += 1;
+            }
+            assert_eq!(
+                association_registers(&regs),
+                model_registers(&model),
+                "frame {i} ({}): the tables differ from the twin's",
+                to_hex(&f)
+            );
             prev = regs;
         }
         let c = |k: &str| prev.get(k).copied().unwrap_or(0);
+        for k in ["counter.mphula.assoc", "counter.mphula.joins", "counter.mphula.join_misses"] {
+            assert_eq!(c(k), events.get(k).copied().unwrap_or(0), "{k}");
+        }
         let outcomes = c("counter.malformed") + c("counter.not_ipv4") + c("port2.tx_pkts") + c("port3.tx_pkts");
         assert_eq!(c("port0.rx_pkts"), N as u64);
         assert_eq!(outcomes + c("counter.redirect_failed"), N as u64, "{prev:?}");
-        assert_eq!(c("counter.mphula.join_misses"), expect_miss);
-        assert_eq!(c("counter.mphula.assoc") + c("counter.mphula.joins"), 0);
-        assert!(expect_aux > 100 && expect_miss > 10, "the fuzzer reached too few options: {expect_aux} {expect_miss}");
-        eprintln!("{N} segments: {expect_aux} MP_CAPABLE SYNs, {expect_miss} MP_JOIN SYNs, {} malformed", c("counter.malformed"));
+        let aux = prev.keys().filter(|k| k.starts_with("aux.")).count();
+        eprintln!("{N} segments: {events:?}, {} malformed, {aux} aux registers at the end", c("counter.malformed"));
+        assert!(c("counter.mphula.assoc") > 0 && c("counter.mphula.join_misses") > 0, "{events:?}");
     })
     .unwrap();
 }

@@ -64,11 +64,6 @@ pub const COUNTERS: [&str; 24] = [
     "counter.redirect_failed",
 ];
 
-/// MP-HULA's counters: absent from a HULA node's registers.
-fn is_mp_counter(name: &str) -> bool {
-    name.starts_with("counter.mphula.")
-}
-
 /// Frames larger than the hosts' MTU by the connection header cross the switches' ports: their
 /// veths take this MTU (the receiving end drops a frame over its own).
 pub const SWITCH_MTU: u32 = 1600;
@@ -79,6 +74,8 @@ pub struct HulaPlane {
     cfg: HulaConfig,
     n_ports: usize,
     n_tors: u16,
+    /// Whether the node is a ToR (MP-HULA's association tables are a ToR's only).
+    tor: bool,
     hooks: Vec<TcHook>,
     prober: Option<prober::Prober>,
 }
@@ -184,6 +181,7 @@ impl HulaPlane {
             cfg: c.cfg,
             n_ports: t.ports.len(),
             n_tors: c.probe.n_tors,
+            tor: c.probe.tor_id.is_some(),
             hooks: Vec::new(),
             prober: None,
         };
@@ -343,7 +341,7 @@ impl HulaPlane {
     fn counters_into(&self, out: &mut BTreeMap<String, u64>) -> Result<(), DataplaneError> {
         for (i, name) in COUNTERS.iter().enumerate() {
             let v: u64 = percpu_sum(&self.obj, "counters", i as u32, |t: &mut u64, v| *t += v)?;
-            if (*name == "counter.redirect_failed" && v == 0) || (!self.cfg.mp && is_mp_counter(name)) {
+            if *name == "counter.redirect_failed" && v == 0 {
                 continue;
             }
             out.insert(name.to_string(), v);
@@ -384,8 +382,10 @@ impl HulaPlane {
         if !self.cfg.mp {
             return Ok(());
         }
-        for s in 0..self.cfg.assoc_entries {
-            self.assoc_slot_into(s, out)?;
+        if self.tor {
+            for s in 0..self.cfg.assoc_entries {
+                self.assoc_slot_into(s, out)?;
+            }
         }
         for s in 0..self.cfg.conn_entries {
             let c: Conn = self.lookup("conns", s)?;
@@ -404,7 +404,7 @@ impl HulaPlane {
 
     fn assoc_slot_into(&self, s: u32, out: &mut BTreeMap<String, u64>) -> Result<(), DataplaneError> {
         let x: Aux = self.lookup("aux", s)?;
-        if x.valid != 0 {
+        if x.flags != 0 {
             out.insert(format!("aux.{s}.tag"), u64::from(x.tag));
             out.insert(format!("aux.{s}.key_a"), x.key_a);
             out.insert(format!("aux.{s}.key_b"), x.key_b);

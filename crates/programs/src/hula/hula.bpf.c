@@ -470,7 +470,8 @@ __attribute__((noinline)) int hula_probe_in(struct __sk_buff *skb, __u32 in_port
 	now = now_us(n);
 	here = util_q16(n, in_port, now);
 	util = best_update(n, tor, in_port, util > here ? util : here, now);
-	body[2] += 1;
+	if (body[2] < 255) /* hops saturate */
+		body[2] += 1;
 	body[4] = util >> 24;
 	body[5] = util >> 16;
 	body[6] = util >> 8;
@@ -779,38 +780,40 @@ __attribute__((noinline)) int hula_associate(__u32 slot, __u32 tag, struct hula_
 	return 1;
 }
 
-/* MP_CAPABLE on a segment (SYN, SYN/ACK, third ACK). */
-static __always_inline void on_capable(const struct hula_node *n, __u32 slot, __u32 tag, const struct hula_mptcp *m)
+/* MP_CAPABLE on a segment (SYN, SYN/ACK, third ACK). An aux slot is empty while its flags are
+ * 0; the version is the SYN's (a version above 1 hashes as 1). */
+static __always_inline void on_capable(__u32 slot, __u32 tag, const struct hula_mptcp *m)
 {
 	struct hula_aux *x = bpf_map_lookup_elem(&aux, &slot);
 	struct hula_assoc *as = bpf_map_lookup_elem(&assoc, &slot);
-	int syn = m->tcp_flags & 0x02, ack = m->tcp_flags & 0x10, v0 = m->version == 0;
+	int syn = m->tcp_flags & 0x02, ack = m->tcp_flags & 0x10;
+	struct hula_keys keys = {};
 
-	if (!x || !as || m->version > 1)
+	if (!x || !as)
 		return;
 	if (syn && !ack) {
 		x->tag = tag;
-		x->key_a = v0 && m->has_keys ? m->key_s : 0;
+		x->key_a = m->has_keys ? m->key_s : 0;
 		x->key_b = 0;
-		x->flags = (v0 && m->has_keys ? HULA_AUX_A : 0) | (v0 ? 0 : HULA_AUX_V1);
-		x->valid = 1;
+		x->flags = (m->has_keys ? HULA_AUX_A : 0) | (m->version >= 1 ? HULA_AUX_V1 : 0);
 		return;
 	}
-	if (!x->valid || x->tag != tag)
+	if (x->flags == 0 || x->tag != tag)
 		return;
 	if (syn && ack && m->has_keys) {
 		x->key_b = m->key_s;
 		x->flags |= HULA_AUX_B;
-		if (v0 && (x->flags & HULA_AUX_A)) {
-			struct hula_keys keys = { .a = x->key_a, .b = x->key_b, .version = 0 };
-
+		if ((x->flags & (HULA_AUX_A | HULA_AUX_V1)) == HULA_AUX_A) {
+			keys.a = x->key_a;
+			keys.b = x->key_b;
 			hula_associate(slot, tag, &keys);
 		}
 		return;
 	}
 	if (!syn && ack && m->has_keys == 2 && !(as->valid && as->tag == tag)) {
-		struct hula_keys keys = { .a = m->key_s, .b = m->key_r, .version = m->version };
-
+		keys.a = m->key_s;
+		keys.b = m->key_r;
+		keys.version = (x->flags & HULA_AUX_V1) ? 1 : 0;
 		hula_associate(slot, tag, &keys);
 	}
 }
@@ -862,7 +865,7 @@ __attribute__((noinline)) int hula_mptcp_assoc(struct __sk_buff *skb, struct hul
 	if ((bpf_ntohs(f->ip.frag_off) & 0x1fff) == 0 &&
 	    hula_mptcp_option(skb, f->ip_off + f->ihl, f->tot_len - f->ihl, &m)) {
 		if (m.subtype == 0)
-			on_capable(n, slot, key, &m);
+			on_capable(slot, key, &m);
 		else
 			on_join(n, slot, key, &m);
 	}
@@ -980,6 +983,10 @@ __attribute__((noinline)) __u32 hula_sub_choice(struct hula_pkt *k, __u64 now)
 	c = bpf_map_lookup_elem(&conns, &slot);
 	if (!c)
 		return HULA_NO_PORT;
+	if (s == 0 || s > HULA_MAX_SUBFLOWS) {
+		count(HULA_C_SUBFLOW_OVERFLOW);
+		return best_hop(n, k->tor, now);
+	}
 	if (c->valid && c->conn_id != k->conn_id && conn_active(n, c, now)) {
 		count(HULA_C_CONN_COLLISIONS);
 		return best_hop(n, k->tor, now);
@@ -991,10 +998,6 @@ __attribute__((noinline)) __u32 hula_sub_choice(struct hula_pkt *k, __u64 now)
 #pragma unroll
 		for (i = 0; i < HULA_MAX_SUBFLOWS; i++)
 			c->port[i] = HULA_NO_PORT;
-	}
-	if (s == 0 || s > HULA_MAX_SUBFLOWS) {
-		count(HULA_C_SUBFLOW_OVERFLOW);
-		return best_hop(n, k->tor, now);
 	}
 	if (best_read(k->tor, hops))
 		return HULA_NO_PORT;
@@ -1149,7 +1152,7 @@ __attribute__((noinline)) int hula_data(struct __sk_buff *skb, struct hula_frame
 		struct hula_pkt c = {};
 
 		if (hula_mptcp_assoc(skb, f, l4ports, &c) && !k.has_conn && in_port >= 0 &&
-		    port_dir(in_port) == HULA_DIR_HOST && f->n_shims == 0) {
+		    port_dir(in_port) == HULA_DIR_HOST && f->n_shims < HULA_MAX_SHIMS) {
 			if (hula_push_conn(skb, c.conn_id, c.subflow)) {
 				count(HULA_C_REDIRECT_FAILED);
 				return TC_ACT_SHOT;

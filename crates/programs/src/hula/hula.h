@@ -122,9 +122,9 @@ struct hula_flowlet {
 /* Map "aux": array of assoc_entries; the keys of a handshake in progress. */
 struct hula_aux {
 	__u32 tag;
-	__u8 flags; /* HULA_AUX_* */
-	__u8 valid;
-	__u16 pad;
+	__u8 flags; /* HULA_AUX_*; 0: the slot is empty */
+	__u8 pad;
+	__u16 pad2;
 	__u64 key_a;
 	__u64 key_b;
 };

@@ -130,8 +130,8 @@ pub struct Flowlet {
 pub struct Aux {
     pub tag: u32,
     pub flags: u8,
-    pub valid: u8,
-    pub pad: u16,
+    pub pad: u8,
+    pub pad2: u16,
     pub key_a: u64,
     pub key_b: u64,
 }

@@ -131,11 +131,14 @@ impl Runner<'_> {
                 obs.action = "consume".into();
                 obs.probes = self.probes_sent(&delta)?;
             }
-            (Hook::Ingress, TC_ACT_SHOT)
-                if delta("counter.hula.probes_in") + delta("counter.hula.probes_refused") > 0 =>
-            {
+            (Hook::Ingress, TC_ACT_SHOT) if delta("counter.hula.probes_in") > 0 => {
                 obs.action = "consume".into();
                 obs.probes = self.probes_sent(&delta)?;
+            }
+            // The twin refuses a probe with Verdict::Drop(Malformed).
+            (Hook::Ingress, TC_ACT_SHOT) if delta("counter.hula.probes_refused") > 0 => {
+                obs.action = "drop".into();
+                obs.drop_reason = Some("malformed".into());
             }
             (Hook::Ingress, TC_ACT_SHOT) => shot(&mut obs, &delta),
             (_, r) => return Err(format!("unexpected return code {r}")),
