@@ -18,16 +18,18 @@
 use mpsched_core::mptcp::crypto::{token, MptcpVersion};
 use mpsched_core::mptcp::MptcpOption;
 use mpsched_core::packet::{HeaderExt, Ipv4, PacketMeta};
-use mpsched_programs::hula::assoc::{AssocEvent, Association};
-use mpsched_programs::hula::switch::canonical_hash;
 use mpsched_core::probe::{DestTor, PortDir, ProbeConfig, ProbePort};
 use mpsched_core::switch::SwitchConfig;
 use mpsched_core::table::{Route, ECMP_GROUP};
-use mpsched_core::vectors::{compare, to_hex, Hook, Observed, Step, StepResult, VectorSet, OWN_MAC_NODE, PEER_MAC_NODE};
+use mpsched_core::vectors::{
+    compare, to_hex, Hook, Observed, Step, StepResult, VectorSet, OWN_MAC_NODE, PEER_MAC_NODE,
+};
 use mpsched_core::wire::{emit_tcp_frame, emit_udp_frame, mac_for, parse_frame_with_mptcp, tcp_flags, TcpFields};
 use mpsched_netns::programs::hula::vectors::run_vectors;
 use mpsched_netns::programs::hula::{create_trigger, HulaPlane, INGRESS};
 use mpsched_netns::vectors::{run_ebpf, test_run_prog, TestNode};
+use mpsched_programs::hula::assoc::{AssocEvent, Association};
+use mpsched_programs::hula::switch::canonical_hash;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -100,7 +102,12 @@ fn tor_config() -> SwitchConfig {
     c.probe = Some(ProbeConfig {
         tor_id: Some(0),
         n_tors: 2,
-        ports: vec![port(PortDir::Host), port(PortDir::Host), port(PortDir::Up), port(PortDir::Up)],
+        ports: vec![
+            port(PortDir::Host),
+            port(PortDir::Host),
+            port(PortDir::Up),
+            port(PortDir::Up),
+        ],
         dest_tors: vec![
             DestTor {
                 prefix: 0x0a00_0000,
@@ -162,7 +169,14 @@ fn probe_frame(tor: u16, hops: u8, util: u32, in_port: u16) -> Vec<u8> {
 fn udp(src: Ipv4, dst: Ipv4, sport: u16, in_port: u16) -> Vec<u8> {
     let m = PacketMeta::udp(src, dst, sport, 5201, 0);
     let mut out = Vec::new();
-    emit_udp_frame(&m, mac_for(PEER_MAC_NODE, in_port), mac_for(OWN_MAC_NODE, in_port), 1, &[0; 18], &mut out);
+    emit_udp_frame(
+        &m,
+        mac_for(PEER_MAC_NODE, in_port),
+        mac_for(OWN_MAC_NODE, in_port),
+        1,
+        &[0; 18],
+        &mut out,
+    );
     out
 }
 
@@ -204,25 +218,71 @@ fn run(set: &VectorSet) -> Vec<StepResult> {
     run_vectors(set).unwrap_or_else(|e| panic!("{e}")).1
 }
 
-fn obs<'a>(r: &'a [StepResult], i: usize) -> &'a Observed {
+fn obs(r: &[StepResult], i: usize) -> &Observed {
     &r[i].observed
 }
 
 fn probes_originate_fold_and_steer_data() {
     let steps = vec![
         step("timer", Hook::Timer, 0, 200, Vec::new()),
-        step("probe of ToR 1 by port 2, util 100", Hook::Ingress, 2, 210, probe_frame(1, 1, 100, 2)),
-        step("probe of ToR 1 by port 3, util 50", Hook::Ingress, 3, 220, probe_frame(1, 1, 50, 3)),
-        step("data to ToR 1: the least utilised hop", Hook::Ingress, 0, 230, udp(H1, REMOTE, 1000, 0)),
-        step("the same flow continues", Hook::Ingress, 0, 240, udp(H1, REMOTE, 1000, 0)),
+        step(
+            "probe of ToR 1 by port 2, util 100",
+            Hook::Ingress,
+            2,
+            210,
+            probe_frame(1, 1, 100, 2),
+        ),
+        step(
+            "probe of ToR 1 by port 3, util 50",
+            Hook::Ingress,
+            3,
+            220,
+            probe_frame(1, 1, 50, 3),
+        ),
+        step(
+            "data to ToR 1: the least utilised hop",
+            Hook::Ingress,
+            0,
+            230,
+            udp(H1, REMOTE, 1000, 0),
+        ),
+        step(
+            "the same flow continues",
+            Hook::Ingress,
+            0,
+            240,
+            udp(H1, REMOTE, 1000, 0),
+        ),
         step("a 1500-byte frame leaves port 3", Hook::Egress, 3, 250, vec![0u8; 1500]),
-        step("probe of our own ToR: refused", Hook::Ingress, 2, 260, probe_frame(0, 1, 0, 2)),
-        step("probe from a host port: refused", Hook::Ingress, 0, 270, probe_frame(1, 1, 0, 0)),
-        step("after the ageing time: fallback", Hook::Ingress, 0, 5000, udp(H1, REMOTE, 1001, 0)),
+        step(
+            "probe of our own ToR: refused",
+            Hook::Ingress,
+            2,
+            260,
+            probe_frame(0, 1, 0, 2),
+        ),
+        step(
+            "probe from a host port: refused",
+            Hook::Ingress,
+            0,
+            270,
+            probe_frame(1, 1, 0, 0),
+        ),
+        step(
+            "after the ageing time: fallback",
+            Hook::Ingress,
+            0,
+            5000,
+            udp(H1, REMOTE, 1001, 0),
+        ),
     ];
     let r = run(&tor_set("hula", steps));
     assert_eq!(obs(&r, 0).action, "consume");
-    let p: Vec<_> = obs(&r, 0).probes.iter().map(|p| (p.port, p.tor, p.hops, p.util)).collect();
+    let p: Vec<_> = obs(&r, 0)
+        .probes
+        .iter()
+        .map(|p| (p.port, p.tor, p.hops, p.util))
+        .collect();
     assert_eq!(p, [(2, 0, 0, 0), (3, 0, 0, 0)], "{:?}", obs(&r, 0));
     assert_eq!(r[2].registers["best.1.0.port"], 3);
     assert_eq!(r[2].registers["best.1.0.util"], 50);
@@ -243,16 +303,78 @@ fn mptcp_both_versions_associate_with_the_tokens_of_core() {
     let steps = vec![
         step("probe by 2", Hook::Ingress, 2, 10, probe_frame(1, 1, 10, 2)),
         step("probe by 3", Hook::Ingress, 3, 11, probe_frame(1, 1, 20, 3)),
-        step("v1 SYN", Hook::Ingress, 0, 20, tcp(H1, REMOTE, a, tcp_flags::SYN, capable(1, None, None), 0)),
-        step("v1 SYN/ACK", Hook::Ingress, 2, 30, tcp(REMOTE, H1, b, 0x12, capable(1, Some(kb), None), 2)),
-        step("v1 ACK", Hook::Ingress, 0, 40, tcp(H1, REMOTE, a, tcp_flags::ACK, capable(1, Some(ka), Some(kb)), 0)),
-        step("join SYN", Hook::Ingress, 0, 50, tcp(H1, REMOTE, (40001, 5201), tcp_flags::SYN, join(token(MptcpVersion::V1, kb)), 0)),
-        step("data of subflow 2", Hook::Ingress, 0, 150, tcp(H1, REMOTE, (40001, 5201), tcp_flags::ACK, None, 0)),
+        step(
+            "v1 SYN",
+            Hook::Ingress,
+            0,
+            20,
+            tcp(H1, REMOTE, a, tcp_flags::SYN, capable(1, None, None), 0),
+        ),
+        step(
+            "v1 SYN/ACK",
+            Hook::Ingress,
+            2,
+            30,
+            tcp(REMOTE, H1, b, 0x12, capable(1, Some(kb), None), 2),
+        ),
+        step(
+            "v1 ACK",
+            Hook::Ingress,
+            0,
+            40,
+            tcp(H1, REMOTE, a, tcp_flags::ACK, capable(1, Some(ka), Some(kb)), 0),
+        ),
+        step(
+            "join SYN",
+            Hook::Ingress,
+            0,
+            50,
+            tcp(
+                H1,
+                REMOTE,
+                (40001, 5201),
+                tcp_flags::SYN,
+                join(token(MptcpVersion::V1, kb)),
+                0,
+            ),
+        ),
+        step(
+            "data of subflow 2",
+            Hook::Ingress,
+            0,
+            150,
+            tcp(H1, REMOTE, (40001, 5201), tcp_flags::ACK, None, 0),
+        ),
         // Subflow 1's flowlet (from its SYN, t = 20..40) has been idle for the gap: a new one,
         // away from the hop subflow 2 holds.
-        step("data of subflow 1", Hook::Ingress, 0, 200, tcp(H1, REMOTE, a, tcp_flags::ACK, None, 0)),
-        step("v0 SYN", Hook::Ingress, 1, 80, tcp(H2, REMOTE, (41000, 80), tcp_flags::SYN, capable(0, Some(ka ^ 1), None), 1)),
-        step("v0 SYN/ACK", Hook::Ingress, 3, 90, tcp(REMOTE, H2, (80, 41000), 0x12, capable(0, Some(kb ^ 1), None), 3)),
+        step(
+            "data of subflow 1",
+            Hook::Ingress,
+            0,
+            200,
+            tcp(H1, REMOTE, a, tcp_flags::ACK, None, 0),
+        ),
+        step(
+            "v0 SYN",
+            Hook::Ingress,
+            1,
+            80,
+            tcp(
+                H2,
+                REMOTE,
+                (41000, 80),
+                tcp_flags::SYN,
+                capable(0, Some(ka ^ 1), None),
+                1,
+            ),
+        ),
+        step(
+            "v0 SYN/ACK",
+            Hook::Ingress,
+            3,
+            90,
+            tcp(REMOTE, H2, (80, 41000), 0x12, capable(0, Some(kb ^ 1), None), 3),
+        ),
     ];
     let set = tor_set("mphula", steps);
     let r = run(&set);
@@ -268,23 +390,39 @@ fn mptcp_both_versions_associate_with_the_tokens_of_core() {
     assert_eq!(conns(4), [conn(MptcpVersion::V1, ka, kb)]);
     assert_eq!(r[5].registers["counter.mphula.joins"], 1);
     let c1 = conn(MptcpVersion::V1, ka, kb);
-    assert_eq!(obs(&r, 6).conn.map(|c| (c.conn_id, c.subflow)), Some((c1, 2)), "{:?}", obs(&r, 6));
-    assert_eq!(obs(&r, 7).conn.map(|c| (c.conn_id, c.subflow)), Some((c1, 1)), "{:?}", obs(&r, 7));
+    assert_eq!(
+        obs(&r, 6).conn.map(|c| (c.conn_id, c.subflow)),
+        Some((c1, 2)),
+        "{:?}",
+        obs(&r, 6)
+    );
+    assert_eq!(
+        obs(&r, 7).conn.map(|c| (c.conn_id, c.subflow)),
+        Some((c1, 1)),
+        "{:?}",
+        obs(&r, 7)
+    );
     assert_ne!(obs(&r, 6).port, obs(&r, 7).port, "the two subflows share an uplink");
     // The join's own SYN is a packet of a two-subflow connection: pushed too.
     assert_eq!(r[7].registers["counter.mphula.pushed"], 3);
     assert_eq!(r[9].registers["counter.mphula.assoc"], 2);
-    assert!(conns(9).contains(&conn(MptcpVersion::V0, ka ^ 1, kb ^ 1)), "{:?}", conns(9));
+    assert!(
+        conns(9).contains(&conn(MptcpVersion::V0, ka ^ 1, kb ^ 1)),
+        "{:?}",
+        conns(9)
+    );
 }
 
 fn the_connection_header_is_popped_towards_a_host() {
     let mut f = tcp(REMOTE, H1, (5201, 40000), tcp_flags::ACK, None, 2);
     let mut stack = mpsched_core::headers::HeaderStack::new();
-    let _ = stack.push(mpsched_core::headers::Header::Routing(mpsched_core::headers::RoutingHeader {
-        conn_id: 0x1111_2222_3333_4444,
-        path: 2,
-        hops: 0,
-    }));
+    let _ = stack.push(mpsched_core::headers::Header::Routing(
+        mpsched_core::headers::RoutingHeader {
+            conn_id: 0x1111_2222_3333_4444,
+            path: 2,
+            hops: 0,
+        },
+    ));
     mpsched_core::wire::insert_shims(&mut f, &stack);
     let r = run(&tor_set("mphula", vec![step("with a header", Hook::Ingress, 2, 10, f)]));
     assert_eq!(obs(&r, 0).action, "redirect", "{:?}", obs(&r, 0));
@@ -322,7 +460,11 @@ fn option_block(d: &mut Draws) -> Vec<u8> {
             3 => capable(d.below(3) as u8, Some(d.next() % 4), Some(d.next() % 4)),
             1 => capable(d.below(2) as u8, None, None),
             _ => {
-                let v = if d.below(2) == 0 { MptcpVersion::V0 } else { MptcpVersion::V1 };
+                let v = if d.below(2) == 0 {
+                    MptcpVersion::V0
+                } else {
+                    MptcpVersion::V1
+                };
                 join(token(v, d.next() % 4))
             }
         };
@@ -339,7 +481,11 @@ fn option_block(d: &mut Draws) -> Vec<u8> {
                 let st = if d.below(2) == 0 { 0x00 } else { 0x10 };
                 let mut o = vec![30, len, st | d.below(3) as u8];
                 o.extend((3..len).map(|_| d.next() as u8));
-                o.truncate(if d.below(4) == 0 { d.below(len.into()) as usize } else { len.into() });
+                o.truncate(if d.below(4) == 0 {
+                    d.below(len.into()) as usize
+                } else {
+                    len.into()
+                });
                 b.extend(o);
             }
             5 => b.extend_from_slice(&[2, 4, 5, 0xb4]),
@@ -358,7 +504,11 @@ fn fuzz_segment(d: &mut Draws, flow: u16, opts: &[u8]) -> Vec<u8> {
     let mut f = tcp(H1, REMOTE, (flow, 5201), tcp_flags::ACK, None, 0);
     let padded = opts.len().div_ceil(4) * 4;
     let mut tcp_hdr = f[34..54].to_vec();
-    let off = if d.below(8) == 0 { d.below(16) as u8 } else { ((20 + padded) / 4) as u8 };
+    let off = if d.below(8) == 0 {
+        d.below(16) as u8
+    } else {
+        ((20 + padded) / 4) as u8
+    };
     tcp_hdr[12] = off << 4;
     tcp_hdr[13] = [tcp_flags::SYN, tcp_flags::SYN, 0x12, tcp_flags::ACK, 0][d.below(5) as usize];
     f.truncate(34);
@@ -366,7 +516,11 @@ fn fuzz_segment(d: &mut Draws, flow: u16, opts: &[u8]) -> Vec<u8> {
     f.extend(opts);
     f.resize(34 + 20 + padded, 1);
     let tot = (f.len() - 14) as u16;
-    let tot = if d.below(16) == 0 { tot.wrapping_add(d.below(40) as u16).wrapping_sub(20) } else { tot };
+    let tot = if d.below(16) == 0 {
+        tot.wrapping_add(d.below(40) as u16).wrapping_sub(20)
+    } else {
+        tot
+    };
     f[16..18].copy_from_slice(&tot.to_be_bytes());
     f[24..26].copy_from_slice(&[0, 0]);
     let c = mpsched_core::wire::internet_checksum(&f[14..34], 0);
@@ -452,17 +606,51 @@ fn the_option_parser_survives_malformed_options() {
             prev = regs;
         }
         let c = |k: &str| prev.get(k).copied().unwrap_or(0);
-        for k in ["counter.mphula.assoc", "counter.mphula.joins", "counter.mphula.join_misses"] {
+        for k in [
+            "counter.mphula.assoc",
+            "counter.mphula.joins",
+            "counter.mphula.join_misses",
+        ] {
             assert_eq!(c(k), events.get(k).copied().unwrap_or(0), "{k}");
         }
         let outcomes = c("counter.malformed") + c("counter.not_ipv4") + c("port2.tx_pkts") + c("port3.tx_pkts");
         assert_eq!(c("port0.rx_pkts"), N as u64);
         assert_eq!(outcomes + c("counter.redirect_failed"), N as u64, "{prev:?}");
         let aux = prev.keys().filter(|k| k.starts_with("aux.")).count();
-        eprintln!("{N} segments: {events:?}, {} malformed, {aux} aux registers at the end", c("counter.malformed"));
-        assert!(c("counter.mphula.assoc") > 0 && c("counter.mphula.join_misses") > 0, "{events:?}");
+        eprintln!(
+            "{N} segments: {events:?}, {} malformed, {aux} aux registers at the end",
+            c("counter.malformed")
+        );
+        assert!(
+            c("counter.mphula.assoc") > 0 && c("counter.mphula.join_misses") > 0,
+            "{events:?}"
+        );
     })
     .unwrap();
+}
+
+/// The prober of one ToR at the default period: it keeps the period on a quiet machine, and
+/// what it costs (printed: docs/performance.md takes the figures).
+fn the_prober_keeps_its_period() {
+    let c = mpsched_netns::programs::hula::bench::prober_cost(200, 5.0).expect("the prober runs");
+    eprintln!("prober at 200 us for 5 s: {c:?}");
+    let expected = 5.0e6 / 200.0;
+    assert!(c.triggers as f64 > 0.5 * expected, "{c:?}");
+    assert!(c.cpu_pct < 50.0, "{c:?}");
+}
+
+/// HULA's and MP-HULA's rows of `bench --dataplane` (printed).
+fn the_bench_rows_run() {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let rows = mpsched_netns::programs::hula::bench::costs(200_000, &stop).expect("the rows");
+    for r in &rows {
+        eprintln!(
+            "  {:<36} {:>8.1} ns/packet {:>6.2} Mpps ({} runs)",
+            r.name, r.ns_per_pkt, r.mpps, r.repeat
+        );
+    }
+    assert_eq!(rows.len(), 10);
+    assert!(rows.iter().all(|r| r.ns_per_pkt > 0.0), "{rows:?}");
 }
 
 fn main() {
@@ -473,7 +661,10 @@ fn main() {
     };
     let tests: &[(&str, fn())] = &[
         ("hula_ebpf_agrees_with_its_vectors", hula_ebpf_agrees_with_its_vectors),
-        ("probes_originate_fold_and_steer_data", probes_originate_fold_and_steer_data),
+        (
+            "probes_originate_fold_and_steer_data",
+            probes_originate_fold_and_steer_data,
+        ),
         (
             "mptcp_both_versions_associate_with_the_tokens_of_core",
             mptcp_both_versions_associate_with_the_tokens_of_core,
@@ -486,6 +677,8 @@ fn main() {
             "the_option_parser_survives_malformed_options",
             the_option_parser_survives_malformed_options,
         ),
+        ("the_prober_keeps_its_period", the_prober_keeps_its_period),
+        ("the_bench_rows_run", the_bench_rows_run),
         (
             "mphula_puts_two_subflows_on_different_uplinks",
             live::mphula_puts_two_subflows_on_different_uplinks,

@@ -7,6 +7,7 @@
 //!
 //! [`SwitchConfig`]: mpsched_core::switch::SwitchConfig
 
+pub mod bench;
 pub mod layout;
 pub mod prober;
 pub mod vectors;
@@ -122,7 +123,9 @@ fn check(t: &NodeTables) -> Result<Checked<'_>, DataplaneError> {
         )));
     }
     if !t.markers.is_empty() {
-        return Err(bad("no ECN marker on the kernel (its egress stage is the utilisation estimator)".into()));
+        return Err(bad(
+            "no ECN marker on the kernel (its egress stage is the utilisation estimator)".into(),
+        ));
     }
     let scales = probe
         .ports
@@ -195,7 +198,10 @@ impl HulaPlane {
 
     fn lookup<V: Pod>(&self, map: &str, key: u32) -> Result<V, DataplaneError> {
         let m = map_of(&self.obj, map)?;
-        let v = bpf(|| format!("read map {map}"), m.lookup(&key.to_ne_bytes(), MapFlags::ANY))?;
+        let v = bpf(
+            || format!("read map {map}"),
+            m.lookup(&key.to_ne_bytes(), MapFlags::ANY),
+        )?;
         Ok(v.map(|b| V::from_bytes(&b)).unwrap_or_default())
     }
 
@@ -288,7 +294,10 @@ impl HulaPlane {
 
     /// Attach ingress and egress at `ifindex` (a port), in the calling thread's namespace.
     pub fn attach(&mut self, ifindex: u32) -> Result<(), DataplaneError> {
-        let hooks = attach_tc(&[(TC_INGRESS, self.program(INGRESS)?), (TC_EGRESS, self.program(EGRESS)?)], ifindex)?;
+        let hooks = attach_tc(
+            &[(TC_INGRESS, self.program(INGRESS)?), (TC_EGRESS, self.program(EGRESS)?)],
+            ifindex,
+        )?;
         self.hooks.extend(hooks);
         Ok(())
     }
@@ -426,32 +435,28 @@ impl HulaPlane {
     }
 }
 
-/// Create the trigger veth pair in the calling thread's namespace: the ifindex of the sender
-/// side and of the trigger side.
+/// The index of interface `name` in the calling thread's namespace.
+fn ifindex_here(name: &str) -> Result<u32, String> {
+    let c = std::ffi::CString::new(name).map_err(|_| format!("a NUL in {name}"))?;
+    // SAFETY: a valid NUL-terminated string.
+    match unsafe { libc::if_nametoindex(c.as_ptr()) } {
+        0 => Err(format!("ifindex of {name}: {}", std::io::Error::last_os_error())),
+        i => Ok(i),
+    }
+}
+
+/// The trigger veth pair in the calling thread's namespace, made if it is not there yet: the
+/// ifindex of the sender side and of the trigger side.
 pub fn create_trigger() -> Result<(u32, u32), String> {
-    crate::ns::ip(&[
-        "link",
-        "add",
-        prober::SENDER_IF,
-        "type",
-        "veth",
-        "peer",
-        "name",
-        prober::TRIGGER_IF,
-    ])
-    .map_err(|e| e.to_string())?;
-    for i in [prober::SENDER_IF, prober::TRIGGER_IF] {
+    if let (Ok(s), Ok(t)) = (ifindex_here(prober::SENDER_IF), ifindex_here(prober::TRIGGER_IF)) {
+        return Ok((s, t));
+    }
+    let (s, t) = (prober::SENDER_IF, prober::TRIGGER_IF);
+    crate::ns::ip(&["link", "add", s, "type", "veth", "peer", "name", t]).map_err(|e| e.to_string())?;
+    for i in [s, t] {
         crate::ns::ip(&["link", "set", i, "up"]).map_err(|e| e.to_string())?;
     }
-    let idx = |name: &str| {
-        let c = std::ffi::CString::new(name).expect("no NUL");
-        // SAFETY: a valid NUL-terminated string.
-        match unsafe { libc::if_nametoindex(c.as_ptr()) } {
-            0 => Err(format!("ifindex of {name}: {}", std::io::Error::last_os_error())),
-            i => Ok(i),
-        }
-    };
-    Ok((idx(prober::SENDER_IF)?, idx(prober::TRIGGER_IF)?))
+    Ok((ifindex_here(s)?, ifindex_here(t)?))
 }
 
 /// [`crate::programs::KernelProgram::start`] for `hula` and `mphula`, in the node's namespace:
@@ -478,8 +483,7 @@ pub fn start(tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError> {
         plane.attach_trigger(trig)?;
         let sock = prober::open_sender(sender).map_err(NetnsError::Plane)?;
         let frame = probe_template(tables.switch.own_ip, tor);
-        plane.prober =
-            Some(prober::Prober::start(sock, frame, plane.cfg.probe_period_us).map_err(NetnsError::Plane)?);
+        plane.prober = Some(prober::Prober::start(sock, frame, plane.cfg.probe_period_us).map_err(NetnsError::Plane)?);
     }
     Ok(Box::new(plane))
 }

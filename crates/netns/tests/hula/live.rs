@@ -118,7 +118,9 @@ impl Net {
                 // The link's rate (a token bucket): unshaped veths let TCP take every CPU
                 // cycle, and probes then come late.
                 let rate = format!("{}bit", l.rate_bps);
-                let tbf = ["qdisc", "replace", "dev", ifname, "root", "tbf", "rate", &rate, "burst", "32kb", "latency", "20ms"];
+                let tbf = [
+                    "qdisc", "replace", "dev", ifname, "root", "tbf", "rate", &rate, "burst", "32kb", "latency", "20ms",
+                ];
                 n.exec("tc", &tbf).expect("tc tbf");
             }
         }
@@ -126,7 +128,9 @@ impl Net {
 
     fn switches(&mut self) {
         for i in 0..self.sc.nodes.len() {
-            let Some(cfg) = self.w.switches[i].clone() else { continue };
+            let Some(cfg) = self.w.switches[i].clone() else {
+                continue;
+            };
             let n = &self.nss[i];
             let ports = self.w.ports[i]
                 .iter()
@@ -147,7 +151,9 @@ impl Net {
                 program: program.name(),
                 params: params.clone(),
             };
-            let plane = EbpfPlanes.start(n, &tables).unwrap_or_else(|e| panic!("{}: {e}", self.sc.nodes[i].name));
+            let plane = EbpfPlanes
+                .start(n, &tables)
+                .unwrap_or_else(|e| panic!("{}: {e}", self.sc.nodes[i].name));
             self.planes.push((i, plane));
         }
     }
@@ -156,9 +162,12 @@ impl Net {
     /// its own address with a second port.
     fn mptcp(&self, server_ip: &str) {
         let (c, s) = (&self.nss[self.node(CLIENT)], &self.nss[self.node(SERVER)]);
-        c.ip(&["mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2"]).unwrap();
-        s.ip(&["mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2"]).unwrap();
-        s.ip(&["mptcp", "endpoint", "add", server_ip, "port", "5202", "signal"]).unwrap();
+        c.ip(&["mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2"])
+            .unwrap();
+        s.ip(&["mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2"])
+            .unwrap();
+        s.ip(&["mptcp", "endpoint", "add", server_ip, "port", "5202", "signal"])
+            .unwrap();
     }
 
     /// `streams` MPTCP connections from the client to the server for `seconds`, then what `ss`
@@ -167,13 +176,18 @@ impl Net {
         let server_ip = mpsched_core::packet::ipv4_to_string(self.sc.nodes[self.node(SERVER)].ip);
         self.mptcp(&server_ip);
         let s = &self.nss[self.node(SERVER)];
-        self.children
-            .push(s.spawn("mptcpize", &["run", "iperf3", "-s", "-1", "-p", "5201"]).unwrap());
+        self.children.push(
+            s.spawn("mptcpize", &["run", "iperf3", "-s", "-1", "-p", "5201"])
+                .unwrap(),
+        );
         std::thread::sleep(Duration::from_millis(500));
         let c = &self.nss[self.node(CLIENT)];
         let (p, t) = (streams.to_string(), seconds.to_string());
         let client = c
-            .spawn("mptcpize", &["run", "iperf3", "-c", &server_ip, "-p", "5201", "-P", &p, "-t", &t])
+            .spawn(
+                "mptcpize",
+                &["run", "iperf3", "-c", &server_ip, "-p", "5201", "-P", &p, "-t", &t],
+            )
             .unwrap();
         self.children.push(client);
         std::thread::sleep(Duration::from_secs(1));
@@ -211,7 +225,12 @@ fn ecmp_uplinks(net: &Net, subs: &[subflows::SsSubflow]) -> BTreeMap<String, Vec
         let ((src, sp), (dst, dp)) = (addr(&s.local), addr(&s.remote));
         let mut m = PacketMeta::udp(src, dst, sp, dp, 0);
         m.proto = mpsched_core::packet::proto::TCP;
-        let Some(r) = cfg.routes.iter().filter(|r| r.len == 0 || (dst >> (32 - u32::from(r.len))) == (r.prefix >> (32 - u32::from(r.len)))).max_by_key(|r| r.len) else {
+        let Some(r) = cfg
+            .routes
+            .iter()
+            .filter(|r| r.len == 0 || (dst >> (32 - u32::from(r.len))) == (r.prefix >> (32 - u32::from(r.len))))
+            .max_by_key(|r| r.len)
+        else {
             continue;
         };
         let g = &cfg.ecmp_groups[usize::from(r.port & !mpsched_core::table::ECMP_GROUP)];
@@ -299,7 +318,10 @@ pub fn mphula_puts_two_subflows_on_different_uplinks() {
     // Most of the time, not always: a join's first packets are placed before the first
     // subflow's hop is recorded (its packets carry no connection header until the join
     // exists), and two subflows that then send without a flowlet gap stay together.
-    assert!(regs["counter.mphula.sibling_skips"] > 0, "no sub-flowlet avoided a sibling");
+    assert!(
+        regs["counter.mphula.sibling_skips"] > 0,
+        "no sub-flowlet avoided a sibling"
+    );
     assert!(
         apart >= 10 && apart > together,
         "subflows sharing an uplink: apart {apart}, together {together}"

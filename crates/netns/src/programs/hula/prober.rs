@@ -132,8 +132,10 @@ fn run(sock: &OwnedFd, frame: &[u8], period_us: u64, stop: &AtomicBool, st: &Pro
             next += behind * period;
         }
         if st.triggers.load(Ordering::Relaxed) % 1000 == 0 {
-            st.cpu_ns.store(clock_ns(libc::CLOCK_THREAD_CPUTIME_ID), Ordering::Relaxed);
+            st.cpu_ns
+                .store(clock_ns(libc::CLOCK_THREAD_CPUTIME_ID), Ordering::Relaxed);
         }
     }
-    st.cpu_ns.store(clock_ns(libc::CLOCK_THREAD_CPUTIME_ID), Ordering::Relaxed);
+    st.cpu_ns
+        .store(clock_ns(libc::CLOCK_THREAD_CPUTIME_ID), Ordering::Relaxed);
 }

@@ -153,8 +153,8 @@ impl Runner<'_> {
         if out[6..12] != self.tables.ports[usize::from(p)].own_mac {
             return Err(format!("output frame's source MAC is not port {p}'s"));
         }
-        let (m, _, stack) = parse_frame_with_headers(out, self.set.config.feedback_port)
-            .map_err(|e| format!("output frame: {e:?}"))?;
+        let (m, _, stack) =
+            parse_frame_with_headers(out, self.set.config.feedback_port).map_err(|e| format!("output frame: {e:?}"))?;
         obs.action = "redirect".into();
         obs.port = Some(p);
         obs.ttl = Some(m.ttl);
