@@ -316,15 +316,12 @@ impl HulaPlane {
         }
     }
 
-    /// The prober's figures (triggers sent, periods missed, its CPU time in ns), if it runs.
-    pub fn prober_stats(&self) -> Option<(u64, u64, u64)> {
+    /// The prober's figures for this ToR (triggers sent, periods missed) and the shared
+    /// thread's (its CPU time in ns, the ToRs it serves), if this node originates probes.
+    pub fn prober_stats(&self) -> Option<[u64; 4]> {
         self.prober.as_ref().map(|p| {
             let s = &p.stats;
-            (
-                s.triggers.load(Ordering::Relaxed),
-                s.missed.load(Ordering::Relaxed),
-                s.cpu_ns.load(Ordering::Relaxed),
-            )
+            [&s.triggers, &s.missed, &s.cpu_ns, &s.tors].map(|a| a.load(Ordering::Relaxed))
         })
     }
 
@@ -339,10 +336,11 @@ impl HulaPlane {
             out.insert(format!("txutil.{p}.last_us"), t.last_us);
         }
         self.tables_into(&mut out)?;
-        if let Some((triggers, missed, cpu_ns)) = self.prober_stats() {
+        if let Some([triggers, missed, cpu_ns, tors]) = self.prober_stats() {
             out.insert("prober.triggers".into(), triggers);
             out.insert("prober.missed".into(), missed);
             out.insert("prober.cpu_us".into(), cpu_ns / 1000);
+            out.insert("prober.tors".into(), tors);
         }
         Ok(out)
     }

@@ -233,56 +233,76 @@ pub fn costs(repeat: u32, stop: &AtomicBool) -> Result<Vec<ProgramCost>, NetnsEr
     Ok(out)
 }
 
-/// What a ToR's prober cost over a measured interval.
+/// What the prober cost over a measured interval.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ProberCost {
     /// The probe period, µs.
     pub period_us: u64,
+    /// ToRs served (one namespace each, two uplinks each).
+    pub tors: usize,
     /// Seconds measured.
     pub seconds: f64,
-    /// Trigger frames written.
+    /// Trigger frames written, all ToRs.
     pub triggers: u64,
-    /// Deadlines missed (the thread woke after the next one).
+    /// Deadlines missed, all ToRs.
     pub missed: u64,
-    /// The thread's CPU time (user and system, with the softirq work each send triggers: the
-    /// program, its clones and their transmission), ms.
+    /// The prober threads' CPU time (user and system, with the softirq work each send runs on
+    /// the same CPU: the program, its clones and their transmission), ms.
     pub cpu_ms: f64,
-    /// That as a share of one core, %.
-    pub cpu_pct: f64,
+    /// That per ToR as a share of one core, %.
+    pub cpu_pct_per_tor: f64,
     /// CPU time per trigger, µs.
     pub us_per_trigger: f64,
 }
 
-/// Run one ToR's prober (two uplinks) at `period_us` for `seconds` and read its cost.
-pub fn prober_cost(period_us: u64, seconds: f64) -> Result<ProberCost, NetnsError> {
-    let node = TestNode::create(4).map_err(NetnsError::Plane)?;
-    let mut t = tables(&node, "hula");
-    t.params
-        .set(
-            mpsched_programs::hula::HULA.params(),
-            "probe_period",
-            period_us * 1_000_000,
-        )
-        .map_err(NetnsError::Plane)?;
-    let stats = node
-        .enter(|| -> Result<(u64, u64, u64), NetnsError> {
-            let plane = super::start(&t)?;
-            std::thread::sleep(Duration::from_secs_f64(seconds));
-            let regs = plane.snapshot().unwrap_or_default();
-            let g = |k: &str| regs.get(k).copied().unwrap_or(0);
-            drop(plane); // stops the thread, which writes its final CPU time first
-            Ok((g("prober.triggers"), g("prober.missed"), g("prober.cpu_us")))
-        })
-        .map_err(NetnsError::Plane)??;
-    let (triggers, missed, cpu_us) = stats;
+/// Triggers and missed deadlines over every ToR, and the prober threads' CPU time (µs; each
+/// thread's counted once, by the ToRs it serves).
+fn prober_totals(planes: &[Box<dyn crate::switchplane::SwitchPlane>]) -> [u64; 3] {
+    let regs: Vec<_> = planes.iter().map(|p| p.snapshot().unwrap_or_default()).collect();
+    let get = |r: &std::collections::BTreeMap<String, u64>, k: &str| r.get(k).copied().unwrap_or(0);
+    let cpu: f64 = regs
+        .iter()
+        .map(|r| get(r, "prober.cpu_us") as f64 / get(r, "prober.tors").max(1) as f64)
+        .sum();
+    [
+        regs.iter().map(|r| get(r, "prober.triggers")).sum(),
+        regs.iter().map(|r| get(r, "prober.missed")).sum(),
+        cpu as u64,
+    ]
+}
+
+/// Run the prober for `tors` ToRs (two uplinks each, each in a namespace of its own) at
+/// `period_us` for `seconds` and read its cost.
+pub fn prober_cost(period_us: u64, tors: usize, seconds: f64) -> Result<ProberCost, NetnsError> {
+    let nodes = (0..tors)
+        .map(|_| TestNode::create(4).map_err(NetnsError::Plane))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut planes = Vec::new();
+    for node in &nodes {
+        let mut t = tables(node, "hula");
+        let hula = &mpsched_programs::hula::HULA;
+        t.params
+            .set(hula.params(), "probe_period", period_us * 1_000_000)
+            .map_err(NetnsError::Plane)?;
+        planes.push(node.enter(|| super::start(&t)).map_err(NetnsError::Plane)??);
+    }
+    // Counted from here: the ToRs started one after the other. The thread's CPU time is
+    // refreshed every 1 000 wakeups, so a second's settling on each side.
+    std::thread::sleep(Duration::from_secs(1));
+    let before = prober_totals(&planes);
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    let after = prober_totals(&planes);
+    drop(planes);
+    let [triggers, missed, cpu_us] = [0, 1, 2].map(|i| after[i] - before[i]);
     let cpu_ms = cpu_us as f64 / 1000.0;
     Ok(ProberCost {
         period_us,
+        tors,
         seconds,
         triggers,
         missed,
         cpu_ms,
-        cpu_pct: cpu_ms / 10.0 / seconds,
+        cpu_pct_per_tor: cpu_ms / 10.0 / seconds / tors.max(1) as f64,
         us_per_trigger: cpu_us as f64 / triggers.max(1) as f64,
     })
 }

@@ -1,6 +1,7 @@
-//! Probe origination on the kernel: a thread per ToR that writes one trigger frame every probe
-//! period into a veth pair of the ToR's namespace (`hula0` -> `hula1`); the program, attached
-//! at `hula1`'s ingress, turns each trigger into the ToR's probes (one copy per up port).
+//! Probe origination on the kernel: one thread in the mpsched process writes a trigger frame
+//! every probe period into a veth pair of each ToR's namespace (`hula0` -> `hula1`); the
+//! program, attached at `hula1`'s ingress, turns each trigger into the ToR's probes (one copy
+//! per up port).
 //!
 //! Why this way: a BPF timer runs without a packet and no helper lets it send one; a live-frame
 //! `BPF_PROG_RUN` exists for XDP only; cloning data packets sends no probes when there is no
@@ -8,65 +9,122 @@
 //! frame written into a veth costs one `send(2)` per period and reaches the program through the
 //! ordinary receive path, in softirq context, as any packet does.
 //!
-//! The thread sleeps to absolute deadlines (`clock_nanosleep(TIMER_ABSTIME)` on the monotonic
-//! clock), so the period does not drift with the time each send takes; a deadline it missed
-//! (the machine was busy) is skipped, not caught up in a burst. It stops when its
-//! [`Prober`] is dropped; its socket and the veth go with the namespace.
+//! One thread per CPU serves the ToRs of the process, spread over the threads as they come: a
+//! wakeup costs more than a send, so a thread for each ToR would wake a k = 4 fat tree's
+//! process 40 000 times a second at the default period; one thread for all would do the whole
+//! fabric's probe work on one CPU (a send runs the softirq on the sender's CPU: the program,
+//! its clones, and the neighbours' programs the clones reach). Each thread sleeps to its
+//! earliest absolute deadline (`clock_nanosleep(TIMER_ABSTIME)` on the
+//! monotonic clock), so a period does not drift with the time the sends take; a deadline it
+//! missed (the machine was busy) is skipped, not caught up in a burst. A ToR added while it
+//! sleeps is served from its next wakeup. A [`Prober`] removes its ToR when dropped (its socket
+//! closes; the veth goes with the namespace), and the thread ends at its next wakeup once it
+//! serves no ToR.
 
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// The interface the prober writes into (its peer is [`TRIGGER_IF`]).
 pub const SENDER_IF: &str = "hula0";
 /// The interface whose ingress the program treats as "originate now".
 pub const TRIGGER_IF: &str = "hula1";
 
-/// What a prober did, shared with its plane.
+/// What the prober did for one ToR, shared with its plane.
 #[derive(Debug, Default)]
 pub struct ProberStats {
     /// Trigger frames written.
     pub triggers: AtomicU64,
     /// Periods skipped because the thread woke after the next deadline.
     pub missed: AtomicU64,
-    /// The thread's CPU time, ns (updated every 1 000 periods and when it stops).
+    /// The CPU time of the thread serving it, ns (updated every 1 000 wakeups).
     pub cpu_ns: AtomicU64,
+    /// ToRs that thread served at its last wakeup.
+    pub tors: AtomicU64,
 }
 
-/// A running prober thread.
+/// One ToR's trigger.
+struct Entry {
+    id: u64,
+    sock: OwnedFd,
+    frame: Vec<u8>,
+    period_ns: u64,
+    next_ns: u64,
+    stats: Arc<ProberStats>,
+}
+
+/// The ToRs the thread serves, and whether it runs.
+struct Shared {
+    entries: Vec<Entry>,
+    running: bool,
+    next_id: u64,
+}
+
+/// Most prober threads (one per CPU up to this).
+const MAX_THREADS: usize = 8;
+
+static SHARDS: [Mutex<Shared>; MAX_THREADS] = [const {
+    Mutex::new(Shared {
+        entries: Vec::new(),
+        running: false,
+        next_id: 0,
+    })
+}; MAX_THREADS];
+
+/// ToRs handed out so far: the next goes to shard `count % threads`.
+static HANDED: AtomicU64 = AtomicU64::new(0);
+
+fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_THREADS)
+}
+
+fn shard(i: usize) -> std::sync::MutexGuard<'static, Shared> {
+    // A panic in a thread cannot leave the list half-changed: take it as it is.
+    SHARDS[i].lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One ToR served by the prober thread.
 pub struct Prober {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    shard: usize,
+    id: u64,
     /// Its counters.
     pub stats: Arc<ProberStats>,
 }
 
 impl Prober {
-    /// Start writing `frame` every `period_us` into the socket `sock` (a packet socket bound
-    /// to [`SENDER_IF`], opened in the ToR's namespace).
+    /// Write `frame` every `period_us` into the socket `sock` (a packet socket bound to
+    /// [`SENDER_IF`], opened in the ToR's namespace), starting the thread if it is not running.
     pub fn start(sock: OwnedFd, frame: Vec<u8>, period_us: u64) -> Result<Prober, String> {
-        let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(ProberStats::default());
-        let (s, st) = (stop.clone(), stats.clone());
-        let thread = std::thread::Builder::new()
-            .name("hula-prober".into())
-            .spawn(move || run(&sock, &frame, period_us, &s, &st))
-            .map_err(|e| format!("start the prober thread: {e}"))?;
-        Ok(Prober {
-            stop,
-            thread: Some(thread),
-            stats,
-        })
+        let period_ns = period_us.max(1) * 1000;
+        let i = (HANDED.fetch_add(1, Ordering::Relaxed) % threads() as u64) as usize;
+        let mut g = shard(i);
+        let id = g.next_id;
+        g.next_id += 1;
+        g.entries.push(Entry {
+            id,
+            sock,
+            frame,
+            period_ns,
+            next_ns: monotonic_ns() + period_ns,
+            stats: stats.clone(),
+        });
+        if !g.running {
+            std::thread::Builder::new()
+                .name("hula-prober".into())
+                .spawn(move || run(i))
+                .map_err(|e| format!("start the prober thread: {e}"))?;
+            g.running = true;
+        }
+        Ok(Prober { shard: i, id, stats })
     }
 }
 
 impl Drop for Prober {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        shard(self.shard).entries.retain(|e| e.id != self.id);
     }
 }
 
@@ -114,28 +172,50 @@ fn sleep_until(ns: u64) {
     unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
 }
 
-fn run(sock: &OwnedFd, frame: &[u8], period_us: u64, stop: &AtomicBool, st: &ProberStats) {
-    let period = period_us.max(1) * 1000;
-    let mut next = monotonic_ns() + period;
-    while !stop.load(Ordering::Relaxed) {
-        sleep_until(next);
-        // SAFETY: frame is readable for its length; the socket is bound to one interface.
-        let n = unsafe { libc::send(sock.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-        if n == frame.len() as isize {
-            st.triggers.fetch_add(1, Ordering::Relaxed);
-        }
-        next += period;
+/// Thread `i`: sleep to the earliest deadline of its ToRs, send every trigger due, until none
+/// is left.
+fn run(i: usize) {
+    let mut wakeups: u64 = 0;
+    loop {
+        let deadline = {
+            let mut g = shard(i);
+            match g.entries.iter().map(|e| e.next_ns).min() {
+                Some(d) => d,
+                None => {
+                    g.running = false;
+                    return;
+                }
+            }
+        };
+        sleep_until(deadline);
+        wakeups += 1;
+        let mut g = shard(i);
         let now = monotonic_ns();
-        if now >= next {
-            let behind = (now - next) / period + 1;
-            st.missed.fetch_add(behind, Ordering::Relaxed);
-            next += behind * period;
-        }
-        if st.triggers.load(Ordering::Relaxed) % 1000 == 0 {
-            st.cpu_ns
-                .store(clock_ns(libc::CLOCK_THREAD_CPUTIME_ID), Ordering::Relaxed);
+        let cpu = (wakeups % 1000 == 0).then(|| clock_ns(libc::CLOCK_THREAD_CPUTIME_ID));
+        let tors = g.entries.len() as u64;
+        for e in g.entries.iter_mut() {
+            if e.next_ns <= now {
+                send_due(e, now);
+            }
+            e.stats.tors.store(tors, Ordering::Relaxed);
+            if let Some(c) = cpu {
+                e.stats.cpu_ns.store(c, Ordering::Relaxed);
+            }
         }
     }
-    st.cpu_ns
-        .store(clock_ns(libc::CLOCK_THREAD_CPUTIME_ID), Ordering::Relaxed);
+}
+
+/// Send one ToR's trigger and move its deadline past `now`.
+fn send_due(e: &mut Entry, now: u64) {
+    // SAFETY: the frame is readable for its length; the socket is bound to one interface.
+    let n = unsafe { libc::send(e.sock.as_raw_fd(), e.frame.as_ptr().cast(), e.frame.len(), 0) };
+    if n == e.frame.len() as isize {
+        e.stats.triggers.fetch_add(1, Ordering::Relaxed);
+    }
+    e.next_ns += e.period_ns;
+    if now >= e.next_ns {
+        let behind = (now - e.next_ns) / e.period_ns + 1;
+        e.stats.missed.fetch_add(behind, Ordering::Relaxed);
+        e.next_ns += behind * e.period_ns;
+    }
 }
