@@ -312,8 +312,8 @@ fn tick(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// A sweep's figures against its parameter, one line per variant (means over seeds, a bar from
-/// the lowest to the highest seed): completion times as MP-HULA's Figs. 5-10 plot them when the
+/// A sweep's figures against its parameter, one line per variant (means over seeds, a bar for
+/// the 95 % confidence interval of the mean, Student's t over the seeds): completion times as MP-HULA's Figs. 5-10 plot them when the
 /// scenario has transfers, delivered rate otherwise.
 pub fn sweep_png(title: &str, x_desc: &str, rows: &[SweepRow], out: &Path) -> anyhow::Result<()> {
     let has = |n: &str| {
@@ -393,7 +393,7 @@ impl SweepAxis {
 }
 
 /// One line of a sweep panel: a variant's (x, [mean, min, max]) points.
-type SweepLine = (String, Vec<(f64, [f64; 3])>);
+type SweepLine = (String, Vec<(f64, [f64; 5])>);
 
 fn sweep_lines(rows: &[SweepRow], column: &str, axis: &SweepAxis) -> Vec<SweepLine> {
     let mut variants: Vec<Option<&str>> = Vec::new();
@@ -430,7 +430,7 @@ where
 {
     let y_max = lines
         .iter()
-        .flat_map(|(_, p)| p.iter().map(|(_, f)| f[2]))
+        .flat_map(|(_, p)| p.iter().map(|(_, f)| f[4].max(f[0])))
         .fold(1e-9f64, f64::max)
         * 1.1;
     let mut chart = ChartBuilder::on(area)
@@ -450,7 +450,7 @@ where
         chart.draw_series(pts.iter().map(|(x, f)| Circle::new((*x, f[0]), 3, c.filled())))?;
         chart.draw_series(
             pts.iter()
-                .map(|(x, f)| ErrorBar::new_vertical(*x, f[1], f[0], f[2], c.stroke_width(1), 6)),
+                .map(|(x, f)| ErrorBar::new_vertical(*x, f[3].max(0.0), f[0], f[4], c.stroke_width(1), 6)),
         )?;
     }
     chart

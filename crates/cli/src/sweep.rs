@@ -392,7 +392,7 @@ fn write_rows_csv(path: &Path, sw: &Sweep, rows: &[SweepRow]) -> anyhow::Result<
     let mut s = format!("{},variant,seeds", sw.parameter.as_deref().unwrap_or("value"));
     if let Some(r) = rows.first() {
         for (n, _) in &r.figures {
-            s += &format!(",{n}_mean,{n}_min,{n}_max");
+            s += &format!(",{n}_mean,{n}_min,{n}_max,{n}_ci95_lo,{n}_ci95_hi");
         }
     }
     s.push('\n');
@@ -400,8 +400,8 @@ fn write_rows_csv(path: &Path, sw: &Sweep, rows: &[SweepRow]) -> anyhow::Result<
         s += &format!("{},{},{}", r.value, r.variant.as_deref().unwrap_or(""), r.seeds);
         for (_, f) in &r.figures {
             match f {
-                Some([m, lo, hi]) => s += &format!(",{m},{lo},{hi}"),
-                None => s += ",,,",
+                Some([m, lo, hi, clo, chi]) => s += &format!(",{m},{lo},{hi},{clo},{chi}"),
+                None => s += ",,,,,",
             }
         }
         s.push('\n');
@@ -458,11 +458,11 @@ fn print_rows(sw: &Sweep, rows: &[SweepRow]) -> anyhow::Result<()> {
         );
         for n in shown {
             let f = r.figures.iter().find(|(k, _)| k == n).and_then(|(_, f)| *f);
-            out!(" {:>16}", f.map_or("-".into(), |[m, _, _]| format!("{m:.2}")));
+            out!(" {:>16}", f.map_or("-".into(), |[m, ..]| format!("{m:.2}")));
         }
         outln!();
     }
-    outln!("(means over seeds; min and max in sweep_summary.csv)");
+    outln!("(means over seeds; min, max and the 95 % confidence interval in sweep_summary.csv)");
     Ok(())
 }
 

@@ -153,12 +153,13 @@ pub struct SweepRow {
     pub variant: Option<String>,
     /// Seeds that ran.
     pub seeds: usize,
-    /// Per column of [`columns`]: name and (mean, min, max) over the seeds that measured it.
-    pub figures: Vec<(&'static str, Option<[f64; 3]>)>,
+    /// Per column of [`columns`]: name and (mean, min, max, 95 % confidence interval's low and
+    /// high end) over the seeds that measured it.
+    pub figures: Vec<(&'static str, Option<[f64; 5]>)>,
 }
 
 /// Group point results by (value, variant), in the order the sweep lists them, and take
-/// mean, min and max of every column over the seeds.
+/// mean, min, max and 95 % confidence interval of every column over the seeds.
 pub fn aggregate(results: &[PointResult]) -> Vec<SweepRow> {
     let mut sorted: Vec<&PointResult> = results.iter().collect();
     sorted.sort_by_key(|r| r.index);
@@ -190,14 +191,38 @@ pub fn aggregate(results: &[PointResult]) -> Vec<SweepRow> {
         .collect()
 }
 
-fn spread(xs: &[f64]) -> Option<[f64; 3]> {
+/// Mean, min, max and the 95 % confidence interval of the mean (Student's t over the seeds;
+/// with one seed the interval is the mean itself).
+fn spread(xs: &[f64]) -> Option<[f64; 5]> {
     if xs.is_empty() {
         return None;
     }
-    let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
     let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
     let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Some([round(mean, 6), min, max])
+    let half = if xs.len() < 2 {
+        0.0
+    } else {
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        t_975(xs.len() - 1) * (var / n).sqrt()
+    };
+    Some([round(mean, 6), min, max, round(mean - half, 6), round(mean + half, 6)])
+}
+
+/// Student's t distribution's 97.5th percentile with `df` degrees of freedom (two-sided 95 %).
+pub fn t_975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => T[df - 1],
+        31..=60 => 2.000,
+        61..=120 => 1.980,
+        _ => 1.960,
+    }
 }
 
 #[cfg(test)]
@@ -234,7 +259,15 @@ mod tests {
             .map(|r| (r.value.as_str(), r.variant.as_deref().unwrap(), r.seeds))
             .collect();
         assert_eq!(keys, vec![("0.1", "A", 2), ("0.2", "A", 1), ("0.2", "B", 1)]);
-        assert_eq!(rows[0].figures[0], ("delivered_mbps", Some([15.0, 10.0, 20.0])));
+        // Two seeds, 10 and 20: s = 7.07, t(1) = 12.706, half-width 12.706 * 7.07 / sqrt(2) = 63.53.
+        assert_eq!(
+            rows[0].figures[0],
+            ("delivered_mbps", Some([15.0, 10.0, 20.0, -48.53, 78.53]))
+        );
+        assert_eq!(
+            rows[1].figures[0],
+            ("delivered_mbps", Some([30.0, 30.0, 30.0, 30.0, 30.0]))
+        );
         assert_eq!(
             rows[0].figures[2],
             ("fct_mean_ms", None),

@@ -26,7 +26,8 @@ pub struct AuxSlot {
     pub key_a: u64,
     /// The server's key.
     pub key_b: u64,
-    /// [`AUX_A`], [`AUX_B`], [`AUX_V1`]; 0: the slot is empty.
+    /// [`AUX_A`], [`AUX_B`], [`AUX_V1`]; 0: the slot is free (never used, or its handshake
+    /// associated).
     pub flags: u8,
 }
 
@@ -191,7 +192,9 @@ impl Association {
                 valid: true,
             };
         }
-        self.aux[slot] = AuxSlot::default();
+        // Done with the keys: the slot is free for the next handshake (flags 0); its other
+        // fields stay until then, as a data plane's registers would.
+        self.aux[slot].flags = 0;
         AssocEvent::Associated
     }
 

@@ -7,8 +7,10 @@ pub mod assoc;
 pub mod besthop;
 pub mod conn;
 pub mod estimator;
+mod kernel_frames;
 mod registers;
 pub mod switch;
+pub mod vector_sets;
 
 pub use switch::{canonical_hash, Hula, HulaCounters};
 

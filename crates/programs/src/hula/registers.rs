@@ -1,6 +1,7 @@
 //! The counters and table registers as every backend names them (README.md, "Counters and
 //! registers"): conformance vectors compare them after every step.
 
+use super::assoc::AuxSlot;
 use super::switch::{Hula, HulaCounters};
 use super::{MAX_SUBFLOWS, NO_PORT};
 
@@ -16,6 +17,7 @@ pub fn counters(c: &HulaCounters) -> Vec<(String, u64)> {
         ("hula.continued", c.continued),
         ("hula.collisions", c.collisions),
         ("hula.fallback", c.fallback),
+        ("hula.dead_port", c.dead_port),
         ("mphula.assoc", c.assoc),
         ("mphula.joins", c.joins),
         ("mphula.join_misses", c.join_misses),
@@ -36,7 +38,14 @@ pub fn counters(c: &HulaCounters) -> Vec<(String, u64)> {
 
 /// Every table register: best hops and estimators always, the other tables' occupied slots.
 pub fn tables(h: &Hula) -> Vec<(String, u64)> {
-    let (tx, best, flowlets, assoc, conns) = h.parts();
+    let super::switch::Parts {
+        tx,
+        port_probe_us,
+        best,
+        flowlets,
+        assoc,
+        conns,
+    } = h.parts();
     let mut out = Vec::new();
     let mut put = |k: String, v: u64| out.push((k, v));
     for t in 0..best.n_tors() {
@@ -49,6 +58,7 @@ pub fn tables(h: &Hula) -> Vec<(String, u64)> {
     for (p, u) in tx.iter().enumerate() {
         put(format!("txutil.{p}.bytes"), u.bytes);
         put(format!("txutil.{p}.last_us"), u.last_us);
+        put(format!("probe_in.{p}.last_us"), port_probe_us[p]);
     }
     for (i, s) in flowlets.iter().enumerate().filter(|(_, s)| s.valid) {
         put(format!("flowlet.{i}.tag"), u64::from(s.tag));
@@ -56,7 +66,8 @@ pub fn tables(h: &Hula) -> Vec<(String, u64)> {
         put(format!("flowlet.{i}.last_us"), s.last_us);
     }
     if let Some(a) = assoc {
-        for (i, s) in a.aux.iter().enumerate().filter(|(_, s)| s.flags != 0) {
+        let used = |s: &&AuxSlot| s.flags != 0 || s.tag != 0 || s.key_a != 0 || s.key_b != 0;
+        for (i, s) in a.aux.iter().enumerate().filter(|(_, s)| used(s)) {
             put(format!("aux.{i}.tag"), u64::from(s.tag));
             put(format!("aux.{i}.key_a"), s.key_a);
             put(format!("aux.{i}.key_b"), s.key_b);

@@ -51,6 +51,8 @@ pub struct HulaCounters {
     pub collisions: u64,
     /// Packets routed by hash: no destination ToR, or no live next hop.
     pub fallback: u64,
+    /// Packets whose flowlet's port no probe had come in by for the ageing time (it ended).
+    pub dead_port: u64,
     /// Connections associated.
     pub assoc: u64,
     /// Subflows joined to a connection.
@@ -89,6 +91,7 @@ pub struct Hula {
     scale: Vec<u64>,
     dest: Ipv4Lpm,
     tx: Vec<TxUtil>,
+    port_probe_us: Vec<u64>,
     best: BestHops,
     flowlets: Vec<FlowletSlot>,
     assoc: Option<Association>,
@@ -125,6 +128,7 @@ impl Hula {
             scale,
             dest: dest_lpm(probe),
             tx: vec![TxUtil::default(); probe.ports.len()],
+            port_probe_us: vec![0; probe.ports.len()],
             best: BestHops::new(usize::from(probe.n_tors), cfg.best_k),
             flowlets: vec![FlowletSlot::default(); cfg.table_entries as usize],
             assoc: tor_mp.then(|| Association::new(cfg.assoc_entries as usize)),
@@ -177,6 +181,17 @@ impl Hula {
         })
     }
 
+    /// Whether a probe came in by `p` less than the ageing time ago (ports towards hosts, and
+    /// those no probe crosses, are always alive).
+    fn port_alive(&self, p: PortId, now_us: u64) -> bool {
+        match self.dir(p) {
+            PortDir::Up | PortDir::Down => {
+                now_us.saturating_sub(self.port_probe_us[usize::from(p)]) < self.cfg.ageing_us
+            }
+            PortDir::Host | PortDir::None => true,
+        }
+    }
+
     fn dir(&self, p: PortId) -> PortDir {
         self.dirs.get(usize::from(p)).copied().unwrap_or(PortDir::None)
     }
@@ -222,6 +237,7 @@ impl Hula {
             return Verdict::Drop(DropReason::Malformed);
         }
         let now_us = ctx.now_ps() / 1_000_000;
+        self.port_probe_us[usize::from(p)] = now_us;
         let max_util = probe.util.max(self.tx_util(p, now_us));
         self.counters.aged += self.best.update(tor, p, max_util, now_us, self.cfg.ageing_us);
         let out = ProbeHeader {
@@ -273,11 +289,13 @@ pub fn canonical_hash(pkt: &PacketMeta, seed: u32) -> u32 {
 impl Hula {
     /// MP-HULA at a ToR: follow MPTCP handshakes; push the connection header on packets from
     /// hosts whose connection has more than one subflow.
-    fn associate_and_push(&mut self, pkt: &PacketMeta, ctx: &mut Ctx) {
+    /// Returns the packet's connection and subflow when the association table holds its flow
+    /// (the ToR's own sub-flowlet choice uses it, header or not).
+    fn associate_and_push(&mut self, pkt: &PacketMeta, ctx: &mut Ctx) -> Option<(u64, usize)> {
         let from_host = self.dir(pkt.ingress_port) == PortDir::Host;
-        let Some(assoc) = self.assoc.as_mut() else { return };
+        let assoc = self.assoc.as_mut()?;
         if pkt.proto != proto::TCP {
-            return;
+            return None;
         }
         let key = canonical_hash(pkt, self.hash_seed);
         if let (HeaderExt::Tcp { flags, .. }, Some(o)) = (pkt.ext, ctx.mptcp_option()) {
@@ -288,10 +306,11 @@ impl Hula {
                 AssocEvent::None => {}
             }
         }
+        let a = *assoc.lookup(key)?;
+        let conn = Some((a.conn_id, usize::from(a.subflow)));
         if !from_host || ctx.headers().routing().is_some() {
-            return;
+            return conn;
         }
-        let Some(a) = assoc.lookup(key) else { return };
         if a.subflow > 1 || a.count > 1 {
             let h = Header::Routing(RoutingHeader {
                 conn_id: a.conn_id,
@@ -302,23 +321,37 @@ impl Hula {
                 self.counters.pushed += 1;
             }
         }
+        conn
     }
 
-    /// The hop for a packet to ToR `tor` outside any flowlet decision: the best live hop, or
-    /// for a packet with a connection header the sub-flowlet choice. None: no live hop.
-    fn choose_hop(&mut self, tor: usize, conn: Option<(u64, usize)>, now_us: u64) -> Option<PortId> {
-        let (gap, age) = (self.cfg.flowlet_gap_us, self.cfg.ageing_us);
-        let best_live = |b: &BestHops| b.of(tor).first().filter(|h| h.live(now_us, age)).map(|h| h.port);
-        let (Some((conn_id, s)), Some(conns)) = (conn, self.conns.as_mut()) else {
-            return best_live(&self.best);
-        };
+    /// The connection table slot of a packet of connection `conn` (its id and subflow), claimed
+    /// for it; None (and counted) for a subflow beyond the table's four or a slot another
+    /// active connection holds: such a packet is routed as HULA.
+    fn conn_slot(&mut self, conn: Option<(u64, usize)>, now_us: u64) -> Option<(usize, usize)> {
+        let (conn_id, s) = conn?;
+        let conns = self.conns.as_mut()?;
         if s == 0 || s > MAX_SUBFLOWS {
             self.counters.subflow_overflow += 1;
-            return best_live(&self.best);
+            return None;
         }
-        let Some(i) = conns.claim(conn_id, now_us, gap) else {
+        let Some(i) = conns.claim(conn_id, now_us, self.cfg.flowlet_gap_us) else {
             self.counters.conn_collisions += 1;
-            return best_live(&self.best);
+            return None;
+        };
+        Some((i, s))
+    }
+
+    /// The hop of a new flowlet to ToR `tor`: the best live hop, or for a packet of a known
+    /// connection the sub-flowlet choice. None: no live hop.
+    fn choose_hop(&mut self, tor: usize, conn: Option<(usize, usize)>, now_us: u64) -> Option<PortId> {
+        let (gap, age) = (self.cfg.flowlet_gap_us, self.cfg.ageing_us);
+        let (Some((i, s)), Some(conns)) = (conn, self.conns.as_mut()) else {
+            return self
+                .best
+                .of(tor)
+                .first()
+                .filter(|h| h.live(now_us, age))
+                .map(|h| h.port);
         };
         let c = conns.choose(i, s, self.best.of(tor), now_us, age, gap);
         self.counters.sibling_skips += c.skipped;
@@ -326,21 +359,8 @@ impl Hula {
         c.port
     }
 
-    /// Record subflow `s` of `conn_id` on `port` (when the connection table holds it).
-    fn record_subflow(&mut self, conn: Option<(u64, usize)>, port: PortId, now_us: u64) {
-        let (Some((conn_id, s)), Some(conns)) = (conn, self.conns.as_mut()) else {
-            return;
-        };
-        if (1..=MAX_SUBFLOWS).contains(&s) {
-            let i = super::conn::conn_slot(conn_id, conns.slots.len());
-            if conns.slots[i].valid && conns.slots[i].conn_id == conn_id {
-                conns.record(i, s, port, now_us);
-            }
-        }
-    }
-
     /// The HULA choice for a packet routed to equal-cost group `g`.
-    fn route_group(&mut self, pkt: &PacketMeta, g: usize, ctx: &Ctx) -> PortId {
+    fn route_group(&mut self, pkt: &PacketMeta, g: usize, assoc: Option<(u64, usize)>, ctx: &Ctx) -> PortId {
         let hash = Ecmp::seeded_hash(pkt, self.hash_seed);
         let group = &self.groups[g];
         let by_hash = group[hash as usize % group.len()];
@@ -355,13 +375,24 @@ impl Hula {
         };
         let now_us = ctx.now_ps() / 1_000_000;
         let conn = if self.cfg.mp {
-            ctx.headers().routing().map(|r| (r.conn_id, usize::from(r.path)))
+            let known = ctx
+                .headers()
+                .routing()
+                .map(|r| (r.conn_id, usize::from(r.path)))
+                .or(assoc);
+            self.conn_slot(known, now_us)
         } else {
             None
         };
         let slot_i = hash as usize & (self.flowlets.len() - 1);
         let slot = self.flowlets[slot_i];
-        let active = slot.valid && now_us.saturating_sub(slot.last_us) < self.cfg.flowlet_gap_us;
+        let mut active = slot.valid && now_us.saturating_sub(slot.last_us) < self.cfg.flowlet_gap_us;
+        if active && !self.port_alive(slot.port, now_us) {
+            // No probe came in by the flowlet's port for the ageing time: its link is down, the
+            // flowlet ends here and not when its sender gives up.
+            self.counters.dead_port += 1;
+            active = false;
+        }
         let port = if active && slot.tag == hash {
             self.counters.continued += 1;
             self.flowlets[slot_i].last_us = now_us;
@@ -385,7 +416,9 @@ impl Hula {
             }
             port
         };
-        self.record_subflow(conn, port, now_us);
+        if let (Some((i, sub)), Some(conns)) = (conn, self.conns.as_mut()) {
+            conns.record(i, sub, port, now_us);
+        }
         port
     }
 }
@@ -417,9 +450,9 @@ impl Program for Hula {
             return Verdict::Drop(DropReason::TtlExpired);
         }
         pkt.ttl -= 1;
-        self.associate_and_push(pkt, ctx);
+        let assoc = self.associate_and_push(pkt, ctx);
         let out = match self.lpm.lookup(pkt.dst_ip) {
-            Some(port) if port & ECMP_GROUP != 0 => self.route_group(pkt, usize::from(port & !ECMP_GROUP), ctx),
+            Some(port) if port & ECMP_GROUP != 0 => self.route_group(pkt, usize::from(port & !ECMP_GROUP), assoc, ctx),
             Some(port) => port,
             None => {
                 self.counters.no_route += 1;
@@ -477,21 +510,24 @@ impl Program for Hula {
 impl mpsched_core::control::ProgramControl for Hula {}
 
 impl Hula {
-    pub(super) fn parts(
-        &self,
-    ) -> (
-        &[TxUtil],
-        &BestHops,
-        &[FlowletSlot],
-        Option<&Association>,
-        Option<&ConnTable>,
-    ) {
-        (
-            &self.tx,
-            &self.best,
-            &self.flowlets,
-            self.assoc.as_ref(),
-            self.conns.as_ref(),
-        )
+    pub(super) fn parts(&self) -> Parts<'_> {
+        Parts {
+            tx: &self.tx,
+            port_probe_us: &self.port_probe_us,
+            best: &self.best,
+            flowlets: &self.flowlets,
+            assoc: self.assoc.as_ref(),
+            conns: self.conns.as_ref(),
+        }
     }
+}
+
+/// A switch's tables, for the register snapshot.
+pub(super) struct Parts<'a> {
+    pub tx: &'a [TxUtil],
+    pub port_probe_us: &'a [u64],
+    pub best: &'a BestHops,
+    pub flowlets: &'a [FlowletSlot],
+    pub assoc: Option<&'a Association>,
+    pub conns: Option<&'a ConnTable>,
 }
