@@ -38,7 +38,7 @@ pub const INGRESS: &str = "hula_ingress";
 pub const EGRESS: &str = "hula_egress";
 
 /// `enum hula_counter` in hula.h, in order, named as the specification names the registers.
-pub const COUNTERS: [&str; 24] = [
+pub const COUNTERS: [&str; 25] = [
     "counter.hula.probes_sent",
     "counter.hula.probes_in",
     "counter.hula.probe_copies",
@@ -48,6 +48,7 @@ pub const COUNTERS: [&str; 24] = [
     "counter.hula.continued",
     "counter.hula.collisions",
     "counter.hula.fallback",
+    "counter.hula.dead_port",
     "counter.mphula.assoc",
     "counter.mphula.joins",
     "counter.mphula.join_misses",
@@ -302,8 +303,9 @@ impl HulaPlane {
         Ok(())
     }
 
-    /// Attach ingress at the trigger interface.
-    pub fn attach_trigger(&mut self, ifindex: u32) -> Result<(), DataplaneError> {
+    /// Attach ingress alone at `ifindex` (the trigger interface; a port in a vector replay,
+    /// where an egress hook would count the probes' clones into the estimator).
+    pub fn attach_ingress(&mut self, ifindex: u32) -> Result<(), DataplaneError> {
         let hooks = attach_tc(&[(TC_INGRESS, self.program(INGRESS)?)], ifindex)?;
         self.hooks.extend(hooks);
         Ok(())
@@ -334,6 +336,7 @@ impl HulaPlane {
             let t: TxUtil = self.lookup("txutil", p)?;
             out.insert(format!("txutil.{p}.bytes"), t.bytes);
             out.insert(format!("txutil.{p}.last_us"), t.last_us);
+            out.insert(format!("probe_in.{p}.last_us"), self.lookup::<u64>("probe_in", p)?);
         }
         self.tables_into(&mut out)?;
         if let Some([triggers, missed, cpu_ns, tors]) = self.prober_stats() {
@@ -411,7 +414,7 @@ impl HulaPlane {
 
     fn assoc_slot_into(&self, s: u32, out: &mut BTreeMap<String, u64>) -> Result<(), DataplaneError> {
         let x: Aux = self.lookup("aux", s)?;
-        if x.flags != 0 {
+        if x.flags != 0 || x.tag != 0 || x.key_a != 0 || x.key_b != 0 {
             out.insert(format!("aux.{s}.tag"), u64::from(x.tag));
             out.insert(format!("aux.{s}.key_a"), x.key_a);
             out.insert(format!("aux.{s}.key_b"), x.key_b);
@@ -478,7 +481,7 @@ pub fn start(tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError> {
         }
     }
     if let (Some((sender, trig)), Some(tor)) = (trigger, tor) {
-        plane.attach_trigger(trig)?;
+        plane.attach_ingress(trig)?;
         let sock = prober::open_sender(sender).map_err(NetnsError::Plane)?;
         let frame = probe_template(tables.switch.own_ip, tor);
         plane.prober = Some(prober::Prober::start(sock, frame, plane.cfg.probe_period_us).map_err(NetnsError::Plane)?);

@@ -108,6 +108,15 @@ struct {
 	__type(value, struct hula_conn);
 } conns SEC(".maps");
 
+/* Per port: when a probe last came in by it (µs); an up or down port none came in by for the
+ * ageing time is dead. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MPS_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} probe_in SEC(".maps");
+
 /* Destination prefix -> ToR id (ProbeConfig::dest_tors), longest prefix first. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -468,6 +477,12 @@ __attribute__((noinline)) int hula_probe_in(struct __sk_buff *skb, __u32 in_port
 		return TC_ACT_SHOT;
 	}
 	now = now_us(n);
+	{
+		__u64 *t = bpf_map_lookup_elem(&probe_in, &in_port);
+
+		if (t)
+			*t = now;
+	}
 	here = util_q16(n, in_port, now);
 	util = best_update(n, tor, in_port, util > here ? util : here, now);
 	if (body[2] < 255) /* hops saturate */
@@ -508,8 +523,8 @@ struct hula_pkt {
 	__u32 tor;     /* its destination ToR, or n_tors (none) */
 	__u64 conn_id; /* with has_conn */
 	__u16 subflow;
-	__u8 has_conn;
-	__u8 pad;
+	__u8 has_conn; /* a known connection: a connection header, or a ToR's association */
+	__u8 claimed;  /* its connection table slot is its own (conn_claim) */
 };
 
 /* ---- MPTCP association (README "MPTCP association") ---------------------------------------- */
@@ -775,7 +790,7 @@ __attribute__((noinline)) int hula_associate(__u32 slot, __u32 tag, struct hula_
 		t->assoc_slot = slot;
 		t->valid = 1;
 	}
-	__builtin_memset(x, 0, sizeof(*x));
+	x->flags = 0; /* free for the next handshake; its tag and keys stay until then */
 	count(HULA_C_ASSOC);
 	return 1;
 }
@@ -848,8 +863,8 @@ static __always_inline void on_join(const struct hula_node *n, __u32 slot, __u32
 	count(HULA_C_JOINS);
 }
 
-/* The connection a TCP segment belongs to: its MPTCP option read into the tables, then the
- * assoc entry of its flow when the connection has more than one subflow. */
+/* The connection a TCP segment belongs to: its MPTCP option read into the tables, then its
+ * flow's assoc entry: 0 none, 1 associated, 2 of a connection of more than one subflow. */
 __attribute__((noinline)) int hula_mptcp_assoc(struct __sk_buff *skb, struct hula_frame *f, __u32 l4ports,
 						struct hula_pkt *conn)
 {
@@ -870,11 +885,12 @@ __attribute__((noinline)) int hula_mptcp_assoc(struct __sk_buff *skb, struct hul
 			on_join(n, slot, key, &m);
 	}
 	as = bpf_map_lookup_elem(&assoc, &slot);
-	if (!as || !as->valid || as->tag != key || (as->subflow <= 1 && as->count <= 1))
+	if (!as || !as->valid || as->tag != key)
 		return 0;
 	conn->conn_id = as->conn_id;
 	conn->subflow = as->subflow;
-	return 1;
+	/* 2: of a connection of more than one subflow (its packets from hosts carry the header) */
+	return as->subflow > 1 || as->count > 1 ? 2 : 1;
 }
 
 /* ---- The connection header (push at the source ToR, pop towards a host) --------------------- */
@@ -960,6 +976,8 @@ static __always_inline int conn_active(const struct hula_node *n, const struct h
 	int a = 0;
 	__u32 j;
 
+	if (!c->valid)
+		return 0;
 #pragma unroll
 	for (j = 0; j < HULA_MAX_SUBFLOWS; j++)
 		if (c->port[j] != HULA_NO_PORT && age_of(now, c->last_us[j]) < n->gap_us)
@@ -967,7 +985,8 @@ static __always_inline int conn_active(const struct hula_node *n, const struct h
 	return a;
 }
 
-/* The sub-flowlet choice (README): the first live hop no sibling holds, else round robin. */
+/* The sub-flowlet choice (README) of a packet whose connection slot is claimed: the first live
+ * hop no sibling holds, else round robin. */
 __attribute__((noinline)) __u32 hula_sub_choice(struct hula_pkt *k, __u64 now)
 {
 	struct hula_node *n = the_node();
@@ -983,22 +1002,6 @@ __attribute__((noinline)) __u32 hula_sub_choice(struct hula_pkt *k, __u64 now)
 	c = bpf_map_lookup_elem(&conns, &slot);
 	if (!c)
 		return HULA_NO_PORT;
-	if (s == 0 || s > HULA_MAX_SUBFLOWS) {
-		count(HULA_C_SUBFLOW_OVERFLOW);
-		return best_hop(n, k->tor, now);
-	}
-	if (c->valid && c->conn_id != k->conn_id && conn_active(n, c, now)) {
-		count(HULA_C_CONN_COLLISIONS);
-		return best_hop(n, k->tor, now);
-	}
-	if (!c->valid || c->conn_id != k->conn_id) {
-		__builtin_memset(c, 0, sizeof(*c));
-		c->conn_id = k->conn_id;
-		c->valid = 1;
-#pragma unroll
-		for (i = 0; i < HULA_MAX_SUBFLOWS; i++)
-			c->port[i] = HULA_NO_PORT;
-	}
 	if (best_read(k->tor, hops))
 		return HULA_NO_PORT;
 #pragma unroll
@@ -1029,7 +1032,7 @@ static __always_inline void conn_record(const struct hula_node *n, const struct 
 	__u32 slot = ((__u32)k->conn_id ^ (__u32)(k->conn_id >> 32)) & n->conn_mask, s = k->subflow;
 	struct hula_conn *c = bpf_map_lookup_elem(&conns, &slot);
 
-	if (!c || !c->valid || c->conn_id != k->conn_id || s == 0 || s > HULA_MAX_SUBFLOWS)
+	if (!k->claimed || !c || s == 0 || s > HULA_MAX_SUBFLOWS)
 		return;
 	c->port[(s - 1) & 3] = port;
 	c->last_us[(s - 1) & 3] = now;
@@ -1038,9 +1041,54 @@ static __always_inline void conn_record(const struct hula_node *n, const struct 
 /* The hop a choice picks: the sub-flowlet choice with a connection header, else best[T][0]. */
 static __always_inline __u32 chosen_hop(const struct hula_node *n, const struct hula_pkt *k, __u64 now)
 {
-	if ((n->flags & HULA_F_MP) && k->has_conn)
+	if (k->claimed)
 		return hula_sub_choice((struct hula_pkt *)k, now);
 	return best_hop(n, k->tor, now);
+}
+
+/* On every packet of a known connection, before the flowlet table: its connection slot,
+ * claimed (reset for it when another connection there is idle); not for a subflow beyond the
+ * table's four or a slot another active connection holds (those are routed as HULA). */
+static __always_inline void conn_claim(const struct hula_node *n, struct hula_pkt *k, __u64 now)
+{
+	__u32 slot = ((__u32)k->conn_id ^ (__u32)(k->conn_id >> 32)) & n->conn_mask, i;
+	struct hula_conn *c;
+
+	if (!(n->flags & HULA_F_MP) || !k->has_conn)
+		return;
+	if (k->subflow == 0 || k->subflow > HULA_MAX_SUBFLOWS) {
+		count(HULA_C_SUBFLOW_OVERFLOW);
+		return;
+	}
+	c = bpf_map_lookup_elem(&conns, &slot);
+	if (!c)
+		return;
+	if (!c->valid || c->conn_id != k->conn_id) {
+		if (conn_active(n, c, now)) {
+			count(HULA_C_CONN_COLLISIONS);
+			return;
+		}
+		__builtin_memset(c, 0, sizeof(*c));
+		c->conn_id = k->conn_id;
+		c->valid = 1;
+#pragma unroll
+		for (i = 0; i < HULA_MAX_SUBFLOWS; i++)
+			c->port[i] = HULA_NO_PORT;
+	}
+	k->claimed = 1;
+}
+
+/* Whether a flowlet's port is alive: an up or down port while probes come in by it (its link
+ * is up), a host or same-level port always. */
+static __always_inline int port_alive(const struct hula_node *n, __u32 port, __u64 now)
+{
+	__u32 dir = port_dir(port);
+	__u64 *t;
+
+	if (dir != HULA_DIR_UP && dir != HULA_DIR_DOWN)
+		return 1;
+	t = bpf_map_lookup_elem(&probe_in, &port);
+	return t && age_of(now, *t) < n->ageing_us;
 }
 
 /* The HULA choice for a packet routed to group g (README step 3). */
@@ -1059,10 +1107,16 @@ __attribute__((noinline)) __u32 hula_choose(__u32 group, struct hula_pkt *k, __u
 		count(HULA_C_FALLBACK);
 		return by_hash(g, k->h);
 	}
+	conn_claim(n, k, now);
 	s = bpf_map_lookup_elem(&flowlets, &key);
 	if (!s)
 		return by_hash(g, k->h);
 	active = s->valid && age_of(now, s->last_us) < n->gap_us;
+	if (active && !port_alive(n, s->port, now)) {
+		/* No probe came in by the flowlet's port for the ageing time: its link is down. */
+		count(HULA_C_DEAD_PORT);
+		active = 0;
+	}
 	if (active && s->tag == k->h) {
 		s->last_us = now;
 		port = s->port;
@@ -1083,8 +1137,7 @@ __attribute__((noinline)) __u32 hula_choose(__u32 group, struct hula_pkt *k, __u
 			count(HULA_C_NEW_FLOWLETS);
 		}
 	}
-	if ((n->flags & HULA_F_MP) && k->has_conn)
-		conn_record(n, k, port, now);
+	conn_record(n, k, port, now);
 	return port;
 }
 
@@ -1150,18 +1203,22 @@ __attribute__((noinline)) int hula_data(struct __sk_buff *skb, struct hula_frame
 		return TC_ACT_SHOT;
 	if (is_tor_mp && f->ip.protocol == IPPROTO_TCP && f->tot_len >= f->ihl + 20) {
 		struct hula_pkt c = {};
+		int a = hula_mptcp_assoc(skb, f, l4ports, &c);
 
-		if (hula_mptcp_assoc(skb, f, l4ports, &c) && !k.has_conn && in_port >= 0 &&
-		    port_dir(in_port) == HULA_DIR_HOST && f->n_shims < HULA_MAX_SHIMS) {
-			if (hula_push_conn(skb, c.conn_id, c.subflow)) {
-				count(HULA_C_REDIRECT_FAILED);
-				return TC_ACT_SHOT;
-			}
-			count(HULA_C_PUSHED);
+		if (a && !k.has_conn) {
+			/* A known connection, header or not; from a host, the header if it has siblings. */
 			k.conn_id = c.conn_id;
 			k.subflow = c.subflow;
 			k.has_conn = 1;
-			f->conn_off = sizeof(struct ethhdr);
+			if (a == 2 && in_port >= 0 && port_dir(in_port) == HULA_DIR_HOST &&
+			    f->n_shims < HULA_MAX_SHIMS) {
+				if (hula_push_conn(skb, c.conn_id, c.subflow)) {
+					count(HULA_C_REDIRECT_FAILED);
+					return TC_ACT_SHOT;
+				}
+				count(HULA_C_PUSHED);
+				f->conn_off = sizeof(struct ethhdr);
+			}
 		}
 	}
 	port = route(f, &k, now);
@@ -1170,7 +1227,7 @@ __attribute__((noinline)) int hula_data(struct __sk_buff *skb, struct hula_frame
 		return TC_ACT_SHOT;
 	}
 	pk = port & (MPS_MAX_PORTS - 1);
-	if (k.has_conn && f->conn_off == sizeof(struct ethhdr) && port_dir(pk) == HULA_DIR_HOST) {
+	if (f->conn_off == sizeof(struct ethhdr) && port_dir(pk) == HULA_DIR_HOST) {
 		if (hula_pop_conn(skb)) {
 			count(HULA_C_REDIRECT_FAILED);
 			return TC_ACT_SHOT;

@@ -122,7 +122,7 @@ struct hula_flowlet {
 /* Map "aux": array of assoc_entries; the keys of a handshake in progress. */
 struct hula_aux {
 	__u32 tag;
-	__u8 flags; /* HULA_AUX_*; 0: the slot is empty */
+	__u8 flags; /* HULA_AUX_*; 0: the slot is free (tag and keys stay until a SYN reuses it) */
 	__u8 pad;
 	__u16 pad2;
 	__u64 key_a;
@@ -178,6 +178,7 @@ enum hula_counter {
 	HULA_C_CONTINUED,         /* hula.continued */
 	HULA_C_COLLISIONS,        /* hula.collisions */
 	HULA_C_FALLBACK,          /* hula.fallback */
+	HULA_C_DEAD_PORT,         /* hula.dead_port */
 	HULA_C_ASSOC,             /* mphula.assoc */
 	HULA_C_JOINS,             /* mphula.joins */
 	HULA_C_JOIN_MISSES,       /* mphula.join_misses */
