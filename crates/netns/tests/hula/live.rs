@@ -292,9 +292,11 @@ fn mphula_slots(regs: &BTreeMap<String, u64>) -> Vec<String> {
 }
 
 pub fn mphula_puts_two_subflows_on_different_uplinks() {
-    // MP-HULA: the two subflows of a connection on different uplinks.
+    // MP-HULA: the two subflows of a connection on different uplinks. One data connection (and
+    // iperf3's idle control connection): its subflows share the client's 200 Mbit/s link, each
+    // sending about every 120 us, well within the 1 ms flowlet gap, so each holds its hop.
     let mut net = Net::build("mphula");
-    let subs = net.traffic(4, 6);
+    let subs = net.traffic(1, 6);
     let (apart, together, regs) = sample_mphula(&net, 20);
     let pairs = mphula_uplinks(&regs);
     let up = net.uplinks();
@@ -304,8 +306,6 @@ pub fn mphula_puts_two_subflows_on_different_uplinks() {
         subs.len(),
         regs["counter.mphula.pushed"]
     );
-    assert!(regs["counter.mphula.assoc"] >= 4, "{regs:?}");
-    assert!(regs["counter.mphula.joins"] >= 4, "{regs:?}");
     eprintln!(
         "MP-HULA, sampled every 100 ms: two active subflows of a connection apart {apart} times, together {together}; \
          sibling skips {}, round robin {}, aged {}, prober {:?} triggers / missed / CPU us",
@@ -314,16 +314,18 @@ pub fn mphula_puts_two_subflows_on_different_uplinks() {
         regs["counter.hula.aged"],
         ["prober.triggers", "prober.missed", "prober.cpu_us"].map(|k| regs.get(k).copied().unwrap_or(0))
     );
+    // iperf3's control connection and its data connection, each of two subflows.
+    assert!(regs["counter.mphula.assoc"] >= 2, "{regs:?}");
+    assert!(regs["counter.mphula.joins"] >= 2, "{regs:?}");
     assert!(!pairs.is_empty(), "no connection with two subflows in tor0's table");
-    // Most of the time, not always: a join's first packets are placed before the first
-    // subflow's hop is recorded (its packets carry no connection header until the join
-    // exists), and two subflows that then send without a flowlet gap stay together.
+    // Two subflows sending at once are kept apart; one that idles for a flowlet gap holds
+    // nothing, and its sibling's next flowlet may take its hop (the samples allow for that).
     assert!(
         regs["counter.mphula.sibling_skips"] > 0,
         "no sub-flowlet avoided a sibling"
     );
     assert!(
-        apart >= 10 && apart > together,
+        apart >= 10 && apart >= 4 * together,
         "subflows sharing an uplink: apart {apart}, together {together}"
     );
     assert!(tx.iter().all(|&t| t > 1000), "an idle uplink: {tx:?}");
