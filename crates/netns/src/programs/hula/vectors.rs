@@ -9,8 +9,8 @@
 //!   `bpf_clone_redirect`, are read where they arrive, at each port's veth peer, as many from
 //!   each as the port's transmit counter says were sent;
 //! - a drop's reason is the counter that moved;
-//! - a frame `BPF_PROG_TEST_RUN` refuses (the kernel will not build an IPv4 packet shorter than
-//!   an IPv4 header: `EINVAL`) is sent on the wire instead, into its port's veth peer, with the
+//! - a frame `BPF_PROG_TEST_RUN` refuses (Linux 6.18 answers `EINVAL` for a 30-byte frame with
+//!   a cut IPv4 header) is sent on the wire instead, into its port's veth peer, with the
 //!   program attached at the ports' ingress (ingress alone: an egress hook would count the
 //!   probes' clones into the estimator), and its outcome read from the counters.
 
