@@ -10,13 +10,14 @@
  *       a prober in user space writes one frame there every probe period (crates/netns);
  *     frame checks as wire::parse_frame_with_headers (the shim chain, at most 4 shims, then
  *       IPv4), non-IPv4 to the stack, malformed dropped;
- *     a probe (a shim of kind 3): refused, or folded into the best-k table and replicated to
- *       the ports the up/down rule names, then consumed;
+ *     a probe (a shim of kind 3): refused, or its port marked alive (probe_in), folded into
+ *       the best-k table and replicated to the ports the up/down rule names, then consumed;
  *     data: to the stack if addressed here, TTL, MPTCP association at an MP-HULA ToR (and the
  *       connection header pushed on a packet from a host), LPM route; an equal-cost group goes
- *       through the flowlet table to the best live hop (or the sub-flowlet choice for a packet
- *       with a connection header), ECMP by hash when there is none; the connection header is
- *       popped when the packet leaves by a host port.
+ *       through the flowlet table (a flowlet on a dead port ends) to the best live hop, or for
+ *       a packet of a known connection (a header, or the ToR's association) the sub-flowlet
+ *       choice over its claimed connection slot; ECMP by hash when there is none; the
+ *       connection header is popped when the packet leaves by a host port.
  *   hula_egress, per frame leaving a port: the transmit utilisation estimator.
  *
  * Concurrency. The estimator and the best-hop entries change on several CPUs at once (a port's
@@ -1201,7 +1202,7 @@ __attribute__((noinline)) int hula_data(struct __sk_buff *skb, struct hula_frame
 	read_conn(skb, f, &k);
 	if (hula_decrement_ttl(skb, f))
 		return TC_ACT_SHOT;
-	if (is_tor_mp && f->ip.protocol == IPPROTO_TCP && f->tot_len >= f->ihl + 20) {
+	if (is_tor_mp && f->ip.protocol == IPPROTO_TCP) {
 		struct hula_pkt c = {};
 		int a = hula_mptcp_assoc(skb, f, l4ports, &c);
 
