@@ -1,6 +1,16 @@
-//! HULA's and MP-HULA's rows of `mpsched bench --dataplane` ([`crate::bench::program_costs`]):
-//! ns per data packet and per probe under `BPF_PROG_TEST_RUN`, the estimator, an association
-//! (two SHA-256 tokens), and the prober's CPU time per ToR ([`prober_cost`]).
+//! HULA's and MP-HULA's rows of `mpsched bench --dataplane` ([`crate::bench::program_costs`]),
+//! on a ToR with a host, a down port and two uplinks, under `BPF_PROG_TEST_RUN`:
+//!
+//! | row | what |
+//! |---|---|
+//! | `<p> probe` | a probe from an uplink: folded, one copy to the down port |
+//! | `<p> originate` | a trigger: two probes, one per uplink |
+//! | `<p> estimator` | `hula_egress` on a 1 466-byte TCP segment |
+//! | `<p> data` | a segment from the host continuing its flowlet (MP-HULA: also the option walk and the association lookup) |
+//! | `mphula pop` | a segment with a connection header from an uplink to the host: popped |
+//! | `mphula assoc` | the third ACK of a version-1 handshake: two SHA-256 tokens, the tables written |
+//!
+//! and the prober's CPU time per ToR ([`prober_cost`]).
 //!
 //! A test run repeated `n` times runs the program `n` times on one packet, and what it writes
 //! stays: a data packet's TTL would run out after 63 runs, so data rows time single runs (the
@@ -155,13 +165,9 @@ fn rows(node: &TestNode, program: &'static str, repeat: u32) -> Result<Vec<Progr
         let mut out = Vec::new();
         // A probe from ToR 1 by an uplink: folded, one copy to the down port.
         let ns = repeated(&plane, INGRESS, up, &probe_in(2), repeat.min(200_000))?;
-        out.push(cost(&format!("{program} probe (1 copy)"), ns, repeat.min(200_000)));
+        out.push(cost(&format!("{program} probe"), ns, repeat.min(200_000)));
         let ns = repeated(&plane, INGRESS, trigger, &[0u8; PROBE_FRAME_BYTES], repeat.min(200_000))?;
-        out.push(cost(
-            &format!("{program} origination (2 copies)"),
-            ns,
-            repeat.min(200_000),
-        ));
+        out.push(cost(&format!("{program} originate"), ns, repeat.min(200_000)));
         let ns = repeated(
             &plane,
             EGRESS,
@@ -169,10 +175,10 @@ fn rows(node: &TestNode, program: &'static str, repeat: u32) -> Result<Vec<Progr
             &tcp(HOST, REMOTE, (1, 2), tcp_flags::ACK, None),
             repeat,
         )?;
-        out.push(cost(&format!("{program} estimator (egress)"), ns, repeat));
+        out.push(cost(&format!("{program} estimator"), ns, repeat));
         let data = tcp(HOST, REMOTE, (40000, 5201), tcp_flags::ACK, None);
         let ns = single_runs(&plane, INGRESS, host, singles, |_| (None, data.clone()))?;
-        out.push(cost(&format!("{program} data (flowlet continues)"), ns, singles));
+        out.push(cost(&format!("{program} data"), ns, singles));
         if program == "mphula" {
             out.extend(mp_rows(&plane, host, up, singles)?);
         }
@@ -194,7 +200,7 @@ fn mp_rows(plane: &HulaPlane, host: u32, up: u32, n: u32) -> Result<Vec<ProgramC
     let mut out = Vec::new();
     // From an uplink to the host: the header popped on the way out.
     let ns = single_runs(plane, INGRESS, up, n, |_| (None, with_header.clone()))?;
-    out.push(cost("mphula data, header popped", ns, n));
+    out.push(cost("mphula pop", ns, n));
     let capable = |s: Option<u64>, r: Option<u64>| {
         Some(MptcpOption::Capable {
             version: 1,
@@ -216,7 +222,7 @@ fn mp_rows(plane: &HulaPlane, host: u32, up: u32, n: u32) -> Result<Vec<ProgramC
         );
         (Some(syn), ack)
     })?;
-    out.push(cost("mphula association (2 x SHA-256)", ns, n));
+    out.push(cost("mphula assoc", ns, n));
     Ok(out)
 }
 
