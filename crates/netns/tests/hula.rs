@@ -36,6 +36,14 @@ use std::path::PathBuf;
 #[path = "hula/live.rs"]
 mod live;
 
+/// Held by the tests that measure time or load the machine (the prober's cost, the bench rows,
+/// the live fat tree), so that the harness's parallel threads do not run them together.
+static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn hula_sets() -> Vec<VectorSet> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors");
     let mut sets: Vec<VectorSet> = std::fs::read_dir(dir)
@@ -633,6 +641,7 @@ fn the_option_parser_survives_malformed_options() {
 /// The prober of one ToR at the default period: it keeps the period on a quiet machine, and
 /// what it costs (printed: docs/performance.md takes the figures).
 fn the_prober_keeps_its_period() {
+    let _alone = heavy();
     for tors in [1, 8] {
         let c = mpsched_netns::programs::hula::bench::prober_cost(200, tors, 5.0).expect("the prober runs");
         eprintln!("prober at 200 us for 5 s, {tors} ToR(s): {c:?}");
@@ -644,6 +653,7 @@ fn the_prober_keeps_its_period() {
 
 /// HULA's and MP-HULA's rows of `bench --dataplane` (printed).
 fn the_bench_rows_run() {
+    let _alone = heavy();
     let stop = std::sync::atomic::AtomicBool::new(false);
     let rows = mpsched_netns::programs::hula::bench::costs(200_000, &stop).expect("the rows");
     for r in &rows {
@@ -716,10 +726,10 @@ fn main() {
         ),
         ("the_prober_keeps_its_period", the_prober_keeps_its_period),
         ("the_bench_rows_run", the_bench_rows_run),
-        (
-            "mphula_puts_two_subflows_on_different_uplinks",
-            live::mphula_puts_two_subflows_on_different_uplinks,
-        ),
+        ("mphula_puts_two_subflows_on_different_uplinks", || {
+            let _alone = heavy();
+            live::mphula_puts_two_subflows_on_different_uplinks()
+        }),
     ];
     mpsched_testkit::run_or_skip(tests, missing, "kernel HULA").exit();
 }
