@@ -1180,6 +1180,29 @@ static __always_inline __u32 dest_tor(const struct hula_node *n, __u32 daddr)
 	return t && *t < n->n_tors ? *t : n->n_tors;
 }
 
+/* At an MP-HULA ToR, a TCP segment's association: its connection becomes the packet's when it
+ * carries no header (a known connection), and from a host the header is pushed if the
+ * connection has more than one subflow. Non-zero: the push failed. */
+static __always_inline int associate_and_push(struct __sk_buff *skb, struct hula_frame *f, __u32 l4ports,
+					      int in_port, struct hula_pkt *k)
+{
+	struct hula_pkt c = {};
+	int a = hula_mptcp_assoc(skb, f, l4ports, &c);
+
+	if (!a || k->has_conn)
+		return 0;
+	k->conn_id = c.conn_id;
+	k->subflow = c.subflow;
+	k->has_conn = 1;
+	if (a != 2 || in_port < 0 || port_dir(in_port) != HULA_DIR_HOST || f->n_shims >= HULA_MAX_SHIMS)
+		return 0;
+	if (hula_push_conn(skb, c.conn_id, c.subflow))
+		return -1;
+	count(HULA_C_PUSHED);
+	f->conn_off = sizeof(struct ethhdr);
+	return 0;
+}
+
 /* A data packet, checked and not for this node: association, push, route, pop, out. */
 __attribute__((noinline)) int hula_data(struct __sk_buff *skb, struct hula_frame *f, int in_port)
 {
@@ -1202,32 +1225,20 @@ __attribute__((noinline)) int hula_data(struct __sk_buff *skb, struct hula_frame
 	read_conn(skb, f, &k);
 	if (hula_decrement_ttl(skb, f))
 		return TC_ACT_SHOT;
-	if (is_tor_mp && f->ip.protocol == IPPROTO_TCP) {
-		struct hula_pkt c = {};
-		int a = hula_mptcp_assoc(skb, f, l4ports, &c);
-
-		if (a && !k.has_conn) {
-			/* A known connection, header or not; from a host, the header if it has siblings. */
-			k.conn_id = c.conn_id;
-			k.subflow = c.subflow;
-			k.has_conn = 1;
-			if (a == 2 && in_port >= 0 && port_dir(in_port) == HULA_DIR_HOST &&
-			    f->n_shims < HULA_MAX_SHIMS) {
-				if (hula_push_conn(skb, c.conn_id, c.subflow)) {
-					count(HULA_C_REDIRECT_FAILED);
-					return TC_ACT_SHOT;
-				}
-				count(HULA_C_PUSHED);
-				f->conn_off = sizeof(struct ethhdr);
-			}
-		}
+	if (is_tor_mp && f->ip.protocol == IPPROTO_TCP && associate_and_push(skb, f, l4ports, in_port, &k)) {
+		count(HULA_C_REDIRECT_FAILED);
+		return TC_ACT_SHOT;
 	}
 	port = route(f, &k, now);
 	if (port < 0) {
 		count(HULA_C_NO_ROUTE);
 		return TC_ACT_SHOT;
 	}
-	pk = port & (MPS_MAX_PORTS - 1);
+	if (port >= MPS_MAX_PORTS) { /* a route to a port the node does not have */
+		count(HULA_C_REDIRECT_FAILED);
+		return TC_ACT_SHOT;
+	}
+	pk = port;
 	if (f->conn_off == sizeof(struct ethhdr) && port_dir(pk) == HULA_DIR_HOST) {
 		if (hula_pop_conn(skb)) {
 			count(HULA_C_REDIRECT_FAILED);
