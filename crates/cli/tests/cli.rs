@@ -291,3 +291,49 @@ fn a_sweep_runs_in_one_command_and_shards_collect_to_the_same_table() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("no `workloads`"), "{}", stderr(&o));
 }
+
+/// #29: a shortened sweep of MP-HULA's Fig. 5 (load 0.7, three seeds, arrivals for 200 ms)
+/// keeps the order the full sweep shows (docs/reproduction.md): with MPTCP, MP-HULA's mean
+/// completion time is below HULA's, which sends a connection's subflows to the same best hop,
+/// and below ECMP's.
+#[test]
+fn a_shortened_mphula_sweep_orders_mp_hula_before_hula_and_ecmp_with_mptcp() {
+    let dir = tmpdir("mphula-order");
+    let out = dir.path().to_str().unwrap();
+    let o = mpsched(&[
+        "sweep",
+        "mphula2018/fig5-websearch-mptcp-coupled",
+        "--values",
+        "0.7",
+        "--seeds",
+        "1-3",
+        "--variant",
+        "MPTCP-ECMP",
+        "--variant",
+        "MPTCP-HULA",
+        "--variant",
+        "MPTCP-MP-HULA",
+        "--set",
+        "workload.stop=200ms",
+        "--no-plot",
+        "--out",
+        out,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(dir.path().join("sweep_summary.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header
+        .iter()
+        .position(|h| *h == "fct_mean_ms_mean")
+        .expect("fct_mean_ms_mean");
+    let mean = |variant: &str| -> f64 {
+        let line = csv
+            .lines()
+            .find(|l| l.split(',').nth(1) == Some(variant))
+            .unwrap_or_else(|| panic!("{variant} in {csv}"));
+        line.split(',').nth(col).unwrap().parse().unwrap()
+    };
+    let (ecmp, hula, mp) = (mean("MPTCP-ECMP"), mean("MPTCP-HULA"), mean("MPTCP-MP-HULA"));
+    assert!(mp < hula, "MP-HULA {mp} ms against HULA {hula} ms:\n{csv}");
+    assert!(mp < ecmp, "MP-HULA {mp} ms against ECMP {ecmp} ms:\n{csv}");
+}

@@ -184,6 +184,8 @@ pub fn program_costs(repeat: u32, stop: &AtomicBool) -> Result<Vec<ProgramCost>,
             repeat,
         });
     }
+    // HULA and MP-HULA (hula.bpf.o): probes, origination, the estimator, data, association.
+    out.extend(crate::programs::hula::bench::costs(repeat, stop)?);
     Ok(out)
 }
 

@@ -81,6 +81,20 @@ pub trait SwitchProgram: Sync {
         false
     }
 
+    /// Refuse parameters that are each within their bounds but wrong together (or wrong in a
+    /// way bounds cannot say, a time that must be a power of two): the key to blame and why.
+    /// The scenario crate calls it when it reads `[programs.NAME]`, before anything is built.
+    fn check_params(&self, _params: &Params) -> Result<(), (&'static str, String)> {
+        Ok(())
+    }
+
+    /// Refuse a port of `rate_bps` on a node running the program with `params` (HULA's
+    /// estimator needs a port to carry enough bytes in its time constant): the key to blame and
+    /// why. The scenario crate calls it for every link end at such a node.
+    fn check_port_rate(&self, _params: &Params, _rate_bps: u64) -> Result<(), (&'static str, String)> {
+        Ok(())
+    }
+
     /// Whether it carries the first paper's splitting groups and confluence points
     /// (`[[split]]`): a split's nodes must run a program that does.
     fn runs_splits(&self) -> bool {

@@ -68,6 +68,31 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../scenarios/mphula2018/fig5-websearch-tcp-ecmp.toml"),
     ),
     (
+        "mphula2018/fig5-websearch-mptcp-coupled",
+        "scenarios/mphula2018/fig5-websearch-mptcp-coupled.toml",
+        include_str!("../../../scenarios/mphula2018/fig5-websearch-mptcp-coupled.toml"),
+    ),
+    (
+        "mphula2018/fig7-websearch-mptcp-uncoupled",
+        "scenarios/mphula2018/fig7-websearch-mptcp-uncoupled.toml",
+        include_str!("../../../scenarios/mphula2018/fig7-websearch-mptcp-uncoupled.toml"),
+    ),
+    (
+        "mphula2018/fig8-websearch-asymmetric",
+        "scenarios/mphula2018/fig8-websearch-asymmetric.toml",
+        include_str!("../../../scenarios/mphula2018/fig8-websearch-asymmetric.toml"),
+    ),
+    (
+        "mphula2018/fig8-failover",
+        "scenarios/mphula2018/fig8-failover.toml",
+        include_str!("../../../scenarios/mphula2018/fig8-failover.toml"),
+    ),
+    (
+        "mphula2018/fig10-datamining-mptcp-coupled",
+        "scenarios/mphula2018/fig10-datamining-mptcp-coupled.toml",
+        include_str!("../../../scenarios/mphula2018/fig10-datamining-mptcp-coupled.toml"),
+    ),
+    (
         "dc/websearch-k4-kernel",
         "scenarios/dc/websearch-k4-kernel.toml",
         include_str!("../../../scenarios/dc/websearch-k4-kernel.toml"),

@@ -114,7 +114,7 @@ fn a_variant_and_a_sweep_key_change_the_program() {
 #[test]
 fn bad_programs_and_parameters_are_refused_at_their_field() {
     refused(
-        &three_tier("program = \"hula\"", ""),
+        &three_tier("program = \"conga\"", ""),
         "scenario.program",
         "registered: `multipath`",
     );
@@ -155,9 +155,9 @@ fn bad_programs_and_parameters_are_refused_at_their_field() {
         "no tier `spine`",
     );
     refused(
-        &three_tier("", "programs = { core = \"hula\" }"),
+        &three_tier("", "programs = { core = \"conga\" }"),
         "topology.programs.core",
-        "no program `hula`",
+        "no program `conga`",
     );
     refused(
         &three_tier("[[variant]]\nname = \"x\"\nprogram = \"x\"", ""),
@@ -241,4 +241,31 @@ rate = "1Mbps"
         "name = \"h1\"\nkind = \"host\"\nprogram = \"ecmp\"",
     );
     refused(&host, "node[0].program", "programs run on switches");
+}
+
+/// #29: HULA's parameters that bounds alone cannot refuse are refused at their field before
+/// anything is built: a time constant that is not a power of two microseconds, an ageing time
+/// no longer than the probe period, and a link too slow for the estimator's time constant
+/// (named); the switches get their probe tables (ToR ids, port directions by level).
+#[test]
+fn hula_parameters_are_checked_together_and_against_link_rates() {
+    let ok = three_tier("program = \"mphula\"\n[programs.mphula]\nbest_k = 3\n", "");
+    let sc = Scenario::from_toml(&ok, "t.toml").unwrap();
+    assert_eq!(program_at(&sc, "core0"), "mphula");
+    let w = sc.wiring().unwrap();
+    let tor = w.switches[sc.node_index("tor0").unwrap()].as_ref().unwrap();
+    let probe = tor.probe.as_ref().expect("probe tables for a probe-driven program");
+    assert_eq!((probe.tor_id, probe.n_tors), (Some(0), 2));
+    refused(
+        &three_tier("program = \"hula\"\n[programs.hula]\nutil_tau = \"300us\"\n", ""),
+        "programs.hula.util_tau",
+        "power of two",
+    );
+    refused(
+        &three_tier("program = \"hula\"\n[programs.hula]\nageing = \"200us\"\n", ""),
+        "programs.hula.ageing",
+        "probe period",
+    );
+    let slow = three_tier("program = \"hula\"\n", "").replace("rate = \"10Gbps\"", "rate = \"1Mbps\"");
+    refused(&slow, "programs.hula.util_tau", "tor0-h0 - tor0");
 }

@@ -190,6 +190,11 @@ pub struct LinkStats {
     /// Packets lost because the link had failed (sent into it, or queued, on the wire or in
     /// flight when it failed).
     pub down_drops: u64,
+    /// Of those, flows' packets a node sent into the link after it failed (its data plane still
+    /// choosing it; probes and other generated packets not counted).
+    pub sent_into_down: u64,
+    /// When the last of them was sent, ps.
+    pub last_sent_into_down_ps: u64,
     /// Wire bytes delivered to the far end since the last sample (counted on path-monitor
     /// links only).
     pub rx_bytes_interval: u64,

@@ -7,6 +7,7 @@
 //! ([`KernelProgram::start`]) and a replay of conformance vectors
 //! ([`KernelProgram::vectors`]). Adding a program to the kernel backend is one line there.
 
+pub mod hula;
 pub mod letflow;
 
 use crate::backend::NetnsError;
@@ -42,6 +43,11 @@ pub static KERNEL_PROGRAMS: &[KernelProgram] = &[
         object: "letflow",
         start: letflow::start,
         vectors: letflow::run_vectors,
+    },
+    KernelProgram {
+        object: "hula",
+        start: hula::start,
+        vectors: hula::vectors::run_vectors,
     },
 ];
 

@@ -9,6 +9,7 @@ pub mod conn;
 pub mod estimator;
 mod kernel_frames;
 mod registers;
+pub mod state;
 pub mod switch;
 pub mod vector_sets;
 
@@ -194,6 +195,15 @@ impl SwitchProgram for HulaProgram {
         self.build(input)
     }
 
+    fn check_params(&self, params: &Params) -> Result<(), (&'static str, String)> {
+        check(params).map(|_| ())
+    }
+
+    fn check_port_rate(&self, params: &Params, rate_bps: u64) -> Result<(), (&'static str, String)> {
+        let tau_us = params.get("util_tau") / US;
+        util_scale(rate_bps, tau_us).map(|_| ()).map_err(|e| ("util_tau", e))
+    }
+
     fn ebpf_object(&self) -> Option<&'static str> {
         Some("hula")
     }
@@ -232,15 +242,10 @@ impl HulaConfig {
     /// From checked parameters; refuses a time constant that is not a power of two
     /// microseconds and an ageing time not longer than the probe period.
     pub fn from_params(p: &Params, mp: bool) -> Result<HulaConfig, String> {
+        check(p).map_err(|(key, e)| format!("programs.{}.{key}: {e}", if mp { "mphula" } else { "hula" }))?;
         let us = |k: &str| p.get(k) / US;
         let tau_us = us("util_tau");
-        if !tau_us.is_power_of_two() {
-            return Err(format!(
-                "programs.{}.util_tau: {tau_us}us is not a power of two microseconds (256us, 512us, 1024us, ...)",
-                if mp { "mphula" } else { "hula" }
-            ));
-        }
-        let cfg = HulaConfig {
+        Ok(HulaConfig {
             mp,
             probe_period_us: us("probe_period"),
             flowlet_gap_us: us("flowlet_gap"),
@@ -251,17 +256,30 @@ impl HulaConfig {
             table_entries: p.get("table_entries") as u32,
             assoc_entries: if mp { p.get("assoc_entries") as u32 } else { 1 },
             conn_entries: if mp { p.get("conn_entries") as u32 } else { 1 },
-        };
-        if cfg.ageing_us <= cfg.probe_period_us {
-            return Err(format!(
-                "programs.{}.ageing: {}us is not longer than the probe period ({}us): every next hop would be forgotten between probes",
-                if mp { "mphula" } else { "hula" },
-                cfg.ageing_us,
-                cfg.probe_period_us
-            ));
-        }
-        Ok(cfg)
+        })
     }
+}
+
+/// What bounds cannot say: the time constant a power of two microseconds, the ageing time
+/// longer than the probe period.
+fn check(p: &Params) -> Result<(), (&'static str, String)> {
+    let tau_us = p.get("util_tau") / US;
+    if !tau_us.is_power_of_two() {
+        return Err((
+            "util_tau",
+            format!("{tau_us}us is not a power of two microseconds (256us, 512us, 1024us, ...)"),
+        ));
+    }
+    let (ageing, period) = (p.get("ageing") / US, p.get("probe_period") / US);
+    if ageing <= period {
+        return Err((
+            "ageing",
+            format!(
+                "{ageing}us is not longer than the probe period ({period}us): every next hop would be forgotten between probes"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Bytes a link of `rate_bps` carries in `tau_us`.

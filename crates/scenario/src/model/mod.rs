@@ -635,6 +635,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     splits_use_node_addresses(&ctx, &splits, &nodes, &links)?;
     let programs = node_programs(&ctx, &raw, &nodes)?;
     let program_params = program_params(&ctx, &raw.programs, &programs)?;
+    ports_suit_programs(&ctx, &nodes, &links, &programs, &program_params)?;
     splits_run_where_supported(&ctx, "split", &splits, &paths, &nodes, &programs)?;
     let flows = flows_of(&ctx, &raw, &nodes, duration_ps, &node_of, &path_of)?;
     flows_are_routable(&ctx, &flows, &nodes, &links)?;

@@ -89,6 +89,8 @@ fn params_of(ctx: &Ctx<'_>, prog: &dyn SwitchProgram, table: &toml::Table) -> Re
         }
         params.set(declared, key, v).map_err(|e| ctx.err(&field, e))?;
     }
+    prog.check_params(&params)
+        .map_err(|(key, e)| ctx.err(format!("programs.{}.{key}", prog.name()), e))?;
     Ok(params)
 }
 
@@ -142,6 +144,30 @@ fn bounds_message(p: &Param, v: u64) -> String {
 
 /// Every node of a split's paths must run a program that carries splits (the splitting and
 /// confluence points hold the groups; the nodes between hold the paths' ECN markers).
+/// Every link end at a switch suits its program (HULA's estimator needs a port to carry enough
+/// bytes in its time constant), refused at the program's parameter with the link named.
+pub(super) fn ports_suit_programs(
+    ctx: &Ctx<'_>,
+    nodes: &[Node],
+    links: &[Link],
+    programs: &[Option<&'static str>],
+    params: &BTreeMap<&'static str, Params>,
+) -> Result<(), ScenarioError> {
+    for l in links {
+        for n in [l.a, l.b] {
+            let Some(name) = programs.get(n).copied().flatten() else { continue };
+            let (Some(prog), Some(p)) = (switch_program(name), params.get(name)) else { continue };
+            prog.check_port_rate(p, l.rate_bps).map_err(|(key, e)| {
+                ctx.err(
+                    format!("programs.{name}.{key}"),
+                    format!("the link {} - {}: {e}", nodes[l.a].name, nodes[l.b].name),
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn splits_run_where_supported(
     ctx: &Ctx<'_>,
     field: &str,

@@ -141,6 +141,7 @@ impl Scenario {
                 .entry(prog.name())
                 .or_insert_with(|| mpsched_programs::Params::defaults(prog.params()));
             splits_run_where_supported(&ctx, &f("program"), &out.splits, &out.paths, &out.nodes, &out.programs)?;
+            ports_suit_programs(&ctx, &out.nodes, &out.links, &out.programs, &out.program_params)?;
         }
         if let Some(r) = &raw.routing {
             out.routing = match r.as_str() {

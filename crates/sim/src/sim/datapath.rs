@@ -56,7 +56,14 @@ impl Simulation {
         };
         let link = &self.net.links[l as usize];
         if !link.up {
-            self.net.links[l as usize].stats.down_drops += 1;
+            let now = self.net.now;
+            let data = self.net.pool.at(id).flow != CONTROL_FLOW;
+            let stats = &mut self.net.links[l as usize].stats;
+            stats.down_drops += 1;
+            if data {
+                stats.sent_into_down += 1;
+                stats.last_sent_into_down_ps = now;
+            }
             self.drop_packet(id);
             return;
         }

@@ -789,6 +789,11 @@ impl Simulation {
             q.insert(format!("{name}.max_depth_pkts"), u64::from(l.stats.max_depth_pkts));
             if !l.up || l.stats.down_drops > 0 {
                 q.insert(format!("{name}.down_drops"), l.stats.down_drops);
+                q.insert(format!("{name}.sent_into_down"), l.stats.sent_into_down);
+                q.insert(
+                    format!("{name}.last_sent_into_down_us"),
+                    l.stats.last_sent_into_down_ps / 1_000_000,
+                );
             }
         }
         counters.insert("queues".into(), q);

@@ -481,7 +481,14 @@ impl Simulation {
             {
                 *l += len
             }
-            _ => s.maps.push_back((s.written, dsn, len)),
+            _ => {
+                s.maps.push_back((s.written, dsn, len));
+                s.written += u64::from(len);
+                m.states[k].in_flight_bytes += u64::from(len);
+                // A new mapping: no segment may carry bytes of it and of the one before.
+                self.traffic.conns[s.conn as usize].sender.write_record(u64::from(len));
+                return;
+            }
         }
         s.written += u64::from(len);
         m.states[k].in_flight_bytes += u64::from(len);

@@ -89,6 +89,10 @@ pub struct TcpSender {
     rto_deadline: Option<TimeNs>,
     backoff: u32,
     sent: VecDeque<SentRecord>,
+    /// Stream offsets where a segment must end, ascending: the starts of records written with
+    /// [`TcpSender::write_record`] (an MPTCP subflow's mappings, which a segment may not
+    /// straddle, as Linux keeps one mapping per skb).
+    boundaries: VecDeque<u64>,
     cwr_pending: bool,
     /// No ECN reduction until snd_una passes this (one per round trip).
     ecn_hold_until: Option<u64>,
@@ -127,6 +131,7 @@ impl TcpSender {
             rto_deadline: None,
             backoff: 0,
             sent: VecDeque::new(),
+            boundaries: VecDeque::new(),
             cwr_pending: false,
             ecn_hold_until: None,
             window_end: 0,
@@ -140,6 +145,23 @@ impl TcpSender {
     /// The application hands over `bytes` more bytes to send.
     pub fn write(&mut self, bytes: u64) {
         self.written = self.written.saturating_add(bytes);
+    }
+
+    /// The application hands over `bytes` more bytes as a record of their own: no segment
+    /// will carry bytes of both this record and what was written before it (an MPTCP mapping).
+    pub fn write_record(&mut self, bytes: u64) {
+        if self.written > 0 && self.boundaries.back() != Some(&self.written) {
+            self.boundaries.push_back(self.written);
+        }
+        self.write(bytes);
+    }
+
+    /// `len` bytes from `seq`, cut at the first record boundary after `seq`.
+    fn within_record(&self, seq: u64, len: u64) -> u64 {
+        match self.boundaries.iter().find(|&&b| b > seq) {
+            Some(&b) if b < seq + len => b - seq,
+            _ => len,
+        }
     }
 
     /// The application stops: bytes written but never sent are discarded (iperf3 at the end of
@@ -238,7 +260,7 @@ impl TcpSender {
         let mss = u64::from(self.cfg.mss_bytes);
         if self.retransmit_next {
             self.retransmit_next = false;
-            let len = mss.min(self.snd_max - self.snd_una);
+            let len = self.within_record(self.snd_una, mss.min(self.snd_max - self.snd_una));
             if len > 0 {
                 for r in self.sent.iter_mut().filter(|r| r.end > self.snd_una) {
                     r.mark_retransmitted();
@@ -254,7 +276,7 @@ impl TcpSender {
         if avail == 0 {
             return None;
         }
-        let len = mss.min(avail);
+        let len = self.within_record(self.snd_nxt, mss.min(avail));
         let in_flight = self.snd_nxt - self.snd_una;
         if in_flight + len > window {
             self.cwnd_limited_now = true;
@@ -348,6 +370,9 @@ impl TcpSender {
                 self.rtt.on_sample(now - r.sent_ns());
             }
             crate::release_burst_room(&mut self.sent);
+            while self.boundaries.front().is_some_and(|&b| b <= ack) {
+                self.boundaries.pop_front();
+            }
             let window_end = ack >= self.window_end;
             if window_end {
                 self.cwnd_limited_prev = self.cwnd_limited_now;

@@ -408,3 +408,26 @@ fn an_abc_limit_caps_what_one_ack_grows_the_window_by() {
     assert_eq!(grown_by(Some(1)), 1_000);
     assert_eq!(grown_by(Some(2)), 2_000);
 }
+
+/// A segment never carries bytes of two records (an MPTCP subflow's mappings), new or
+/// retransmitted; records merge nothing, and the boundary goes once it is acknowledged.
+#[test]
+fn segments_end_at_record_boundaries_sent_and_retransmitted() {
+    let cfg = TcpConfig {
+        nodelay: true,
+        ..TcpConfig::default()
+    };
+    let mss = u64::from(cfg.mss_bytes);
+    let mut s = TcpSender::new(cfg);
+    s.write_record(500);
+    s.write_record(mss);
+    let a = s.poll_transmit(0).unwrap();
+    let b = s.poll_transmit(0).unwrap();
+    assert_eq!((a.seq, u64::from(a.len)), (0, 500));
+    assert_eq!((b.seq, u64::from(b.len)), (500, mss));
+    // The RTO goes back to 0: the retransmission stops at the first record's end too.
+    let at = s.next_timer().unwrap();
+    s.on_timer(at);
+    let r = s.poll_transmit(at).unwrap();
+    assert_eq!((r.seq, u64::from(r.len)), (0, 500));
+}
