@@ -48,9 +48,10 @@ const TESTS: &[(&str, fn())] = &[
     ),
     // Not yet listed: mphula_on_bmv2_puts_two_subflows_on_different_uplinks (below). On
     // 2026-11-25 the twenty switches came up, probes filled every best-hop table and tor0 sent
-    // the client's SYNs up by its best hop, but no SYN reached the server's ToR, so no
-    // connection was associated; not found by the deadline (the per-packet logs rotate in under
-    // a second under the probes). Add it here to run it:
+    // the client's SYNs up by its best hop (and an aggregation switch of the server's pod was
+    // seen routing one down), but the server's ToR counted nothing towards its hosts, so no
+    // connection was associated; not found by the deadline (per-packet logs, MPSCHED_BMV2_LOG,
+    // rotate every two seconds under the probes). Add it here to run it:
     // `sudo cargo test -p mpsched-cli --test bmv2 -- mphula_on_bmv2`.
 ];
 
