@@ -46,13 +46,14 @@ const TESTS: &[(&str, fn())] = &[
         "every_hula_and_mphula_vector_set_agrees_on_bmv2",
         every_hula_and_mphula_vector_set_agrees_on_bmv2,
     ),
-    // Not yet listed: mphula_on_bmv2_puts_two_subflows_on_different_uplinks (below). On
+    // Not yet listed: mphula_on_bmv2_puts_two_subflows_on_different_uplinks and
+    // a_udp_burst_crosses_a_fat_tree_of_bmv2_hula_switches (below). On
     // 2026-11-25 the twenty switches came up, probes filled every best-hop table and tor0 sent
     // the client's SYNs up by its best hop (and an aggregation switch of the server's pod was
     // seen routing one down), but the server's ToR counted nothing towards its hosts, so no
     // connection was associated; not found by the deadline (per-packet logs, MPSCHED_BMV2_LOG,
     // rotate every two seconds under the probes). Add it here to run it:
-    // `sudo cargo test -p mpsched-cli --test bmv2 -- mphula_on_bmv2`.
+    // `sudo cargo test -p mpsched-cli --test bmv2 -- mphula_on_bmv2` (or `-- a_udp_burst`).
 ];
 
 /// HULA's and MP-HULA's sets (probes, the estimator, timers, best-k, association v0 and the
@@ -451,4 +452,14 @@ fn the_papers_marker_marks_on_bmv2s_own_queue_depth() {
     assert_eq!(not_ect.len(), 40, "frames lost before BMv2: {not_ect:?}");
     assert!(not_ect.iter().all(|e| *e == Ecn::NotEct), "{not_ect:?}");
     assert!(counted(&mut sw, "not_ect_over_threshold") >= 20);
+}
+
+/// MP-HULA's fat tree on BMv2 (bmv2_hula/live.rs): probes find the paths, a UDP burst from
+/// tor0-h0 reaches tor4-h0 in another pod; nothing is left afterwards. Not in [`TESTS`] yet:
+/// see the note there.
+#[allow(dead_code)]
+fn a_udp_burst_crosses_a_fat_tree_of_bmv2_hula_switches() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    hula_live::a_udp_burst_crosses_the_fat_tree();
+    assert!(our_namespaces().is_empty(), "namespaces left: {:?}", our_namespaces());
 }
