@@ -553,26 +553,46 @@ pub fn costs(n: usize) -> Result<Vec<(String, f64)>, String> {
         "mphula data segment at a ToR".to_string(),
         ingress_cost(&v1, &CostFrames::Ports(vec![(ack_port, ack.clone())]), n)?,
     ));
+    // Handshake pairs of flows of their own (the client's TCP port stepped: the source port
+    // of its segments, bytes 34..36 of an unshimmed frame, the destination port, 36..38, of the
+    // server's; BMv2 checks no TCP checksum) against the same pair over and over (associated
+    // after the first).
+    // `apart`: the second segment of each pair is another flow's (its port 30 000 further),
+    // so that it finds no keys and associates nothing: the pair's cost without the tokens.
+    let pairs = |first: (PortId, Vec<u8>, usize), second: (PortId, Vec<u8>, usize), apart: bool| {
+        let mut fresh = Vec::new();
+        for i in 0..(n / 2).clamp(1, 30_000) as u16 {
+            for (k, (port, f, at)) in [&first, &second].into_iter().enumerate() {
+                let mut f = f.clone();
+                let step = if apart && k == 1 { i + 30_001 } else { i + 1 };
+                let p = u16::from_be_bytes([f[*at], f[at + 1]]).wrapping_add(step);
+                f[*at..at + 2].copy_from_slice(&p.to_be_bytes());
+                fresh.push((*port, f));
+            }
+        }
+        fresh
+    };
     let same = ingress_cost(
         &v1,
         &CostFrames::Ports(vec![(syn_port, syn.clone()), (ack_port, ack.clone())]),
         n,
     )?;
-    // Each handshake of its own flow: the TCP source port (bytes 34..36 of an unshimmed
-    // frame) stepped; BMv2 checks no TCP checksum.
-    let mut fresh = Vec::new();
-    for i in 0..(n / 2).clamp(1, 60_000) as u16 {
-        let (mut s, mut a) = (syn.clone(), ack.clone());
-        for f in [&mut s, &mut a] {
-            let sport = u16::from_be_bytes([f[34], f[35]]).wrapping_add(i + 1);
-            f[34..36].copy_from_slice(&sport.to_be_bytes());
-        }
-        fresh.push((syn_port, s));
-        fresh.push((ack_port, a));
-    }
+    let fresh = pairs((syn_port, syn, 34), (ack_port, ack, 34), false);
     let assoc = ingress_cost(&v1, &CostFrames::Ports(fresh), n)?;
-    out.push(("mphula handshake pair, associated before".to_string(), same));
-    out.push(("mphula handshake pair, associating (v1 tokens)".to_string(), assoc));
+    out.push(("mphula v1 pair (SYN, ACK), associated before".to_string(), same));
+    out.push(("mphula v1 pair, associating (SHA-256 tokens)".to_string(), assoc));
+    // Version 0: the SYN/ACK associates (two SHA-1 tokens).
+    let v0 = set("mphula-assoc-v0")?;
+    let (s_port, s) = frame(&v0, 2)?;
+    let (sa_port, sa) = frame(&v0, 3)?;
+    // (The same pair again would associate again: a SYN/ACK associates whenever it finds
+    // both keys.)
+    let apart = pairs((s_port, s.clone(), 34), (sa_port, sa.clone(), 36), true);
+    let same = ingress_cost(&v0, &CostFrames::Ports(apart), n)?;
+    let fresh = pairs((s_port, s, 34), (sa_port, sa, 36), false);
+    let assoc = ingress_cost(&v0, &CostFrames::Ports(fresh), n)?;
+    out.push(("mphula v0 pair (SYN, SYN/ACK), no keys match".to_string(), same));
+    out.push(("mphula v0 pair, associating (SHA-1 tokens)".to_string(), assoc));
     Ok(out)
 }
 
