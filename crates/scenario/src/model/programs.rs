@@ -155,8 +155,12 @@ pub(super) fn ports_suit_programs(
 ) -> Result<(), ScenarioError> {
     for l in links {
         for n in [l.a, l.b] {
-            let Some(name) = programs.get(n).copied().flatten() else { continue };
-            let (Some(prog), Some(p)) = (switch_program(name), params.get(name)) else { continue };
+            let Some(name) = programs.get(n).copied().flatten() else {
+                continue;
+            };
+            let (Some(prog), Some(p)) = (switch_program(name), params.get(name)) else {
+                continue;
+            };
             prog.check_port_rate(p, l.rate_bps).map_err(|(key, e)| {
                 ctx.err(
                     format!("programs.{name}.{key}"),
