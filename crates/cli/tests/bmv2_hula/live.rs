@@ -252,8 +252,14 @@ pub fn mphula_on_bmv2_puts_two_subflows_on_different_uplinks() {
         "ping: {:?}",
         ping.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
     );
-    net.traffic(12);
-    std::thread::sleep(Duration::from_secs(2));
+    net.traffic(40);
+    // The handshakes cross ten switch hops on a busy machine: wait for the join (up to 30 s).
+    for _ in 0..60 {
+        if net.tor_registers().get("counter.mphula.joins").copied().unwrap_or(0) > 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
     let (apart, together, regs) = sample(&net, 20);
     let up = net.uplinks.clone();
     let tx: Vec<u64> = up.iter().map(|p| regs[&format!("port{p}.tx_pkts")]).collect();
