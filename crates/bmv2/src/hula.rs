@@ -41,34 +41,8 @@ pub const COUNTERS_REGISTER: &str = "counters";
 /// A vector runner's sign that a frame's ingress has run: it counts ingress runs.
 pub const INGRESS_RUNS_REGISTER: &str = "ingress_runs";
 
-/// The counters in register order (`HC_*` in hula.p4), as vectors name them.
-pub const COUNTERS: [&str; 25] = [
-    "counter.hula.probes_sent",
-    "counter.hula.probes_in",
-    "counter.hula.probe_copies",
-    "counter.hula.probes_refused",
-    "counter.hula.aged",
-    "counter.hula.new_flowlets",
-    "counter.hula.continued",
-    "counter.hula.collisions",
-    "counter.hula.fallback",
-    "counter.hula.dead_port",
-    "counter.mphula.assoc",
-    "counter.mphula.joins",
-    "counter.mphula.join_misses",
-    "counter.mphula.pushed",
-    "counter.mphula.popped",
-    "counter.mphula.sibling_skips",
-    "counter.mphula.round_robin",
-    "counter.mphula.conn_collisions",
-    "counter.mphula.subflow_overflow",
-    "counter.no_route",
-    "counter.ttl_expired",
-    "counter.local",
-    "counter.not_ipv4",
-    "counter.malformed",
-    "counter.redirect_failed",
-];
+/// The counters in the data plane's order, as vectors name them (one list for every backend).
+pub use mpsched_programs::hula::DATA_PLANE_COUNTERS as COUNTERS;
 
 /// Port direction codes of the `port_dir` register (`DIR_*` in hula.p4).
 fn dir_code(d: PortDir) -> u64 {

@@ -37,34 +37,8 @@ pub const INGRESS: &str = "hula_ingress";
 /// The egress program's name (the transmit utilisation estimator).
 pub const EGRESS: &str = "hula_egress";
 
-/// `enum hula_counter` in hula.h, in order, named as the specification names the registers.
-pub const COUNTERS: [&str; 25] = [
-    "counter.hula.probes_sent",
-    "counter.hula.probes_in",
-    "counter.hula.probe_copies",
-    "counter.hula.probes_refused",
-    "counter.hula.aged",
-    "counter.hula.new_flowlets",
-    "counter.hula.continued",
-    "counter.hula.collisions",
-    "counter.hula.fallback",
-    "counter.hula.dead_port",
-    "counter.mphula.assoc",
-    "counter.mphula.joins",
-    "counter.mphula.join_misses",
-    "counter.mphula.pushed",
-    "counter.mphula.popped",
-    "counter.mphula.sibling_skips",
-    "counter.mphula.round_robin",
-    "counter.mphula.conn_collisions",
-    "counter.mphula.subflow_overflow",
-    "counter.no_route",
-    "counter.ttl_expired",
-    "counter.local",
-    "counter.not_ipv4",
-    "counter.malformed",
-    "counter.redirect_failed",
-];
+/// The counters in the data plane's order, as vectors name them (one list for every backend).
+pub use mpsched_programs::hula::DATA_PLANE_COUNTERS as COUNTERS;
 
 /// Frames larger than the hosts' MTU by the connection header cross the switches' ports: their
 /// veths take this MTU (the receiving end drops a frame over its own).

@@ -9,6 +9,7 @@ pub mod conn;
 pub mod estimator;
 mod kernel_frames;
 mod registers;
+pub use registers::DATA_PLANE_COUNTERS;
 pub mod state;
 pub mod switch;
 pub mod vector_sets;

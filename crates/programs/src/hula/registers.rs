@@ -5,6 +5,37 @@ use super::assoc::AuxSlot;
 use super::switch::{Hula, HulaCounters};
 use super::{MAX_SUBFLOWS, NO_PORT};
 
+/// The counters as the data planes index them (`enum hula_counter` in hula.h, `HC_*` in
+/// hula.p4), named as vectors name them: the twin's counters in README order, then the frame
+/// runner's and a failed redirect's.
+pub const DATA_PLANE_COUNTERS: [&str; 25] = [
+    "counter.hula.probes_sent",
+    "counter.hula.probes_in",
+    "counter.hula.probe_copies",
+    "counter.hula.probes_refused",
+    "counter.hula.aged",
+    "counter.hula.new_flowlets",
+    "counter.hula.continued",
+    "counter.hula.collisions",
+    "counter.hula.fallback",
+    "counter.hula.dead_port",
+    "counter.mphula.assoc",
+    "counter.mphula.joins",
+    "counter.mphula.join_misses",
+    "counter.mphula.pushed",
+    "counter.mphula.popped",
+    "counter.mphula.sibling_skips",
+    "counter.mphula.round_robin",
+    "counter.mphula.conn_collisions",
+    "counter.mphula.subflow_overflow",
+    "counter.no_route",
+    "counter.ttl_expired",
+    "counter.local",
+    "counter.not_ipv4",
+    "counter.malformed",
+    "counter.redirect_failed",
+];
+
 /// The counters, `hula.*` and `mphula.*`, in README order.
 pub fn counters(c: &HulaCounters) -> Vec<(String, u64)> {
     [

@@ -101,30 +101,7 @@ impl Scenario {
             false => format!("variant[{vi}].link_rates"),
         })?;
         if let Some(cc) = &raw.cc {
-            let kind = CcKind::parse(cc).ok_or_else(|| {
-                ctx.err(
-                    f("cc"),
-                    format!("expected `reno`, `cubic`, `dctcp`, `lia` or `olia`, got `{cc}`"),
-                )
-            })?;
-            if kind.is_coupled() && !out.flows.iter().any(|x| x.protocol == Protocol::Mptcp) {
-                return Err(ctx.err(
-                    f("cc"),
-                    format!("`{cc}` couples MPTCP subflows, and the scenario has no MPTCP flow"),
-                ));
-            }
-            for fl in out.flows.iter_mut() {
-                if let Some(t) = &mut fl.tcp {
-                    // A coupled controller is for MPTCP connections; single-path TCP keeps its own.
-                    if kind.is_coupled() && t.mptcp.is_none() {
-                        continue;
-                    }
-                    t.config.cc = kind;
-                    if kind == CcKind::Dctcp && !t.config.ecn {
-                        return Err(ctx.err(f("cc"), format!("DCTCP needs ECN, and flow `{}` has it off", fl.name)));
-                    }
-                }
-            }
+            set_cc(&ctx, &f("cc"), cc, &mut out.flows)?;
         }
         if let Some(n) = raw.subflows {
             flows::set_subflows(&ctx, &f("subflows"), n, &mut out.flows)?;
@@ -133,15 +110,7 @@ impl Scenario {
             flows::set_single_path(&ctx, &f("protocol"), p, &mut out.flows)?;
         }
         if let Some(p) = &raw.program {
-            let prog = program_named(&ctx, &f("program"), p)?;
-            for slot in out.programs.iter_mut().flatten() {
-                *slot = prog.name();
-            }
-            out.program_params
-                .entry(prog.name())
-                .or_insert_with(|| mpsched_programs::Params::defaults(prog.params()));
-            splits_run_where_supported(&ctx, &f("program"), &out.splits, &out.paths, &out.nodes, &out.programs)?;
-            ports_suit_programs(&ctx, &out.nodes, &out.links, &out.programs, &out.program_params)?;
+            set_program(&ctx, &f("program"), p, &mut out)?;
         }
         if let Some(r) = &raw.routing {
             out.routing = match r.as_str() {
@@ -177,4 +146,48 @@ impl Scenario {
         }
         Ok(out)
     }
+}
+
+/// A variant's `cc`: every TCP flow's congestion control (a coupled one: every MPTCP flow's).
+fn set_cc(ctx: &Ctx<'_>, at: &str, cc: &str, flows: &mut [Flow]) -> Result<(), ScenarioError> {
+    let kind = CcKind::parse(cc).ok_or_else(|| {
+        ctx.err(
+            at,
+            format!("expected `reno`, `cubic`, `dctcp`, `lia` or `olia`, got `{cc}`"),
+        )
+    })?;
+    if kind.is_coupled() && !flows.iter().any(|x| x.protocol == Protocol::Mptcp) {
+        return Err(ctx.err(
+            at,
+            format!("`{cc}` couples MPTCP subflows, and the scenario has no MPTCP flow"),
+        ));
+    }
+    for fl in flows.iter_mut() {
+        if let Some(t) = &mut fl.tcp {
+            // A coupled controller is for MPTCP connections; single-path TCP keeps its own.
+            if kind.is_coupled() && t.mptcp.is_none() {
+                continue;
+            }
+            t.config.cc = kind;
+            if kind == CcKind::Dctcp && !t.config.ecn {
+                return Err(ctx.err(at, format!("DCTCP needs ECN, and flow `{}` has it off", fl.name)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A variant's `program`: every switch's, with its default parameters unless the file gave
+/// some, checked as the file's would be.
+fn set_program(ctx: &Ctx<'_>, at: &str, p: &str, out: &mut Scenario) -> Result<(), ScenarioError> {
+    let prog = program_named(ctx, at, p)?;
+    for slot in out.programs.iter_mut().flatten() {
+        *slot = prog.name();
+    }
+    out.program_params
+        .entry(prog.name())
+        .or_insert_with(|| mpsched_programs::Params::defaults(prog.params()));
+    splits_run_where_supported(ctx, at, &out.splits, &out.paths, &out.nodes, &out.programs)?;
+    ports_suit_programs(ctx, &out.nodes, &out.links, &out.programs, &out.program_params)?;
+    Ok(())
 }
