@@ -19,7 +19,7 @@ use mpsched_core::probe::{PortDir, ProbeConfig, HULA_PROBE_PORT, PROBE_FRAME_BYT
 use mpsched_core::table::ECMP_GROUP;
 use mpsched_core::wire::{emit_udp_frame, insert_shims};
 use mpsched_netns::dataplane::NodeTables;
-use mpsched_programs::hula::{util_scale, HulaConfig, MAX_BEST_K, MAX_SUBFLOWS, NO_PORT};
+use mpsched_programs::hula::{util_scale, HulaConfig, MAX_BEST_K, MAX_SUBFLOWS, NO_PORT, SWITCH_MTU};
 use std::collections::BTreeMap;
 
 const INGRESS: &str = "HulaIngress";
@@ -580,6 +580,22 @@ pub fn needs_prober(t: &NodeTables) -> bool {
         .probe
         .as_ref()
         .is_some_and(|p| !origination_ports(p).is_empty())
+}
+
+/// Under MP-HULA, give the node's ports other than host ports [`SWITCH_MTU`] (before the
+/// switch starts): the source ToR pushes a 16-byte header onto full-size packets, which the
+/// kernel would refuse to send out of (or receive on) a veth of the hosts' MTU.
+pub fn set_switch_mtus(ns: &mpsched_netns::ns::Netns, t: &NodeTables) -> Result<(), Bmv2Error> {
+    if !hula_config(t)?.mp {
+        return Ok(());
+    }
+    let probe = probe_config(t)?;
+    for (p, port) in probe.ports.iter().enumerate() {
+        if port.dir != PortDir::Host {
+            ns.ip(&["link", "set", &format!("e{p}"), "mtu", &SWITCH_MTU.to_string()])?;
+        }
+    }
+    Ok(())
 }
 
 /// Make the timer port's veth pair in `ns` (before the switch starts, which takes

@@ -76,6 +76,9 @@ impl SwitchPlanes for Bmv2Planes {
         // A HULA ToR's probe clock: the timer port and its prober (crate::hula).
         let prober_needed = prog.p4 == "hula" && crate::hula::needs_prober(tables);
         let mut ports: Vec<(u16, String)> = (0..tables.ports.len() as u16).map(|p| (p, format!("e{p}"))).collect();
+        if prog.p4 == "hula" {
+            crate::hula::set_switch_mtus(ns, tables).map_err(netns_error)?;
+        }
         if prober_needed {
             crate::hula::add_timer_port(ns).map_err(netns_error)?;
             ports.push((crate::hula::TIMER_PORT, crate::hula::TIMER_IFACE.0.to_string()));

@@ -46,15 +46,14 @@ const TESTS: &[(&str, fn())] = &[
         "every_hula_and_mphula_vector_set_agrees_on_bmv2",
         every_hula_and_mphula_vector_set_agrees_on_bmv2,
     ),
-    // Not listed: mphula_on_bmv2_puts_two_subflows_on_different_uplinks (below) passed once
-    // (20:52 UTC, load 18: both connections associated, subflows on uplinks 3 and 2 of tor0)
-    // and failed the next run (load 13: the data connection's third ACK never reached tor0, so
-    // one association); twenty simple_switches on two shared cores lose too much for it to be
-    // reliable here. `sudo cargo test -p mpsched-cli --test bmv2 -- mphula_on_bmv2` after
-    // adding it. Nor a_udp_burst_crosses_a_fat_tree_of_bmv2_hula_switches (below), a diagnostic
-    // of the same fabric whose delivery depends on the machine's load (178, 58 and 0 of 500
-    // packets in three runs at load 10 to 40):
-    // `sudo cargo test -p mpsched-cli --test bmv2 -- a_udp_burst` after adding it here.
+    (
+        "mphula_on_bmv2_puts_two_subflows_on_different_uplinks",
+        mphula_on_bmv2_puts_two_subflows_on_different_uplinks,
+    ),
+    (
+        "a_udp_burst_crosses_a_fat_tree_of_bmv2_hula_switches",
+        a_udp_burst_crosses_a_fat_tree_of_bmv2_hula_switches,
+    ),
 ];
 
 /// HULA's and MP-HULA's sets (probes, the estimator, timers, best-k, association v0 and the
@@ -84,8 +83,7 @@ fn every_hula_and_mphula_vector_set_agrees_on_bmv2() {
 
 /// MP-HULA on a k = 4 fat tree of twenty `simple_switch`es, kernel MPTCP connections of two
 /// subflows (bmv2_hula/live.rs): associated, joined, headers pushed, and the subflows of a
-/// connection placed on different uplinks of tor0. Not in [`TESTS`]: see the note there.
-#[allow(dead_code)]
+/// connection placed on different uplinks of tor0.
 fn mphula_on_bmv2_puts_two_subflows_on_different_uplinks() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     hula_live::mphula_on_bmv2_puts_two_subflows_on_different_uplinks();
@@ -457,9 +455,7 @@ fn the_papers_marker_marks_on_bmv2s_own_queue_depth() {
 }
 
 /// MP-HULA's fat tree on BMv2 (bmv2_hula/live.rs): probes find the paths, a UDP burst from
-/// tor0-h0 reaches tor4-h0 in another pod; nothing is left afterwards. Not in [`TESTS`] yet:
-/// see the note there.
-#[allow(dead_code)]
+/// tor0-h0 reaches tor4-h0 in another pod; nothing is left afterwards.
 fn a_udp_burst_crosses_a_fat_tree_of_bmv2_hula_switches() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     hula_live::a_udp_burst_crosses_the_fat_tree();

@@ -157,7 +157,27 @@ impl Net {
                 .unwrap_or_else(|e| panic!("{}: {e}", net.sc.nodes[i].name));
             net.planes.push((i, plane));
         }
+        net.capture();
         net
+    }
+
+    /// With `MPS_HULA_CAPTURE=DIR`, every port of tor0 captured to `DIR/tor0.pcapng` (dumpcap)
+    /// for the run, to read what the switch was given.
+    fn capture(&mut self) {
+        let Some(dir) = std::env::var_os("MPS_HULA_CAPTURE") else {
+            return;
+        };
+        let tor = self.node(TOR);
+        let file = std::path::PathBuf::from(dir).join("tor0.pcapng");
+        let mut args: Vec<String> = Vec::new();
+        for p in 0..self.sc.wiring().expect("the scenario wires").ports[tor].len() {
+            args.extend(["-i".into(), format!("e{p}")]);
+        }
+        args.extend(["-w".into(), file.display().to_string()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.children
+            .push(self.nss[tor].spawn("dumpcap", &args).expect("dumpcap"));
+        std::thread::sleep(Duration::from_secs(1));
     }
 
     /// MPTCP path managers: the client accepts an announced address; the server announces
@@ -186,15 +206,22 @@ impl Net {
         let c = &self.nss[self.node(CLIENT)];
         let t = seconds.to_string();
         let client = c
-            .spawn("mptcpize", &["run", "iperf3", "-c", &server_ip, "-p", "5201", "-t", &t])
+            .spawn(
+                "mptcpize",
+                &["run", "iperf3", "-c", &server_ip, "-p", "5201", "-t", &t, "-b", "1M"],
+            )
             .unwrap();
         self.children.push(client);
     }
 
     fn tor_registers(&self) -> BTreeMap<String, u64> {
-        let tor = self.node(TOR);
-        let (_, plane) = self.planes.iter().find(|(i, _)| *i == tor).unwrap();
-        plane.snapshot().expect("tor0's registers")
+        self.registers_of(TOR)
+    }
+
+    fn registers_of(&self, name: &str) -> BTreeMap<String, u64> {
+        let node = self.node(name);
+        let (_, plane) = self.planes.iter().find(|(i, _)| *i == node).unwrap();
+        plane.snapshot().unwrap_or_else(|| panic!("{name}'s registers"))
     }
 }
 
@@ -238,22 +265,8 @@ fn sample(net: &Net, samples: u32) -> (u32, u32, BTreeMap<String, u64>) {
 /// The two subflows of an MPTCP connection leave tor0 by different uplinks on BMv2.
 pub fn mphula_on_bmv2_puts_two_subflows_on_different_uplinks() {
     let mut net = Net::build();
-    // Let probes fill the best-hop tables (ageing 500 ms, period 50 ms).
-    std::thread::sleep(Duration::from_secs(2));
-    let ping = net.nss[net.node(CLIENT)].exec(
-        "ping",
-        &[
-            "-c",
-            "3",
-            "-i",
-            "0.3",
-            &mpsched_core::packet::ipv4_to_string(net.sc.nodes[net.node(SERVER)].ip),
-        ],
-    );
-    eprintln!(
-        "ping: {:?}",
-        ping.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-    );
+    // Let probes fill the best-hop tables (period 500 ms, ageing 5 s).
+    std::thread::sleep(Duration::from_secs(3));
     net.traffic(40);
     // The handshakes cross ten switch hops on a busy machine: wait for the join (up to 30 s).
     for _ in 0..60 {
@@ -298,7 +311,15 @@ pub fn mphula_on_bmv2_puts_two_subflows_on_different_uplinks() {
     }
     assert!(regs["counter.mphula.assoc"] >= 2, "{regs:?}");
     assert!(regs["counter.mphula.joins"] >= 1, "{regs:?}");
-    assert!(regs["counter.mphula.pushed"] >= 1, "{regs:?}");
+    // Full-size segments cross the fabric with the connection header: the server's ToR pops
+    // nearly every header tor0 pushed (a port of the hosts' MTU between switches drops them).
+    let pushed = regs["counter.mphula.pushed"];
+    let popped = net.registers_of("tor4")["counter.mphula.popped"];
+    assert!(pushed >= 100, "tor0 pushed {pushed} connection headers");
+    assert!(
+        popped * 10 >= pushed * 9,
+        "tor0 pushed {pushed} headers, tor4 popped {popped}"
+    );
     assert!(
         regs["counter.mphula.sibling_skips"] > 0,
         "no sub-flowlet avoided a sibling"
@@ -320,10 +341,9 @@ pub fn mphula_on_bmv2_puts_two_subflows_on_different_uplinks() {
 
 /// A UDP burst from the client crosses the fat tree of `simple_switch`es to the server, by the
 /// best hops the probes found: each switch's per-port transmit counts over the burst are
-/// printed (probes add about ninety per uplink), and the server's ToR must have delivered a
-/// good part of the burst to its host port. On a busy two-core machine twenty switches get
-/// about a tenth of a core each, and about two thirds of a 250 packet/s burst is lost to that
-/// (2026-11-25: 178 of 500 delivered).
+/// printed (probes add a few per uplink), and the server's ToR must deliver nearly all of the
+/// burst (250 packets/s) to its host port: 500 of 500 in two runs on 2026-11-25 at load 3 to 5
+/// (at a 100 ms probe period, 178, 58 and 0: the probes' load).
 pub fn a_udp_burst_crosses_the_fat_tree() {
     let net = Net::build();
     std::thread::sleep(Duration::from_secs(3));
@@ -357,5 +377,5 @@ pub fn a_udp_burst_crosses_the_fat_tree() {
             delivered = d[0];
         }
     }
-    assert!(delivered >= 50, "{delivered} of 500 UDP packets reached the server");
+    assert!(delivered >= 450, "{delivered} of 500 UDP packets reached the server");
 }

@@ -40,9 +40,7 @@ pub const EGRESS: &str = "hula_egress";
 /// The counters in the data plane's order, as vectors name them (one list for every backend).
 pub use mpsched_programs::hula::DATA_PLANE_COUNTERS as COUNTERS;
 
-/// Frames larger than the hosts' MTU by the connection header cross the switches' ports: their
-/// veths take this MTU (the receiving end drops a frame over its own).
-pub const SWITCH_MTU: u32 = 1600;
+pub use mpsched_programs::hula::SWITCH_MTU;
 
 /// One node's HULA / MP-HULA program, loaded and filled.
 pub struct HulaPlane {

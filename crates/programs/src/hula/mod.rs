@@ -49,6 +49,10 @@ pub const MAX_PORTS: usize = 64;
 pub const MAX_TORS: usize = 1 << 16;
 /// An empty best-hop slot's or connection table's port.
 pub const NO_PORT: u16 = 0xFFFF;
+/// MTU of an MP-HULA switch's ports other than host ports, on the kernel backends (eBPF and
+/// BMv2 in namespaces): a full-size packet grows by the 16-byte connection header between
+/// ToRs, and a veth drops a frame longer than its receiving end's MTU.
+pub const SWITCH_MTU: u32 = 1600;
 
 const US: u64 = 1_000_000;
 
@@ -58,10 +62,11 @@ const COMMON_PARAMS: [Param; 5] = [
         kind: ParamKind::Time,
         default: 200 * US,
         min: 10 * US,
-        max: 100_000 * US,
+        // Up to a second: a fabric of software switches (BMv2) cannot carry probes much faster.
+        max: 1_000_000 * US,
         power_of_two: false,
         multiple_of: US,
-        doc: "probe period at ToRs (whole microseconds, 10us to 100ms)",
+        doc: "probe period at ToRs (whole microseconds, 10us to 1s)",
     },
     Param {
         name: "flowlet_gap",
