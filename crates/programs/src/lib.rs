@@ -26,6 +26,7 @@ pub mod hula;
 pub mod letflow;
 pub mod multipath;
 pub mod params;
+pub mod pmqecn;
 pub mod tunnel;
 pub mod vectors;
 
