@@ -89,7 +89,17 @@ mod tests {
 
     #[test]
     fn every_registered_program_has_a_bmv2_control_plane() {
+        // Registered programs without a P4 program yet (issue #30 is building them): listed on
+        // purpose, refused by name.
+        const NOT_YET_ON_BMV2: &[&str] = &["vq-wrr"];
         for p in SWITCH_PROGRAMS {
+            if NOT_YET_ON_BMV2.contains(&p.name()) {
+                let e = bmv2_program(*p)
+                    .err()
+                    .expect("listed as missing, yet it has a control plane");
+                assert!(e.contains("has no P4 program"), "{e}");
+                continue;
+            }
             let b = bmv2_program(*p).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(Some(b.p4), p.p4_program());
         }

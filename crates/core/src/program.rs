@@ -16,6 +16,9 @@ pub enum DropReason {
     CongestionAvoidance,
     /// The packet could not be parsed.
     Malformed,
+    /// The program's own account of the packet's class at its port was full (a virtual
+    /// queue's capacity).
+    QueueFull,
 }
 
 /// The ingress verdict on a packet.

@@ -132,6 +132,7 @@ pub static SWITCH_PROGRAMS: &[&dyn SwitchProgram] = &[
     &letflow::LETFLOW,
     &hula::HULA,
     &hula::MPHULA,
+    &pmqecn::vqwrr::VQ_WRR,
 ];
 
 /// The program a switch runs when the scenario names none.

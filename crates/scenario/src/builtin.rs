@@ -93,6 +93,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../scenarios/mphula2018/fig10-datamining-mptcp-coupled.toml"),
     ),
     (
+        "pmqecn2024/table1-sp-vs-vq-wrr",
+        "scenarios/pmqecn2024/table1-sp-vs-vq-wrr.toml",
+        include_str!("../../../scenarios/pmqecn2024/table1-sp-vs-vq-wrr.toml"),
+    ),
+    (
         "dc/websearch-k4-kernel",
         "scenarios/dc/websearch-k4-kernel.toml",
         include_str!("../../../scenarios/dc/websearch-k4-kernel.toml"),

@@ -219,6 +219,7 @@ pub fn drop_reason_name(r: DropReason) -> &'static str {
         DropReason::TtlExpired => "ttl_expired",
         DropReason::CongestionAvoidance => "congestion_avoidance",
         DropReason::Malformed => "malformed",
+        DropReason::QueueFull => "queue_full",
     }
 }
 

@@ -107,9 +107,21 @@ pub(crate) mod tests {
         }
     }
 
+    /// Registered programs that have no eBPF program yet (issue #30 is building them): run on
+    /// the simulator, refused by name here. A new program missing from the kernel must be
+    /// listed here on purpose.
+    const NOT_YET_ON_THE_KERNEL: &[&str] = &["vq-wrr"];
+
     #[test]
     fn every_registered_program_has_a_kernel_loader() {
         for p in SWITCH_PROGRAMS {
+            if NOT_YET_ON_THE_KERNEL.contains(&p.name()) {
+                let e = kernel_program(*p)
+                    .err()
+                    .expect("listed as missing, yet it has a loader");
+                assert!(e.contains("has no eBPF program"), "{e}");
+                continue;
+            }
             let k = kernel_program(*p).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(Some(k.object), p.ebpf_object());
         }
