@@ -81,8 +81,21 @@ impl RateSender {
 
     /// A congestion notification for this sender arrived.
     pub fn on_notification(&mut self, now: TimeNs) {
+        self.signal(now, CongestionSignal::Notification);
+    }
+
+    /// A switch's feedback with rates for this sender arrived (PMQECN's).
+    pub fn on_rate_feedback(&mut self, now: TimeNs, measured_bps: u64, target_bps: u64) {
+        let signal = CongestionSignal::RateFeedback {
+            measured_bps,
+            target_bps,
+        };
+        self.signal(now, signal);
+    }
+
+    fn signal(&mut self, now: TimeNs, signal: CongestionSignal) {
         self.stats.notifications += 1;
-        self.cc.on_congestion(now, CongestionSignal::Notification, 0);
+        self.cc.on_congestion(now, signal, 0);
         // A cut takes effect at once: the next packet goes one gap at the new rate after the
         // last, not when the old rate had it due.
         if let Some(last) = self.last_send_ns {
@@ -111,6 +124,21 @@ impl RateSender {
 mod tests {
     use super::*;
     use crate::cc::{Dcqcn, DcqcnParams, NewReno};
+
+    #[test]
+    fn pmqecn_feedback_paces_the_sender_at_the_cut_rate() {
+        use crate::cc::{PmqecnRp, PmqecnRpParams};
+        let cc = Box::new(PmqecnRp::new(PmqecnRpParams::paper(10_000_000), 0));
+        let mut s = RateSender::new(cc, 1250, 0).unwrap();
+        // 1250 B at 1 Mbit/s: one every 10 ms.
+        assert_eq!(s.poll_transmit(0), Some(1250));
+        assert_eq!(s.next_send_ns(), 10_000_000);
+        // Cut to a quarter (target 1, measured 4): one every 40 ms after the last.
+        s.on_rate_feedback(1_000_000, 4_000_000, 1_000_000);
+        assert_eq!(s.controller().pacing_rate_bps(), Some(250_000));
+        assert_eq!(s.next_send_ns(), 40_000_000);
+        assert_eq!(s.stats().notifications, 1);
+    }
 
     #[test]
     fn packets_are_spaced_by_the_rate_and_a_notification_slows_them() {

@@ -51,7 +51,7 @@ impl CongestionControl for Dctcp {
     }
     fn on_congestion(&mut self, now: TimeNs, signal: CongestionSignal, in_flight: u64) {
         match signal {
-            CongestionSignal::Ecn | CongestionSignal::Notification => {
+            CongestionSignal::Ecn | CongestionSignal::Notification | CongestionSignal::RateFeedback { .. } => {
                 let cwnd = self.reno.window_bytes();
                 self.reno.reduce_to(cwnd - cwnd * self.alpha / (2 * ALPHA_SCALE));
             }

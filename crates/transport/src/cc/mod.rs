@@ -20,6 +20,7 @@ mod dcqcn;
 mod dctcp;
 mod lia;
 mod olia;
+mod pmqecn;
 mod reno;
 
 pub use cubic::Cubic;
@@ -27,6 +28,7 @@ pub use dcqcn::{Dcqcn, DcqcnParams};
 pub use dctcp::Dctcp;
 pub use lia::Lia;
 pub use olia::Olia;
+pub use pmqecn::{PmqecnRp, PmqecnRpParams, RpPhase};
 pub use reno::NewReno;
 
 use crate::TimeNs;
@@ -76,6 +78,15 @@ pub enum CongestionSignal {
     /// A congestion notification packet from the network (DCQCN's CNP, a PMQECN switch's
     /// feedback): window controllers treat it as an ECN-Echo.
     Notification,
+    /// A switch's feedback with rates (PMQECN): the sender's class arrives at `measured_bps`
+    /// and should arrive at `target_bps`. Controllers without a use for the rates treat it as
+    /// a [`CongestionSignal::Notification`].
+    RateFeedback {
+        /// The class's measured arrival rate, bit/s.
+        measured_bps: u64,
+        /// The optimiser's target for it, bit/s.
+        target_bps: u64,
+    },
 }
 
 /// A congestion controller.
