@@ -401,6 +401,9 @@ pub struct RawFlow {
     /// MPTCP: subflows, scheduler, version.
     #[serde(default)]
     pub mptcp: Option<RawMptcp>,
+    /// UDP: a rate controller paces the flow instead of a constant rate (`rate` is its most).
+    #[serde(default)]
+    pub rate_control: Option<RawRateControl>,
     #[serde(default)]
     pub payload: Option<String>,
     #[serde(default)]
@@ -420,6 +423,40 @@ pub struct RawFlow {
     pub src_port: Option<u16>,
     #[serde(default)]
     pub dst_port: Option<u16>,
+}
+
+/// `[flow.rate_control]`: a UDP flow paced by a rate controller; every key but `cc` optional.
+#[derive(Debug, Deserialize, Default, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawRateControl {
+    /// `dcqcn` (DCQCN's reaction point, notified by the receiver's CNPs) or `pmqecn` (PMQECN's
+    /// reaction point, Algorithm 3, notified by switches' feedback).
+    pub cc: String,
+    /// The rate a cut never goes below (default a thousandth of `rate`).
+    pub min_rate: Option<String>,
+    /// `pmqecn`: the starting rate (default 1Mbps).
+    pub initial_rate: Option<String>,
+    /// `pmqecn`: the cycle (default 10ms).
+    pub cycle: Option<String>,
+    /// `pmqecn`: fast recovery cycles after a cut (NC, default 5); `dcqcn`: fast recovery
+    /// steps (F, default 5).
+    pub fast_recovery: Option<u32>,
+    /// `pmqecn`: the target's active increase per cycle (R_A, default 5Mbps).
+    pub active_increase: Option<String>,
+    /// `dcqcn`: the rate-increase timer (T, default 55us).
+    pub increase_period: Option<String>,
+    /// `dcqcn`: alpha's decay period (K, default 55us).
+    pub alpha_period: Option<String>,
+    /// `dcqcn`: alpha's gain is 1 / 2^g_shift (default 8: 1/256).
+    pub g_shift: Option<u32>,
+    /// `dcqcn`: the byte counter (B, default 10MiB).
+    pub byte_counter: Option<String>,
+    /// `dcqcn`: additive increase (R_AI, default a thousandth of `rate`).
+    pub additive_increase: Option<String>,
+    /// `dcqcn`: hyper increase (R_HAI, default a hundredth of `rate`).
+    pub hyper_increase: Option<String>,
+    /// `dcqcn`: the receiver sends at most one CNP per this (default 50us).
+    pub cnp_interval: Option<String>,
 }
 
 /// `[flow.mptcp]`: an MPTCP flow's settings; every key optional.

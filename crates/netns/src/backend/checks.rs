@@ -31,6 +31,12 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             t.name
         )));
     }
+    if let Some(f) = sc.flows.iter().find(|f| f.rate_control.is_some()) {
+        return Err(NetnsError::Unsupported(format!(
+            "flow `{}` is paced by a rate controller (`[flow.rate_control]`), which runs in the simulator only for              now (the kernel's paced UDP sender is issue #30's next step); use --backend sim",
+            f.name
+        )));
+    }
     if sc.flows.iter().any(|f| f.protocol == Protocol::Mptcp) {
         if ns::run("sh", &["-c", "command -v mptcpize"]).is_err() {
             return Err(NetnsError::Missing(

@@ -157,6 +157,16 @@ pub(super) fn flow_of(
             return Err(ctx.err(format!("{at}.{key}"), "expected a port from 1 to 65535 (0 is no port)"));
         }
     }
+    let rate_control = match (&f.rate_control, protocol) {
+        (None, _) => None,
+        (Some(r), Protocol::Udp) => Some(rate_control_of(ctx, &format!("{at}.rate_control"), r, rate_bps)?),
+        (Some(_), _) => {
+            return Err(ctx.err(
+                format!("{at}.rate_control"),
+                "applies to UDP flows only (TCP's rate is its congestion control's: `tcp.cc`)",
+            ))
+        }
+    };
     let dscp = f.dscp.unwrap_or(0);
     if dscp > 63 {
         return Err(ctx.err(format!("{at}.dscp"), format!("expected 0 to 63, got {dscp}")));
@@ -178,6 +188,7 @@ pub(super) fn flow_of(
         // 25 536 flows (it overflowed there before, a panic in debug builds).
         src_port: f.src_port.unwrap_or(40_000 + (i % 25_536) as u16),
         dst_port: f.dst_port.unwrap_or(5201),
+        rate_control,
     })
 }
 

@@ -20,6 +20,7 @@ mod bounds;
 mod failures;
 mod flows;
 mod programs;
+mod rate_control;
 mod splits;
 mod sweep;
 mod topology;
@@ -34,6 +35,8 @@ pub use failures::{LinkFailure, MAX_FAILURES};
 pub use flows::MAX_UDP_OVERLOAD;
 use flows::*;
 use programs::*;
+use rate_control::*;
+pub use rate_control::{RateControl, DEFAULT_CNP_INTERVAL_PS};
 use splits::*;
 use sweep::*;
 pub use sweep::{Sweep, SweepPoint, MAX_SWEEP_POINTS};
@@ -243,6 +246,8 @@ pub struct Flow {
     pub src_port: u16,
     /// UDP destination port.
     pub dst_port: u16,
+    /// UDP: a rate controller paces it (`rate_bps` is then its most).
+    pub rate_control: Option<RateControl>,
 }
 
 /// One configuration of the experiment.

@@ -178,6 +178,12 @@ pub(super) fn flows(
             delivered_by_sent_interval: vec![0; intervals + 1],
             tcp: None,
             delivered_total_bytes: 0,
+            rate: f.rate_control.as_ref().map(|rc| {
+                let start_ps = (f.start_ps + jitter).min(f.stop_ps);
+                let back = wiring.interface_ips[f.dst][usize::from(back_port)];
+                debug_assert_eq!(back, meta.dst_ip);
+                rate::RateFlow::new(rc, f.payload_bytes, start_ps, f.dst as u32, back_port)
+            }),
         });
     }
 

@@ -446,6 +446,8 @@ impl Simulation {
                 self.release(&pkt);
             } else if pkt.tcp != NO_TCP {
                 self.on_tcp_packet(pkt);
+            } else if self.rate_flow_notified(&pkt) {
+                self.release(&pkt);
             } else if pkt.flow != CONTROL_FLOW {
                 self.deliver(pkt);
             } else if pkt.meta.proto == mpsched_core::packet::proto::UDP && self.component_datagram(node, &pkt) {

@@ -5,6 +5,7 @@ mod component;
 mod datapath;
 mod failures;
 mod mptcp;
+mod rate;
 mod tcp;
 mod tunnel;
 
@@ -124,6 +125,8 @@ struct FlowState {
     tcp: Option<TcpFlowState>,
     /// Application bytes delivered over the whole run.
     delivered_total_bytes: u64,
+    /// UDP flows paced by a rate controller (`[flow.rate_control]`).
+    rate: Option<rate::RateFlow>,
 }
 
 impl FlowState {
@@ -460,6 +463,9 @@ impl Simulation {
     }
 
     fn on_send(&mut self, fi: u32) {
+        if self.traffic.flows[fi as usize].rate.is_some() {
+            return self.on_rate_send(fi);
+        }
         let now = self.net.now;
         let interval = self.monitor.sample_interval_ps;
         let jitter = if self.traffic.send_jitter_ps > 0 {
@@ -518,6 +524,9 @@ impl Simulation {
         }
         let k = ((pkt.sent_ps / interval) as usize).min(f.delivered_by_sent_interval.len() - 1);
         f.delivered_by_sent_interval[k] += 1;
+        if f.rate.is_some() {
+            self.rate_flow_delivered(pkt.flow, pkt.meta.ecn);
+        }
     }
 
     fn on_sample(&mut self) {
@@ -799,6 +808,16 @@ impl Simulation {
         counters.insert("queues".into(), q);
         for (name, c) in self.component_counters() {
             counters.entry(name).or_default().extend(c);
+        }
+        let rate: BTreeMap<String, u64> = self
+            .traffic
+            .flows
+            .iter()
+            .filter_map(|f| Some(f.rate.as_ref()?.counters(&f.name)))
+            .flatten()
+            .collect();
+        if !rate.is_empty() {
+            counters.insert("rate-control".into(), rate);
         }
         let captured_frames = self.net.captures.iter().map(|c| c.frames).sum();
         let tunnels = self.tunnel_figures();

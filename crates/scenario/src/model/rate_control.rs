@@ -1,0 +1,145 @@
+//! `[flow.rate_control]`: a UDP flow paced by a rate controller (DCQCN's or PMQECN's reaction
+//! point) instead of sending at a constant rate; the flow's `rate` is the most it sends.
+
+use super::*;
+use crate::schema::RawRateControl;
+use mpsched_transport::cc::{DcqcnParams, PmqecnRpParams};
+
+/// The receiver's CNPs, at most one per flow per this by default (DCQCN's notification point).
+pub const DEFAULT_CNP_INTERVAL_PS: u64 = 50_000_000;
+
+/// How a UDP flow's rate is controlled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateControl {
+    /// DCQCN's reaction point; the receiver returns a CNP for a CE-marked packet, at most one
+    /// per `cnp_interval_ps`.
+    Dcqcn {
+        /// The controller's parameters.
+        params: DcqcnParams,
+        /// The receiver's CNP spacing, ps.
+        cnp_interval_ps: u64,
+    },
+    /// PMQECN's reaction point (Algorithm 3), cut by switches' feedback.
+    Pmqecn(PmqecnRpParams),
+}
+
+/// Parse `[flow.rate_control]` for a flow of at most `rate_bps`.
+pub(super) fn rate_control_of(
+    ctx: &Ctx<'_>,
+    at: &str,
+    r: &RawRateControl,
+    rate_bps: u64,
+) -> Result<RateControl, ScenarioError> {
+    let rate = |key: &str, v: &Option<String>| -> Result<Option<u64>, ScenarioError> {
+        v.as_deref().map(|s| ctx.rate(&format!("{at}.{key}"), s)).transpose()
+    };
+    let time = |key: &str, v: &Option<String>| -> Result<Option<u64>, ScenarioError> {
+        v.as_deref().map(|s| ctx.time(&format!("{at}.{key}"), s)).transpose()
+    };
+    let only = |keys: &[(&str, bool)], cc: &str| -> Result<(), ScenarioError> {
+        match keys.iter().find(|(_, set)| *set) {
+            Some((k, _)) => Err(ctx.err(format!("{at}.{k}"), format!("does not apply to `{cc}`"))),
+            None => Ok(()),
+        }
+    };
+    let min_rate = rate("min_rate", &r.min_rate)?.unwrap_or((rate_bps / 1000).max(1));
+    if min_rate == 0 || min_rate > rate_bps {
+        return Err(ctx.err(
+            format!("{at}.min_rate"),
+            "expected above 0 and at most the flow's `rate`",
+        ));
+    }
+    let positive_time = |key: &str, v: Option<u64>| -> Result<(), ScenarioError> {
+        match v {
+            Some(0) => Err(ctx.err(format!("{at}.{key}"), "expected a time above 0")),
+            _ => Ok(()),
+        }
+    };
+    match r.cc.as_str() {
+        "dcqcn" => {
+            only(
+                &[
+                    ("initial_rate", r.initial_rate.is_some()),
+                    ("cycle", r.cycle.is_some()),
+                    ("active_increase", r.active_increase.is_some()),
+                ],
+                "dcqcn",
+            )?;
+            let d = DcqcnParams::for_line_rate(rate_bps);
+            let (increase, alpha, cnp) = (
+                time("increase_period", &r.increase_period)?,
+                time("alpha_period", &r.alpha_period)?,
+                time("cnp_interval", &r.cnp_interval)?,
+            );
+            positive_time("increase_period", increase)?;
+            positive_time("alpha_period", alpha)?;
+            let g_shift = r.g_shift.unwrap_or(d.g_shift);
+            if !(1..=20).contains(&g_shift) {
+                return Err(ctx.err(format!("{at}.g_shift"), "expected 1 to 20 (alpha's gain 1/2 to 1/2^20)"));
+            }
+            let byte_counter = match &r.byte_counter {
+                Some(s) => ctx.size(&format!("{at}.byte_counter"), s)?,
+                None => d.byte_counter_bytes,
+            };
+            if byte_counter == 0 {
+                return Err(ctx.err(format!("{at}.byte_counter"), "expected at least 1B"));
+            }
+            let params = DcqcnParams {
+                line_rate_bps: rate_bps,
+                min_rate_bps: min_rate,
+                g_shift,
+                alpha_period_ns: alpha.map_or(d.alpha_period_ns, |p| p / 1000),
+                increase_period_ns: increase.map_or(d.increase_period_ns, |p| p / 1000),
+                byte_counter_bytes: byte_counter,
+                fast_recovery_steps: r.fast_recovery.unwrap_or(d.fast_recovery_steps),
+                additive_increase_bps: rate("additive_increase", &r.additive_increase)?
+                    .unwrap_or(d.additive_increase_bps),
+                hyper_increase_bps: rate("hyper_increase", &r.hyper_increase)?.unwrap_or(d.hyper_increase_bps),
+            };
+            if params.alpha_period_ns == 0 || params.increase_period_ns == 0 {
+                return Err(ctx.err(at.to_string(), "DCQCN's periods must be at least 1ns"));
+            }
+            Ok(RateControl::Dcqcn {
+                params,
+                cnp_interval_ps: cnp.unwrap_or(DEFAULT_CNP_INTERVAL_PS),
+            })
+        }
+        "pmqecn" => {
+            only(
+                &[
+                    ("increase_period", r.increase_period.is_some()),
+                    ("alpha_period", r.alpha_period.is_some()),
+                    ("g_shift", r.g_shift.is_some()),
+                    ("byte_counter", r.byte_counter.is_some()),
+                    ("additive_increase", r.additive_increase.is_some()),
+                    ("hyper_increase", r.hyper_increase.is_some()),
+                    ("cnp_interval", r.cnp_interval.is_some()),
+                ],
+                "pmqecn",
+            )?;
+            let d = PmqecnRpParams::paper(rate_bps);
+            let cycle = time("cycle", &r.cycle)?;
+            positive_time("cycle", cycle)?;
+            let cycle_ns = cycle.map_or(d.cycle_ns, |c| c / 1000);
+            if cycle_ns == 0 {
+                return Err(ctx.err(format!("{at}.cycle"), "expected at least 1ns"));
+            }
+            let initial = rate("initial_rate", &r.initial_rate)?.unwrap_or(d.initial_rate_bps);
+            if initial < min_rate || initial > rate_bps {
+                return Err(ctx.err(
+                    format!("{at}.initial_rate"),
+                    "expected from `min_rate` to the flow's `rate`",
+                ));
+            }
+            Ok(RateControl::Pmqecn(PmqecnRpParams {
+                initial_rate_bps: initial,
+                line_rate_bps: rate_bps,
+                min_rate_bps: min_rate,
+                cycle_ns,
+                fast_recovery_cycles: r.fast_recovery.unwrap_or(d.fast_recovery_cycles),
+                active_increase_bps: rate("active_increase", &r.active_increase)?.unwrap_or(d.active_increase_bps),
+            }))
+        }
+        cc => Err(ctx.err(format!("{at}.cc"), format!("expected `dcqcn` or `pmqecn`, got `{cc}`"))),
+    }
+}
