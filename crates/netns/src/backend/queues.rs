@@ -17,8 +17,10 @@
 //!     [`STRICT_GUARANTEE_BPS`] with the link's rate as its ceiling and htb `prio 7 - q`, so the
 //!     link's spare rate goes to the highest backlogged queue first. htb serves every class's
 //!     guarantee before priorities matter, so each lower queue still gets its guarantee (and,
-//!     since htb caps a class's debt at 60 s, at most about one frame a minute): strict
-//!     priority to within 0.01 % of a 10 Mbit/s link (measured in docs/performance.md).
+//!     since htb caps a class's debt at 60 s, at most about one frame a minute). Measured on a
+//!     10 Mbit/s port (docs/performance.md): queue 0 sent no frame in 30 s behind two
+//!     backlogged queues, the classes' goodput within 0.3 % of the simulator's, a high-class
+//!     probe about 1 ms slower than through the idle port.
 //!
 //! A control plane changes the weights at run time (`tc class change`: the new guarantees apply
 //! to the next packet; a strict-priority port has none and refuses them) and a queue's capacity
