@@ -1,7 +1,9 @@
 //! What the kernel backend refuses before it makes anything: the tools and kernel features a
 //! scenario needs (root, iperf3, tc, netem, MPTCP, congestion controls), what runs only in the
-//! simulator, tables beyond the eBPF maps, and the settings a kernel run ignores.
+//! simulator, tables beyond the eBPF maps, and the settings a kernel run ignores; and the
+//! kernel's features probed before a run (netem, prio / ets for strict priority).
 
+use super::queues::StrictPriority;
 use super::{is_transfer, NetnsError, NetnsOptions};
 use crate::ns::{self, is_root};
 use crate::switchplane::SwitchPlanes;
@@ -54,8 +56,6 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
         }
     }
     for (i, l) in sc.links.iter().enumerate().filter(|(_, l)| l.queues > 1) {
-        super::queues::weights_of(&l.discipline, usize::from(l.queues))
-            .map_err(|why| NetnsError::Unsupported(format!("link[{i}]: {why}")))?;
         if l.ecn_threshold_pkts.is_some() {
             return Err(NetnsError::Unsupported(format!(
                 "link[{i}] has {} queues and an ECN threshold; the kernel's marker (eBPF, at TC egress) sees the \
@@ -181,17 +181,21 @@ pub fn ignored_on_the_kernel(sc: &Scenario) -> Vec<String> {
     out
 }
 
-/// [`ignored_on_the_kernel`] on standard error, each line once per process (a plan runs
-/// [`check`] and then every repetition).
-pub(super) fn warn_ignored(sc: &Scenario) {
+/// [`ignored_on_the_kernel`] on standard error as warnings, and how strict priority is built
+/// as a note, each line once per process (a plan runs [`check`] and then every repetition).
+pub(super) fn warn_ignored(sc: &Scenario, strict: Option<StrictPriority>) {
     use std::io::Write as _;
     static SHOWN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let Ok(mut shown) = SHOWN.lock() else { return };
-    for w in ignored_on_the_kernel(sc) {
-        if !shown.contains(&w) {
+    let warnings = ignored_on_the_kernel(sc).into_iter().map(|w| format!("warning: {w}"));
+    let note = strict
+        .and_then(|how| strict_priority_note(sc, how))
+        .map(|n| format!("note: {n}"));
+    for line in warnings.chain(note) {
+        if !shown.contains(&line) {
             // A standard error that cannot take it (a full disk) loses the line, not the run.
-            let _ = writeln!(std::io::stderr(), "warning: {w}");
-            shown.push(w);
+            let _ = writeln!(std::io::stderr(), "{line}");
+            shown.push(line);
         }
     }
 }
@@ -199,11 +203,47 @@ pub(super) fn warn_ignored(sc: &Scenario) {
 /// Whether the kernel offers qdisc `kind` (tried on the loopback of a scratch namespace without
 /// a name, so that checking makes no namespace anyone can see or a signal can leave).
 pub fn kernel_has_qdisc(kind: &str) -> bool {
+    kernel_accepts_qdisc(&[kind])
+}
+
+/// Whether the kernel takes the root qdisc `args` (`tc qdisc add ... root` arguments: a kind
+/// and its parameters, for kinds that need some, as `ets`), tried as [`kernel_has_qdisc`] does.
+pub fn kernel_accepts_qdisc(args: &[&str]) -> bool {
     let Ok(n) = ns::AnonNetns::create() else {
         return false;
     };
-    n.enter(|| ns::run("tc", &["qdisc", "add", "dev", "lo", "root", kind]).is_ok())
-        .unwrap_or(false)
+    let mut all = vec!["qdisc", "add", "dev", "lo", "root"];
+    all.extend_from_slice(args);
+    n.enter(|| ns::run("tc", &all).is_ok()).unwrap_or(false)
+}
+
+/// How the kernel realises the scenario's strict-priority ports (probed once per process,
+/// [`StrictPriority::detect`]), if it has any.
+pub fn strict_priority_for(sc: &Scenario) -> Option<StrictPriority> {
+    sc.links.iter().any(is_strict_priority).then(StrictPriority::detect)
+}
+
+/// Whether `l`'s ports have several queues served by strict priority.
+fn is_strict_priority(l: &mpsched_scenario::Link) -> bool {
+    l.queues > 1 && l.discipline == mpsched_topo::QueueDiscipline::StrictPriority
+}
+
+/// The note a run prints on how its strict-priority ports are built: the first such link and
+/// the realisation.
+pub fn strict_priority_note(sc: &Scenario, how: StrictPriority) -> Option<String> {
+    let (i, l) = sc.links.iter().enumerate().find(|(_, l)| is_strict_priority(l))?;
+    let more = sc.links.iter().filter(|l| is_strict_priority(l)).count() - 1;
+    Some(format!(
+        "link[{i}] (`{}` - `{}`, {} queues{}): {}",
+        sc.nodes[l.a].name,
+        sc.nodes[l.b].name,
+        l.queues,
+        match more {
+            0 => String::new(),
+            n => format!(", and {n} more strict-priority links"),
+        },
+        how.describe()
+    ))
 }
 
 /// Refuse, before anything is made, a switch whose program this data plane cannot run: one
@@ -327,6 +367,38 @@ mod tests {
         );
         let sc = Scenario::from_toml(&text(""), "x.toml").unwrap();
         assert!(ignored_on_the_kernel(&sc).is_empty());
+    }
+
+    /// A run with strict-priority ports says how they are built, naming the first such link;
+    /// one without says nothing (and probes nothing).
+    #[test]
+    fn strict_priority_ports_are_named_with_their_realisation() {
+        let text = |discipline: &str| {
+            format!(
+                "[scenario]\nname = \"x\"\nduration = \"1s\"\n\
+                 [[node]]\nname = \"a\"\nkind = \"host\"\n[[node]]\nname = \"b\"\nkind = \"host\"\n\
+                 [[link]]\na = \"a\"\nb = \"b\"\nrate = \"10Mbps\"\nqueues = 3\ndiscipline = \"{discipline}\"\n\
+                 [[flow]]\nname = \"f\"\nsrc = \"a\"\ndst = \"b\"\nrate = \"1Mbps\"\n"
+            )
+        };
+        let sc = Scenario::from_toml(&text("strict-priority"), "x.toml").unwrap();
+        let note = strict_priority_note(&sc, StrictPriority::HtbClassPriority).unwrap();
+        assert!(
+            note.starts_with("link[0] (`a` - `b`, 3 queues): strict priority approximated by htb class priorities"),
+            "{note}"
+        );
+        let note = strict_priority_note(&sc, StrictPriority::Prio).unwrap();
+        assert!(
+            note.ends_with("strict priority by the prio qdisc (the highest queue in band 0)"),
+            "{note}"
+        );
+        let sc = Scenario::from_toml(&text("wrr"), "x.toml").unwrap();
+        assert_eq!(strict_priority_note(&sc, StrictPriority::Prio), None);
+        assert_eq!(
+            strict_priority_for(&sc),
+            None,
+            "no probe without a strict-priority port"
+        );
     }
 
     /// A data plane that runs `multipath` only.

@@ -44,6 +44,8 @@ pub struct KernelControl<'a> {
     pub(super) w: &'a Wiring,
     pub(super) nss: &'a [Netns],
     pub(super) planes: &'a mut [(usize, Box<dyn SwitchPlane>)],
+    /// How the run's strict-priority ports are built, if it has any.
+    pub(super) strict: Option<queues::StrictPriority>,
 }
 
 impl KernelControl<'_> {
@@ -91,6 +93,8 @@ impl ControlPlane for KernelControl<'_> {
                 "node `{node}` port {port} has one queue; weights need `queues` of 2 or more on its link"
             )));
         }
+        queues::weights_settable(&link.discipline)
+            .map_err(|why| ControlError::Unsupported(format!("node `{node}` port {port}: {why}")))?;
         if weights.len() != usize::from(link.queues) || weights.iter().all(|&w| w == 0) {
             return Err(ControlError::BadEntry {
                 table: format!("{node} port {port} queue weights"),
@@ -117,7 +121,10 @@ impl ControlPlane for KernelControl<'_> {
         }
         match threshold {
             QueueThreshold::DropPkts(limit) if link.queues > 1 && self.sc.nodes[n].kind == NodeKind::Switch => {
-                queues::set_limit(&self.nss[n], &format!("e{port}"), usize::from(queue), limit).map_err(tc_failed)
+                let layout = queues::Layout::of(&link.discipline, usize::from(link.queues), self.strict)
+                    .map_err(ControlError::Unsupported)?;
+                queues::set_limit(&self.nss[n], &format!("e{port}"), &layout, usize::from(queue), limit)
+                    .map_err(tc_failed)
             }
             QueueThreshold::DropPkts(_) => Err(ControlError::Unsupported(format!(
                 "node `{node}` port {port}: capacities change on switch ports with several queues"

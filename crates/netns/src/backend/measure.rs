@@ -144,6 +144,7 @@ pub(super) fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, 
                 w,
                 nss: &live.nss,
                 planes: &mut live.dataplanes,
+                strict: b.strict,
             };
             (c.act.lock().unwrap_or_else(|e| e.into_inner()))(&mut ctl, now);
             next_control = now + c.period;

@@ -29,11 +29,12 @@ mod setup;
 mod traffic;
 
 pub use checks::{
-    check_kernel_limits, check_programs, ignored_on_the_kernel, kernel_has_qdisc, preflight, MIN_KERNEL_RATE_BPS,
-    MIN_KERNEL_SAMPLE_INTERVAL_PS,
+    check_kernel_limits, check_programs, ignored_on_the_kernel, kernel_accepts_qdisc, kernel_has_qdisc, preflight,
+    strict_priority_for, strict_priority_note, MIN_KERNEL_RATE_BPS, MIN_KERNEL_SAMPLE_INTERVAL_PS,
 };
 pub use cleanup::{clean, leftovers, owner_pid, Cleaned};
 pub use control::{ControlFn, Controller, KernelControl};
+pub use queues::{StrictPriority, STRICT_GUARANTEE_BPS};
 pub use setup::{link_model, netem_limit_pkts};
 
 use checks::warn_ignored;
@@ -188,6 +189,8 @@ struct Build<'a> {
     run_id: &'a str,
     /// The kernel has netem: links get its serialisation delay (`rate`) and propagation delay.
     have_netem: bool,
+    /// How strict-priority ports are built, if the scenario has any.
+    strict: Option<queues::StrictPriority>,
     /// The scenario's largest data frame: the unit of the marker's thresholds and of netem's
     /// delay line.
     ref_frame: u64,
@@ -234,10 +237,13 @@ struct Checked {
     capture_ports: Vec<(usize, PortId)>,
     /// The kernel has netem.
     have_netem: bool,
+    /// How strict-priority ports are built, if the scenario has any.
+    strict: Option<queues::StrictPriority>,
 }
 
 /// [`check`]'s checks, in order: the pure ones first, then the preflight, which probes the
-/// kernel with a scratch namespace.
+/// kernel with a scratch namespace (for netem, and for prio / ets where a port has strict
+/// priority).
 fn checked(sc: &Scenario, opts: &NetnsOptions) -> Result<Checked, NetnsError> {
     let w = sc.wiring().map_err(NetnsError::Unsupported)?;
     check_kernel_limits(sc, &w)?;
@@ -245,12 +251,14 @@ fn checked(sc: &Scenario, opts: &NetnsOptions) -> Result<Checked, NetnsError> {
     hosts::check(sc, &w)?;
     let capture_ports = capture::check(sc, &opts.captures)?;
     let have_netem = preflight(sc, opts)?;
+    let strict = strict_priority_for(sc);
     opts.planes().preflight()?;
-    warn_ignored(sc);
+    warn_ignored(sc, strict);
     Ok(Checked {
         w,
         capture_ports,
         have_netem,
+        strict,
     })
 }
 
@@ -260,6 +268,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         w,
         capture_ports,
         have_netem,
+        strict,
     } = checked(sc, opts)?;
     let b = Build {
         sc,
@@ -267,6 +276,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         opts,
         run_id,
         have_netem,
+        strict,
         ref_frame: sc
             .flows
             .iter()

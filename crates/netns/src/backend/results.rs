@@ -145,7 +145,10 @@ pub(super) fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[Strin
             flows,
             paths,
             counters,
-            link_model: Some(link_model(b.have_netem).into()),
+            link_model: Some(match b.strict {
+                Some(how) => format!("{}; {}", link_model(b.have_netem), how.describe()),
+                None => link_model(b.have_netem).into(),
+            }),
         },
         series: TimeSeries {
             columns: series_cols,

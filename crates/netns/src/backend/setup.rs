@@ -63,10 +63,10 @@ impl Build<'_> {
                 let queue_pkts = l.queue_pkts_at(sc.nodes[node].kind == NodeKind::Host);
                 let limit = netem_limit_pkts(queue_pkts, in_rate_bps, delay_ps, b.ref_frame);
                 if l.queues > 1 {
-                    let weights = super::queues::weights_of(&l.discipline, usize::from(l.queues))
+                    let layout = super::queues::Layout::of(&l.discipline, usize::from(l.queues), b.strict)
                         .map_err(NetnsError::Unsupported)?;
                     let leaf = leaf_qdisc(l.rate_bps, limit, delay_ps, b.have_netem);
-                    super::queues::shape_queues(n, ifname, l.rate_bps, &weights, &leaf)?;
+                    super::queues::shape_queues(n, ifname, l.rate_bps, &layout, &leaf)?;
                 } else {
                     shape(n, ifname, l.rate_bps, limit, delay_ps, b.have_netem)?;
                 }
