@@ -33,6 +33,7 @@
 //! | 1 | [`RoutingHeader`] | connection id u64, path u16, hops u8, reserved u8 (12 bytes) |
 //! | 2 | [`IntHeader`] | switch id u32, queue id u8, reserved 3 bytes, sojourn ns u32, depth bytes u32 (16 bytes) |
 //! | 3 | [`ProbeHeader`] | ToR id u16, hops u8, reserved u8, utilisation u32 (8 bytes) |
+//! | 4 | [`FeedbackHeader`] | queue u8, reserved u8, queue length u16, measured kbit/s u32, target kbit/s u32 (12 bytes) |
 //!
 //! # Adding a kind
 //!
@@ -62,6 +63,8 @@ pub enum HeaderKind {
     Int = 2,
     /// [`ProbeHeader`].
     Probe = 3,
+    /// [`FeedbackHeader`].
+    Feedback = 4,
 }
 
 impl HeaderKind {
@@ -71,6 +74,7 @@ impl HeaderKind {
             1 => Some(HeaderKind::Routing),
             2 => Some(HeaderKind::Int),
             3 => Some(HeaderKind::Probe),
+            4 => Some(HeaderKind::Feedback),
             _ => None,
         }
     }
@@ -114,6 +118,21 @@ pub struct ProbeHeader {
     pub util: u32,
 }
 
+/// A switch's congestion feedback to a source (PMQECN's feedback packet, `crates/programs/src/
+/// pmqecn/README.md`): which class's queue is congested, how long it is, and the class's
+/// measured and target arrival rates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct FeedbackHeader {
+    /// The class (virtual queue).
+    pub queue: u8,
+    /// Packets of the class waiting at the port.
+    pub qlen_pkts: u16,
+    /// The class's measured arrival rate, kbit/s (`lambda`).
+    pub measured_kbps: u32,
+    /// The rate it should arrive at, kbit/s (`lambda*`).
+    pub target_kbps: u32,
+}
+
 /// One custom header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Header {
@@ -123,6 +142,8 @@ pub enum Header {
     Int(IntHeader),
     /// See [`ProbeHeader`].
     Probe(ProbeHeader),
+    /// See [`FeedbackHeader`].
+    Feedback(FeedbackHeader),
 }
 
 /// Why a shim body could not be read.
@@ -141,6 +162,7 @@ impl Header {
             Header::Routing(_) => HeaderKind::Routing,
             Header::Int(_) => HeaderKind::Int,
             Header::Probe(_) => HeaderKind::Probe,
+            Header::Feedback(_) => HeaderKind::Feedback,
         }
     }
 
@@ -150,6 +172,7 @@ impl Header {
             HeaderKind::Routing => 12,
             HeaderKind::Int => 16,
             HeaderKind::Probe => 8,
+            HeaderKind::Feedback => 12,
         }
     }
 
@@ -176,6 +199,12 @@ impl Header {
                 out.extend_from_slice(&p.tor.to_be_bytes());
                 out.extend_from_slice(&[p.hops, 0]);
                 out.extend_from_slice(&p.util.to_be_bytes());
+            }
+            Header::Feedback(f) => {
+                out.extend_from_slice(&[f.queue, 0]);
+                out.extend_from_slice(&f.qlen_pkts.to_be_bytes());
+                out.extend_from_slice(&f.measured_kbps.to_be_bytes());
+                out.extend_from_slice(&f.target_kbps.to_be_bytes());
             }
         }
     }
@@ -204,6 +233,12 @@ impl Header {
                 tor: u16::from_be_bytes([body[0], body[1]]),
                 hops: body[2],
                 util: be32(4),
+            }),
+            HeaderKind::Feedback => Header::Feedback(FeedbackHeader {
+                queue: body[0],
+                qlen_pkts: u16::from_be_bytes([body[2], body[3]]),
+                measured_kbps: be32(4),
+                target_kbps: be32(8),
             }),
         })
     }
@@ -368,6 +403,14 @@ impl HeaderStack {
         })
     }
 
+    /// The topmost feedback header.
+    pub fn feedback(&self) -> Option<&FeedbackHeader> {
+        self.iter().find_map(|h| match h {
+            Header::Feedback(f) => Some(f),
+            _ => None,
+        })
+    }
+
     /// Bytes the stack's shims take on the wire.
     pub fn wire_bytes(&self) -> u32 {
         self.iter().map(|h| h.wire_bytes() as u32).sum()
@@ -444,6 +487,12 @@ mod tests {
                 tor: 0x0102,
                 hops: 3,
                 util: 0x8000_0001,
+            }),
+            Header::Feedback(FeedbackHeader {
+                queue: 5,
+                qlen_pkts: 0x0203,
+                measured_kbps: 10_000,
+                target_kbps: 0x8000_0002,
             }),
         ];
         for h in hs {

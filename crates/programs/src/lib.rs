@@ -133,6 +133,7 @@ pub static SWITCH_PROGRAMS: &[&dyn SwitchProgram] = &[
     &hula::HULA,
     &hula::MPHULA,
     &pmqecn::vqwrr::VQ_WRR,
+    &pmqecn::cp::PMQECN,
 ];
 
 /// The program a switch runs when the scenario names none.

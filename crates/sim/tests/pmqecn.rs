@@ -143,3 +143,86 @@ fn dcqcn_senders_notified_by_their_receivers_keep_the_marked_queue_short_and_los
     assert!(depth(&dcqcn) < 100, "DCQCN's queue reached {}", depth(&dcqcn));
     assert!(total(&dcqcn) > 8.0, "and keeps the port busy: {} Mbit/s", total(&dcqcn));
 }
+
+/// Writes each class's measured and target rates into S1's PMQECN registers at the start, as
+/// the control plane would after its first period.
+struct StaticTargets {
+    measured_kbps: u64,
+    target_kbps: u64,
+}
+
+impl mpsched_sim::Component for StaticTargets {
+    fn name(&self) -> &str {
+        "static-targets"
+    }
+
+    fn start(&mut self, net: &mut mpsched_sim::Net<'_>) {
+        use mpsched_core::control::ControlPlane;
+        for class in 0..3 {
+            net.write_register("S1", "vq_rate_kbps", class, self.measured_kbps)
+                .unwrap();
+            net.write_register("S1", "vq_target_kbps", class, self.target_kbps)
+                .unwrap();
+        }
+    }
+}
+
+/// Table 1's network with three PMQECN reaction points (line rate 10 Mbit/s, Algorithm 3 from
+/// 1 Mbit/s) and S1 running `program`.
+fn three_reaction_points(program: &'static str) -> Scenario {
+    let (path, text) = mpsched_scenario::builtin::find("pmqecn2024/table1-sp-vs-vq-wrr").unwrap();
+    let text = text
+        .replace(
+            "rate = \"6.2Mbps\"",
+            "rate = \"10Mbps\"\nrate_control = { cc = \"pmqecn\" }",
+        )
+        .replace(
+            "[programs.vq-wrr]",
+            "[programs.pmqecn]\nthreshold = 11\n[programs.vq-wrr]",
+        );
+    let sc = Scenario::from_toml(&text, path).unwrap();
+    let mut sc = sc.with_variant("VQ-WRR").unwrap();
+    let s1 = sc.node_index("S1").unwrap();
+    sc.programs[s1] = Some(program);
+    sc
+}
+
+#[test]
+fn pmqecn_feedback_cuts_the_reaction_points_and_keeps_the_virtual_queues_short() {
+    let run = |program: &'static str| {
+        let sc = three_reaction_points(program);
+        let mut sim = mpsched_sim::Simulation::new(&sc, &SimOptions::with_seed(1)).unwrap();
+        if program == "pmqecn" {
+            sim.add_component(Box::new(StaticTargets {
+                measured_kbps: 10_000,
+                target_kbps: 3_000,
+            }));
+        }
+        sim.run().unwrap().figures
+    };
+    let plain = run("vq-wrr");
+    let fed = run("pmqecn");
+    let s1 = &fed.counters["S1"];
+    let loss = |r: &RunFigures| r.flows.iter().map(|f| f.loss_pct.unwrap_or(0.0)).fold(0.0, f64::max);
+    let rc = &fed.counters["rate-control"];
+    eprintln!(
+        "vq-wrr alone: loss {:.1} %, vq drops {}; pmqecn: loss {:.2} %, vq drops {}, feedback {} (held {}), {:?} Mbit/s, \
+         {rc:?}",
+        loss(&plain),
+        plain.counters["S1"]["vq.drops"],
+        loss(&fed),
+        s1["vq.drops"],
+        s1["pmqecn.feedback"],
+        s1["pmqecn.feedback_held"],
+        fed.flows.iter().map(|f| f.delivered_mbps).collect::<Vec<_>>()
+    );
+    // Without feedback the reaction points climb to the line rate and the classes overflow.
+    assert!(loss(&plain) > 30.0, "{}", loss(&plain));
+    // With it, each feedback cuts a sender to 3/10 of its rate: little is lost and the port
+    // stays busy, shared by the three classes.
+    assert!(s1["pmqecn.feedback"] > 10 && rc["high.notifications"] > 0 && rc["low.notifications"] > 0);
+    assert!(loss(&fed) < 5.0, "{}", loss(&fed));
+    let total: f64 = fed.flows.iter().map(|f| f.delivered_mbps).sum();
+    assert!(total > 6.0, "{total}");
+    assert_eq!(s1["vq.accounting_errors"], 0);
+}

@@ -5,9 +5,12 @@
 //! - [`model`]: the M/M/1/N figures of one class's queue (closed forms, the `rho = 1` limit).
 //! - [`optimiser`]: Algorithm 2, the two layers of differential evolution giving each class's
 //!   service rate, target arrival rate, queue weight and ECN threshold.
+//! - [`cp`]: the congestion point (Algorithm 1), registered as `pmqecn`: `vq-wrr`, per-class
+//!   arrival counters and thresholds, feedback with the class's rates to the sources.
 //! - [`vqwrr`]: weighted round robin on strict-priority queues by virtual queues (Fig. 4),
 //!   registered as `vq-wrr`.
 
+pub mod cp;
 pub mod model;
 pub mod optimiser;
 pub mod vqwrr;

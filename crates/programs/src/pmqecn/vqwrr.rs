@@ -148,6 +148,16 @@ struct PortState {
     level_use: [[u32; MAX_LEVELS]; VIRTUAL_QUEUES],
 }
 
+/// What ingress did with a packet: its verdict, and the port it was routed to (also when its
+/// virtual queue there was full and it is dropped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placed {
+    /// Forward (at the level set in the context) or drop.
+    pub verdict: Verdict,
+    /// The port routing chose, if any.
+    pub port: Option<PortId>,
+}
+
 /// The program: forwarding by `multipath`, queue levels by virtual-queue WRR.
 pub struct VqWrr {
     forwarding: Box<dyn Program>,
@@ -184,6 +194,65 @@ impl VqWrr {
         self.ports.get(usize::from(port)).map_or(0, |p| p.vq_len[v])
     }
 
+    /// Ingress: route `pkt`, then place it at a level of its port (or drop it when its virtual
+    /// queue is full there). The level is chosen at ingress, as a P4 program sets the priority
+    /// before the traffic manager queues the packet.
+    pub fn route_and_place(&mut self, pkt: &mut PacketMeta, ctx: &mut Ctx) -> Placed {
+        let verdict = self.forwarding.ingress(pkt, ctx);
+        let Verdict::Forward(port) = verdict else {
+            return Placed { verdict, port: None };
+        };
+        match self.place(port, virtual_queue(pkt)) {
+            Some(level) => {
+                if level + 1 == self.cfg.levels {
+                    self.counters.top_level += 1;
+                } else {
+                    self.counters.downgraded += 1;
+                }
+                ctx.set_queue(level);
+                Placed {
+                    verdict,
+                    port: Some(port),
+                }
+            }
+            None => {
+                self.counters.drops += 1;
+                Placed {
+                    verdict: Verdict::Drop(DropReason::QueueFull),
+                    port: Some(port),
+                }
+            }
+        }
+    }
+
+    /// Route `pkt` by the forwarding program alone, without a level (a packet the switch
+    /// itself sends, such as PMQECN's feedback).
+    pub fn route(&mut self, pkt: &mut PacketMeta, ctx: &mut Ctx) -> Verdict {
+        self.forwarding.ingress(pkt, ctx)
+    }
+
+    /// The dequeue stage for a packet the program did not place (the switch's own): the
+    /// forwarding program's egress only.
+    pub fn dequeue_unplaced(
+        &mut self,
+        pkt: &mut PacketMeta,
+        port: PortId,
+        queue: QueueMeta,
+        ctx: &mut Ctx,
+    ) -> EgressVerdict {
+        self.forwarding.on_dequeue(pkt, port, queue, ctx)
+    }
+
+    /// The virtual queue of `pkt` (its DSCP class).
+    pub fn virtual_queue_of(pkt: &PacketMeta) -> usize {
+        virtual_queue(pkt)
+    }
+
+    /// The priority levels used.
+    pub fn levels(&self) -> u8 {
+        self.cfg.levels
+    }
+
     fn port(&mut self, port: PortId) -> &mut PortState {
         let i = usize::from(port);
         if i >= self.ports.len() {
@@ -216,27 +285,7 @@ impl Program for VqWrr {
     }
 
     fn ingress(&mut self, pkt: &mut PacketMeta, ctx: &mut Ctx) -> Verdict {
-        // The level is chosen at ingress, as a P4 program sets the priority before the traffic
-        // manager queues the packet.
-        let verdict = self.forwarding.ingress(pkt, ctx);
-        let Verdict::Forward(port) = verdict else {
-            return verdict;
-        };
-        match self.place(port, virtual_queue(pkt)) {
-            Some(level) => {
-                if level + 1 == self.cfg.levels {
-                    self.counters.top_level += 1;
-                } else {
-                    self.counters.downgraded += 1;
-                }
-                ctx.set_queue(level);
-                verdict
-            }
-            None => {
-                self.counters.drops += 1;
-                Verdict::Drop(DropReason::QueueFull)
-            }
-        }
+        self.route_and_place(pkt, ctx).verdict
     }
 
     fn on_dequeue(&mut self, pkt: &mut PacketMeta, port: PortId, queue: QueueMeta, ctx: &mut Ctx) -> EgressVerdict {

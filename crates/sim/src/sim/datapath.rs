@@ -438,6 +438,12 @@ impl Simulation {
     fn input(&mut self, node: u32, port: PortId, id: PacketId) {
         let ni = node as usize;
         if self.net.nodes[ni].kind == NodeKind::Host {
+            if self.net.extras_used && self.rate_flow_feedback(id) {
+                self.strip_headers(id);
+                let pkt = self.net.pool.take(id);
+                self.release(&pkt);
+                return;
+            }
             self.strip_headers(id);
             let pkt = self.net.pool.take(id);
             let dst = pkt.meta.dst_ip;

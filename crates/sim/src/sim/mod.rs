@@ -234,6 +234,8 @@ struct Traffic {
     component_timers: Slab<(u32, u64)>,
     /// (host, UDP port) -> the component that bound it.
     udp_endpoints: FxHashMap<(u32, u16), ComponentId>,
+    /// (source address, source port) -> the rate-controlled flow sending from it.
+    rate_sources: FxHashMap<(Ipv4, u16), u32>,
     send_jitter_ps: u64,
     jitter_rng: SeededRandom,
 }
@@ -294,6 +296,12 @@ impl Simulation {
             routes: multi_homed.then_some(wiring.routes),
             interface_ips: wiring.interface_ips,
         };
+        let rate_sources = flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.rate.is_some())
+            .map(|(i, f)| ((f.meta.src_ip, f.meta.src_port), i as u32))
+            .collect();
         let traffic = Traffic {
             flows,
             conns,
@@ -304,6 +312,7 @@ impl Simulation {
             components: Vec::new(),
             component_timers: Slab::default(),
             udp_endpoints: FxHashMap::default(),
+            rate_sources,
             send_jitter_ps: sc.send_jitter_ps,
             jitter_rng: SeededRandom::new(rng.next_u64()),
         };

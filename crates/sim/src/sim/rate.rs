@@ -6,6 +6,7 @@
 use super::*;
 use crate::packet::CONTROL_FLOW;
 use mpsched_core::packet::Ecn;
+use mpsched_programs::pmqecn::cp::FEEDBACK_PORT;
 use mpsched_scenario::RateControl;
 use mpsched_transport::cc::{CongestionControl, Dcqcn, PmqecnRp};
 use mpsched_transport::rate::RateSender;
@@ -141,6 +142,37 @@ impl Simulation {
             headers: StackRef::NONE,
         };
         self.output(node, port, cnp);
+    }
+
+    /// Whether packet `id`, arrived at a host, is a switch's feedback (PMQECN's: UDP from
+    /// [`FEEDBACK_PORT`] with a feedback header) for a rate-controlled flow sending from the
+    /// address and port it is addressed to: then that flow's sender has taken its rates.
+    pub(super) fn rate_flow_feedback(&mut self, id: PacketId) -> bool {
+        let pkt = self.net.pool.at(id);
+        if pkt.meta.src_port != FEEDBACK_PORT || pkt.meta.proto != mpsched_core::packet::proto::UDP {
+            return false;
+        }
+        let Some(fb) = pkt
+            .headers
+            .index()
+            .and_then(|i| self.net.stacks.at(i).feedback().copied())
+        else {
+            return false;
+        };
+        let Some(&fi) = self.traffic.rate_sources.get(&(pkt.meta.dst_ip, pkt.meta.dst_port)) else {
+            return false;
+        };
+        let now_ns = self.net.now / 1000;
+        let rf = self.traffic.flows[fi as usize]
+            .rate
+            .as_mut()
+            .expect("rate sources are rate-controlled");
+        rf.sender.on_rate_feedback(
+            now_ns,
+            u64::from(fb.measured_kbps) * 1000,
+            u64::from(fb.target_kbps) * 1000,
+        );
+        true
     }
 
     /// Whether `pkt`, arrived at a host, is a CNP for a rate-controlled flow's sender: then
