@@ -94,6 +94,10 @@ pub struct SwitchConfig {
     /// directions and rates, the ToR of each destination. None for every other program.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<crate::probe::ProbeConfig>,
+    /// Output queues of each port, in port order (empty: one each). A program that picks a
+    /// packet's queue by priority level uses no more than its port has.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub port_queues: Vec<u8>,
 }
 
 impl SwitchConfig {
@@ -109,6 +113,7 @@ impl SwitchConfig {
             ecmp_groups: Vec::new(),
             hash_seed: 0,
             probe: None,
+            port_queues: Vec::new(),
         }
     }
 }

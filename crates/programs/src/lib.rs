@@ -22,6 +22,7 @@
 
 #![warn(missing_docs)]
 
+pub mod control_loop;
 pub mod hula;
 pub mod letflow;
 pub mod multipath;
@@ -30,6 +31,7 @@ pub mod pmqecn;
 pub mod tunnel;
 pub mod vectors;
 
+pub use control_loop::{ControlInput, ControlLoop};
 use mpsched_core::program::Program;
 use mpsched_core::rng::RandomSource;
 use mpsched_core::sched::ConfigError;
@@ -115,6 +117,12 @@ pub trait SwitchProgram: Sync {
     ) -> Result<Box<dyn Program>, ConfigError> {
         let _ = rng;
         self.build(input)
+    }
+
+    /// Its control plane on one node, if it has one: a loop the backend calls every period
+    /// with the node's data plane behind the control channel.
+    fn control_loop(&self, _input: &ControlInput<'_>) -> Option<Box<dyn ControlLoop>> {
+        None
     }
 
     /// The stem of its eBPF object, if it has one (the kernel backend loads `<stem>.bpf.o`).

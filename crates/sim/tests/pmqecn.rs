@@ -168,7 +168,8 @@ impl mpsched_sim::Component for StaticTargets {
 }
 
 /// Table 1's network with three PMQECN reaction points (line rate 10 Mbit/s, Algorithm 3 from
-/// 1 Mbit/s) and S1 running `program`.
+/// 1 Mbit/s) and S1 running `program` (`pmqecn` without its control plane: the test writes
+/// the rates).
 fn three_reaction_points(program: &'static str) -> Scenario {
     let (path, text) = mpsched_scenario::builtin::find("pmqecn2024/table1-sp-vs-vq-wrr").unwrap();
     let text = text
@@ -178,7 +179,7 @@ fn three_reaction_points(program: &'static str) -> Scenario {
         )
         .replace(
             "[programs.vq-wrr]",
-            "[programs.pmqecn]\nthreshold = 11\n[programs.vq-wrr]",
+            "[programs.pmqecn]\nthreshold = 11\ncontrol_period = \"0s\"\n[programs.vq-wrr]",
         );
     let sc = Scenario::from_toml(&text, path).unwrap();
     let mut sc = sc.with_variant("VQ-WRR").unwrap();

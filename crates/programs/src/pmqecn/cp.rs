@@ -11,12 +11,15 @@
 //!
 //! Registers (indices: class `v`, or `port x 8 + v`): `vq_threshold` (`K`, packets),
 //! `vq_rate_kbps` and `vq_target_kbps` (`lambda`, `lambda*`, what feedback carries: written by
-//! the control plane; 0 until it does), `vq_arrival_bytes` (bytes of each class offered to each
-//! port, the control plane's arrival rates), beside `vq-wrr`'s `vq_weight` and `vq_len`.
+//! the control plane; 0 until it does), `vq_arrival_bytes` and `vq_arrival_pkts` (what each
+//! class offered each port, the control plane's arrival rates), beside `vq-wrr`'s `vq_weight`
+//! and `vq_len`. The control plane is [`super::control::PmqecnControl`], every
+//! `control_period`.
 
 use super::vqwrr::{VqWrr, VqWrrConfig, VIRTUAL_QUEUES};
-use crate::params::{Param, ParamKind};
+use crate::params::{Param, ParamKind, Params};
 use crate::{BuildInput, SwitchProgram, TablesNeed};
+use crate::{ControlInput, ControlLoop};
 use mpsched_core::control::{ControlError, ControlListing, ProgramControl, RegisterInfo};
 use mpsched_core::headers::{FeedbackHeader, Header, HeaderStack};
 use mpsched_core::packet::{Ecn, Ipv4, PacketMeta, PortId};
@@ -83,6 +86,46 @@ const PARAMS: &[Param] = &[
         multiple_of: 1,
         doc: "at most one feedback per class and port per this (0: one per packet above the threshold, as the paper)",
     },
+    Param {
+        name: "control_period",
+        kind: ParamKind::Time,
+        default: 100_000_000_000,
+        min: 0,
+        max: 60_000_000_000_000,
+        power_of_two: false,
+        multiple_of: 1_000_000,
+        doc: "how often the control plane measures the classes and solves the model (whole microseconds; 0: no control plane, the registers keep what was written)",
+    },
+    Param {
+        name: "class_a",
+        kind: ParamKind::Count,
+        default: 2,
+        min: 0,
+        max: 7,
+        power_of_two: false,
+        multiple_of: 1,
+        doc: "the DSCP class (dscp >> 3) of category A, delay and bandwidth sensitive",
+    },
+    Param {
+        name: "class_b",
+        kind: ParamKind::Count,
+        default: 1,
+        min: 0,
+        max: 7,
+        power_of_two: false,
+        multiple_of: 1,
+        doc: "the DSCP class of category B, delay and jitter sensitive (every other class is C: delay and loss)",
+    },
+    Param {
+        name: "weight_scale",
+        kind: ParamKind::Count,
+        default: 9,
+        min: 1,
+        max: 1 << 16,
+        power_of_two: false,
+        multiple_of: 1,
+        doc: "packets per level the weights share: a class's weight is max(1, round(omega x weight_scale))",
+    },
 ];
 
 /// PMQECN's congestion point as the registry knows it.
@@ -117,12 +160,37 @@ impl SwitchProgram for PmqecnProgram {
             vq_capacity: p.get("vq_capacity") as u32,
             levels: p.get("levels") as u8,
         };
+        let mut vq = VqWrr::new(cfg, forwarding);
+        vq.set_port_queues(&input.tables.port_queues);
         Ok(Box::new(Pmqecn::new(
             input.tables.own_ip,
-            VqWrr::new(cfg, forwarding),
+            vq,
             p.get("threshold") as u32,
             p.get("feedback_gap"),
         )))
+    }
+
+    fn check_params(&self, params: &Params) -> Result<(), (&'static str, String)> {
+        if params.get("class_a") == params.get("class_b") {
+            return Err(("class_b", "categories A and B need different classes".into()));
+        }
+        Ok(())
+    }
+
+    fn control_loop(&self, input: &ControlInput<'_>) -> Option<Box<dyn ControlLoop>> {
+        let p = input.params;
+        let period_ps = p.get("control_period");
+        (period_ps > 0).then(|| {
+            Box::new(super::control::PmqecnControl::new(super::control::ControlConfig {
+                period_ps,
+                capacity_pkts: p.get("vq_capacity") as u32,
+                class_a: p.get("class_a") as usize,
+                class_b: p.get("class_b") as usize,
+                weight_scale: p.get("weight_scale") as u32,
+                port_rates_bps: input.port_rates_bps.to_vec(),
+                seed: input.seed,
+            })) as Box<dyn ControlLoop>
+        })
     }
 
     fn ebpf_object(&self) -> Option<&'static str> {
@@ -153,8 +221,10 @@ pub struct Pmqecn {
     rate_kbps: [u32; VIRTUAL_QUEUES],
     target_kbps: [u32; VIRTUAL_QUEUES],
     gap_ps: u64,
-    /// Per port: bytes offered per class, and when each class was last sent feedback.
+    /// Per port: bytes and packets offered per class, and when each class was last sent
+    /// feedback.
     arrivals: Vec<[u64; VIRTUAL_QUEUES]>,
+    arrival_pkts: Vec<[u64; VIRTUAL_QUEUES]>,
     last_feedback_ps: Vec<[Option<u64>; VIRTUAL_QUEUES]>,
     counters: PmqecnCounters,
 }
@@ -171,6 +241,7 @@ impl Pmqecn {
             target_kbps: [0; VIRTUAL_QUEUES],
             gap_ps,
             arrivals: Vec::new(),
+            arrival_pkts: Vec::new(),
             last_feedback_ps: Vec::new(),
             counters: PmqecnCounters::default(),
         }
@@ -185,6 +256,7 @@ impl Pmqecn {
         let n = usize::from(port) + 1;
         if self.arrivals.len() < n {
             self.arrivals.resize(n, [0; VIRTUAL_QUEUES]);
+            self.arrival_pkts.resize(n, [0; VIRTUAL_QUEUES]);
             self.last_feedback_ps.resize(n, [None; VIRTUAL_QUEUES]);
         }
     }
@@ -222,7 +294,7 @@ impl Pmqecn {
         ctx.emit_packet(Emit {
             port: back,
             meta,
-            queue: Some(self.vq.levels() - 1),
+            queue: Some(self.vq.top_level(back)),
             headers,
         });
         self.counters.feedback += 1;
@@ -242,6 +314,7 @@ impl Program for Pmqecn {
         let v = VqWrr::virtual_queue_of(pkt);
         self.grow(port);
         self.arrivals[usize::from(port)][v] += u64::from(pkt.wire_len_bytes);
+        self.arrival_pkts[usize::from(port)][v] += 1;
         if self.vq.vq_len(port, v) > self.thresholds[v] {
             let now = ctx.now_ps();
             let last = &mut self.last_feedback_ps[usize::from(port)][v];
@@ -281,11 +354,12 @@ impl Program for Pmqecn {
 
 /// The class registers this program adds, each with its size in classes (`true`: per port
 /// and class) and whether the control plane may write it.
-const REGISTERS: [(&str, bool, bool); 4] = [
+const REGISTERS: [(&str, bool, bool); 5] = [
     ("vq_threshold", false, true),
     ("vq_rate_kbps", false, true),
     ("vq_target_kbps", false, true),
     ("vq_arrival_bytes", true, false),
+    ("vq_arrival_pkts", true, false),
 ];
 
 impl ProgramControl for Pmqecn {
@@ -316,11 +390,17 @@ impl ProgramControl for Pmqecn {
             "vq_threshold" => class(&self.thresholds),
             "vq_rate_kbps" => class(&self.rate_kbps),
             "vq_target_kbps" => class(&self.target_kbps),
-            "vq_arrival_bytes" => self
-                .arrivals
-                .get(index / VIRTUAL_QUEUES)
-                .map(|a| a[index % VIRTUAL_QUEUES])
-                .ok_or(no_index(self.arrivals.len() * VIRTUAL_QUEUES)),
+            "vq_arrival_bytes" | "vq_arrival_pkts" => {
+                let table = if name == "vq_arrival_bytes" {
+                    &self.arrivals
+                } else {
+                    &self.arrival_pkts
+                };
+                table
+                    .get(index / VIRTUAL_QUEUES)
+                    .map(|a| a[index % VIRTUAL_QUEUES])
+                    .ok_or(no_index(table.len() * VIRTUAL_QUEUES))
+            }
             _ => self.vq.read_register(name, index),
         }
     }

@@ -2,6 +2,8 @@
 //! feedback from the switch and a QoS optimiser in the control plane. The specification every
 //! backend follows is `README.md` beside this file.
 //!
+//! - [`control`]: the control plane, a loop that measures the classes every period, solves the
+//!   model and writes weights, thresholds and rates.
 //! - [`model`]: the M/M/1/N figures of one class's queue (closed forms, the `rho = 1` limit).
 //! - [`optimiser`]: Algorithm 2, the two layers of differential evolution giving each class's
 //!   service rate, target arrival rate, queue weight and ECN threshold.
@@ -10,6 +12,7 @@
 //! - [`vqwrr`]: weighted round robin on strict-priority queues by virtual queues (Fig. 4),
 //!   registered as `vq-wrr`.
 
+pub mod control;
 pub mod cp;
 pub mod model;
 pub mod optimiser;

@@ -92,7 +92,9 @@ impl SwitchProgram for VqWrrProgram {
 
     fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError> {
         let forwarding = crate::multipath::MULTIPATH.build(input)?;
-        Ok(Box::new(VqWrr::new(VqWrrConfig::from_params(input.params), forwarding)))
+        let mut vq = VqWrr::new(VqWrrConfig::from_params(input.params), forwarding);
+        vq.set_port_queues(&input.tables.port_queues);
+        Ok(Box::new(vq))
     }
 
     fn ebpf_object(&self) -> Option<&'static str> {
@@ -163,6 +165,8 @@ pub struct VqWrr {
     forwarding: Box<dyn Program>,
     cfg: VqWrrConfig,
     weights: [u32; VIRTUAL_QUEUES],
+    /// Levels of each port (empty: `cfg.levels` everywhere, as in unit tests).
+    port_levels: Vec<u8>,
     ports: Vec<PortState>,
     counters: VqWrrCounters,
 }
@@ -179,8 +183,24 @@ impl VqWrr {
             forwarding,
             cfg,
             weights: [cfg.weight; VIRTUAL_QUEUES],
+            port_levels: Vec::new(),
             ports: Vec::new(),
             counters: VqWrrCounters::default(),
+        }
+    }
+
+    /// The output queues of each port, in port order (ports not listed have one): a port
+    /// with fewer queues than `levels` uses the top of its own (a single-queue port, one).
+    pub fn set_port_queues(&mut self, queues: &[u8]) {
+        self.port_levels = queues.iter().map(|&q| q.clamp(1, self.cfg.levels)).collect();
+    }
+
+    /// Levels a packet may take at `port`.
+    fn levels_at(&self, port: PortId) -> u8 {
+        match self.port_levels.get(usize::from(port)) {
+            Some(&l) => l,
+            None if self.port_levels.is_empty() => self.cfg.levels,
+            None => 1,
         }
     }
 
@@ -204,7 +224,7 @@ impl VqWrr {
         };
         match self.place(port, virtual_queue(pkt)) {
             Some(level) => {
-                if level + 1 == self.cfg.levels {
+                if level + 1 == self.levels_at(port) {
                     self.counters.top_level += 1;
                 } else {
                     self.counters.downgraded += 1;
@@ -248,9 +268,9 @@ impl VqWrr {
         virtual_queue(pkt)
     }
 
-    /// The priority levels used.
-    pub fn levels(&self) -> u8 {
-        self.cfg.levels
+    /// The highest level a packet may take at `port`.
+    pub fn top_level(&self, port: PortId) -> u8 {
+        self.levels_at(port) - 1
     }
 
     fn port(&mut self, port: PortId) -> &mut PortState {
@@ -264,7 +284,7 @@ impl VqWrr {
 
     /// The level a packet of `v` takes at `port`, or None when `v` is full there.
     fn place(&mut self, port: PortId, v: usize) -> Option<u8> {
-        let (levels, weight, cap) = (self.cfg.levels, self.weights[v], self.cfg.vq_capacity);
+        let (levels, weight, cap) = (self.levels_at(port), self.weights[v], self.cfg.vq_capacity);
         let st = self.port(port);
         if st.vq_len[v] >= cap {
             return None;

@@ -150,10 +150,13 @@ impl Scenario {
 
 /// A variant's `cc`: every TCP flow's congestion control (a coupled one: every MPTCP flow's).
 fn set_cc(ctx: &Ctx<'_>, at: &str, cc: &str, flows: &mut [Flow]) -> Result<(), ScenarioError> {
+    if matches!(cc, "dcqcn" | "pmqecn") {
+        return set_rate_cc(ctx, at, cc, flows);
+    }
     let kind = CcKind::parse(cc).ok_or_else(|| {
         ctx.err(
             at,
-            format!("expected `reno`, `cubic`, `dctcp`, `lia` or `olia`, got `{cc}`"),
+            format!("expected `reno`, `cubic`, `dctcp`, `lia`, `olia`, `dcqcn` or `pmqecn`, got `{cc}`"),
         )
     })?;
     if kind.is_coupled() && !flows.iter().any(|x| x.protocol == Protocol::Mptcp) {
@@ -179,6 +182,26 @@ fn set_cc(ctx: &Ctx<'_>, at: &str, cc: &str, flows: &mut [Flow]) -> Result<(), S
 
 /// A variant's `program`: every switch's, with its default parameters unless the file gave
 /// some, checked as the file's would be.
+/// `cc = "dcqcn" | "pmqecn"`: every rate-controlled UDP flow's controller, with its defaults.
+fn set_rate_cc(ctx: &Ctx<'_>, at: &str, cc: &str, flows: &mut [Flow]) -> Result<(), ScenarioError> {
+    let raw = crate::schema::RawRateControl {
+        cc: cc.to_string(),
+        ..Default::default()
+    };
+    let mut any = false;
+    for fl in flows.iter_mut().filter(|f| f.rate_control.is_some()) {
+        fl.rate_control = Some(rate_control_of(ctx, at, &raw, fl.rate_bps)?);
+        any = true;
+    }
+    if !any {
+        return Err(ctx.err(
+            at,
+            format!("`{cc}` paces UDP flows with `[flow.rate_control]`, and the scenario has none"),
+        ));
+    }
+    Ok(())
+}
+
 fn set_program(ctx: &Ctx<'_>, at: &str, p: &str, out: &mut Scenario) -> Result<(), ScenarioError> {
     let prog = program_named(ctx, at, p)?;
     for slot in out.programs.iter_mut().flatten() {

@@ -354,6 +354,16 @@ impl Simulation {
     }
 }
 
+impl Net<'_> {
+    /// End the run with `error` (a program's control loop failed): the engine stops at the
+    /// next event and the run returns [`super::SimError::Control`].
+    pub(crate) fn fail_control(&mut self, error: String) {
+        if self.sim.net.control_error.is_none() {
+            self.sim.net.control_error = Some(error);
+        }
+    }
+}
+
 impl ControlPlane for Net<'_> {
     fn program(&mut self, node: &str) -> Result<&mut dyn ProgramControl, ControlError> {
         Ok(self.program_of(node)?)

@@ -2,6 +2,7 @@
 
 mod build;
 mod component;
+mod control_loops;
 mod datapath;
 mod failures;
 mod mptcp;
@@ -73,6 +74,9 @@ pub enum SimError {
     /// Writing a capture failed.
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
+    /// A program's control loop failed.
+    #[error("control plane: {0}")]
+    Control(String),
 }
 
 struct NodeState {
@@ -206,6 +210,8 @@ struct Network {
     captures: Vec<Capture>,
     /// The first error writing a capture (reported at the end).
     io_error: Option<std::io::Error>,
+    /// The first error of a program's control loop (the run stops at it).
+    control_error: Option<String>,
     /// The time the run ends.
     end_ps: TimePs,
     /// Routes between every pair of nodes, kept only when a host has several interfaces (a
@@ -261,6 +267,11 @@ impl Simulation {
     pub fn new(sc: &Scenario, opts: &SimOptions) -> Result<Simulation, SimError> {
         let (mut nodes, mut links) = build::network(sc);
         let wiring = sc.wiring().map_err(SimError::Config)?;
+        let port_rates_bps: Vec<Vec<u64>> = wiring
+            .ports
+            .iter()
+            .map(|ps| ps.iter().map(|e| sc.links[e.link].rate_bps).collect())
+            .collect();
         let mut rng = SeededRandom::new(opts.seed);
         build::install_switches(sc, &wiring, &mut nodes, &mut rng)?;
         let (path_links, path_capacity_bps) = build::path_monitors(sc, &nodes, &mut links);
@@ -292,6 +303,7 @@ impl Simulation {
             wire: Wire::default(),
             captures,
             io_error: None,
+            control_error: None,
             end_ps: sc.duration_ps + opts.drain_ps,
             routes: multi_homed.then_some(wiring.routes),
             interface_ips: wiring.interface_ips,
@@ -342,6 +354,7 @@ impl Simulation {
         if let Some(f) = failures::LinkFailures::of(sc)? {
             sim.add_component(Box::new(f));
         }
+        sim.add_control_loops(sc, &port_rates_bps, opts.seed);
         Ok(sim)
     }
 
@@ -459,7 +472,12 @@ impl Simulation {
                 EventKind::AppStop(f) => self.on_app_stop(f),
                 EventKind::TcpTimer(c) => self.on_tcp_timer(c),
                 EventKind::ProgramTimer(i) => self.on_program_timer(i),
-                EventKind::ComponentTimer(i) => self.on_component_timer(i),
+                EventKind::ComponentTimer(i) => {
+                    self.on_component_timer(i);
+                    if self.net.control_error.is_some() {
+                        break;
+                    }
+                }
             }
         }
         self.net.now = self.net.now.max(until);
@@ -704,6 +722,9 @@ impl Simulation {
     pub fn finish(mut self) -> Result<RunOutput, SimError> {
         if let Some(e) = self.net.io_error.take() {
             return Err(SimError::Io(e));
+        }
+        if let Some(e) = self.net.control_error.take() {
+            return Err(SimError::Control(e));
         }
         let duration_s = self.monitor.duration_ps as f64 / PS_PER_S as f64;
         // Loss per sample interval, by send time.
