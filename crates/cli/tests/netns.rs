@@ -182,8 +182,34 @@ fn start_long_kernel_run(out: &str) -> std::process::Child {
     while our_namespaces().len() < 8 && t.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(200));
     }
-    std::thread::sleep(Duration::from_secs(3));
+    // Until its traffic runs: an iperf3 in one of its namespaces (not a setup command, which
+    // comes and goes). A fixed wait was too short on a loaded machine (CI, 2026-11-25: killed
+    // before any server started).
+    let prefix = format!("mps-{}x", child.id());
+    let running = || {
+        our_namespaces().iter().filter(|n| n.starts_with(&prefix)).any(|n| {
+            let o = Command::new("ip").args(["netns", "pids", n]).output().unwrap();
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .any(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "iperf3"))
+        })
+    };
+    while !running() && t.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(1));
     child
+}
+
+/// Runs `mpsched clean` when dropped during a panic.
+struct CleanIfPanicking;
+
+impl Drop for CleanIfPanicking {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = mpsched().arg("clean").output();
+        }
+    }
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -759,6 +785,9 @@ fn after_sigkill_the_next_run_warns_and_clean_leaves_nothing() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     assert_clean("before");
     let mut child = start_long_kernel_run("killed");
+    // Should an assertion below fail, the killed run's leftovers must not fail every later
+    // test's "before" check too.
+    let _clean = CleanIfPanicking;
     let prefix = format!("mps-{}x", child.id());
     let made: Vec<String> = our_namespaces()
         .into_iter()
