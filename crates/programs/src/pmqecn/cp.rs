@@ -16,7 +16,7 @@
 //! and `vq_len`. The control plane is [`super::control::PmqecnControl`], every
 //! `control_period`.
 
-use super::vqwrr::{VqWrr, VqWrrConfig, VIRTUAL_QUEUES};
+use super::vqwrr::{VqWrr, VqWrrConfig, PARAMS as VQ_PARAMS, VIRTUAL_QUEUES};
 use crate::params::{Param, ParamKind, Params};
 use crate::{BuildInput, SwitchProgram, TablesNeed};
 use crate::{ControlInput, ControlLoop};
@@ -34,37 +34,10 @@ pub const FEEDBACK_WIRE_BYTES: u32 = 64;
 /// The registry entry.
 pub static PMQECN: PmqecnProgram = PmqecnProgram;
 
-const PARAMS: &[Param] = &[
-    Param {
-        name: "weight",
-        kind: ParamKind::Count,
-        default: 3,
-        min: 1,
-        max: 1 << 16,
-        power_of_two: false,
-        multiple_of: 1,
-        doc: "packets each class may place per priority level until the control plane writes `vq_weight`",
-    },
-    Param {
-        name: "vq_capacity",
-        kind: ParamKind::Count,
-        default: 64,
-        min: 1,
-        max: 1 << 20,
-        power_of_two: false,
-        multiple_of: 1,
-        doc: "packets one class may hold at a port (the model's N); the next is dropped",
-    },
-    Param {
-        name: "levels",
-        kind: ParamKind::Count,
-        default: 8,
-        min: 1,
-        max: 8,
-        power_of_two: false,
-        multiple_of: 1,
-        doc: "strict-priority queues used, highest index first",
-    },
+const PARAMS: [Param; 9] = [
+    VQ_PARAMS[0],
+    VQ_PARAMS[1],
+    VQ_PARAMS[2],
     Param {
         name: "threshold",
         kind: ParamKind::Count,
@@ -141,7 +114,7 @@ impl SwitchProgram for PmqecnProgram {
     }
 
     fn params(&self) -> &'static [Param] {
-        PARAMS
+        &PARAMS
     }
 
     fn tables_need(&self) -> TablesNeed {
@@ -155,12 +128,7 @@ impl SwitchProgram for PmqecnProgram {
     fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError> {
         let forwarding = crate::multipath::MULTIPATH.build(input)?;
         let p = input.params;
-        let cfg = VqWrrConfig {
-            weight: p.get("weight") as u32,
-            vq_capacity: p.get("vq_capacity") as u32,
-            levels: p.get("levels") as u8,
-        };
-        let mut vq = VqWrr::new(cfg, forwarding);
+        let mut vq = VqWrr::new(VqWrrConfig::from_params(p), forwarding);
         vq.set_port_queues(&input.tables.port_queues);
         Ok(Box::new(Pmqecn::new(
             input.tables.own_ip,

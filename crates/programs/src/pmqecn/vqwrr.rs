@@ -33,7 +33,8 @@ pub const MAX_LEVELS: usize = 8;
 /// The registry entry.
 pub static VQ_WRR: VqWrrProgram = VqWrrProgram;
 
-const PARAMS: &[Param] = &[
+/// `vq-wrr`'s parameters (`pmqecn` declares them too).
+pub const PARAMS: [Param; 3] = [
     Param {
         name: "weight",
         kind: ParamKind::Count,
@@ -79,7 +80,7 @@ impl SwitchProgram for VqWrrProgram {
     }
 
     fn params(&self) -> &'static [Param] {
-        PARAMS
+        &PARAMS
     }
 
     fn tables_need(&self) -> TablesNeed {

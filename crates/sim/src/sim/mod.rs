@@ -134,6 +134,26 @@ struct FlowState {
 }
 
 impl FlowState {
+    /// The flow's next datagram, sent at `now` (counted in its send-time interval of
+    /// `interval_ps`); flow index `fi`.
+    fn next_datagram(&mut self, fi: u32, now: TimePs, interval_ps: TimePs) -> Packet {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let k = ((now / interval_ps) as usize).min(self.sent_by_interval.len() - 1);
+        self.sent_by_interval[k] += 1;
+        Packet {
+            meta: self.meta,
+            flow: fi,
+            seq,
+            sent_ps: now,
+            payload_bytes: self.payload_bytes,
+            path: NO_PATH,
+            tcp: NO_TCP,
+            inner: NO_INNER,
+            headers: StackRef::NONE,
+        }
+    }
+
     /// The receiving application got `bytes` more at `now` (TCP).
     fn record_goodput(&mut self, now: TimePs, bytes: u64) {
         self.delivered_total_bytes += bytes;
@@ -501,21 +521,8 @@ impl Simulation {
             0
         };
         let f = &mut self.traffic.flows[fi as usize];
-        let seq = f.next_seq;
-        f.next_seq += 1;
-        let pkt = Packet {
-            meta: f.meta,
-            flow: fi,
-            seq,
-            sent_ps: now,
-            payload_bytes: f.payload_bytes,
-            path: NO_PATH,
-            tcp: NO_TCP,
-            inner: NO_INNER,
-            headers: StackRef::NONE,
-        };
-        let k = ((now / interval) as usize).min(f.sent_by_interval.len() - 1);
-        f.sent_by_interval[k] += 1;
+        let pkt = f.next_datagram(fi, now, interval);
+        let seq = pkt.seq;
         // Constant bit rate: packet k is due at start + k * bits / rate, plus (optionally) a
         // random delay that does not accumulate.
         let bits = u128::from(f.payload_bytes) * 8;

@@ -92,21 +92,7 @@ impl Simulation {
         if !sent {
             return;
         }
-        let seq = f.next_seq;
-        f.next_seq += 1;
-        let k = ((now / interval) as usize).min(f.sent_by_interval.len() - 1);
-        f.sent_by_interval[k] += 1;
-        let pkt = Packet {
-            meta: f.meta,
-            flow: fi,
-            seq,
-            sent_ps: now,
-            payload_bytes: f.payload_bytes,
-            path: NO_PATH,
-            tcp: NO_TCP,
-            inner: NO_INNER,
-            headers: StackRef::NONE,
-        };
+        let pkt = f.next_datagram(fi, now, interval);
         let (src, port) = (f.src_node, f.out_port);
         self.output(src, port, pkt);
     }
