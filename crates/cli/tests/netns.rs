@@ -201,12 +201,17 @@ fn start_long_kernel_run(out: &str) -> std::process::Child {
     child
 }
 
-/// Runs `mpsched clean` when dropped during a panic.
-struct CleanIfPanicking;
+/// When dropped during a panic: kills the run `pid` (it may still be alive) and runs
+/// `mpsched clean`, which leaves a live run alone.
+struct CleanIfPanicking {
+    pid: u32,
+}
 
 impl Drop for CleanIfPanicking {
     fn drop(&mut self) {
         if std::thread::panicking() {
+            let _ = Command::new("kill").args(["-KILL", &self.pid.to_string()]).status();
+            std::thread::sleep(Duration::from_millis(200));
             let _ = mpsched().arg("clean").output();
         }
     }
@@ -787,7 +792,7 @@ fn after_sigkill_the_next_run_warns_and_clean_leaves_nothing() {
     let mut child = start_long_kernel_run("killed");
     // Should an assertion below fail, the killed run's leftovers must not fail every later
     // test's "before" check too.
-    let _clean = CleanIfPanicking;
+    let _clean = CleanIfPanicking { pid: child.id() };
     let prefix = format!("mps-{}x", child.id());
     let made: Vec<String> = our_namespaces()
         .into_iter()

@@ -98,6 +98,19 @@ pub trait SwitchProgram: Sync {
         Ok(())
     }
 
+    /// Refuse a port with `queues` output queues of `queue_pkts` packets each
+    /// (`strict_priority`: served highest index first) on a node running the program: the key
+    /// to blame and why. The scenario crate calls it for every link end at such a node.
+    fn check_port_queues(
+        &self,
+        _params: &Params,
+        _queues: u8,
+        _queue_pkts: u32,
+        _strict_priority: bool,
+    ) -> Result<(), (&'static str, String)> {
+        Ok(())
+    }
+
     /// Whether it carries the first paper's splitting groups and confluence points
     /// (`[[split]]`): a split's nodes must run a program that does.
     fn runs_splits(&self) -> bool {

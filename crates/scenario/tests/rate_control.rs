@@ -113,3 +113,16 @@ fn wrong_keys_and_values_are_refused_at_their_field() {
         "1 to 20",
     );
 }
+
+#[test]
+fn virtual_queue_programs_refuse_ports_that_could_drop_what_they_count() {
+    let text = with_flow("rate = \"1Mbps\"").replace("duration = \"1s\"", "duration = \"1s\"\nprogram = \"vq-wrr\"");
+    refused(&text, "programs.vq-wrr.vq_capacity", "8 x vq_capacity = 512");
+    let ok = text.replace("program = \"vq-wrr\"", "program = \"vq-wrr\"\nqueue_pkts = 512");
+    Scenario::from_toml(&ok, "t.toml").unwrap();
+    let wrr = ok.replace(
+        "[[link]]\na = \"s\"",
+        "[[link]]\nqueues = 2\ndiscipline = \"wrr\"\nqueue_weights = [1, 1]\na = \"s\"",
+    );
+    refused(&wrr, "programs.vq-wrr.levels", "not served by strict priority");
+}

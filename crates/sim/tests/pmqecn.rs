@@ -227,3 +227,19 @@ fn pmqecn_feedback_cuts_the_reaction_points_and_keeps_the_virtual_queues_short()
     assert!(total > 6.0, "{total}");
     assert_eq!(s1["vq.accounting_errors"], 0);
 }
+
+#[test]
+fn vq_wrr_on_single_queue_ports_counts_every_departure() {
+    let text = two_senders("").replace("queue_pkts = 200\n", "").replace(
+        "routing = \"shortest\"",
+        "routing = \"shortest\"\nqueue_pkts = 512\nprogram = \"vq-wrr\"",
+    );
+    let sc = Scenario::from_toml(&text, "single-queue.toml").unwrap();
+    let r = common::run(&sc, &SimOptions::with_seed(1));
+    for s in ["S1", "S2"] {
+        let c = &r.counters[s];
+        assert_eq!(c["vq.accounting_errors"], 0, "{s}: {c:?}");
+        assert!(c["vq.top_level"] > 1000, "{s}: one level, the top: {c:?}");
+        assert_eq!(c["vq.downgraded"], 0, "{s}: {c:?}");
+    }
+}

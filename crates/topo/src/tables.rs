@@ -282,10 +282,7 @@ fn switch_tables(
     }
     cfg.routes.extend(tunnel_routes.iter().copied());
     cfg.ecn_markers = markers.into_iter().collect();
-    // Listed only where some port has several queues (the vector files stay as they were).
-    if g.ports[i].iter().any(|e| g.links[e.link].queues > 1) {
-        cfg.port_queues = g.ports[i].iter().map(|e| g.links[e.link].queues).collect();
-    }
+    cfg.port_queues = g.ports[i].iter().map(|e| g.links[e.link].queues).collect();
     Ok(cfg)
 }
 

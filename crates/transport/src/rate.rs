@@ -106,7 +106,9 @@ impl RateSender {
     /// The time one packet takes at the controller's rate.
     fn gap_ns(&self) -> u64 {
         let rate = self.cc.pacing_rate_bps().unwrap_or(1).max(1);
-        (u128::from(self.packet_bytes) * 8 * 1_000_000_000 / u128::from(rate)) as u64
+        // At least a nanosecond: below that (a small packet above 8 Gbit/s per byte) the
+        // sender would send without end at one instant; it then sends a little slow instead.
+        ((u128::from(self.packet_bytes) * 8 * 1_000_000_000 / u128::from(rate)) as u64).max(1)
     }
 
     /// The controller.

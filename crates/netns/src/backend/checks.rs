@@ -35,7 +35,8 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
     }
     if let Some(f) = sc.flows.iter().find(|f| f.rate_control.is_some()) {
         return Err(NetnsError::Unsupported(format!(
-            "flow `{}` is paced by a rate controller (`[flow.rate_control]`), which runs in the simulator only for              now (the kernel's paced UDP sender is issue #30's next step); use --backend sim",
+            "flow `{}` is paced by a rate controller (`[flow.rate_control]`), which runs in the simulator only for now (the kernel's paced UDP sender is issue #30's next step); \
+             use --backend sim",
             f.name
         )));
     }

@@ -28,6 +28,8 @@ use mpsched_core::sched::ConfigError;
 
 /// UDP source port of feedback packets.
 pub const FEEDBACK_PORT: u16 = 50011;
+/// DSCP of feedback packets: CS7, class 7.
+pub const FEEDBACK_DSCP: u8 = 56;
 /// Wire bytes of a feedback packet before its header (a minimum Ethernet frame).
 pub const FEEDBACK_WIRE_BYTES: u32 = 64;
 
@@ -138,6 +140,16 @@ impl SwitchProgram for PmqecnProgram {
         )))
     }
 
+    fn check_port_queues(
+        &self,
+        params: &Params,
+        queues: u8,
+        queue_pkts: u32,
+        strict_priority: bool,
+    ) -> Result<(), (&'static str, String)> {
+        super::vqwrr::check_port_queues(params, queues, queue_pkts, strict_priority)
+    }
+
     fn check_params(&self, params: &Params) -> Result<(), (&'static str, String)> {
         if params.get("class_a") == params.get("class_b") {
             return Err(("class_b", "categories A and B need different classes".into()));
@@ -200,7 +212,8 @@ pub struct Pmqecn {
 impl Pmqecn {
     /// Over `vq`, sending feedback from `own_ip` above `threshold` packets, at most one per
     /// class and port per `gap_ps`.
-    pub fn new(own_ip: Ipv4, vq: VqWrr, threshold: u32, gap_ps: u64) -> Pmqecn {
+    pub fn new(own_ip: Ipv4, mut vq: VqWrr, threshold: u32, gap_ps: u64) -> Pmqecn {
+        vq.set_own_ip(own_ip);
         Pmqecn {
             own_ip,
             vq,
@@ -229,11 +242,6 @@ impl Pmqecn {
         }
     }
 
-    /// Whether `pkt` is a feedback packet this switch sent.
-    fn is_own_feedback(&self, pkt: &PacketMeta) -> bool {
-        pkt.src_ip == self.own_ip && pkt.src_port == FEEDBACK_PORT
-    }
-
     /// Send class `v`'s feedback about port `port` to the source of `data`.
     fn send_feedback(&mut self, data: &PacketMeta, port: PortId, v: usize, ctx: &mut Ctx) {
         let mut meta = PacketMeta::udp(
@@ -244,7 +252,9 @@ impl Pmqecn {
             FEEDBACK_WIRE_BYTES,
         );
         meta.ecn = Ecn::Ce;
-        meta.dscp = data.dscp;
+        // Class 7 (CS7, network control): downstream it is its own class, never counted with
+        // the data it reports on.
+        meta.dscp = FEEDBACK_DSCP;
         let Verdict::Forward(back) = self.vq.route(&mut meta, ctx) else {
             self.counters.feedback_no_route += 1;
             return;
@@ -298,10 +308,20 @@ impl Program for Pmqecn {
     }
 
     fn on_dequeue(&mut self, pkt: &mut PacketMeta, port: PortId, queue: QueueMeta, ctx: &mut Ctx) -> EgressVerdict {
-        if self.is_own_feedback(pkt) {
-            return self.vq.dequeue_unplaced(pkt, port, queue, ctx);
-        }
+        // The switch's own feedback is not counted: `vq` knows the switch's address.
         self.vq.on_dequeue(pkt, port, queue, ctx)
+    }
+
+    fn registers(&self) -> Vec<(String, u64)> {
+        self.vq.registers()
+    }
+
+    fn vector_registers(&self) -> Vec<(String, u64)> {
+        self.vq.vector_registers()
+    }
+
+    fn update_routes(&mut self, config: &mpsched_core::switch::SwitchConfig) -> Result<(), ConfigError> {
+        self.vq.update_routes(config)
     }
 
     fn on_timer(&mut self, token: u64, ctx: &mut Ctx) {

@@ -21,6 +21,7 @@
 use crate::params::{Param, ParamKind, Params};
 use crate::{BuildInput, SwitchProgram, TablesNeed};
 use mpsched_core::control::{ControlError, ControlListing, ProgramControl, RegisterInfo};
+use mpsched_core::packet::Ipv4;
 use mpsched_core::packet::{PacketMeta, PortId};
 use mpsched_core::program::{Ctx, DropReason, EgressVerdict, Program, QueueMeta, Verdict};
 use mpsched_core::sched::ConfigError;
@@ -67,6 +68,34 @@ pub const PARAMS: [Param; 3] = [
     },
 ];
 
+/// What the accounting needs of a port (for `vq-wrr` and `pmqecn`): room in every queue for
+/// every class's capacity, so that the port never drops a packet the program counted (such a
+/// slot would stay taken for good), and strict priority where it has several queues.
+pub fn check_port_queues(
+    params: &Params,
+    queues: u8,
+    queue_pkts: u32,
+    strict_priority: bool,
+) -> Result<(), (&'static str, String)> {
+    let need = params.get("vq_capacity").saturating_mul(VIRTUAL_QUEUES as u64);
+    if u64::from(queue_pkts) < need {
+        return Err((
+            "vq_capacity",
+            format!(
+                "its queues hold {queue_pkts} packets; each must hold {VIRTUAL_QUEUES} x vq_capacity = {need}, or a \
+                 packet the port drops would hold its class's slot for good (raise queue_pkts or lower vq_capacity)"
+            ),
+        ));
+    }
+    if queues > 1 && !strict_priority {
+        return Err((
+            "levels",
+            format!("its {queues} queues are not served by strict priority, which the levels need"),
+        ));
+    }
+    Ok(())
+}
+
 /// Virtual-queue WRR as the registry knows it.
 pub struct VqWrrProgram;
 
@@ -87,6 +116,16 @@ impl SwitchProgram for VqWrrProgram {
         TablesNeed::ScenarioRouting
     }
 
+    fn check_port_queues(
+        &self,
+        params: &Params,
+        queues: u8,
+        queue_pkts: u32,
+        strict_priority: bool,
+    ) -> Result<(), (&'static str, String)> {
+        check_port_queues(params, queues, queue_pkts, strict_priority)
+    }
+
     fn runs_splits(&self) -> bool {
         true
     }
@@ -94,6 +133,7 @@ impl SwitchProgram for VqWrrProgram {
     fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError> {
         let forwarding = crate::multipath::MULTIPATH.build(input)?;
         let mut vq = VqWrr::new(VqWrrConfig::from_params(input.params), forwarding);
+        vq.set_own_ip(input.tables.own_ip);
         vq.set_port_queues(&input.tables.port_queues);
         Ok(Box::new(vq))
     }
@@ -168,6 +208,8 @@ pub struct VqWrr {
     weights: [u32; VIRTUAL_QUEUES],
     /// Levels of each port (empty: `cfg.levels` everywhere, as in unit tests).
     port_levels: Vec<u8>,
+    /// The switch's address: packets it sends itself (feedback) are never placed or counted.
+    own_ip: Option<Ipv4>,
     ports: Vec<PortState>,
     counters: VqWrrCounters,
 }
@@ -185,9 +227,16 @@ impl VqWrr {
             cfg,
             weights: [cfg.weight; VIRTUAL_QUEUES],
             port_levels: Vec::new(),
+            own_ip: None,
             ports: Vec::new(),
             counters: VqWrrCounters::default(),
         }
+    }
+
+    /// The switch's own address: the packets it sends (a confluence point's or PMQECN's
+    /// feedback) leave uncounted, as they were never placed.
+    pub fn set_own_ip(&mut self, ip: Ipv4) {
+        self.own_ip = Some(ip);
     }
 
     /// The output queues of each port, in port order (ports not listed have one): a port
@@ -252,18 +301,6 @@ impl VqWrr {
         self.forwarding.ingress(pkt, ctx)
     }
 
-    /// The dequeue stage for a packet the program did not place (the switch's own): the
-    /// forwarding program's egress only.
-    pub fn dequeue_unplaced(
-        &mut self,
-        pkt: &mut PacketMeta,
-        port: PortId,
-        queue: QueueMeta,
-        ctx: &mut Ctx,
-    ) -> EgressVerdict {
-        self.forwarding.on_dequeue(pkt, port, queue, ctx)
-    }
-
     /// The virtual queue of `pkt` (its DSCP class).
     pub fn virtual_queue_of(pkt: &PacketMeta) -> usize {
         virtual_queue(pkt)
@@ -310,6 +347,9 @@ impl Program for VqWrr {
     }
 
     fn on_dequeue(&mut self, pkt: &mut PacketMeta, port: PortId, queue: QueueMeta, ctx: &mut Ctx) -> EgressVerdict {
+        if self.own_ip == Some(pkt.src_ip) {
+            return self.forwarding.on_dequeue(pkt, port, queue, ctx);
+        }
         let v = virtual_queue(pkt);
         let level = usize::from(queue.queue).min(MAX_LEVELS - 1);
         let st = self.port(port);
@@ -324,6 +364,18 @@ impl Program for VqWrr {
 
     fn on_timer(&mut self, token: u64, ctx: &mut Ctx) {
         self.forwarding.on_timer(token, ctx);
+    }
+
+    fn registers(&self) -> Vec<(String, u64)> {
+        self.forwarding.registers()
+    }
+
+    fn vector_registers(&self) -> Vec<(String, u64)> {
+        self.forwarding.vector_registers()
+    }
+
+    fn update_routes(&mut self, config: &mpsched_core::switch::SwitchConfig) -> Result<(), ConfigError> {
+        self.forwarding.update_routes(config)
     }
 
     fn counters(&self) -> Vec<(String, u64)> {

@@ -161,12 +161,16 @@ pub(super) fn ports_suit_programs(
             let (Some(prog), Some(p)) = (switch_program(name), params.get(name)) else {
                 continue;
             };
-            prog.check_port_rate(p, l.rate_bps).map_err(|(key, e)| {
-                ctx.err(
-                    format!("programs.{name}.{key}"),
-                    format!("the link {} - {}: {e}", nodes[l.a].name, nodes[l.b].name),
-                )
-            })?;
+            let strict = l.discipline == QueueDiscipline::StrictPriority;
+            // A switch's end of the link (hosts run no program).
+            prog.check_port_rate(p, l.rate_bps)
+                .and_then(|()| prog.check_port_queues(p, l.queues, l.queue_pkts, strict))
+                .map_err(|(key, e)| {
+                    ctx.err(
+                        format!("programs.{name}.{key}"),
+                        format!("the link {} - {}: {e}", nodes[l.a].name, nodes[l.b].name),
+                    )
+                })?;
         }
     }
     Ok(())

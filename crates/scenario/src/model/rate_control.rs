@@ -49,6 +49,16 @@ pub(super) fn rate_control_of(
             "expected above 0 and at most the flow's `rate`",
         ));
     }
+    // Increases are at most the flow's rate (the controllers add them to rates).
+    for (key, v) in [
+        ("active_increase", &r.active_increase),
+        ("additive_increase", &r.additive_increase),
+        ("hyper_increase", &r.hyper_increase),
+    ] {
+        if rate(key, v)?.is_some_and(|x| x == 0 || x > rate_bps) {
+            return Err(ctx.err(format!("{at}.{key}"), "expected above 0 and at most the flow's `rate`"));
+        }
+    }
     let positive_time = |key: &str, v: Option<u64>| -> Result<(), ScenarioError> {
         match v {
             Some(0) => Err(ctx.err(format!("{at}.{key}"), "expected a time above 0")),
@@ -124,7 +134,7 @@ pub(super) fn rate_control_of(
             if cycle_ns == 0 {
                 return Err(ctx.err(format!("{at}.cycle"), "expected at least 1ns"));
             }
-            let initial = rate("initial_rate", &r.initial_rate)?.unwrap_or(d.initial_rate_bps);
+            let initial = rate("initial_rate", &r.initial_rate)?.unwrap_or(d.initial_rate_bps.max(min_rate));
             if initial < min_rate || initial > rate_bps {
                 return Err(ctx.err(
                     format!("{at}.initial_rate"),

@@ -180,8 +180,6 @@ fn set_cc(ctx: &Ctx<'_>, at: &str, cc: &str, flows: &mut [Flow]) -> Result<(), S
     Ok(())
 }
 
-/// A variant's `program`: every switch's, with its default parameters unless the file gave
-/// some, checked as the file's would be.
 /// `cc = "dcqcn" | "pmqecn"`: every rate-controlled UDP flow's controller, with its defaults.
 fn set_rate_cc(ctx: &Ctx<'_>, at: &str, cc: &str, flows: &mut [Flow]) -> Result<(), ScenarioError> {
     let raw = crate::schema::RawRateControl {
@@ -202,6 +200,8 @@ fn set_rate_cc(ctx: &Ctx<'_>, at: &str, cc: &str, flows: &mut [Flow]) -> Result<
     Ok(())
 }
 
+/// A variant's `program`: every switch's, with its default parameters unless the file gave
+/// some, checked as the file's would be.
 fn set_program(ctx: &Ctx<'_>, at: &str, p: &str, out: &mut Scenario) -> Result<(), ScenarioError> {
     let prog = program_named(ctx, at, p)?;
     for slot in out.programs.iter_mut().flatten() {

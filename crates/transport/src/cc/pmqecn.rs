@@ -95,13 +95,15 @@ impl PmqecnRp {
         self.target_bps
     }
 
-    /// Feedback from a switch: the class's measured and target arrival rates.
+    /// Feedback from a switch: the class's measured and target arrival rates. Feedback with
+    /// no measured rate (a switch whose control plane has not run yet) says nothing and is
+    /// ignored: taking it as a cut of nothing would still hold the rate in fast recovery.
     pub fn on_feedback(&mut self, now_ns: TimeNs, measured_bps: u64, target_bps: u64) {
-        let cut = if measured_bps == 0 {
-            self.rate_bps
-        } else {
-            (u128::from(self.rate_bps) * u128::from(target_bps.min(measured_bps)) / u128::from(measured_bps)) as u64
-        };
+        if measured_bps == 0 {
+            return;
+        }
+        let cut =
+            (u128::from(self.rate_bps) * u128::from(target_bps.min(measured_bps)) / u128::from(measured_bps)) as u64;
         self.target_bps = self.rate_bps;
         self.rate_bps = cut.clamp(self.p.min_rate_bps, self.p.line_rate_bps);
         self.phase = RpPhase::FastRecovery(self.p.fast_recovery_cycles);
@@ -120,7 +122,10 @@ impl PmqecnRp {
                 };
             }
             RpPhase::ActiveIncrease => {
-                self.target_bps = (self.target_bps + self.p.active_increase_bps).min(self.p.line_rate_bps);
+                self.target_bps = self
+                    .target_bps
+                    .saturating_add(self.p.active_increase_bps)
+                    .min(self.p.line_rate_bps);
             }
         }
         self.rate_bps = ((self.rate_bps + self.target_bps) / 2).clamp(self.p.min_rate_bps, self.p.line_rate_bps);
@@ -249,10 +254,15 @@ mod tests {
         r.on_feedback(5, 4 * MBIT, 0);
         assert_eq!(rate(&r), 10_000, "the floor: a thousandth of the line");
         assert_eq!(r.next_timer(), Some(5 + CYCLE));
-        // A target above the measured rate is no increase.
+        // A target above the measured rate is no increase; no measured rate, no cut.
         let now = rate(&r);
         r.on_feedback(6, MBIT, 9 * MBIT);
         assert_eq!(rate(&r), now);
+        let phase = r.phase();
+        r.on_timer(5 + 2 * CYCLE);
+        let (rate_before, phase_before) = (rate(&r), r.phase());
+        r.on_feedback(5 + 2 * CYCLE + 1, 0, 0);
+        assert_eq!((rate(&r), r.phase()), (rate_before, phase_before), "was {phase:?}");
         // A plain notification halves.
         r.on_timer(100 * CYCLE);
         let before = rate(&r);
