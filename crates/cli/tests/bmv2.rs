@@ -102,9 +102,25 @@ fn main() {
     common::run_or_skip(TESTS, missing, "BMv2").exit();
 }
 
+/// `simple_switch` processes of this test's runs: those whose program file is named after one
+/// of its namespaces (`/tmp/<namespace>.bmv2.json`), so that another user's switches on the
+/// machine (a second session's tests) are not counted as this test's leaks.
 fn switch_processes() -> usize {
     let out = Command::new("pgrep").args(["-x", "simple_switch"]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).lines().count()
+    let me = format!("mpsb-{}-", std::process::id());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            cmdline.split(|&b| b == 0).any(|arg| {
+                let arg = String::from_utf8_lossy(arg);
+                let Some(ns) = arg.rsplit('/').next().and_then(|f| f.strip_suffix(".bmv2.json")) else {
+                    return false;
+                };
+                ns.starts_with(&me) || common::made_by_this_test(ns)
+            })
+        })
+        .count()
 }
 
 /// Namespaces of this test's vector runs (`mpsb-PID-`) and of runs it started (`mps-CHILDx`).
