@@ -7,7 +7,9 @@
 //!   service rate, target arrival rate, queue weight and ECN threshold.
 //! - [`vqwrr`]: weighted round robin on strict-priority queues by virtual queues (Fig. 4),
 //!   registered as `vq-wrr`.
+//! - [`vector_sets`]: `vq-wrr`'s conformance vectors.
 
 pub mod model;
 pub mod optimiser;
+pub mod vector_sets;
 pub mod vqwrr;
