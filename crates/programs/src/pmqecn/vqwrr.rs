@@ -100,7 +100,7 @@ impl SwitchProgram for VqWrrProgram {
     }
 
     fn p4_program(&self) -> Option<&'static str> {
-        None
+        Some("vqwrr")
     }
 }
 
