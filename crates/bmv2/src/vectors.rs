@@ -534,12 +534,20 @@ pub fn ingress_cost(set: &VectorSet, frames: &CostFrames, n: usize) -> Result<f6
         return Err("running simple_switch on veth interfaces needs root".into());
     }
     let mut node = Node::create(set).map_err(|e| format!("{}: {e}", set.name))?;
-    if !is_hula(node.prog) {
-        return Err(format!("{}: ingress_cost runs HULA's program", set.name));
-    }
     let err = |e: Bmv2Error| e.to_string();
-    // The switch's own clock, and the estimator on every frame, as in a live network.
-    node.switch.cli.register_write("test_flags", 0, 0).map_err(err)?;
+    match node.prog.p4 {
+        // The switch's own clock, and the estimator on every frame, as in a live network.
+        "hula" => node.switch.cli.register_write("test_flags", 0, 0).map_err(err)?,
+        // Every frame released at egress, as in a live network.
+        "vqwrr" => node.switch.cli.register_write("vq_test_flags", 0, 0).map_err(err)?,
+        "mpsched" => {}
+        other => {
+            return Err(format!(
+                "{}: ingress_cost runs hula.p4, vqwrr.p4 or mpsched.p4, not {other}.p4",
+                set.name
+            ))
+        }
+    }
     let trigger = hula::trigger_frame(set.config.own_ip);
     let send = |node: &Node, i: usize| -> Result<(), String> {
         match frames {
