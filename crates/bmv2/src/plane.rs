@@ -9,6 +9,13 @@
 //! microsecond egress clock. The program's `deq_qdepth` marker is for setups that make BMv2's
 //! own queues the bottleneck (`set_queue_rate`), as the papers' Mininet runs did.
 //!
+//! A switch port of several strict-priority queues is BMv2's own ([`crate::queues`]): the switch
+//! starts with `--priority-queues 8`, the port's htb keeps the link's rate over one deep pfifo,
+//! and BMv2's queues fill behind it once its socket's send buffer is full. Once an interface's
+//! pfifo holds more than that buffer (about 80 full frames) the same happens on ports of one
+//! queue: BMv2's 64-packet queue fills first (`docs/performance.md`, "Strict priority on BMv2").
+//! Ports of weighted queues (`wrr`, `drr`) are refused ([`Bmv2Planes::port_queues`]).
+//!
 //! `MPSCHED_BMV2_LOG=DIR` writes each switch's per-packet log to `DIR/<namespace>.log`.
 
 use crate::control;
