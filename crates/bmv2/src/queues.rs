@@ -10,7 +10,7 @@
 //! port limited to the 10 Mbit/s link's 827 frames/s, 18.6 Mbit/s left the port (measured,
 //! `docs/performance.md`, "Strict priority on BMv2"). So the port's rate is the kernel's: the
 //! interface after BMv2 keeps its htb at the link's rate with one deep queue
-//! (`mpsched_netns::backend::OWN_QUEUES_SHAPER_PKTS`), BMv2's transmit blocks once the frames
+//! ([`mpsched_netns::backend::OWN_QUEUES_SHAPER_PKTS`]), BMv2's transmit blocks once the frames
 //! it has written fill its socket's send buffer, and its priority queues fill behind it.
 //! No `set_queue_rate` is given.
 

@@ -36,7 +36,7 @@ pub use checks::{
 pub use cleanup::{clean, leftovers, owner_pid, Cleaned};
 pub use control::{ControlFn, Controller, KernelControl};
 pub use queues::{StrictPriority, STRICT_GUARANTEE_BPS};
-pub use setup::{link_model, netem_limit_pkts};
+pub use setup::{link_model, netem_limit_pkts, OWN_QUEUES_SHAPER_PKTS};
 
 use checks::warn_ignored;
 use measure::drive;
