@@ -10,6 +10,11 @@
  *   egress: a feedback clone becomes the feedback packet; other packets meet the ECN marker,
  *     on BMv2's deq_qdepth as in Motohashi et al. (EcnMarker) or on a virtual queue as the
  *     eBPF program marks (VirtualQueueMarker).
+ *   queues: a forwarded packet joins the port queue (standard_metadata.priority) of its DSCP
+ *     class, clamped to the port's queues (include/queues.p4). A program built on this switch
+ *     replaces that stage, and adds one every packet leaving a port passes in egress, by
+ *     defining MPS_QUEUE_STAGE and MPS_DEQUEUE_STAGE before it includes this file
+ *     (crates/programs/src/pmqecn/vqwrr.p4, virtual-queue WRR).
  *
  * Where v1model forces a difference from the Rust and eBPF programs, p4/README.md says so.
  * The conformance vectors under tests/vectors/ hold all three equal.
@@ -23,6 +28,29 @@
 #include "include/split.p4"
 #include "include/confluence.p4"
 #include "include/route.p4"
+#include "include/queues.p4"
+
+/* The default queue stage of p4/mpsched.p4: a forwarded packet's DSCP class, clamped to its
+ * port's queues. A program of its own (vqwrr.p4) replaces it by defining MPS_QUEUE_STAGE
+ * (and MPS_DEQUEUE_STAGE) before any include; its stage may also refuse the packet
+ * (forward = false). */
+#ifndef MPS_QUEUE_STAGE
+#define MPS_QUEUE_STAGE MpsDscpQueue
+control MpsDscpQueue(inout headers_t h, inout metadata_t m, inout standard_metadata_t sm,
+                     in bit<16> port, in bit<8> queues, inout bool forward) {
+    apply {
+        sm.priority = MPS_CLAMP_QUEUE(h.ipv4.tos[7:5], queues);
+    }
+}
+#endif
+
+/* The default dequeue stage (nothing): every packet leaving a port passes it in egress. */
+#ifndef MPS_DEQUEUE_STAGE
+#define MPS_DEQUEUE_STAGE MpsNoDequeue
+control MpsNoDequeue(inout headers_t h, inout metadata_t m, inout standard_metadata_t sm) {
+    apply { }
+}
+#endif
 
 control MpsVerifyChecksum(inout headers_t h, inout metadata_t m) {
     apply { } /* wire::parse_frame does not check it either */
@@ -34,12 +62,17 @@ control MpsIngress(inout headers_t h, inout metadata_t m, inout standard_metadat
     register<bit<64>>(MPS_MAX_PORTS) port_rx_bytes;
     register<bit<64>>(MPS_MAX_PORTS) port_tx_pkts;
     register<bit<64>>(MPS_MAX_PORTS) port_tx_bytes;
-    /* Conformance tests: port + 1 sends every frame straight to that port's egress. */
+    /* Conformance tests: port + 1 sends every frame straight to that port's egress, from
+     * queue test_egress_queue. */
     register<bit<16>>(1) test_egress_port;
+    register<bit<8>>(1) test_egress_queue;
+    /* Each port's queues (0 or 1: one), from the control plane. */
+    register<bit<8>>(MPS_MAX_PORTS) port_queues;
 
     SplitStage() split_stage;
     ConfluenceStage() confluence_stage;
     RouteStage() route_stage;
+    MPS_QUEUE_STAGE() queue_stage;
 
     bit<32> own_ip = 0;
     bit<16> feedback_port = 0;
@@ -153,7 +186,10 @@ control MpsIngress(inout headers_t h, inout metadata_t m, inout standard_metadat
         bit<16> test_port;
         test_egress_port.read(test_port, 0);
         if (test_port != 0) {
+            bit<8> test_queue;
+            test_egress_queue.read(test_queue, 0);
             sm.egress_spec = (bit<9>)(test_port - 1);
+            sm.priority = (bit<3>)test_queue;
             m.egress_test = 1;
             return;
         }
@@ -223,6 +259,12 @@ control MpsIngress(inout headers_t h, inout metadata_t m, inout standard_metadat
             count(MPS_C_REDIRECT_FAILED);
             forward = false;
         }
+        /* 6. The port queue (a program's stage may refuse the packet). */
+        if (forward) {
+            bit<8> queues;
+            port_queues.read(queues, (bit<32>)out_port);
+            queue_stage.apply(h, m, sm, out_port, queues, forward);
+        }
         if (forward) {
             sm.egress_spec = (bit<9>)out_port;
             count_port(out_port, len, true);
@@ -251,6 +293,8 @@ control MpsEgress(inout headers_t h, inout metadata_t m, inout standard_metadata
     /* Conformance tests: a clock set from outside (test_clock_on 1). */
     register<bit<8>>(1) test_clock_on;
     register<bit<64>>(1) test_clock_ns;
+
+    MPS_DEQUEUE_STAGE() dequeue_stage;
 
     action set_macs(bit<48> own, bit<48> peer) {
         h.eth.src = own;
@@ -351,6 +395,9 @@ control MpsEgress(inout headers_t h, inout metadata_t m, inout standard_metadata
     }
 
     apply {
+        if (sm.instance_type != BMV2_INSTANCE_CLONE_I2E) {
+            dequeue_stage.apply(h, m, sm);
+        }
         if (sm.instance_type == BMV2_INSTANCE_CLONE_I2E) {
             if (feedback_macs.apply().hit) {
                 make_feedback();

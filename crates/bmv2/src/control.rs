@@ -27,6 +27,8 @@ const SPLIT: &str = "MpsIngress.split_stage";
 const CONFLUENCE: &str = "MpsIngress.confluence_stage";
 const ROUTE: &str = "MpsIngress.route_stage";
 const EGRESS: &str = "MpsEgress";
+/// Each port's queue count (`port_queues`, [`crate::queues`]).
+pub const PORT_QUEUES_REGISTER: &str = "MpsIngress.port_queues";
 
 /// Check that `t` fits the program's tables and registers, before anything is started.
 pub fn check(t: &NodeTables) -> Result<(), Bmv2Error> {

@@ -40,6 +40,8 @@ const ORIGIN_MASK: usize = 16;
 pub const COUNTERS_REGISTER: &str = "counters";
 /// A vector runner's sign that a frame's ingress has run: it counts ingress runs.
 pub const INGRESS_RUNS_REGISTER: &str = "ingress_runs";
+/// Each port's queue count (`port_queues`, [`crate::queues`]).
+pub const PORT_QUEUES_REGISTER: &str = "port_queues";
 
 /// The counters in the data plane's order, as vectors name them (one list for every backend).
 pub use mpsched_programs::hula::DATA_PLANE_COUNTERS as COUNTERS;

@@ -20,6 +20,8 @@ pub const TABLE_SLOTS: u64 = 65536;
 pub const TEST_DRAWS: usize = 64;
 /// The register of LetFlow's counters (indices as `enum lf_counter`, [`COUNTERS`]).
 pub const COUNTERS_REGISTER: &str = "LfIngress.counters";
+/// Each port's queue count (`port_queues`, [`crate::queues`]).
+pub const PORT_QUEUES_REGISTER: &str = "LfIngress.port_queues";
 
 /// Check that `t` fits the program's tables and registers, before anything is started.
 pub fn check(t: &NodeTables) -> Result<(), Bmv2Error> {

@@ -7,8 +7,9 @@
 //! registers from a node's configuration and reads them back under the names the Rust programs
 //! use (at the sizes and indices of [`layout`], generated from `p4/include/layout.p4`), and
 //! [`vectors`] replays the conformance vectors through it. Other programs' P4 programs
-//! (`crates/programs/src/<name>/<stem>.p4`, LetFlow's) run the same way, each with its control
-//! plane ([`letflow`]) registered in [`programs`].
+//! (`crates/programs/src/<name>/<stem>.p4`: LetFlow's, HULA's, vq-wrr's) run the same way, each
+//! with its control plane ([`letflow`], [`hula`], [`vqwrr`]) registered in [`programs`]. A port
+//! of several strict-priority queues is BMv2's own ([`queues`]).
 
 #![warn(missing_docs)]
 
@@ -19,9 +20,11 @@ pub mod layout;
 pub mod letflow;
 pub mod plane;
 pub mod programs;
+pub mod queues;
 pub mod switch;
 pub mod toolchain;
 pub mod vectors;
+pub mod vqwrr;
 
 /// What can go wrong running the P4 program.
 #[derive(Debug, thiserror::Error)]

@@ -9,10 +9,18 @@
 //! microsecond egress clock. The program's `deq_qdepth` marker is for setups that make BMv2's
 //! own queues the bottleneck (`set_queue_rate`), as the papers' Mininet runs did.
 //!
+//! A switch port of several strict-priority queues is BMv2's own ([`crate::queues`]): the switch
+//! starts with `--priority-queues 8`, the port's htb keeps the link's rate over one deep pfifo,
+//! and BMv2's queues fill behind it once its socket's send buffer is full. Once an interface's
+//! pfifo holds more than that buffer (about 80 full frames) the same happens on ports of one
+//! queue: BMv2's 64-packet queue fills first (`docs/performance.md`, "Strict priority on BMv2").
+//! Ports of weighted queues (`wrr`, `drr`) are refused ([`Bmv2Planes::port_queues`]).
+//!
 //! `MPSCHED_BMV2_LOG=DIR` writes each switch's per-packet log to `DIR/<namespace>.log`.
 
 use crate::control;
 use crate::programs::{self, Bmv2Program};
+use crate::queues;
 use crate::switch::{Bmv2Switch, SwitchOptions};
 use crate::{toolchain, Bmv2Error};
 use mpsched_core::control::{ControlError, ControlListing, ProgramControl};
@@ -21,8 +29,9 @@ use mpsched_core::packet::PortId;
 use mpsched_netns::backend::NetnsError;
 use mpsched_netns::dataplane::NodeTables;
 use mpsched_netns::ns::Netns;
-use mpsched_netns::switchplane::{snapshot_control, snapshot_register_of, SwitchPlane, SwitchPlanes};
+use mpsched_netns::switchplane::{snapshot_control, snapshot_register_of, QueuesServedBy, SwitchPlane, SwitchPlanes};
 use mpsched_programs::SwitchProgram;
+use mpsched_topo::QueueDiscipline;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -68,6 +77,30 @@ impl SwitchPlanes for Bmv2Planes {
             .map_err(|e| e.to_string())
     }
 
+    /// Strict priority by BMv2's own priority queues ([`crate::queues`]); weighted queues are
+    /// refused: BMv2 has no weights, and the kernel's weighted classes after it do not see the
+    /// backlog (BMv2's single queue holds it), so they would split the link as the packets
+    /// arrive, not by the weights (measured, docs/performance.md).
+    fn port_queues(&self, discipline: &QueueDiscipline) -> Result<QueuesServedBy, String> {
+        match discipline {
+            QueueDiscipline::StrictPriority => Ok(QueuesServedBy::Switch),
+            QueueDiscipline::Wrr(_) | QueueDiscipline::Drr(_) | QueueDiscipline::Fifo => Err(
+                "BMv2 serves several queues by strict priority only (`discipline = \"strict-priority\"`); \
+                 `wrr` and `drr` ports run on the simulator and the eBPF backend (--backend netns)"
+                    .into(),
+            ),
+        }
+    }
+
+    fn own_queues_description(&self) -> Option<String> {
+        Some(
+            "strict priority by BMv2's priority queues (simple_switch --priority-queues 8, each queue's depth the \
+             link's queue_pkts); the port's rate is its htb's, which holds BMv2 back once the send buffer of \
+             BMv2's socket (about 80 full frames) and BMv2's 128-frame output buffer are full"
+                .into(),
+        )
+    }
+
     fn start(&self, ns: &Netns, tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError> {
         let prog = programs::of_tables(tables).map_err(netns_error)?;
         (prog.check)(tables).map_err(netns_error)?;
@@ -90,9 +123,12 @@ impl SwitchPlanes for Bmv2Planes {
             log_file: std::env::var_os("MPSCHED_BMV2_LOG")
                 .map(|d| std::path::PathBuf::from(d).join(format!("{}.log", ns.name()))),
             program: prog.p4,
+            priority_queues: queues::priority_queues(prog, tables),
         };
+        queues::check(tables).map_err(netns_error)?;
         let mut switch = Bmv2Switch::start(ns, &opts).map_err(netns_error)?;
         (prog.configure)(&mut switch.cli, tables).map_err(netns_error)?;
+        queues::configure(&mut switch.cli, prog, tables).map_err(netns_error)?;
         let prober = if prober_needed {
             Some(crate::hula::Prober::start(ns, tables).map_err(netns_error)?)
         } else {
@@ -123,15 +159,29 @@ impl Bmv2Plane {
     }
 }
 
-/// BMv2's registers are read through its snapshot (the CLI's `register_read`); writes and
-/// table entries through the control channel are not offered yet.
+/// BMv2's registers are read through its snapshot (the CLI's `register_read`) and written
+/// where the program's control plane offers it ([`Bmv2Program::write_register`]: vq-wrr's
+/// `vq_weight`); table entries through the control channel are not offered yet.
 impl ProgramControl for Bmv2Plane {
     fn control_listing(&self) -> ControlListing {
-        snapshot_control(self)
+        let mut listing = snapshot_control(self);
+        for r in &mut listing.registers {
+            r.writable = self.prog.writable_registers.contains(&r.name.as_str());
+        }
+        listing
     }
 
     fn read_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
         snapshot_register_of(self, name, index)
+    }
+
+    fn write_register(&mut self, name: &str, index: usize, value: u64) -> Result<(), ControlError> {
+        let Some(write) = self.prog.write_register else {
+            snapshot_register_of(self, name, index)?;
+            return Err(ControlError::ReadOnly(name.to_string()));
+        };
+        let mut sw = self.switch.lock().unwrap_or_else(|e| e.into_inner());
+        write(&mut sw.cli, name, index, value)
     }
 }
 
@@ -171,5 +221,26 @@ impl SwitchPlane for Bmv2Plane {
             regs.extend(p.registers());
         }
         Some(regs)
+    }
+
+    fn set_queue_depth(&mut self, port: PortId, queue: u8, pkts: u32) -> Option<Result<(), ControlError>> {
+        let q = self
+            .tables
+            .port_queues
+            .get(usize::from(port))
+            .filter(|q| q.queues > 1)?;
+        if queue >= q.queues {
+            return Some(Err(ControlError::Unsupported(format!(
+                "port {port} has {} queues, no queue {queue}",
+                q.queues
+            ))));
+        }
+        let mut sw = self.switch.lock().unwrap_or_else(|e| e.into_inner());
+        Some(
+            sw.cli
+                .run(&format!("set_queue_depth {} {port} {queue}", pkts.max(1)))
+                .map(|_| ())
+                .map_err(|e| ControlError::Unsupported(format!("BMv2: {e}"))),
+        )
     }
 }

@@ -7,7 +7,8 @@
 //! there.
 
 use crate::cli::SwitchCli;
-use crate::{control, hula, letflow, Bmv2Error};
+use crate::{control, hula, letflow, vqwrr, Bmv2Error};
+use mpsched_core::control::ControlError;
 use mpsched_netns::dataplane::NodeTables;
 use mpsched_programs::SwitchProgram;
 use std::collections::BTreeMap;
@@ -17,6 +18,12 @@ pub type SnapshotFn = fn(&mut SwitchCli, &NodeTables) -> Result<BTreeMap<String,
 
 /// Sets a program's test clock through the CLI (nanoseconds).
 pub type ClockFn = fn(&mut SwitchCli, u64) -> Result<(), Bmv2Error>;
+
+/// Writes entry `index` of a register the program's control listing names (`vq_weight`).
+pub type WriteFn = fn(&mut SwitchCli, &str, usize, u64) -> Result<(), ControlError>;
+
+/// A register of counters and the snapshot name of each index.
+pub type Counters = (&'static str, fn(usize) -> Option<String>);
 
 /// How BMv2 runs one P4 program.
 pub struct Bmv2Program {
@@ -28,10 +35,22 @@ pub struct Bmv2Program {
     pub configure: fn(&mut SwitchCli, &NodeTables) -> Result<(), Bmv2Error>,
     /// Its registers, named as the Rust programs name them.
     pub snapshot: SnapshotFn,
-    /// The register of its counters, and the snapshot name of each index.
-    pub counters: (&'static str, fn(usize) -> Option<String>),
+    /// The registers of its counters, and the snapshot name of each index (the vector runner
+    /// watches them for a frame's end).
+    pub counters: &'static [Counters],
     /// Set the clock its ingress reads under a test clock (vectors), if it reads one there.
     pub set_ingress_clock: Option<ClockFn>,
+    /// Write a register through the control channel, for programs whose control listing has
+    /// writable registers; None: reads only.
+    pub write_register: Option<WriteFn>,
+    /// The registers [`Bmv2Program::write_register`] writes, as the control listing names them.
+    pub writable_registers: &'static [&'static str],
+    /// The register holding each port's queue count (`port_queues`, per port; 0 or 1: one),
+    /// which the program clamps its priorities to ([`crate::queues`]).
+    pub port_queues_register: &'static str,
+    /// Whether it picks packets' priority queues itself whatever the ports' queues (vq-wrr's
+    /// levels), so that its switch always starts with priority queues.
+    pub own_priorities: bool,
 }
 
 /// Every P4 program BMv2 can run, by stem. The one registration line a program's BMv2 side
@@ -42,24 +61,51 @@ pub static BMV2_PROGRAMS: &[Bmv2Program] = &[
         check: control::check,
         configure: control::configure,
         snapshot: control::snapshot,
-        counters: ("MpsIngress.counters", control::counter_name),
+        counters: &[("MpsIngress.counters", control::counter_name)],
         set_ingress_clock: None,
+        write_register: None,
+        writable_registers: &[],
+        port_queues_register: control::PORT_QUEUES_REGISTER,
+        own_priorities: false,
     },
     Bmv2Program {
         p4: "letflow",
         check: letflow::check,
         configure: letflow::configure,
         snapshot: letflow::snapshot,
-        counters: (letflow::COUNTERS_REGISTER, letflow::counter_name),
+        counters: &[(letflow::COUNTERS_REGISTER, letflow::counter_name)],
         set_ingress_clock: Some(letflow::set_clock),
+        write_register: None,
+        writable_registers: &[],
+        port_queues_register: letflow::PORT_QUEUES_REGISTER,
+        own_priorities: false,
     },
     Bmv2Program {
         p4: "hula",
         check: hula::check,
         configure: hula::configure,
         snapshot: hula::snapshot,
-        counters: (hula::COUNTERS_REGISTER, hula::counter_name),
+        counters: &[(hula::COUNTERS_REGISTER, hula::counter_name)],
         set_ingress_clock: Some(hula::set_clock),
+        write_register: None,
+        writable_registers: &[],
+        port_queues_register: hula::PORT_QUEUES_REGISTER,
+        own_priorities: false,
+    },
+    Bmv2Program {
+        p4: "vqwrr",
+        check: vqwrr::check,
+        configure: vqwrr::configure,
+        snapshot: vqwrr::snapshot,
+        counters: &[
+            ("MpsIngress.counters", control::counter_name),
+            (vqwrr::COUNTERS_REGISTER, vqwrr::counter_name),
+        ],
+        set_ingress_clock: None,
+        write_register: Some(vqwrr::write_register),
+        writable_registers: &["vq_weight"],
+        port_queues_register: control::PORT_QUEUES_REGISTER,
+        own_priorities: true,
     },
 ];
 
@@ -91,7 +137,7 @@ mod tests {
     fn every_registered_program_has_a_bmv2_control_plane() {
         // Registered programs without a P4 program yet (issue #30 is building them): listed on
         // purpose, refused by name.
-        const NOT_YET_ON_BMV2: &[&str] = &["vq-wrr", "pmqecn"];
+        const NOT_YET_ON_BMV2: &[&str] = &["pmqecn"];
         for p in SWITCH_PROGRAMS {
             if NOT_YET_ON_BMV2.contains(&p.name()) {
                 let e = bmv2_program(*p)
@@ -108,8 +154,10 @@ mod tests {
     #[test]
     fn letflow_counters_are_named_as_the_rust_runner_names_them() {
         let b = BMV2_PROGRAMS.iter().find(|b| b.p4 == "letflow").unwrap();
-        assert_eq!((b.counters.1)(0).as_deref(), Some("counter.letflow.new_flowlets"));
+        assert_eq!((b.counters[0].1)(0).as_deref(), Some("counter.letflow.new_flowlets"));
         let m = BMV2_PROGRAMS.iter().find(|b| b.p4 == "mpsched").unwrap();
-        assert_eq!((m.counters.1)(0).as_deref(), Some("counter.no_route"));
+        assert_eq!((m.counters[0].1)(0).as_deref(), Some("counter.no_route"));
+        let v = BMV2_PROGRAMS.iter().find(|b| b.p4 == "vqwrr").unwrap();
+        assert_eq!((v.counters[1].1)(2).as_deref(), Some("counter.vq.drops"));
     }
 }

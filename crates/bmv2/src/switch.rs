@@ -23,6 +23,9 @@ pub struct SwitchOptions {
     pub log_file: Option<PathBuf>,
     /// The stem of the P4 program to run (`mpsched`, `letflow`: [`toolchain::program_json_of`]).
     pub program: &'static str,
+    /// `--priority-queues`: strict-priority queues per port ([`crate::queues`]); None: BMv2's
+    /// one queue per port.
+    pub priority_queues: Option<u8>,
 }
 
 /// A running switch and its CLI; stopped (and its files removed) on drop.
@@ -125,6 +128,10 @@ fn spawn(
         cmd.arg("--log-file").arg(log).arg("--log-flush");
     }
     cmd.arg(json);
+    if let Some(n) = opts.priority_queues {
+        // A target option: after `--`.
+        cmd.args(["--", "--priority-queues", &n.to_string()]);
+    }
     cmd.stdin(Stdio::null()).stdout(out).stderr(err);
     cmd.spawn()
         .map_err(Bmv2Error::io(format!("starting {}", tools.simple_switch.display())))

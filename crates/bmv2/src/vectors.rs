@@ -23,6 +23,7 @@
 use crate::control::STACK_PORT;
 use crate::hula;
 use crate::programs::{self, Bmv2Program};
+use crate::queues;
 use crate::switch::{Bmv2Switch, SwitchOptions};
 use crate::Bmv2Error;
 use mpsched_core::packet::{Ecn, PortId};
@@ -32,7 +33,7 @@ use mpsched_core::vectors::{
 use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
 use mpsched_core::wire::{mac_for, parse_frame, parse_frame_with_headers};
 use mpsched_netns::backend::{new_run_id, NS_PREFIX};
-use mpsched_netns::dataplane::{NodeTables, PortBinding};
+use mpsched_netns::dataplane::{NodeTables, PortBinding, PortQueues};
 use mpsched_netns::ns::{is_root, Netns};
 use mpsched_netns::tap::Tap;
 use mpsched_netns::vectors::{check_ipv4_checksum, delta_of, observed, port_of_mac, shot, OUTCOME_COUNTERS};
@@ -74,6 +75,19 @@ impl Node {
             })
             .collect();
         let (program, params) = mpsched_programs::vectors::program_of(set).map_err(Bmv2Error::Config)?;
+        let prog = programs::bmv2_program(program).map_err(Bmv2Error::Config)?;
+        // A program that picks priorities itself (vq-wrr's levels) meets ports of every queue
+        // it may pick: a vector's step names its queue, the Rust runner clamps nothing.
+        let port_queues = match prog.own_priorities {
+            true => vec![
+                PortQueues {
+                    queues: queues::PRIORITY_QUEUES,
+                    queue_pkts: 64,
+                };
+                set.n_ports
+            ],
+            false => Vec::new(),
+        };
         let tables = NodeTables {
             switch: set.config.clone(),
             ports,
@@ -82,8 +96,8 @@ impl Node {
             test_clock: true,
             program: program.name(),
             params,
+            port_queues,
         };
-        let prog = programs::of_tables(&tables)?;
         (prog.check)(&tables)?;
         // Named as the kernel backend names its namespaces (the owner's process id first), so
         // that `mpsched clean` finds one a killed check left, with its simple_switch.
@@ -120,9 +134,11 @@ impl Node {
             thrift_port: 9090,
             log_file: None,
             program: prog.p4,
+            priority_queues: queues::priority_queues(prog, &tables),
         };
         let mut switch = Bmv2Switch::start(&ns, &opts)?;
         (prog.configure)(&mut switch.cli, &tables)?;
+        queues::configure(&mut switch.cli, prog, &tables)?;
         Ok(Node {
             taps,
             switch,
@@ -192,11 +208,25 @@ fn step(
     }
     let cli = &mut node.switch.cli;
     let err = |e: Bmv2Error| e.to_string();
+    for w in &st.writes {
+        let write = node
+            .prog
+            .write_register
+            .ok_or_else(|| format!("program `{}` offers no register writes on BMv2", set.program))?;
+        write(cli, &w.register, w.index, w.value).map_err(|e| format!("writing {}[{}]: {e}", w.register, w.index))?;
+    }
     if let (Hook::Ingress, Some(set_clock)) = (st.hook, node.prog.set_ingress_clock) {
         set_clock(cli, st.time_ns).map_err(err)?;
     }
     if st.hook == Hook::Egress {
         cli.register_write("MpsEgress.test_clock_ns", 0, st.time_ns)
+            .map_err(err)?;
+        // The queue the frame leaves: its priority (BMv2 drops a priority it was not started
+        // with, so a queue other than 0 needs a switch with priority queues).
+        if st.queue != 0 && !node.tables.port_queues.iter().any(|q| q.queues > st.queue) {
+            return Err(format!("queue {}: the switch has no such priority queue", st.queue));
+        }
+        cli.register_write("MpsIngress.test_egress_queue", 0, u64::from(st.queue))
             .map_err(err)?;
         cli.register_write("MpsIngress.test_egress_port", 0, u64::from(st.port) + 1)
             .map_err(err)?;
@@ -364,12 +394,15 @@ fn await_ingress(node: &mut Node, prev: &BTreeMap<String, u64>) -> Result<Outcom
         if !frames.is_empty() {
             break;
         }
-        let (register, name_of) = node.prog.counters;
-        let counters = node.switch.cli.register_read_all(register).map_err(|e| e.to_string())?;
-        let moved = counters.iter().enumerate().any(|(i, &v)| {
-            name_of(i)
-                .is_some_and(|key| OUTCOME_COUNTERS.contains(&key.as_str()) && v > prev.get(&key).copied().unwrap_or(0))
-        });
+        let mut moved = false;
+        for &(register, name_of) in node.prog.counters {
+            let counters = node.switch.cli.register_read_all(register).map_err(|e| e.to_string())?;
+            moved |= counters.iter().enumerate().any(|(i, &v)| {
+                name_of(i).is_some_and(|key| {
+                    OUTCOME_COUNTERS.contains(&key.as_str()) && v > prev.get(&key).copied().unwrap_or(0)
+                })
+            });
+        }
         if moved {
             break;
         }
@@ -467,6 +500,11 @@ fn egress_outcome(
 ) -> Result<Observed, String> {
     let mut obs = observed(chosen_path(prev, regs));
     obs.action = "transmit".into();
+    // The multipath switch's egress is its marker, whose ECN the Rust runner observes; another
+    // program's egress stage (vq-wrr's release) is observed by its registers alone.
+    if set.program != mpsched_core::vectors::MULTIPATH {
+        return Ok(obs);
+    }
     let f = &frames.last().ok_or("no frame")?.1;
     if let Ok(m) = parse_frame(f, set.config.feedback_port) {
         obs.ecn = Some(m.ecn);
@@ -496,12 +534,20 @@ pub fn ingress_cost(set: &VectorSet, frames: &CostFrames, n: usize) -> Result<f6
         return Err("running simple_switch on veth interfaces needs root".into());
     }
     let mut node = Node::create(set).map_err(|e| format!("{}: {e}", set.name))?;
-    if !is_hula(node.prog) {
-        return Err(format!("{}: ingress_cost runs HULA's program", set.name));
-    }
     let err = |e: Bmv2Error| e.to_string();
-    // The switch's own clock, and the estimator on every frame, as in a live network.
-    node.switch.cli.register_write("test_flags", 0, 0).map_err(err)?;
+    match node.prog.p4 {
+        // The switch's own clock, and the estimator on every frame, as in a live network.
+        "hula" => node.switch.cli.register_write("test_flags", 0, 0).map_err(err)?,
+        // Every frame released at egress, as in a live network.
+        "vqwrr" => node.switch.cli.register_write("vq_test_flags", 0, 0).map_err(err)?,
+        "mpsched" => {}
+        other => {
+            return Err(format!(
+                "{}: ingress_cost runs hula.p4, vqwrr.p4 or mpsched.p4, not {other}.p4",
+                set.name
+            ))
+        }
+    }
     let trigger = hula::trigger_frame(set.config.own_ip);
     let send = |node: &Node, i: usize| -> Result<(), String> {
         match frames {

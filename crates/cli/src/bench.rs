@@ -79,12 +79,21 @@ fn dataplane(a: &BenchArgs) -> anyhow::Result<()> {
         }),
         false => Vec::new(),
     };
+    // vq-wrr's P4 program on BMv2 beside mpsched.p4 with the same frame.
+    let vqwrr_costs = match planes.len() > 1 {
+        true => mpsched_bmv2::vqwrr::costs(HULA_BMV2_FRAMES).unwrap_or_else(|e| {
+            errln!("BMv2 vq-wrr costs left out: {e}");
+            Vec::new()
+        }),
+        false => Vec::new(),
+    };
     if a.json {
         let v = serde_json::json!({
             "ebpf": costs,
             "rust_decisions_per_s": decisions,
             "throughput": paths,
             "bmv2_hula_ns_per_frame": hula_costs,
+            "bmv2_vqwrr_ns_per_frame": vqwrr_costs,
         });
         outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
@@ -122,10 +131,16 @@ fn dataplane(a: &BenchArgs) -> anyhow::Result<()> {
             outln!("  {what:<48} {:>9.0} ns/frame  {:>6.1} kpps", ns, 1e6 / ns);
         }
     }
+    if !vqwrr_costs.is_empty() {
+        outln!("vq-wrr on BMv2 (vqwrr.p4, {HULA_BMV2_FRAMES} frames each, wall time per frame):");
+        for (what, ns) in &vqwrr_costs {
+            outln!("  {what:<48} {:>9.0} ns/frame  {:>6.1} kpps", ns, 1e6 / ns);
+        }
+    }
     Ok(())
 }
 
-/// Frames per kind in the BMv2 HULA rows of `bench --dataplane`.
+/// Frames per kind in the BMv2 HULA and vq-wrr rows of `bench --dataplane`.
 const HULA_BMV2_FRAMES: usize = 2000;
 
 /// One run of `sc`, timed: the engine's wall time alone (building the simulation and

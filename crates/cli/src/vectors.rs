@@ -112,6 +112,20 @@ impl Impl {
         }
     }
 
+    /// Why this implementation has nothing to run for `set`: its program has no eBPF object or
+    /// no P4 program (yet). Such a cell reads `none`, with the reason below the table, and is
+    /// no failure; a set whose program is unknown is left to [`Impl::run`] to refuse.
+    fn absent(self, set: &VectorSet) -> Option<String> {
+        let (program, _) = mpsched_programs::vectors::program_of(set).ok()?;
+        let (what, stem) = match self {
+            Impl::Rust => return None,
+            Impl::Ebpf => ("eBPF program", program.ebpf_object()),
+            Impl::Bmv2 => ("P4 program", program.p4_program()),
+        };
+        stem.is_none()
+            .then(|| format!("program `{}` has no {what}", program.name()))
+    }
+
     fn run(self, set: &VectorSet) -> Result<Vec<String>, String> {
         let (init, res) = match self {
             Impl::Rust => run_rust(set)?,
@@ -174,12 +188,21 @@ fn check(dir: &Path, rust_only: bool, impls: Vec<Impl>) -> anyhow::Result<()> {
     outln!("{header}");
     let mut failures = 0;
     let mut details = Vec::new();
+    let mut absent = Vec::new();
     for set in &sets {
         let mut line = format!("{:<24} {:>5}", set.name, set.steps.len());
         for &i in &impls {
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let run = format!("vectors check (process {})", std::process::id());
                 return Err(mpsched_netns::backend::NetnsError::Interrupted(run).into());
+            }
+            if let Some(why) = i.absent(set) {
+                let note = format!("{}: {why}", i.name());
+                if !absent.contains(&note) {
+                    absent.push(note);
+                }
+                line += &format!("  {:<10}", "none");
+                continue;
             }
             let cell = match i.run(set) {
                 Ok(errs) if errs.is_empty() => "agree".to_string(),
@@ -200,6 +223,9 @@ fn check(dir: &Path, rust_only: bool, impls: Vec<Impl>) -> anyhow::Result<()> {
     }
     for d in &details {
         outln!("  {d}");
+    }
+    for a in &absent {
+        outln!("  none: {a}");
     }
     if failures > 0 {
         anyhow::bail!("{failures} differences");

@@ -1,7 +1,9 @@
 //! The P4 program on BMv2 end to end: every conformance vector agrees between the Rust, eBPF
 //! and P4 programs; Motohashi's scenarios 1, 2 and 3b with BMv2 as the switches agree with the
-//! simulator within 10 %, and DWRR moves flow1 off path2 there too; nothing is left behind
-//! (switch processes, namespaces, files) after a normal, an interrupted or a failed run.
+//! simulator within 10 %, and DWRR moves flow1 off path2 there too; PMQECN's Table 1 on BMv2's
+//! priority queues (strict priority starves the low class, vq-wrr shares the port); nothing is
+//! left behind (switch processes, namespaces, files) after a normal, an interrupted or a failed
+//! run.
 //!
 //! These tests need root and the P4 toolchain (BMv2, p4c at build time). Without either they
 //! are reported as ignored, with the reason, except under CI=true, where each of them fails
@@ -54,7 +56,175 @@ const TESTS: &[(&str, fn())] = &[
         "a_udp_burst_crosses_a_fat_tree_of_bmv2_hula_switches",
         a_udp_burst_crosses_a_fat_tree_of_bmv2_hula_switches,
     ),
+    (
+        "every_vq_wrr_vector_set_agrees_on_bmv2",
+        every_vq_wrr_vector_set_agrees_on_bmv2,
+    ),
+    (
+        "table1_on_bmv2_strict_priority_starves_the_low_class_and_vq_wrr_shares_the_port",
+        table1_on_bmv2_strict_priority_starves_the_low_class_and_vq_wrr_shares_the_port,
+    ),
+    (
+        "weighted_ports_are_refused_on_bmv2_by_name",
+        weighted_ports_are_refused_on_bmv2_by_name,
+    ),
 ];
+
+/// vq-wrr's sets (levels by weight, another class and port at the top, departures from the
+/// queue a step names, a full virtual queue, uncounted departures, weights written through the
+/// control plane) on vqwrr.p4 with BMv2's priority queues, in process; nothing left.
+fn every_vq_wrr_vector_set_agrees_on_bmv2() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let switches_before = switch_processes();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("vq-wrr-") && n.ends_with(".json"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 2, "vq-wrr's sets: {names:?}");
+    let mut steps = 0;
+    for name in &names {
+        let set: mpsched_core::vectors::VectorSet =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap();
+        let (init, res) = mpsched_bmv2::vectors::run_bmv2(&set).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let errs = mpsched_core::vectors::compare(&set, &init, &res);
+        assert!(errs.is_empty(), "{name}: {errs:#?}");
+        steps += set.steps.len();
+        // The sets reach what they are for: levels below the top, egress steps from queues
+        // other than 0, a control-plane write.
+        assert!(set.steps.iter().any(|st| st.queue > 0), "{name}");
+    }
+    assert!(steps >= 40, "{steps} steps");
+    assert_eq!(switch_processes(), switches_before, "a simple_switch outlived its run");
+    assert!(our_namespaces().is_empty(), "namespaces left: {:?}", our_namespaces());
+}
+
+/// Each flow's mean goodput (Mbit/s) over the samples after `from_s`, from a run's
+/// `timeseries.csv`: the steady window, without the first second's fill and without what
+/// iperf3 counts after its senders stop (the queues draining, up to 512 packets a class).
+fn steady_goodput(dir: &std::path::Path, from_s: f64) -> std::collections::BTreeMap<String, f64> {
+    let text = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let mut sums = vec![0.0; header.len()];
+    let mut n = 0.0;
+    for line in lines {
+        let cells: Vec<f64> = line.split(',').map(|c| c.parse().unwrap_or(0.0)).collect();
+        if cells[0] > from_s {
+            n += 1.0;
+            for (s, c) in sums.iter_mut().zip(&cells) {
+                *s += c;
+            }
+        }
+    }
+    assert!(n >= 4.0, "{} samples after {from_s} s:\n{text}", n);
+    header
+        .iter()
+        .zip(sums)
+        .skip(1)
+        .map(|(h, s)| (h.trim_end_matches("_mbps").to_string(), s / n))
+        .collect()
+}
+
+/// PMQECN's Table 1 with BMv2 as S1 and S2 (`mpsched run pmqecn2024/table1-sp-vs-vq-wrr
+/// --backend bmv2 --ignore-delay`, 6 s): three UDP classes offering 6.2 Mbit/s into S1's
+/// 10 Mbit/s port of eight priority queues. Over the steady window (2 s to the end), strict
+/// priority by BMv2's priority queues gives the high class what it offers and the low class
+/// nothing; vq-wrr (vqwrr.p4 on the same queues) gives the three near-equal shares, the virtual
+/// queues dropping what the port would not carry. Tolerances: the simulator's figures are 6.20
+/// / 3.52 / 0.00 and 3.23 each; BMv2 on a loaded two-core machine moved them by 0.03 in the
+/// runs of docs/reproduction.md, allowed here 0.3 (SP) and 10 % of the mean (VQ-WRR).
+fn table1_on_bmv2_strict_priority_starves_the_low_class_and_vq_wrr_shares_the_port() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = switch_processes();
+    let out = tmp("table1");
+    let o = mpsched()
+        .args([
+            "run",
+            "pmqecn2024/table1-sp-vs-vq-wrr",
+            "--backend",
+            "bmv2",
+            "--ignore-delay",
+            "--duration",
+            "6",
+            "--no-plot",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("BMv2's priority queues"),
+        "the run says how its ports are built: {err}"
+    );
+    let sp = steady_goodput(&out.join("SP"), 2.0);
+    let wrr = steady_goodput(&out.join("VQ-WRR"), 2.0);
+    eprintln!("Table 1 on BMv2, steady window: SP {sp:?}, VQ-WRR {wrr:?}");
+    assert!(sp["high"] > 5.9, "SP: the high class gets what it offers: {sp:?}");
+    assert!(sp["medium"] > 3.2, "SP: the medium class the rest: {sp:?}");
+    assert!(sp["low"] < 0.1, "SP: the low class starves: {sp:?}");
+    let mean = wrr.values().sum::<f64>() / 3.0;
+    assert!(mean * 3.0 > 9.0, "VQ-WRR: the port is full: {wrr:?}");
+    assert!(
+        wrr.values().all(|x| (x - mean).abs() < 0.1 * mean),
+        "VQ-WRR: near-equal shares: {wrr:?}"
+    );
+    // The virtual queues, not the port, drop; the only departures the counts did not expect
+    // are on S1's ports of one queue (iperf3's control packets: vq-wrr places them at its
+    // levels, which the port's one queue clamps to 0, as the simulator clamps them).
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("VQ-WRR/summary.json")).unwrap()).unwrap();
+    let s1 = &summary["repetitions"][0]["counters"]["S1"];
+    let c = |k: &str| s1[k].as_u64().unwrap_or(0);
+    assert!(c("counter.vq.drops") > 0, "{s1}");
+    assert!(c("counter.vq.top_level") > 0 && c("counter.vq.downgraded") > 0, "{s1}");
+    let one_queue_tx: u64 = (0..3).map(|p| c(&format!("port{p}.tx_pkts"))).sum();
+    assert!(c("counter.vq.accounting_errors") <= one_queue_tx, "{s1}");
+    let _ = std::fs::remove_dir_all(&out);
+    assert_clean("after Table 1", before);
+}
+
+/// A port of weighted queues (`wrr`) at a switch is refused on BMv2 before anything is made,
+/// naming the link and the backend; strict priority runs (the test above).
+fn weighted_ports_are_refused_on_bmv2_by_name() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (path, text) = mpsched_scenario::builtin::find("pmqecn2024/table1-sp-vs-vq-wrr").unwrap();
+    let _ = path;
+    let text = text.replace(
+        "discipline = \"strict-priority\"",
+        "discipline = \"wrr\"\nqueue_weights = [1, 1, 1, 1, 1, 1, 1, 1]",
+    );
+    let file = tmp("wrr.toml");
+    std::fs::write(&file, text).unwrap();
+    let o = mpsched()
+        .args([
+            "run",
+            "--backend",
+            "bmv2",
+            "--ignore-delay",
+            "--variant",
+            "SP",
+            "--no-plot",
+            "--out",
+        ])
+        .arg(tmp("wrr-out"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "a wrr port ran on BMv2: {err}");
+    assert!(
+        err.contains("link[3]") && err.contains("strict priority only") && err.contains("bmv2"),
+        "{err}"
+    );
+    assert!(our_namespaces().is_empty(), "namespaces made before the refusal");
+    let _ = std::fs::remove_file(&file);
+}
 
 /// HULA's and MP-HULA's sets (probes, the estimator, timers, best-k, association v0 and the
 /// kernel's v1 handshake, the option walk, sub-flowlets) on hula.p4, in process; nothing left.
@@ -326,9 +496,18 @@ fn every_vector_agrees_across_rust_ebpf_and_bmv2() {
     let mut steps = 0;
     for row in &rows {
         let cells: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(cells[2..], ["agree", "agree", "agree"], "{row}");
+        // vq-wrr has no eBPF program yet: its eBPF cell says so, and is no failure.
+        let expected = match row.starts_with("vq-wrr-") {
+            true => ["agree", "none", "agree"],
+            false => ["agree", "agree", "agree"],
+        };
+        assert_eq!(cells[2..], expected, "{row}");
         steps += cells[1].parse::<usize>().unwrap();
     }
+    assert!(
+        text.contains("none: ebpf: program `vq-wrr` has no eBPF program"),
+        "{text}"
+    );
     assert!(steps >= 250, "only {steps} steps");
     // LetFlow's sets run on letflow.p4 and letflow.bpf.o, in the same three columns.
     let letflow = rows.iter().filter(|r| r.starts_with("letflow-")).count();
@@ -421,6 +600,7 @@ fn the_papers_marker_marks_on_bmv2s_own_queue_depth() {
         thrift_port: 9090,
         log_file: None,
         program: "mpsched",
+        priority_queues: None,
     };
     let mut sw = mpsched_bmv2::switch::Bmv2Switch::start(&ns, &opts).unwrap();
     mpsched_bmv2::control::configure(&mut sw.cli, &tables).unwrap();

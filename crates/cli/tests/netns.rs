@@ -730,8 +730,15 @@ fn every_vector_agrees_with_the_ebpf_programs() {
     assert!(paths.len() >= 10);
     let mut steps = 0;
     let mut programs = std::collections::BTreeMap::new();
+    let mut without_ebpf = Vec::new();
     for p in &paths {
         let set: mpsched_core::vectors::VectorSet = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        // A program with no eBPF object yet (vq-wrr) has nothing to run here.
+        let (program, _) = mpsched_programs::vectors::program_of(&set).unwrap();
+        if program.ebpf_object().is_none() {
+            without_ebpf.push(set.name.clone());
+            continue;
+        }
         let (init, res) = mpsched_netns::vectors::run_ebpf(&set).unwrap_or_else(|e| panic!("{}: {e}", set.name));
         let errs = mpsched_core::vectors::compare(&set, &init, &res);
         assert!(errs.is_empty(), "{}:\n{}", set.name, errs.join("\n"));
@@ -743,6 +750,10 @@ fn every_vector_agrees_with_the_ebpf_programs() {
     assert!(
         programs.get("letflow").is_some_and(|&n| n >= 3),
         "sets by program: {programs:?}"
+    );
+    assert!(
+        without_ebpf.iter().all(|n| n.starts_with("vq-wrr-")),
+        "sets left out: {without_ebpf:?}"
     );
 }
 

@@ -48,6 +48,16 @@ pub struct PortBinding {
     pub peer_mac: [u8; 6],
 }
 
+/// The queues a switch port's own traffic manager serves (BMv2's priority queues, when the
+/// data plane serves a port's queues itself: [`crate::switchplane::SwitchPlanes::port_queues`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortQueues {
+    /// Strict-priority queues, the highest served first (1: one FIFO).
+    pub queues: u8,
+    /// Packets each queue holds.
+    pub queue_pkts: u32,
+}
+
 /// Everything a node's data plane is configured with.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeTables {
@@ -67,6 +77,10 @@ pub struct NodeTables {
     pub program: &'static str,
     /// The program's parameters, checked against its declaration.
     pub params: Params,
+    /// Per port, the queues the switch itself serves there; empty (or a port beyond it): one
+    /// queue. Ports with several queues on the eBPF data plane are the kernel's qdiscs, after
+    /// the program, and are not listed here.
+    pub port_queues: Vec<PortQueues>,
 }
 
 impl NodeTables {
@@ -83,6 +97,7 @@ impl NodeTables {
             test_clock: false,
             program: program.name(),
             params: Params::defaults(program.params()),
+            port_queues: Vec::new(),
         }
     }
 

@@ -11,6 +11,7 @@ use mpsched_core::control::{self, ControlError, ControlListing, ProgramControl, 
 use mpsched_core::packet::PortId;
 use mpsched_core::switch::{FORWARD_ACTION, ROUTES_TABLE};
 use mpsched_programs::SwitchProgram;
+use mpsched_topo::QueueDiscipline;
 use std::collections::BTreeMap;
 
 /// One switch's running data plane. Dropping it stops it (the namespace is deleted after). Its
@@ -23,6 +24,23 @@ pub trait SwitchPlane: ProgramControl {
     fn marker_backlog_bytes(&self, port: PortId) -> Option<u64>;
     /// Every register and counter, named as `FrameSwitch::snapshot` names them.
     fn snapshot(&self) -> Option<BTreeMap<String, u64>>;
+    /// A new capacity (packets) for queue `queue` of `port`, where the switch serves that
+    /// port's queues itself ([`QueuesServedBy::Switch`]); None where it does not (the kernel's
+    /// qdiscs do).
+    fn set_queue_depth(&mut self, _port: PortId, _queue: u8, _pkts: u32) -> Option<Result<(), ControlError>> {
+        None
+    }
+}
+
+/// Who serves the queues of a switch port that has several.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueuesServedBy {
+    /// The kernel's qdiscs on the port's interface, after the switch (the eBPF data plane:
+    /// `crate::backend::queues`).
+    Kernel,
+    /// The switch's own traffic manager (BMv2's priority queues); the interface is shaped at
+    /// the link's rate with one deep queue, which holds the switch back when the link is busy.
+    Switch,
 }
 
 /// Makes the data plane of each switch node.
@@ -50,6 +68,16 @@ pub trait SwitchPlanes: Send + Sync + std::fmt::Debug {
     /// Start `tables` on the switch in `ns`, whose port p is interface `e<p>` (its ifindex in
     /// `tables.ports[p]`). Markers run on the ports `tables.markers` name.
     fn start(&self, ns: &Netns, tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError>;
+    /// Who serves the queues of a switch port of several queues under `discipline`, or why
+    /// this data plane refuses such a port (for a message that names the link).
+    fn port_queues(&self, _discipline: &QueueDiscipline) -> Result<QueuesServedBy, String> {
+        Ok(QueuesServedBy::Kernel)
+    }
+    /// How the switch serves the ports whose queues it serves, for the run's note and its
+    /// `link_model` (None: it serves none).
+    fn own_queues_description(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The eBPF object of each switch's program ([`crate::programs`]): `bpf/mpsched.bpf.c`

@@ -85,6 +85,7 @@ impl TestNode {
             test_clock: true,
             program: program.name(),
             params,
+            port_queues: Vec::new(),
         })
     }
 
@@ -134,6 +135,12 @@ pub fn test_run_prog(
 /// initial registers and each step's result.
 pub fn run_ebpf(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResult>), String> {
     let (program, _) = mpsched_programs::vectors::program_of(set)?;
+    if let Some(i) = set.steps.iter().position(|st| !st.writes.is_empty()) {
+        return Err(format!(
+            "{} step {i}: the eBPF runners write no registers through the control plane",
+            set.name
+        ));
+    }
     let kernel = crate::programs::kernel_program(program).map_err(|e| format!("{}: {e}", set.name))?;
     (kernel.vectors)(set)
 }
@@ -196,7 +203,7 @@ fn replay(
 /// Counters whose move ends a frame's way through the switch's ingress (to the stack, dropped,
 /// consumed, or a failed redirect): with a transmit counter, what says a frame sent on the
 /// wire has been handled.
-pub const OUTCOME_COUNTERS: [&str; 10] = [
+pub const OUTCOME_COUNTERS: [&str; 11] = [
     "counter.not_ipv4",
     "counter.local",
     "counter.no_route",
@@ -207,6 +214,7 @@ pub const OUTCOME_COUNTERS: [&str; 10] = [
     "counter.feedback_unknown_group",
     "counter.feedback_untrusted_port",
     "counter.redirect_failed",
+    "counter.vq.drops",
 ];
 
 /// The increment of counter `k` from `prev` to `regs`.
@@ -314,6 +322,7 @@ pub fn shot(obs: &mut Observed, delta: &impl Fn(&str) -> u64) {
         ("counter.ttl_expired", "ttl_expired"),
         ("counter.avoidance", "congestion_avoidance"),
         ("counter.malformed", "malformed"),
+        ("counter.vq.drops", "queue_full"),
     ]
     .iter()
     .find(|(k, _)| delta(k) > 0)

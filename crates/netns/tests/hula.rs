@@ -161,6 +161,8 @@ fn step(note: &str, hook: Hook, port: u16, t_us: u64, frame: Vec<u8>) -> Step {
         time_ns: t_us * US,
         frame: to_hex(&frame),
         delivery: Default::default(),
+        queue: 0,
+        writes: Vec::new(),
         expect: None,
     }
 }

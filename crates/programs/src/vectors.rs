@@ -112,9 +112,14 @@ pub fn run_program(set: &VectorSet) -> Result<Replay, String> {
     for (i, st) in set.steps.iter().enumerate() {
         let at = format!("{} step {i} ({})", set.name, st.note);
         let frame = from_hex(&st.frame).map_err(|e| format!("{at}: {e}"))?;
+        for w in &st.writes {
+            node.program
+                .write_register(&w.register, w.index, w.value)
+                .map_err(|e| format!("{at}: writing {}[{}]: {e}", w.register, w.index))?;
+        }
         let observed = match st.hook {
             Hook::Ingress => node.ingress(&frame, st.port, st.time_ns),
-            Hook::Egress => node.egress(&frame, st.port, st.time_ns),
+            Hook::Egress => node.egress(&frame, st.port, st.queue, st.time_ns),
             Hook::Timer => node.timer(st.time_ns),
         };
         record_step(&mut out, &mut prev, observed, node.snapshot());
@@ -197,15 +202,16 @@ impl FrameNode {
         obs.probes.sort_by_key(|p| p.port);
     }
 
-    /// A frame leaving by `port` at `time_ns` (the program's egress stage); its length is the
-    /// frame's, whatever it carries.
-    fn egress(&mut self, frame: &[u8], port: PortId, time_ns: u64) -> Observed {
+    /// A frame leaving by `port` from its queue `queue` at `time_ns` (the program's egress
+    /// stage); its length is the frame's, whatever it carries.
+    fn egress(&mut self, frame: &[u8], port: PortId, queue: u8, time_ns: u64) -> Observed {
         let mut meta = parse_frame(frame, self.feedback_port).unwrap_or_else(|_| PacketMeta::udp(0, 0, 0, 0, 0));
         meta.wire_len_bytes = frame.len() as u32;
         let mut ctx = Ctx::new();
         ctx.reset(time_ns.saturating_mul(1000));
         let q = QueueMeta {
             enq_timestamp_ps: ctx.now_ps(),
+            queue,
             ..QueueMeta::default()
         };
         let mut obs = match self.program.on_dequeue(&mut meta, port, q, &mut ctx) {
@@ -275,11 +281,16 @@ impl FrameNode {
     }
 
     fn snapshot(&self) -> BTreeMap<String, u64> {
+        // A program built on the multipath switch (`vq-wrr`) reports its forwarding counters
+        // already under `counter.` (`counter.no_route`): kept as they are.
         let mut out: BTreeMap<String, u64> = self
             .program
             .counters()
             .into_iter()
-            .map(|(k, v)| (format!("counter.{k}"), v))
+            .map(|(k, v)| match k.starts_with("counter.") {
+                true => (k, v),
+                false => (format!("counter.{k}"), v),
+            })
             .collect();
         out.extend(self.program.vector_registers());
         out.insert("counter.not_ipv4".into(), self.not_ipv4);
@@ -298,6 +309,7 @@ pub fn standard_sets() -> Vec<VectorSet> {
     let mut sets = mpsched_core::vectors::standard_sets();
     sets.extend(letflow_sets());
     sets.extend(crate::hula::vector_sets::sets());
+    sets.extend(crate::pmqecn::vector_sets::sets());
     sets
 }
 
@@ -355,6 +367,8 @@ fn at(note: impl Into<String>, time_ns: u64, frame: &[u8]) -> Step {
         time_ns,
         frame: to_hex(frame),
         delivery: Delivery::TestRun,
+        queue: 0,
+        writes: Vec::new(),
         expect: None,
     }
 }

@@ -151,6 +151,7 @@ impl Net {
                 test_clock: false,
                 program: program.name(),
                 params: params.clone(),
+                port_queues: Vec::new(),
             };
             let plane = Bmv2Planes
                 .start(n, &tables)

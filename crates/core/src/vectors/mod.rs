@@ -121,9 +121,33 @@ pub struct Step {
     /// How the frame reaches the eBPF program (ingress only).
     #[serde(default, skip_serializing_if = "Delivery::is_test_run")]
     pub delivery: Delivery,
+    /// Egress steps: the port queue (priority) the frame leaves, as BMv2's
+    /// `standard_metadata.priority` names it in egress; absent: queue 0. Read by programs whose
+    /// egress stage depends on it (`vq-wrr` releases the level the packet was queued at).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub queue: u8,
+    /// Registers the control plane writes before the frame, in order (a `vq-wrr` weight),
+    /// through the program's control channel (`ProgramControl::write_register`); absent: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<RegisterWrite>,
     /// The expected outcome (filled by `mpsched vectors write`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<Expect>,
+}
+
+fn is_zero(q: &u8) -> bool {
+    *q == 0
+}
+
+/// One register entry a step's control plane writes before its frame.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegisterWrite {
+    /// The register, as the program's control listing names it (`vq_weight`).
+    pub register: String,
+    /// The entry.
+    pub index: usize,
+    /// The value written.
+    pub value: u64,
 }
 
 /// A step's expected outcome in the file.
@@ -274,6 +298,12 @@ pub fn run_rust(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
     let mut prev = initial.clone();
     let mut out = Vec::new();
     for (i, st) in set.steps.iter().enumerate() {
+        if !st.writes.is_empty() {
+            return Err(format!(
+                "{} step {i}: the multipath switch's vectors write no registers",
+                set.name
+            ));
+        }
         let mut frame = from_hex(&st.frame).map_err(|e| format!("{} step {i}: {e}", set.name))?;
         let observed = match st.hook {
             Hook::Ingress => {

@@ -66,6 +66,8 @@ fn ingress(note: impl Into<String>, port: PortId, frame: &[u8]) -> Step {
         time_ns: 0,
         frame: to_hex(frame),
         delivery: Delivery::TestRun,
+        queue: 0,
+        writes: Vec::new(),
         expect: None,
     }
 }

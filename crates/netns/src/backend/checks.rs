@@ -184,13 +184,18 @@ pub fn ignored_on_the_kernel(sc: &Scenario) -> Vec<String> {
 
 /// [`ignored_on_the_kernel`] on standard error as warnings, and how strict priority is built
 /// as a note, each line once per process (a plan runs [`check`] and then every repetition).
-pub(super) fn warn_ignored(sc: &Scenario, strict: Option<StrictPriority>) {
+pub(super) fn warn_ignored(
+    sc: &Scenario,
+    w: &mpsched_topo::Wiring,
+    strict: Option<StrictPriority>,
+    planes: &dyn SwitchPlanes,
+) {
     use std::io::Write as _;
     static SHOWN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let Ok(mut shown) = SHOWN.lock() else { return };
     let warnings = ignored_on_the_kernel(sc).into_iter().map(|w| format!("warning: {w}"));
     let note = strict
-        .and_then(|how| strict_priority_note(sc, how))
+        .and_then(|how| strict_priority_note_with(sc, &strict_priority_description(sc, w, how, planes)))
         .map(|n| format!("note: {n}"));
     for line in warnings.chain(note) {
         if !shown.contains(&line) {
@@ -232,6 +237,37 @@ fn is_strict_priority(l: &mpsched_scenario::Link) -> bool {
 /// The note a run prints on how its strict-priority ports are built: the first such link and
 /// the realisation.
 pub fn strict_priority_note(sc: &Scenario, how: StrictPriority) -> Option<String> {
+    strict_priority_note_with(sc, &how.describe())
+}
+
+/// How the strict-priority ports of `sc` are built with `planes` as the switches: the kernel's
+/// realisation `how` where the kernel serves them (hosts' ports, and switch ports on the eBPF
+/// data plane), the switch's own queues where it serves them (BMv2).
+pub fn strict_priority_description(
+    sc: &Scenario,
+    w: &mpsched_topo::Wiring,
+    how: StrictPriority,
+    planes: &dyn SwitchPlanes,
+) -> String {
+    let by_switch = planes.port_queues(&mpsched_topo::QueueDiscipline::StrictPriority)
+        == Ok(crate::switchplane::QueuesServedBy::Switch);
+    let own = planes.own_queues_description().filter(|_| by_switch);
+    let ends = || {
+        sc.links
+            .iter()
+            .filter(|l| is_strict_priority(l))
+            .flat_map(|l| [l.a, l.b])
+    };
+    let at_hosts = ends().any(|n| w.switches[n].is_none());
+    match own {
+        Some(own) if at_hosts => format!("at switches, {own}; at hosts, {}", how.describe()),
+        Some(own) => own,
+        None => how.describe(),
+    }
+}
+
+/// The note on strict-priority ports with the realisation described as `how`.
+fn strict_priority_note_with(sc: &Scenario, how: &str) -> Option<String> {
     let (i, l) = sc.links.iter().enumerate().find(|(_, l)| is_strict_priority(l))?;
     let more = sc.links.iter().filter(|l| is_strict_priority(l)).count() - 1;
     Some(format!(
@@ -243,8 +279,29 @@ pub fn strict_priority_note(sc: &Scenario, how: StrictPriority) -> Option<String
             0 => String::new(),
             n => format!(", and {n} more strict-priority links"),
         },
-        how.describe()
+        how
     ))
+}
+
+/// Refuse, before anything is made, a switch port of several queues that this data plane
+/// cannot serve under its link's discipline (BMv2 serves strict priority only); the message
+/// names the link, the node and the backend.
+pub fn check_port_queues(sc: &Scenario, w: &mpsched_topo::Wiring, planes: &dyn SwitchPlanes) -> Result<(), NetnsError> {
+    for (li, l) in sc.links.iter().enumerate().filter(|(_, l)| l.queues > 1) {
+        for node in [l.a, l.b].into_iter().filter(|&n| w.switches[n].is_some()) {
+            planes.port_queues(&l.discipline).map_err(|why| {
+                NetnsError::Unsupported(format!(
+                    "link[{li}] (`{}` - `{}`, {} queues): switch `{}`'s port cannot run on the {} backend: {why}",
+                    sc.nodes[l.a].name,
+                    sc.nodes[l.b].name,
+                    l.queues,
+                    sc.nodes[node].name,
+                    planes.backend_name()
+                ))
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Refuse, before anything is made, a switch whose program this data plane cannot run: one

@@ -111,7 +111,7 @@ impl ControlPlane for KernelControl<'_> {
         queue: u8,
         threshold: QueueThreshold,
     ) -> Result<(), ControlError> {
-        let (n, link) = self.port(node, port)?;
+        let (_, link) = self.port(node, port)?;
         if queue >= link.queues.max(1) {
             return Err(ControlError::NoQueue {
                 node: node.to_string(),
@@ -119,6 +119,15 @@ impl ControlPlane for KernelControl<'_> {
                 queue,
             });
         }
+        if let QueueThreshold::DropPkts(limit) = threshold {
+            // A port whose queues the switch serves itself (BMv2's priority queues).
+            if let Ok(plane) = self.plane(node) {
+                if let Some(r) = plane.set_queue_depth(port, queue, limit) {
+                    return r;
+                }
+            }
+        }
+        let (n, link) = self.port(node, port)?;
         match threshold {
             QueueThreshold::DropPkts(limit) if link.queues > 1 && self.sc.nodes[n].kind == NodeKind::Switch => {
                 let layout = queues::Layout::of(&link.discipline, usize::from(link.queues), self.strict)

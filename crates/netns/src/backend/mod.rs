@@ -29,13 +29,14 @@ mod setup;
 mod traffic;
 
 pub use checks::{
-    check_kernel_limits, check_programs, ignored_on_the_kernel, kernel_accepts_qdisc, kernel_has_qdisc, preflight,
-    strict_priority_for, strict_priority_note, MIN_KERNEL_RATE_BPS, MIN_KERNEL_SAMPLE_INTERVAL_PS,
+    check_kernel_limits, check_port_queues, check_programs, ignored_on_the_kernel, kernel_accepts_qdisc,
+    kernel_has_qdisc, preflight, strict_priority_description, strict_priority_for, strict_priority_note,
+    MIN_KERNEL_RATE_BPS, MIN_KERNEL_SAMPLE_INTERVAL_PS,
 };
 pub use cleanup::{clean, leftovers, owner_pid, Cleaned};
 pub use control::{ControlFn, Controller, KernelControl};
 pub use queues::{StrictPriority, STRICT_GUARANTEE_BPS};
-pub use setup::{link_model, netem_limit_pkts};
+pub use setup::{link_model, netem_limit_pkts, OWN_QUEUES_SHAPER_PKTS};
 
 use checks::warn_ignored;
 use measure::drive;
@@ -248,12 +249,13 @@ fn checked(sc: &Scenario, opts: &NetnsOptions) -> Result<Checked, NetnsError> {
     let w = sc.wiring().map_err(NetnsError::Unsupported)?;
     check_kernel_limits(sc, &w)?;
     check_programs(sc, &w, &*opts.planes())?;
+    check_port_queues(sc, &w, &*opts.planes())?;
     hosts::check(sc, &w)?;
     let capture_ports = capture::check(sc, &opts.captures)?;
     let have_netem = preflight(sc, opts)?;
     let strict = strict_priority_for(sc);
     opts.planes().preflight()?;
-    warn_ignored(sc, strict);
+    warn_ignored(sc, &w, strict, &*opts.planes());
     Ok(Checked {
         w,
         capture_ports,

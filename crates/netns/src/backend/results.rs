@@ -146,7 +146,11 @@ pub(super) fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[Strin
             paths,
             counters,
             link_model: Some(match b.strict {
-                Some(how) => format!("{}; {}", link_model(b.have_netem), how.describe()),
+                Some(how) => format!(
+                    "{}; {}",
+                    link_model(b.have_netem),
+                    super::strict_priority_description(b.sc, b.w, how, &*b.opts.planes())
+                ),
                 None => link_model(b.have_netem).into(),
             }),
         },

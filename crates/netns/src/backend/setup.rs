@@ -2,9 +2,10 @@
 //! netem or a pfifo as its leaf), the hosts' addresses and routes, and the switches' data planes.
 
 use super::{mac_of, mac_string, Build, Live, NetnsError};
-use crate::dataplane::{NodeTables, PortBinding};
+use crate::dataplane::{NodeTables, PortBinding, PortQueues};
 use crate::hosts;
 use crate::ns::{self, Netns};
+use crate::switchplane::QueuesServedBy;
 use mpsched_core::frame::MarkerConfig;
 use mpsched_core::packet::PortId;
 use mpsched_scenario::{NodeKind, Scenario, TcpFlow};
@@ -62,7 +63,18 @@ impl Build<'_> {
                 let in_rate_bps: u64 = w.ports[node].iter().map(|e| sc.links[e.link].rate_bps).sum();
                 let queue_pkts = l.queue_pkts_at(sc.nodes[node].kind == NodeKind::Host);
                 let limit = netem_limit_pkts(queue_pkts, in_rate_bps, delay_ps, b.ref_frame);
-                if l.queues > 1 {
+                if b.switch_serves_queues(node, l) {
+                    // The switch queues (BMv2's priority queues); the link's shaper holds it
+                    // back and must not drop what it lets through.
+                    shape(
+                        n,
+                        ifname,
+                        l.rate_bps,
+                        limit.max(OWN_QUEUES_SHAPER_PKTS),
+                        delay_ps,
+                        b.have_netem,
+                    )?;
+                } else if l.queues > 1 {
                     let layout = super::queues::Layout::of(&l.discipline, usize::from(l.queues), b.strict)
                         .map_err(NetnsError::Unsupported)?;
                     let leaf = leaf_qdisc(l.rate_bps, limit, delay_ps, b.have_netem);
@@ -126,6 +138,22 @@ impl Build<'_> {
                     (p.name(), mpsched_programs::Params::defaults(p.params()))
                 }
             };
+            let port_queues = w.ports[i]
+                .iter()
+                .map(|e| {
+                    let l = &sc.links[e.link];
+                    match b.switch_serves_queues(i, l) {
+                        true => PortQueues {
+                            queues: l.queues,
+                            queue_pkts: l.queue_pkts,
+                        },
+                        false => PortQueues {
+                            queues: 1,
+                            queue_pkts: l.queue_pkts,
+                        },
+                    }
+                })
+                .collect();
             let tables = NodeTables {
                 switch: cfg.clone(),
                 ports: ports.clone(),
@@ -134,6 +162,7 @@ impl Build<'_> {
                 test_clock: false,
                 program,
                 params,
+                port_queues,
             };
             let dp = b.opts.planes().start(n, &tables)?;
             live.dataplanes.push((i, dp));
@@ -142,6 +171,23 @@ impl Build<'_> {
         Ok(())
     }
 }
+
+impl Build<'_> {
+    /// Whether `node`'s end of link `l` is a switch port whose several queues the switch serves
+    /// itself ([`QueuesServedBy::Switch`]: BMv2's priority queues), not the kernel's qdiscs.
+    pub(super) fn switch_serves_queues(&self, node: usize, l: &mpsched_scenario::Link) -> bool {
+        l.queues > 1
+            && self.w.switches[node].is_some()
+            && self.opts.planes().port_queues(&l.discipline) == Ok(QueuesServedBy::Switch)
+    }
+}
+
+/// The leaf limit (packets) of a link end whose queues the switch serves: its shaper must hold
+/// the switch back, not drop. A user-space switch (BMv2) writes frames with a blocking packet
+/// socket, which waits once the frames it has queued in the kernel fill its send buffer
+/// (`net.core.wmem_default`, 212 992 bytes on Debian 12: about 80 frames of 1 514 bytes, 280
+/// of the smallest); so the switch's own queues fill, and it drops, before this limit is met.
+pub const OWN_QUEUES_SHAPER_PKTS: u32 = 1024;
 
 /// Per-namespace TCP settings of a host, matched to what the simulator models: ECN negotiated
 /// when a flow from this host asks for it, SACK off (the simulator's TCP recovers with NewReno

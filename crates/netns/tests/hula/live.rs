@@ -150,6 +150,7 @@ impl Net {
                 test_clock: false,
                 program: program.name(),
                 params: params.clone(),
+                port_queues: Vec::new(),
             };
             let plane = EbpfPlanes
                 .start(n, &tables)

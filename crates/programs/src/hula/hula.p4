@@ -25,6 +25,7 @@
 #include "include/layout.p4"
 #include "include/headers.p4"
 #include "include/arith.p4"
+#include "include/queues.p4"
 
 /* Sizes: BMv2 sizes registers when it loads the program; the control plane refuses more. A
  * register cell costs simple_switch about 700 bytes (a multiprecision value each): at 65 536
@@ -959,6 +960,9 @@ register<bit<8>>(1) test_flags;
 register<bit<64>>(1) test_clock_us;
 /* A vector's egress step: its port + 1 (0: none). */
 register<bit<16>>(1) test_egress_port;
+/* Each port's queues (0 or 1: one), from the control plane: a data packet joins its DSCP
+ * class's, clamped (include/queues.p4). */
+register<bit<8>>(MPS_MAX_PORTS) port_queues;
 /* Ingress runs finished (a vector runner's sign that a step's ingress is over). */
 register<bit<64>>(1) ingress_runs;
 
@@ -1767,6 +1771,9 @@ control HulaIngress(inout hula_headers_t h, inout hula_meta_t m, inout standard_
             return;
         }
         sm.egress_spec = (bit<9>)out_port;
+        bit<8> queues;
+        port_queues.read(queues, (bit<32>)out_port);
+        sm.priority = MPS_CLAMP_QUEUE(h.ipv4.tos[7:5], queues);
         count_tx(out_port);
         m.wire_len = 14 + (bit<32>)shim_bytes + total;
         DONE;

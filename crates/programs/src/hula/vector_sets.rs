@@ -93,6 +93,8 @@ fn step(note: &str, hook: Hook, port: PortId, t_us: u64, frame: &[u8]) -> Step {
         time_ns: t_us * US,
         frame: to_hex(frame),
         delivery: Delivery::TestRun,
+        queue: 0,
+        writes: Vec::new(),
         expect: None,
     }
 }

@@ -25,6 +25,7 @@
 #include "include/layout.p4"
 #include "include/headers.p4"
 #include "include/arith.p4"
+#include "include/queues.p4"
 
 /* The flowlet registers' size: table_entries may be any power of two up to this on BMv2. */
 #define LF_TABLE_SLOTS 65536
@@ -63,6 +64,9 @@ control LfIngress(inout headers_t h, inout metadata_t m, inout standard_metadata
     register<bit<32>>(LF_TEST_DRAWS) test_draws;
     register<bit<32>>(1) test_draws_n;
     register<bit<32>>(1) test_draw_next;
+    /* Each port's queues (0 or 1: one), from the control plane: a packet joins its DSCP
+     * class's, clamped (include/queues.p4). */
+    register<bit<8>>(MPS_MAX_PORTS) port_queues;
 
     bit<32> own_ip = 0;
     bit<32> hash_seed = 0;
@@ -325,6 +329,9 @@ control LfIngress(inout headers_t h, inout metadata_t m, inout standard_metadata
             return;
         }
         sm.egress_spec = (bit<9>)out_port;
+        bit<8> queues;
+        port_queues.read(queues, (bit<32>)out_port);
+        sm.priority = MPS_CLAMP_QUEUE(h.ipv4.tos[7:5], queues);
         count_port(out_port, len, true);
     }
 }

@@ -11,9 +11,11 @@
 //!   arrival counters and thresholds, feedback with the class's rates to the sources.
 //! - [`vqwrr`]: weighted round robin on strict-priority queues by virtual queues (Fig. 4),
 //!   registered as `vq-wrr`.
+//! - [`vector_sets`]: `vq-wrr`'s conformance vectors.
 
 pub mod control;
 pub mod cp;
 pub mod model;
 pub mod optimiser;
+pub mod vector_sets;
 pub mod vqwrr;

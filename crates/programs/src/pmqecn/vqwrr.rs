@@ -143,7 +143,7 @@ impl SwitchProgram for VqWrrProgram {
     }
 
     fn p4_program(&self) -> Option<&'static str> {
-        None
+        Some("vqwrr")
     }
 }
 
@@ -370,12 +370,31 @@ impl Program for VqWrr {
         self.forwarding.registers()
     }
 
-    fn vector_registers(&self) -> Vec<(String, u64)> {
-        self.forwarding.vector_registers()
-    }
-
     fn update_routes(&mut self, config: &mpsched_core::switch::SwitchConfig) -> Result<(), ConfigError> {
         self.forwarding.update_routes(config)
+    }
+
+    /// The registers the conformance vectors compare, named as the control listing reads
+    /// them (`register_of`: `<register><index>`): every class's weight (`vq_weight<v>`), and for
+    /// each port the program holds state for (`p` below the ports seen), every virtual queue's
+    /// length (`vq_len<8p + v>`) and its packets at every level (`vq_level_use<64p + 8v + l>`).
+    fn vector_registers(&self) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = self
+            .weights
+            .iter()
+            .enumerate()
+            .map(|(v, &w)| (format!("vq_weight{v}"), u64::from(w)))
+            .collect();
+        for (p, st) in self.ports.iter().enumerate() {
+            for v in 0..VIRTUAL_QUEUES {
+                out.push((format!("vq_len{}", p * VIRTUAL_QUEUES + v), u64::from(st.vq_len[v])));
+                for l in 0..MAX_LEVELS {
+                    let i = (p * VIRTUAL_QUEUES + v) * MAX_LEVELS + l;
+                    out.push((format!("vq_level_use{i}"), u64::from(st.level_use[v][l])));
+                }
+            }
+        }
+        out
     }
 
     fn counters(&self) -> Vec<(String, u64)> {
@@ -404,6 +423,11 @@ impl ProgramControl for VqWrr {
             size: self.ports.len() * VIRTUAL_QUEUES,
             writable: false,
         });
+        l.registers.push(RegisterInfo {
+            name: "vq_level_use".to_string(),
+            size: self.ports.len() * VIRTUAL_QUEUES * MAX_LEVELS,
+            writable: false,
+        });
         l
     }
 
@@ -424,6 +448,14 @@ impl ProgramControl for VqWrr {
                 .get(index / VIRTUAL_QUEUES)
                 .map(|p| u64::from(p.vq_len[index % VIRTUAL_QUEUES]))
                 .ok_or(no_index(self.ports.len() * VIRTUAL_QUEUES)),
+            "vq_level_use" => self
+                .ports
+                .get(index / (VIRTUAL_QUEUES * MAX_LEVELS))
+                .map(|p| {
+                    let at = index % (VIRTUAL_QUEUES * MAX_LEVELS);
+                    u64::from(p.level_use[at / MAX_LEVELS][at % MAX_LEVELS])
+                })
+                .ok_or(no_index(self.ports.len() * VIRTUAL_QUEUES * MAX_LEVELS)),
             _ => self.forwarding.read_register(name, index),
         }
     }

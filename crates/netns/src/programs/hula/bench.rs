@@ -86,6 +86,7 @@ fn tables(node: &TestNode, program: &'static str) -> NodeTables {
         test_clock: false,
         program: p.name(),
         params: Params::defaults(p.params()),
+        port_queues: Vec::new(),
     }
 }
 
