@@ -585,7 +585,7 @@ fn table_full_set() -> VectorSet {
 }
 
 /// Recompute the IPv4 header checksum of a frame a vector edited.
-fn fix_checksum(frame: &mut [u8]) {
+pub(crate) fn fix_checksum(frame: &mut [u8]) {
     let ihl = usize::from(frame[14] & 0x0f) * 4;
     frame[24..26].copy_from_slice(&[0, 0]);
     let c = mpsched_core::wire::internet_checksum(&frame[14..14 + ihl], 0);

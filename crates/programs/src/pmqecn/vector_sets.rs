@@ -10,6 +10,7 @@
 //! (`crates/bmv2/src/vqwrr.rs`).
 
 use super::vqwrr::VQ_WRR;
+use crate::vectors::fix_checksum;
 use crate::SwitchProgram;
 use mpsched_core::packet::{Ipv4, PacketMeta, PortId};
 use mpsched_core::switch::SwitchConfig;
@@ -217,14 +218,6 @@ fn weights_set() -> VectorSet {
         &[],
         steps,
     )
-}
-
-/// Recompute the IPv4 header checksum of a frame a vector edited.
-fn fix_checksum(frame: &mut [u8]) {
-    let ihl = usize::from(frame[14] & 0x0f) * 4;
-    frame[24..26].copy_from_slice(&[0, 0]);
-    let c = mpsched_core::wire::internet_checksum(&frame[14..14 + ihl], 0);
-    frame[24..26].copy_from_slice(&c.to_be_bytes());
 }
 
 #[cfg(test)]
