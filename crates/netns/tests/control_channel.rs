@@ -16,7 +16,7 @@ use std::time::Duration;
 const SCENARIO: &str = r#"
 [scenario]
 name = "control-channel"
-duration = "4s"
+duration = "6s"
 sample_interval = "500ms"
 [[node]]
 name = "h1"
@@ -87,7 +87,7 @@ dscp = 8
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// When the controller changes things, after time zero.
-const SWITCH_AT: Duration = Duration::from_secs(2);
+const SWITCH_AT: Duration = Duration::from_secs(3);
 
 /// What the controller saw.
 #[derive(Default)]
@@ -154,15 +154,17 @@ fn a_controller_rewrites_queue_weights_and_a_route_and_the_packets_follow() {
     let out = run(&sc, &new_run_id(), &opts).unwrap();
     let s = seen.lock().unwrap();
     assert!(s.errors.is_empty(), "{:?}", s.errors);
-    // Every 10 ms for 4 s, give or take the sampling loop's 5 ms wakeups.
-    assert!(s.calls > 250, "{} calls", s.calls);
+    // Every 10 ms for 6 s, give or take the sampling loop's 5 ms wakeups.
+    assert!(s.calls > 375, "{} calls", s.calls);
     assert!(s.tx_readings.windows(2).all(|w| w[0] <= w[1]), "a counter went back");
     let (first, last) = (s.tx_readings[0], *s.tx_readings.last().unwrap());
     assert!(last > first + 1000, "port1.tx_pkts {first} -> {last}");
     let col = |name: &str| out.series.values(name).unwrap_or_else(|| panic!("no column {name}"));
     let (a, b, c) = (col("a_mbps"), col("b_mbps"), col("c_mbps"));
-    // Rows are 0.5 s intervals: [0.5, 2) before the change, [2.5, 4) after it.
-    let (before, after) = (1..4, 5..8);
+    // Rows are 0.5 s intervals: [0.5, 3) before the change, [3.5, 6) after it. Five rows a
+    // side: c's share of a drop-tail queue it shares with b's 9 Mbit/s depends on how its
+    // packets fall against b's, and over three rows it dipped to the bound once in CI.
+    let (before, after) = (1..6, 7..12);
     let ratio = |r: std::ops::Range<usize>| mean(&b[r.clone()]) / mean(&a[r]);
     let (r0, r1) = (ratio(before.clone()), ratio(after.clone()));
     let (c0, c1) = (mean(&c[before]), mean(&c[after]));
@@ -173,7 +175,7 @@ fn a_controller_rewrites_queue_weights_and_a_route_and_the_packets_follow() {
     // goes round it through s3 at its full 1 Mbit/s.
     assert!(c0 > 0.05 && c0 < 0.8, "flow c through the bottleneck: {c0:.2} Mbit/s");
     assert!(c1 > 0.9, "flow c round the bottleneck: {c1:.2} Mbit/s");
-    // About 1 Mbit/s of 1 512-byte frames for 2 s through s3: some 160 packets.
+    // About 1 Mbit/s of 1 512-byte frames for 3 s through s3: some 250 packets.
     let detoured = s.detour[1] - s.detour[0];
     assert!(
         s.detour[0] < 10,
@@ -186,7 +188,7 @@ fn a_controller_rewrites_queue_weights_and_a_route_and_the_packets_follow() {
 /// A threshold the kernel cannot set and a node that does not exist are refused by name.
 fn what_the_kernel_cannot_do_is_refused_by_name() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let text = SCENARIO.replace("duration = \"4s\"", "duration = \"1s\"");
+    let text = SCENARIO.replace("duration = \"6s\"", "duration = \"1s\"");
     let sc = Scenario::from_toml(&text, "c.toml").unwrap();
     let errors = Arc::new(Mutex::new(Vec::<String>::new()));
     let seen = errors.clone();
