@@ -19,6 +19,8 @@ pub enum ParamKind {
     Bytes,
     /// A plain integer.
     Count,
+    /// One of the named choices (`objective = "paper"`), held as its index in the list.
+    Choice(&'static [&'static str]),
 }
 
 impl ParamKind {
@@ -29,6 +31,15 @@ impl ParamKind {
             ParamKind::Rate => "a rate",
             ParamKind::Bytes => "a size",
             ParamKind::Count => "an integer",
+            ParamKind::Choice(_) => "a choice",
+        }
+    }
+
+    /// The name a value stands for, where the kind is a choice.
+    pub fn choice_name(self, value: u64) -> Option<&'static str> {
+        match self {
+            ParamKind::Choice(names) => usize::try_from(value).ok().and_then(|i| names.get(i).copied()),
+            _ => None,
         }
     }
 }
@@ -88,6 +99,7 @@ pub fn base_unit(kind: ParamKind) -> &'static str {
         ParamKind::Rate => "bit/s",
         ParamKind::Bytes => "bytes",
         ParamKind::Count => "count",
+        ParamKind::Choice(_) => "index of the choice",
     }
 }
 

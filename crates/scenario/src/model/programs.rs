@@ -103,6 +103,10 @@ fn param_value(ctx: &Ctx<'_>, field: &str, p: &Param, value: &toml::Value) -> Re
         (ParamKind::Time, toml::Value::String(s)) => ctx.time(field, s),
         (ParamKind::Rate, toml::Value::String(s)) => ctx.rate(field, s),
         (ParamKind::Bytes, toml::Value::String(s)) => ctx.size(field, s),
+        (ParamKind::Choice(names), toml::Value::String(s)) => match names.iter().position(|n| n == s) {
+            Some(i) => Ok(i as u64),
+            None => Err(ctx.err(field, format!("expected one of {}, got `{s}`", quoted(names)))),
+        },
         (kind, v) => Err(ctx.err(
             field,
             format!("expected {} ({}), got `{v}`", kind.describe(), example(kind)),
@@ -116,6 +120,16 @@ fn example(kind: ParamKind) -> &'static str {
         ParamKind::Rate => "a string like `10Gbps`",
         ParamKind::Bytes => "a string like `64KiB`",
         ParamKind::Count => "an integer",
+        ParamKind::Choice(_) => "a quoted name",
+    }
+}
+
+/// `a`, `b` or `c`.
+fn quoted(names: &[&str]) -> String {
+    let q: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match q.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => q.join(""),
     }
 }
 
@@ -126,6 +140,7 @@ fn bounds_message(p: &Param, v: u64) -> String {
         ParamKind::Rate => crate::units::format_rate_bps(x),
         ParamKind::Bytes => format!("{x} B"),
         ParamKind::Count => x.to_string(),
+        ParamKind::Choice(names) => names.get(x as usize).map_or_else(|| x.to_string(), |n| n.to_string()),
     };
     if v < p.min || v > p.max {
         format!(
