@@ -1,6 +1,6 @@
 //! PMQECN's control plane (paper Fig. 3 and Algorithm 2) as a [`ControlLoop`]: every period it
 //! reads each class's arrivals at the switch's ports through the control channel, takes the
-//! busiest port as the congested one, solves the model for it ([`super::optimiser`]) and
+//! most utilised port (bytes over its rate) as the congested one, solves the model for it ([`super::optimiser`]) and
 //! writes back each class's weight, threshold, measured and target rate.
 //!
 //! Units: the model counts packets; the loop measures the period's mean packet size at that
@@ -10,7 +10,7 @@
 //! weights and thresholds are per class, not per port (the data plane's registers): a switch
 //! with two congested ports gets the busier one's.
 
-use super::optimiser::{optimise, ClassInput, DeConfig, Goal, PortModel};
+use super::optimiser::{optimise, ClassInput, DeConfig, Goal, Objective, PortModel};
 use super::vqwrr::VIRTUAL_QUEUES;
 use crate::ControlLoop;
 use mpsched_core::control::{ControlError, ControlPlane};
@@ -32,6 +32,42 @@ pub struct ControlConfig {
     pub port_rates_bps: Vec<u64>,
     /// Seed of the optimiser's draws (each period adds its number).
     pub seed: u64,
+    /// How the model sums its terms.
+    pub objective: ObjectiveKind,
+}
+
+/// The reading of the model's objective a loop solves ([`Objective`] without the figures the
+/// loop fills in per port).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectiveKind {
+    /// [`Objective::Paper`].
+    Paper,
+    /// [`Objective::Literal`], `C` the congested port's rate in Mbit/s.
+    Literal,
+    /// [`Objective::Normalised`].
+    Normalised,
+}
+
+impl ObjectiveKind {
+    /// The kind a value of the `objective` parameter names (`cp::OBJECTIVES`' order).
+    pub fn from_param(value: u64) -> ObjectiveKind {
+        match value {
+            1 => ObjectiveKind::Literal,
+            2 => ObjectiveKind::Normalised,
+            _ => ObjectiveKind::Paper,
+        }
+    }
+
+    /// The objective at a port of `port_bps`.
+    fn at(self, port_bps: u64) -> Objective {
+        match self {
+            ObjectiveKind::Paper => Objective::Paper,
+            ObjectiveKind::Literal => Objective::Literal {
+                link_mbps: port_bps as f64 / 1e6,
+            },
+            ObjectiveKind::Normalised => Objective::Normalised,
+        }
+    }
 }
 
 /// The control loop's state: the last counters read, and its own counters.
@@ -122,7 +158,14 @@ impl ControlLoop for PmqecnControl {
             .iter()
             .enumerate()
             .filter(|(_, c)| !c.is_empty())
-            .max_by_key(|(p, c)| (c.iter().map(|m| m.bytes).sum::<u64>(), usize::MAX - p))
+            // The most utilised port (bytes over its rate), the lowest-numbered on a tie.
+            .max_by_key(|(p, c)| {
+                let bits = 8 * u128::from(c.iter().map(|m| m.bytes).sum::<u64>());
+                (
+                    bits * 1_000_000 / u128::from(self.cfg.port_rates_bps[*p].max(1)),
+                    usize::MAX - p,
+                )
+            })
         else {
             return Ok(());
         };
@@ -148,6 +191,7 @@ impl ControlLoop for PmqecnControl {
             arrival_budget_per_s: inputs.iter().map(|c| c.arrival_per_s).sum(),
             link_per_s: gamma,
             links: self.cfg.port_rates_bps.len() as u32,
+            objective: self.cfg.objective.at(self.cfg.port_rates_bps[port]),
         };
         let de = DeConfig {
             seed: self.cfg.seed.wrapping_add(self.steps),
@@ -249,6 +293,7 @@ mod tests {
             weight_scale: 9,
             port_rates_bps: vec![10_000_000; 3],
             seed: 7,
+            objective: ObjectiveKind::Paper,
         }
     }
 
@@ -294,6 +339,7 @@ mod tests {
             arrival_budget_per_s: 600.0,
             link_per_s: gamma,
             links: 3,
+            objective: Objective::Paper,
         };
         let s = optimise(
             &model,
@@ -321,6 +367,28 @@ mod tests {
         c.step(200, "s1", &mut r).unwrap();
         assert_eq!(r.values[&("vq_rate_kbps".to_string(), 1)], 4_800);
         assert_eq!(c.counters()[0], ("pmqecn.solved".to_string(), 2));
+    }
+
+    #[test]
+    fn the_congested_port_is_the_most_utilised_not_the_one_that_carried_most() {
+        let mut r = Registers {
+            ports: 3,
+            values: BTreeMap::new(),
+        };
+        let mut c = PmqecnControl::new(ControlConfig {
+            port_rates_bps: vec![10_000_000, 1_000_000, 10_000_000],
+            ..config()
+        });
+        c.step(0, "s1", &mut r).unwrap();
+        // In 100 ms, class 0: 50 packets of 1500 bytes at port 1 (1 Mbit/s: six times its
+        // rate), 60 at port 2 (10 Mbit/s: under it).
+        for (port, pkts) in [(1, 50u64), (2, 60)] {
+            let i = port * VIRTUAL_QUEUES;
+            r.values.insert(("vq_arrival_pkts".into(), i), pkts);
+            r.values.insert(("vq_arrival_bytes".into(), i), pkts * 1500);
+        }
+        c.step(100, "s1", &mut r).unwrap();
+        assert_eq!(r.values[&("vq_rate_kbps".to_string(), 0)], 6_000, "port 1's class 0");
     }
 
     #[test]

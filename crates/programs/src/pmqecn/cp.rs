@@ -36,7 +36,7 @@ pub const FEEDBACK_WIRE_BYTES: u32 = 64;
 /// The registry entry.
 pub static PMQECN: PmqecnProgram = PmqecnProgram;
 
-const PARAMS: [Param; 9] = [
+const PARAMS: [Param; 10] = [
     VQ_PARAMS[0],
     VQ_PARAMS[1],
     VQ_PARAMS[2],
@@ -101,7 +101,20 @@ const PARAMS: [Param; 9] = [
         multiple_of: 1,
         doc: "packets per level the weights share: a class's weight is max(1, round(omega x weight_scale))",
     },
+    Param {
+        name: "objective",
+        kind: ParamKind::Choice(&OBJECTIVES),
+        default: 0,
+        min: 0,
+        max: OBJECTIVES.len() as u64 - 1,
+        power_of_two: false,
+        multiple_of: 1,
+        doc: "how the model sums its terms: `paper` (its units), `literal` (its text's C_rest = nC - sum L_s, C in Mbit/s) or `normalised` (dimensionless; starves delay-sensitive classes)",
+    },
 ];
+
+/// The names of the `objective` parameter's choices, in the order of its values.
+pub const OBJECTIVES: [&str; 3] = ["paper", "literal", "normalised"];
 
 /// PMQECN's congestion point as the registry knows it.
 pub struct PmqecnProgram;
@@ -169,6 +182,7 @@ impl SwitchProgram for PmqecnProgram {
                 weight_scale: p.get("weight_scale") as u32,
                 port_rates_bps: input.port_rates_bps.to_vec(),
                 seed: input.seed,
+                objective: super::control::ObjectiveKind::from_param(p.get("objective")),
             })) as Box<dyn ControlLoop>
         })
     }
