@@ -137,7 +137,7 @@ mod tests {
     fn every_registered_program_has_a_bmv2_control_plane() {
         // Registered programs without a P4 program yet (issue #30 is building them): listed on
         // purpose, refused by name.
-        const NOT_YET_ON_BMV2: &[&str] = &["pmqecn"];
+        const NOT_YET_ON_BMV2: &[&str] = &["pmqecn", "dcqcn", "tcn", "p4qcn"];
         for p in SWITCH_PROGRAMS {
             if NOT_YET_ON_BMV2.contains(&p.name()) {
                 let e = bmv2_program(*p)

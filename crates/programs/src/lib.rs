@@ -155,6 +155,9 @@ pub static SWITCH_PROGRAMS: &[&dyn SwitchProgram] = &[
     &hula::MPHULA,
     &pmqecn::vqwrr::VQ_WRR,
     &pmqecn::cp::PMQECN,
+    &pmqecn::baselines::DCQCN,
+    &pmqecn::baselines::TCN,
+    &pmqecn::baselines::P4QCN,
 ];
 
 /// The program a switch runs when the scenario names none.

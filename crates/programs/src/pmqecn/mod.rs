@@ -11,8 +11,10 @@
 //!   arrival counters and thresholds, feedback with the class's rates to the sources.
 //! - [`vqwrr`]: weighted round robin on strict-priority queues by virtual queues (Fig. 4),
 //!   registered as `vq-wrr`.
+//! - [`baselines`]: the congestion points the paper compares with, `dcqcn`, `tcn` and `p4qcn`.
 //! - [`vector_sets`]: `vq-wrr`'s conformance vectors.
 
+pub mod baselines;
 pub mod control;
 pub mod cp;
 pub mod model;
