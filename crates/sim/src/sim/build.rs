@@ -511,6 +511,22 @@ pub(super) fn series_columns(
     (columns, register_columns)
 }
 
+/// Per named scenario link: its simplex link from `a` to `b`, whose port's queue the time
+/// series shows (`<name>_queue_pkts` at each sample, `<name>_queue_max_pkts` the most since
+/// the last), and the two columns' names.
+pub(super) fn queue_monitors(sc: &Scenario, nodes: &[NodeState]) -> (Vec<u32>, Vec<String>) {
+    let mut links = Vec::new();
+    let mut columns = Vec::new();
+    for l in &sc.links {
+        let Some(name) = &l.name else { continue };
+        let (a, b) = (l.a, l.b);
+        links.push(nodes[a].out_links[usize::from(port_to(nodes, a, b))]);
+        columns.push(format!("{name}_queue_pkts"));
+        columns.push(format!("{name}_queue_max_pkts"));
+    }
+    (links, columns)
+}
+
 /// The first events: every flow's start (and a TCP flow's stop), the first sample.
 pub(super) fn first_events(sc: &Scenario, flows: &[FlowState]) -> EventQueue {
     let mut queue = EventQueue::new();

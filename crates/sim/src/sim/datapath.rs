@@ -103,6 +103,8 @@ impl Simulation {
                 let depth = pushed.depth;
                 link.queued_bytes += u64::from(wire_bytes);
                 link.stats.max_depth_pkts = link.stats.max_depth_pkts.max(depth + 1);
+                let waiting = link.queues.len() as u32;
+                link.stats.max_port_pkts_interval = link.stats.max_port_pkts_interval.max(waiting);
                 if pushed.mark_ce {
                     let m = &mut self.net.pool.at_mut(id).meta;
                     if m.ecn.is_ect() {

@@ -277,6 +277,8 @@ struct Monitor {
     duration_ps: TimePs,
     series: TimeSeries,
     register_columns: Vec<(u32, usize)>,
+    /// Named links whose queues the series shows.
+    queue_links: Vec<u32>,
     /// Number of sample intervals.
     intervals: usize,
     seed: u64,
@@ -300,7 +302,9 @@ impl Simulation {
         let (mut conns, mptcp) = build::flow_connections(sc, &wiring, &mut flows, intervals, opts.seed);
         let (tunnels, tunnel_addrs) = build::tunnels(sc, &wiring, &mut nodes, &mut conns)?;
         let captures = build::captures(opts, sc, &nodes, &mut links)?;
-        let (columns, register_columns) = build::series_columns(sc, &flows, &tunnels, &nodes);
+        let (mut columns, register_columns) = build::series_columns(sc, &flows, &tunnels, &nodes);
+        let (queue_links, queue_columns) = build::queue_monitors(sc, &nodes);
+        columns.extend(queue_columns);
         let queue = build::first_events(sc, &flows);
         let multi_homed = nodes.iter().any(|n| n.kind == NodeKind::Host && n.out_links.len() > 1);
         let n_nodes = nodes.len();
@@ -349,6 +353,7 @@ impl Simulation {
             jitter_rng: SeededRandom::new(rng.next_u64()),
         };
         let monitor = Monitor {
+            queue_links,
             path_links,
             path_names: sc.paths.iter().map(|p| p.name.clone()).collect(),
             path_capacity_bps,
@@ -643,6 +648,13 @@ impl Simulation {
             }
             let v = cache.as_ref().and_then(|c| c.1.get(k)).map_or(0, |r| r.1);
             row.push(v as f64);
+        }
+        for &l in &self.monitor.queue_links {
+            let link = &mut self.net.links[l as usize];
+            let now = link.queues.len() as u32;
+            let most = std::mem::take(&mut link.stats.max_port_pkts_interval).max(now);
+            row.push(f64::from(now));
+            row.push(f64::from(most));
         }
         self.monitor.series.rows.push(row);
         let next = self.net.now + self.monitor.sample_interval_ps;
