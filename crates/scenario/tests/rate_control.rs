@@ -126,3 +126,16 @@ fn virtual_queue_programs_refuse_ports_that_could_drop_what_they_count() {
     );
     refused(&wrr, "programs.vq-wrr.levels", "not served by strict priority");
 }
+
+#[test]
+fn two_rate_controlled_flows_from_one_host_and_port_are_refused_at_the_second() {
+    let rc = "rate = \"10Mbps\"\n[flow.rate_control]\ncc = \"dcqcn\"";
+    let two = |port_of_second: &str| {
+        format!(
+            "{}\n[[flow]]\nname = \"g\"\nsrc = \"a\"\ndst = \"b\"\nsrc_port = {port_of_second}\n{rc}",
+            with_flow(&format!("src_port = 7000\n{rc}"))
+        )
+    };
+    refused(&two("7000"), "flow[1].src_port", "same host and port (7000) as `f`");
+    assert!(Scenario::from_toml(&two("7001"), "t.toml").is_ok());
+}

@@ -1,6 +1,7 @@
 //! `[[flow]]` and `[tcp]`: UDP and TCP flows, their applications and TCP settings.
 
 use super::*;
+use std::collections::HashMap;
 
 /// Every flow's hosts are connected: linked directly, or through switches (hosts do not
 /// forward, so a path through another host does not count). Otherwise the simulator would
@@ -80,7 +81,28 @@ pub(super) fn flows_of(
     if flows.is_empty() {
         return Err(ctx.err("flow", "expected at least one [[flow]]"));
     }
+    senders_are_distinct(ctx, &flows)?;
     Ok(flows)
+}
+
+/// Switches' feedback and receivers' CNPs find a rate-controlled sender by its source address
+/// and port: two such flows from one host and port would take each other's.
+fn senders_are_distinct(ctx: &Ctx<'_>, flows: &[Flow]) -> Result<(), ScenarioError> {
+    let mut seen = HashMap::new();
+    for (i, f) in flows.iter().enumerate().filter(|(_, f)| f.rate_control.is_some()) {
+        if let Some(&j) = seen.get(&(f.src, f.src_port)) {
+            let other: &Flow = &flows[j];
+            return Err(ctx.err(
+                format!("flow[{i}].src_port"),
+                format!(
+                    "rate-controlled flow `{}` sends from the same host and port ({}) as `{}`: congestion notifications address a sender by them; give one a `src_port` of its own",
+                    f.name, f.src_port, other.name
+                ),
+            ));
+        }
+        seen.insert((f.src, f.src_port), i);
+    }
+    Ok(())
 }
 
 /// One `[[flow]]`: ends, protocol, rate or TCP application, times, ECN, DSCP, pinned path.

@@ -180,7 +180,9 @@ fn set_cc(ctx: &Ctx<'_>, at: &str, cc: &str, flows: &mut [Flow]) -> Result<(), S
     Ok(())
 }
 
-/// `cc = "dcqcn" | "pmqecn"`: every rate-controlled UDP flow's controller, with its defaults.
+/// `cc = "dcqcn" | "pmqecn"`: every rate-controlled UDP flow's controller. A flow whose file
+/// already gives that controller keeps its keys; one switched to the other gets the new
+/// controller's defaults.
 fn set_rate_cc(ctx: &Ctx<'_>, at: &str, cc: &str, flows: &mut [Flow]) -> Result<(), ScenarioError> {
     let raw = crate::schema::RawRateControl {
         cc: cc.to_string(),
@@ -188,8 +190,15 @@ fn set_rate_cc(ctx: &Ctx<'_>, at: &str, cc: &str, flows: &mut [Flow]) -> Result<
     };
     let mut any = false;
     for fl in flows.iter_mut().filter(|f| f.rate_control.is_some()) {
-        fl.rate_control = Some(rate_control_of(ctx, at, &raw, fl.rate_bps)?);
         any = true;
+        let same = matches!(
+            (fl.rate_control, cc),
+            (Some(RateControl::Dcqcn { .. }), "dcqcn") | (Some(RateControl::Pmqecn(_)), "pmqecn")
+        );
+        if same {
+            continue;
+        }
+        fl.rate_control = Some(rate_control_of(ctx, at, &raw, fl.rate_bps)?);
     }
     if !any {
         return Err(ctx.err(
