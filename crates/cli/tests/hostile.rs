@@ -26,6 +26,7 @@ const BASES: &[&str] = &[
     "dc/websearch-k4-load",
     "mphula2018/fig5-websearch-tcp-ecmp",
     "mptcp/two-paths",
+    "pmqecn2024/s1-performance",
     "bases/leaf-spine-failures.toml",
 ];
 
@@ -44,11 +45,19 @@ fn base_text(base: &str) -> (String, String) {
 }
 
 /// Generated cases refused at another field than the one broken, and why that is right.
-const REFUSED_ELSEWHERE: &[(&str, &str, &str)] = &[(
-    "tcp-ecn:tcp.ecn:missing",
-    "variant[2].cc",
-    "ECN off by default: the variant that asks for DCTCP, which needs it, is the one refused",
-)];
+const REFUSED_ELSEWHERE: &[(&str, &str, &str)] = &[
+    (
+        "tcp-ecn:tcp.ecn:missing",
+        "variant[2].cc",
+        "ECN off by default: the variant that asks for DCTCP, which needs it, is the one refused",
+    ),
+    (
+        "pmqecn2024-s1-performance:scenario.queue_pkts:missing",
+        "programs.pmqecn.vq_capacity",
+        "the default 64-packet queues are fine alone; what they cannot hold is 8 x vq_capacity for the \
+         PMQECN variant's program, whose bound is the one refused, naming the link",
+    ),
+];
 
 /// What a mutation must do to the run.
 #[derive(Clone, Debug, PartialEq)]

@@ -98,6 +98,16 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../scenarios/pmqecn2024/table1-sp-vs-vq-wrr.toml"),
     ),
     (
+        "pmqecn2024/s1-performance",
+        "scenarios/pmqecn2024/s1-performance.toml",
+        include_str!("../../../scenarios/pmqecn2024/s1-performance.toml"),
+    ),
+    (
+        "pmqecn2024/s2-fairness",
+        "scenarios/pmqecn2024/s2-fairness.toml",
+        include_str!("../../../scenarios/pmqecn2024/s2-fairness.toml"),
+    ),
+    (
         "dc/websearch-k4-kernel",
         "scenarios/dc/websearch-k4-kernel.toml",
         include_str!("../../../scenarios/dc/websearch-k4-kernel.toml"),
