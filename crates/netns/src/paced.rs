@@ -12,7 +12,8 @@
 //! goes to the controller: a CNP from the receiver's address and port (DCQCN), a switch's rate
 //! feedback from anywhere (PMQECN).
 //!
-//! The receiver binds the flow's destination address and port, reads each datagram's TOS byte
+//! The receiver binds the flow's destination address and port (shared with other flows'
+//! receivers there, each connected to its own sender), reads each datagram's TOS byte
 //! (`IP_RECVTOS`), counts packets and bytes per sample interval, loss from gaps in the numbers,
 //! reordering, and one-way delay (both ends read `CLOCK_MONOTONIC`, which every namespace of a
 //! machine shares), and is DCQCN's notification point: a CNP back to the datagram's source for
@@ -82,6 +83,11 @@ pub struct ReceiverConfig {
     pub interval_ns: u64,
     /// DCQCN: at most one CNP per this many ns (None: send none).
     pub cnp_interval_ns: Option<u64>,
+    /// The sender's address and port, when known: the socket then shares its port with other
+    /// flows' receivers (`SO_REUSEPORT`) and is connected to the sender, so the kernel hands it
+    /// this flow's datagrams only (None: any sender's, the port its own).
+    #[serde(default)]
+    pub peer: Option<SocketAddrV4>,
 }
 
 /// One line of a paced sender's or receiver's output.
@@ -666,7 +672,9 @@ fn recv_with_tos(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<Option<Received
     if n < 0 {
         let e = io::Error::last_os_error();
         return match e.kind() {
-            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+            // A CNP sent after the sender had gone came back as ICMP port unreachable: the
+            // error is taken off the socket by this call; nothing to read.
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted | io::ErrorKind::ConnectionRefused => Ok(None),
             _ => Err(e),
         };
     }
@@ -693,6 +701,43 @@ fn recv_with_tos(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<Option<Received
     }))
 }
 
+/// A UDP socket bound to `addr`, sharing the port with other sockets of this user that ask
+/// the same (`SO_REUSEADDR`, `SO_REUSEPORT`) when `shared`.
+fn bind_udp(addr: SocketAddrV4, shared: bool) -> io::Result<UdpSocket> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: socket(2) with constant arguments.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor just returned by socket(2), owned by nobody else.
+    let sock = UdpSocket::from(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) });
+    if shared {
+        set_int(&sock, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+        set_int(&sock, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
+    }
+    let sa = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: addr.port().to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(*addr.ip()).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: a valid descriptor; a pointer to a live sockaddr_in of the size given.
+    let rc = unsafe {
+        libc::bind(
+            sock.as_raw_fd(),
+            (&sa as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(sock)
+}
+
 /// A paced flow's receiver bound and ready: [`Receiver::run`] then receives until the stop.
 pub struct Receiver {
     cfg: ReceiverConfig,
@@ -700,10 +745,14 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    /// Bind the flow's address and port, with `IP_RECVTOS` on.
+    /// Bind the flow's address and port, with `IP_RECVTOS` on; connected to the sender where
+    /// the configuration names it.
     pub fn bind(cfg: ReceiverConfig) -> io::Result<Receiver> {
-        let sock = UdpSocket::bind(cfg.bind)
+        let sock = bind_udp(cfg.bind, cfg.peer.is_some())
             .map_err(|e| io::Error::new(e.kind(), format!("flow `{}`: cannot bind {}: {e}", cfg.flow, cfg.bind)))?;
+        if let Some(peer) = cfg.peer {
+            sock.connect(peer)?;
+        }
         set_int(&sock, libc::IPPROTO_IP, libc::IP_RECVTOS, 1)?;
         large_buffer(&sock, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF);
         sock.set_nonblocking(true)?;

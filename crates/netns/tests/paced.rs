@@ -45,6 +45,7 @@ fn run_flow(
         stop_ns: (stop_ms + 100) * MS,
         interval_ns: 100 * MS,
         cnp_interval_ns: rc.cnp_interval_ps().map(|p| p / 1000),
+        peer: None,
     })
     .unwrap();
     let recv = std::thread::spawn(move || {

@@ -33,11 +33,18 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             t.name
         )));
     }
-    if let Some(f) = sc.flows.iter().find(|f| f.rate_control.is_some()) {
+    if let Some(f) = sc
+        .flows
+        .iter()
+        .find(|f| f.rate_control.is_some() && (f.payload_bytes as usize) < mpsched_core::rate_wire::DATA_HEADER_BYTES)
+    {
         return Err(NetnsError::Unsupported(format!(
-            "flow `{}` is paced by a rate controller (`[flow.rate_control]`), which runs in the simulator only for now (the kernel's paced UDP sender is issue #30's next step); \
-             use --backend sim",
-            f.name
+            "flow `{}` is paced by a rate controller with {}-byte payloads; on the kernel each datagram carries its \
+             number and send time in its first {} bytes (crates/core/src/rate_wire.rs), so give it a `payload` of at \
+             least that",
+            f.name,
+            f.payload_bytes,
+            mpsched_core::rate_wire::DATA_HEADER_BYTES
         )));
     }
     if sc.flows.iter().any(|f| f.protocol == Protocol::Mptcp) {
@@ -74,8 +81,11 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
     }
     // Each bulk flow has its own iperf3 server, listening on the flow's port.
     let bulk: Vec<&Flow> = sc.flows.iter().filter(|f| !is_transfer(f)).collect();
+    // Paced flows' receivers share a port, each connected to its own sender.
+    let both_paced = |f: &Flow, g: &Flow| f.rate_control.is_some() && g.rate_control.is_some();
     for (k, f) in bulk.iter().enumerate() {
-        if let Some(g) = bulk[..k].iter().find(|g| g.dst == f.dst && g.dst_port == f.dst_port) {
+        let clash = |g: &&&Flow| g.dst == f.dst && g.dst_port == f.dst_port && !both_paced(f, g);
+        if let Some(g) = bulk[..k].iter().find(clash) {
             return Err(NetnsError::Unsupported(format!(
                 "flows `{}` and `{}` both go to port {} on `{}`; on the kernel each has its own iperf3 server \
                  there, so give one another `dst_port`",
@@ -114,7 +124,8 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
                 )));
             }
         }
-        if f.ecn == Ecn::Ce {
+        // The paced sender sets the whole TOS byte on its UDP socket, CE included.
+        if f.ecn == Ecn::Ce && f.rate_control.is_none() {
             return Err(NetnsError::Unsupported(format!(
                 "flow `{}` sends CE; iperf3 cannot",
                 f.name
