@@ -33,20 +33,6 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             t.name
         )));
     }
-    if let Some(f) = sc
-        .flows
-        .iter()
-        .find(|f| f.rate_control.is_some() && (f.payload_bytes as usize) < mpsched_core::rate_wire::DATA_HEADER_BYTES)
-    {
-        return Err(NetnsError::Unsupported(format!(
-            "flow `{}` is paced by a rate controller with {}-byte payloads; on the kernel each datagram carries its \
-             number and send time in its first {} bytes (crates/core/src/rate_wire.rs), so give it a `payload` of at \
-             least that",
-            f.name,
-            f.payload_bytes,
-            mpsched_core::rate_wire::DATA_HEADER_BYTES
-        )));
-    }
     if sc.flows.iter().any(|f| f.protocol == Protocol::Mptcp) {
         if ns::run("sh", &["-c", "command -v mptcpize"]).is_err() {
             return Err(NetnsError::Missing(
@@ -79,20 +65,7 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             f.link
         )));
     }
-    // Each bulk flow has its own iperf3 server, listening on the flow's port.
-    let bulk: Vec<&Flow> = sc.flows.iter().filter(|f| !is_transfer(f)).collect();
-    // Paced flows' receivers share a port, each connected to its own sender.
-    let both_paced = |f: &Flow, g: &Flow| f.rate_control.is_some() && g.rate_control.is_some();
-    for (k, f) in bulk.iter().enumerate() {
-        let clash = |g: &&&Flow| g.dst == f.dst && g.dst_port == f.dst_port && !both_paced(f, g);
-        if let Some(g) = bulk[..k].iter().find(clash) {
-            return Err(NetnsError::Unsupported(format!(
-                "flows `{}` and `{}` both go to port {} on `{}`; on the kernel each has its own iperf3 server \
-                 there, so give one another `dst_port`",
-                g.name, f.name, f.dst_port, sc.nodes[f.dst].name
-            )));
-        }
-    }
+    check_flow_ports(sc)?;
     // The traffic generator's servers listen on TG_PORT on every host that receives transfers.
     if let Some(f) = sc
         .flows
@@ -215,6 +188,41 @@ pub(super) fn warn_ignored(
             shown.push(line);
         }
     }
+}
+
+/// Refuse, before anything is made, flows whose receivers would clash on a port (each iperf3
+/// flow has its own server on its port; paced flows' receivers share one, each connected to
+/// its sender) and paced flows whose datagrams cannot hold the paced header.
+pub fn check_flow_ports(sc: &Scenario) -> Result<(), NetnsError> {
+    if let Some(f) = sc
+        .flows
+        .iter()
+        .find(|f| f.rate_control.is_some() && (f.payload_bytes as usize) < mpsched_core::rate_wire::DATA_HEADER_BYTES)
+    {
+        return Err(NetnsError::Unsupported(format!(
+            "flow `{}` is paced by a rate controller with {}-byte payloads; on the kernel each datagram carries its \
+             number and send time in its first {} bytes (crates/core/src/rate_wire.rs), so give it a `payload` of at \
+             least that",
+            f.name,
+            f.payload_bytes,
+            mpsched_core::rate_wire::DATA_HEADER_BYTES
+        )));
+    }
+    // Each bulk flow has its own iperf3 server, listening on the flow's port.
+    let bulk: Vec<&Flow> = sc.flows.iter().filter(|f| !is_transfer(f)).collect();
+    // Paced flows' receivers share a port, each connected to its own sender.
+    let both_paced = |f: &Flow, g: &Flow| f.rate_control.is_some() && g.rate_control.is_some();
+    for (k, f) in bulk.iter().enumerate() {
+        let clash = |g: &&&Flow| g.dst == f.dst && g.dst_port == f.dst_port && !both_paced(f, g);
+        if let Some(g) = bulk[..k].iter().find(clash) {
+            return Err(NetnsError::Unsupported(format!(
+                "flows `{}` and `{}` both go to port {} on `{}`; on the kernel each has its own iperf3 server \
+                 there, so give one another `dst_port`",
+                g.name, f.name, f.dst_port, sc.nodes[f.dst].name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Whether the kernel offers qdisc `kind` (tried on the loopback of a scratch namespace without
@@ -467,6 +475,36 @@ mod tests {
             strict_priority_for(&sc),
             None,
             "no probe without a strict-priority port"
+        );
+    }
+
+    /// Paced flows (`[flow.rate_control]`) run on the kernel: two of them may share a receiving
+    /// port, an iperf3 flow may not share one with them; a payload below the paced header is
+    /// refused by flow name before anything is made.
+    #[test]
+    fn paced_flows_share_ports_and_need_room_for_their_header() {
+        let text = |a: &str, b: &str| {
+            format!(
+                "[scenario]\nname = \"x\"\nduration = \"1s\"\n\
+                 [[node]]\nname = \"h1\"\nkind = \"host\"\n[[node]]\nname = \"h2\"\nkind = \"host\"\n\
+                 [[link]]\na = \"h1\"\nb = \"h2\"\nrate = \"10Mbps\"\n\
+                 [[flow]]\nname = \"a\"\nsrc = \"h1\"\ndst = \"h2\"\nrate = \"5Mbps\"\n{a}\n\
+                 [[flow]]\nname = \"b\"\nsrc = \"h1\"\ndst = \"h2\"\nrate = \"5Mbps\"\n{b}\n"
+            )
+        };
+        let check = |a: &str, b: &str| {
+            let sc = Scenario::from_toml(&text(a, b), "x.toml").unwrap();
+            check_flow_ports(&sc).map_err(|e| e.to_string())
+        };
+        let dcqcn = "rate_control = { cc = \"dcqcn\" }";
+        check(dcqcn, dcqcn).unwrap();
+        let e = check(dcqcn, "").unwrap_err();
+        assert!(e.contains("`a` and `b` both go to port 5201"), "{e}");
+        check("", "").unwrap_err();
+        let e = check(&format!("payload = \"16B\"\n{dcqcn}"), dcqcn).unwrap_err();
+        assert!(
+            e.contains("flow `a`") && e.contains("16-byte") && e.contains("24 bytes"),
+            "{e}"
         );
     }
 

@@ -32,9 +32,9 @@ mod setup;
 mod traffic;
 
 pub use checks::{
-    check_kernel_limits, check_port_queues, check_programs, ignored_on_the_kernel, kernel_accepts_qdisc,
-    kernel_has_qdisc, preflight, strict_priority_description, strict_priority_for, strict_priority_note,
-    MIN_KERNEL_RATE_BPS, MIN_KERNEL_SAMPLE_INTERVAL_PS,
+    check_flow_ports, check_kernel_limits, check_port_queues, check_programs, ignored_on_the_kernel,
+    kernel_accepts_qdisc, kernel_has_qdisc, preflight, strict_priority_description, strict_priority_for,
+    strict_priority_note, MIN_KERNEL_RATE_BPS, MIN_KERNEL_SAMPLE_INTERVAL_PS,
 };
 pub use cleanup::{clean, leftovers, owner_pid, Cleaned};
 pub use control::{ControlFn, Controller, KernelControl};
