@@ -363,6 +363,8 @@ struct Sender {
     /// The next interval to report and datagrams sent in the current one.
     next_k: u64,
     sent_in_k: u64,
+    /// When the socket was last read, ns after time zero.
+    drained_at: u64,
 }
 
 /// Run a paced sender until its stop time, writing [`Report`]s to `out`.
@@ -414,6 +416,7 @@ impl Sender {
             rate_ns: 0,
             next_k,
             sent_in_k: 0,
+            drained_at: 0,
         })
     }
 
@@ -445,7 +448,12 @@ impl Sender {
             .next_timer()
             .min(self.cfg.stop_ns)
             .min((self.next_k + 1) * self.cfg.interval_ns);
-        if next > self.clock.now() && wait_until(&self.sock, &self.clock, next)? {
+        let woken = next > self.clock.now() && wait_until(&self.sock, &self.clock, next)?;
+        // Datagrams closer together than the spin window never sleep in `ppoll`: look at the
+        // socket at least once per window all the same.
+        let now = self.clock.now();
+        if woken || now.saturating_sub(self.drained_at) >= SPIN_NS {
+            self.drained_at = now;
             self.drain(out)?;
         }
         Ok(())

@@ -150,6 +150,27 @@ fn ce_marked_datagrams_bring_cnps_at_most_one_per_interval_and_the_rate_falls() 
     assert!(st.sent_pkts < 500 * 3 / 4, "it sent slower: {st:?}");
 }
 
+/// Datagrams closer together than the sender's spin window (10 µs apart at 800 Mbit/s) never
+/// let it sleep in `ppoll`: the CNPs must reach it all the same.
+#[test]
+fn cnps_reach_a_sender_whose_datagrams_are_closer_than_its_spin_window() {
+    let line = 800_000_000;
+    let rc = RateControl::Dcqcn {
+        params: DcqcnParams {
+            increase_period_ns: 200 * MS,
+            alpha_period_ns: 200 * MS,
+            ..DcqcnParams::for_line_rate(line)
+        },
+        cnp_interval_ps: 50 * MS * 1000,
+    };
+    let (s, r) = run_flow(rc, 1000, 3, (0, 300), |_| {});
+    let (st, rt) = (sender_end(&s), receiver_end(&r));
+    eprintln!("sender {st:?}\nreceiver {rt:?}");
+    assert!(rt.cnps >= 3, "{rt:?}");
+    assert_eq!(st.cnps, rt.cnps, "every CNP reached the sender");
+    assert!(st.rate_bps <= line / 8, "three cuts at least: {st:?}");
+}
+
 /// PMQECN: a feedback datagram (measured 8 Mbit/s, target 2 Mbit/s) cuts the sender's rate to a
 /// quarter, and the datagrams slow to match; a CNP from a stranger is ignored.
 #[test]

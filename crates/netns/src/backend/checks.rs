@@ -127,8 +127,9 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
     )))
 }
 
-/// Settings of the scenario that only the simulator models, which a kernel run ignores: one
-/// line each, naming the setting and the flows that have it.
+/// Settings of the scenario that only the simulator models, which a kernel run ignores, and
+/// what a kernel run runs without (PMQECN's feedback): one line each, naming the setting and
+/// the flows that have it.
 pub fn ignored_on_the_kernel(sc: &Scenario) -> Vec<String> {
     let with = |has: fn(&TcpFlow) -> bool| -> Vec<&str> {
         sc.flows
@@ -153,6 +154,20 @@ pub fn ignored_on_the_kernel(sc: &Scenario) -> Vec<String> {
             "tcp.host_queue_limit (flows {}) is the simulator's model of a host's queue; the kernel ignores it \
              (its hosts queue in their own qdisc, whose limit is the link's queue)",
             names(&q)
+        ));
+    }
+    let pmqecn: Vec<&str> = sc
+        .flows
+        .iter()
+        .filter(|f| matches!(f.rate_control, Some(mpsched_scenario::RateControl::Pmqecn(_))))
+        .map(|f| f.name.as_str())
+        .collect();
+    if !pmqecn.is_empty() {
+        out.push(format!(
+            "rate_control.cc = \"pmqecn\" (flows {}): only a switch's rate feedback cuts PMQECN's reaction point, \
+             and no kernel switch program sends it yet (crates/core/src/rate_wire.rs is its format): these flows \
+             climb to their line rate by active increase",
+            names(&pmqecn)
         ));
     }
     let a = with(|t| t.config.abc_limit_segments.is_some());
@@ -444,6 +459,16 @@ mod tests {
         );
         let sc = Scenario::from_toml(&text(""), "x.toml").unwrap();
         assert!(ignored_on_the_kernel(&sc).is_empty());
+        // A PMQECN-paced flow is said to go uncut: no kernel switch sends its feedback.
+        let udp = text("").replace(
+            "protocol = \"tcp\"\n",
+            "rate = \"5Mbps\"\nrate_control = { cc = \"pmqecn\" }\n",
+        );
+        let w = ignored_on_the_kernel(&Scenario::from_toml(&udp, "x.toml").unwrap());
+        assert!(
+            w.len() == 1 && w[0].contains("flows `t`") && w[0].contains("no kernel switch"),
+            "{w:?}"
+        );
     }
 
     /// A run with strict-priority ports says how they are built, naming the first such link;
