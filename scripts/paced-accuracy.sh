@@ -16,10 +16,16 @@ secs=${2:-10}
 payload=${3:-1470}
 shift 3 || true
 rates=("${@:-10000000}")
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+# PACED_OUT=DIR keeps the last rate's configurations and report lines there.
+if [ -n "${PACED_OUT:-}" ]; then
+    out=$PACED_OUT
+    mkdir -p "$out"
+else
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
+fi
 for rate in "${rates[@]}"; do
-    t0=$(python3 -c 'import time; print(time.time_ns() + 500_000_000)')
+    t0=$(python3 -c 'import time; print(time.time_ns() + 1_000_000_000)')
     python3 - "$rate" "$t0" "$secs" "$payload" "$out" <<'EOF'
 import json, sys
 rate, t0, secs, payload, out = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
@@ -39,6 +45,8 @@ json.dump({"flow": "p", "bind": "127.0.0.1:7011", "t0_unix_ns": t0, "stop_ns": n
 EOF
     "$bin" trafficgen paced-recv <"$out/recv.json" >"$out/recv.jsonl" &
     recv=$!
+    # The sender starts once the receiver has bound (time zero is a second ahead).
+    until grep -q ':1B63 ' /proc/net/udp; do sleep 0.01; done
     /usr/bin/time -f "%e %U %S" -o "$out/time" "$bin" trafficgen paced-send <"$out/send.json" >"$out/send.jsonl"
     wait "$recv"
     python3 - "$rate" "$out" <<'EOF'
