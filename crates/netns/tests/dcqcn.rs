@@ -155,6 +155,7 @@ fn dcqcn_senders_converge_without_the_loss_a_constant_rate_sender_sees() {
         .iter()
         .find(|(k, _)| k.ends_with(".marked"));
     println!("kernel, DCQCN: {rc:?}, S1 {marked:?}");
+    println!("simulator, DCQCN: {:?}", sim_dcqcn.counters.get("rate-control"));
     let (kc, kd) = (&shapes[3].1, &shapes[4].1);
     assert!(
         kc.loss_pct > 20.0 && kc.max_queue_pkts >= 190,
