@@ -19,6 +19,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 _Static_assert(sizeof(struct mps_node) == MPS_SIZEOF_NODE, "struct mps_node");
+_Static_assert(sizeof(struct mps_rate_feedback) == MPS_SIZEOF_RATE_FEEDBACK, "struct mps_rate_feedback");
 _Static_assert(sizeof(struct mps_split) == MPS_SIZEOF_SPLIT, "struct mps_split");
 _Static_assert(sizeof(struct mps_confluence) == MPS_SIZEOF_CONFLUENCE, "struct mps_confluence");
 _Static_assert(sizeof(struct mps_marker) == MPS_SIZEOF_MARKER, "struct mps_marker");

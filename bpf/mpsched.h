@@ -184,4 +184,24 @@ struct mps_route_key {
 	__u32 addr;
 };
 
+/* Rate-controlled UDP flows' payloads (crates/core/src/rate_wire.rs is the specification; the
+ * Rust build checks these constants against it). Every payload starts with a big-endian magic;
+ * all fields are big-endian. A switch that notifies a paced sender (PMQECN, P4QCN) sends a
+ * struct mps_rate_feedback as the UDP payload to the data packet's source address and port,
+ * from UDP port 50011 (pmqecn's FEEDBACK_PORT). No program here sends one yet. */
+#define MPS_RATE_DATA_MAGIC 0x4d505244u     /* "MPRD": seq u64 and send time u64 at bytes 8 and 16 */
+#define MPS_RATE_CNP_MAGIC 0x4d50434eu      /* "MPCN": the CE-marked datagram's seq u64 at byte 8 */
+#define MPS_RATE_FEEDBACK_MAGIC 0x4d505246u /* "MPRF": struct mps_rate_feedback */
+#define MPS_RATE_DATA_HEADER_BYTES 24
+#define MPS_RATE_CNP_BYTES 16
+struct mps_rate_feedback {
+	__be32 magic;
+	__u8 queue;        /* the class (virtual queue) */
+	__u8 reserved;
+	__be16 qlen_pkts;  /* its packets waiting at the port */
+	__be32 measured_kbps; /* the class's measured arrival rate (lambda) */
+	__be32 target_kbps;   /* the rate it should arrive at (lambda*) */
+};
+#define MPS_SIZEOF_RATE_FEEDBACK 16
+
 #endif

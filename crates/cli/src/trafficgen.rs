@@ -1,9 +1,12 @@
 //! `mpsched trafficgen`: the netns backend's generator of fixed-size transfers (see
 //! `mpsched_netns::trafficgen`), run inside the host namespaces; usable alone between two
-//! machines as well.
+//! machines as well. `paced-send` and `paced-recv` are the two ends of a rate-controlled UDP
+//! flow (`mpsched_netns::paced`).
 
 use crate::UsageError;
+use mpsched_netns::paced::{self, Report};
 use mpsched_netns::trafficgen::{read_schedule, run_client, serve, Protocol, TG_PORT};
+use std::io::Write;
 use std::net::Ipv4Addr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -47,6 +50,14 @@ enum Role {
         #[arg(long)]
         mptcp: bool,
     },
+    /// Send a rate-controlled UDP flow, paced by its controller (DCQCN, PMQECN), until its stop
+    /// time; the configuration (`mpsched_netns::paced::SenderConfig`) as JSON on standard
+    /// input, one JSON line per report on standard output.
+    PacedSend,
+    /// Receive a rate-controlled UDP flow until the stop time, answering CE-marked datagrams
+    /// with CNPs (DCQCN); the configuration (`mpsched_netns::paced::ReceiverConfig`) as JSON on
+    /// standard input, one JSON line per report on standard output.
+    PacedRecv,
 }
 
 /// `mpsched trafficgen`.
@@ -69,7 +80,27 @@ pub fn trafficgen(a: TrafficgenArgs) -> anyhow::Result<()> {
             run_client(flows, t0, stop, port, protocol(mptcp), std::io::stdout());
             Ok(())
         }
+        Role::PacedSend => paced_role(|out| {
+            let cfg = paced::read_config(std::io::stdin().lock()).map_err(std::io::Error::other)?;
+            paced::run_sender(cfg, out)
+        }),
+        Role::PacedRecv => paced_role(|out| {
+            let cfg = paced::read_config(std::io::stdin().lock()).map_err(std::io::Error::other)?;
+            paced::run_receiver(cfg, out)
+        }),
     }
+}
+
+/// Run a paced end on standard output; a failure is also reported there as an `error` line,
+/// which is what the netns backend reads.
+fn paced_role(run: impl FnOnce(&mut std::io::StdoutLock<'static>) -> std::io::Result<()>) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let Err(e) = run(&mut out) else {
+        return Ok(());
+    };
+    let line = serde_json::to_string(&Report::Error { message: e.to_string() }).unwrap_or_default();
+    let _ = writeln!(out, "{line}");
+    Err(UsageError(e.to_string()).into())
 }
 
 fn protocol(mptcp: bool) -> Protocol {

@@ -92,6 +92,10 @@ const TESTS: &[(&str, fn())] = &[
         every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage,
     ),
     (
+        "dcqcn_paced_flows_run_through_the_binary_and_write_their_lines",
+        dcqcn_paced_flows_run_through_the_binary_and_write_their_lines,
+    ),
+    (
         "bench_dataplane_refuses_iperf_seconds_it_cannot_end",
         bench_dataplane_refuses_iperf_seconds_it_cannot_end,
     ),
@@ -1339,8 +1343,8 @@ fn interrupt_and_check(args: &[&str], sig: i32, when: Instant_, within: Duration
 
 /// Issue 27 (item 2 and the signal tests): every command that makes kernel state, interrupted
 /// with SIGINT and with SIGTERM before it has made anything, while it sets up, and while its
-/// traffic runs, exits as interrupted and leaves nothing: `run --backend netns` (iperf3 flows
-/// and traffic generator transfers), `compare` (also during its simulation, which it now leaves
+/// traffic runs, exits as interrupted and leaves nothing: `run --backend netns` (iperf3 flows,
+/// traffic generator transfers and DCQCN-paced flows), `compare` (also during its simulation, which it now leaves
 /// at once), `bench --dataplane` (which left its three
 /// namespaces, their programs and an `iperf3 -s` for ever) and `vectors check` on the eBPF
 /// programs (whose scratch namespaces stayed). `sweep` runs in the simulator only.
@@ -1354,7 +1358,8 @@ fn every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage() {
     let transfers = transfers.to_str().unwrap().to_string();
     let out = |n: &str| dir.join(n).to_str().unwrap().to_string();
     let vectors = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/vectors");
-    let (o1, o2, o3) = (out("run"), out("tg"), out("cmp"));
+    let (o1, o2, o3, o4) = (out("run"), out("tg"), out("cmp"), out("paced"));
+    let paced = concat!(env!("CARGO_MANIFEST_DIR"), "/../netns/tests/dcqcn-two-senders.toml");
     let commands: Vec<(Vec<&str>, Vec<Instant_>)> = vec![
         (
             vec![
@@ -1375,6 +1380,19 @@ fn every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage() {
         (
             vec!["run", &transfers, "--backend", "netns", "--no-plot", "--out", &o2],
             vec![Instant_::FirstNamespace, Instant_::Traffic(Duration::from_millis(500))],
+        ),
+        (
+            vec![
+                "run",
+                paced,
+                "--backend",
+                "netns",
+                "--ignore-delay",
+                "--no-plot",
+                "--out",
+                &o4,
+            ],
+            vec![Instant_::FirstNamespace, Instant_::Traffic(Duration::from_millis(700))],
         ),
         (
             vec![
@@ -1446,6 +1464,54 @@ fn every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage() {
             Duration::from_millis(500),
         );
     }
+}
+
+/// #30: flows paced by DCQCN run on the kernel through `mpsched trafficgen paced-send` /
+/// `paced-recv` (the binary's own roles): the summary has their loss, delay and the
+/// `rate-control` counters, the series their columns, `paced.jsonl` both ends' lines.
+fn dcqcn_paced_flows_run_through_the_binary_and_write_their_lines() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tmp("paced");
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/../netns/tests/dcqcn-two-senders.toml");
+    ok(&mpsched()
+        .args([
+            "run",
+            scenario,
+            "--backend",
+            "netns",
+            "--ignore-delay",
+            "--no-plot",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap());
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let rep = &summary["repetitions"][0];
+    let rc = &rep["counters"]["rate-control"];
+    for f in ["a", "b"] {
+        assert!(rc[format!("{f}.cnps")].as_u64().unwrap() > 0, "{rc}");
+        assert_eq!(rc[format!("{f}.notifications")], rc[format!("{f}.cnps")], "{rc}");
+    }
+    for fl in rep["flows"].as_array().unwrap() {
+        assert!(fl["loss_pct"].as_f64().unwrap() < 5.0, "{fl}");
+        assert!(fl["mean_owd_ms"].as_f64().unwrap() > 0.0, "{fl}");
+        assert!(fl["delivered_mbps"].as_f64().unwrap() > 2.0, "{fl}");
+    }
+    let series = std::fs::read_to_string(out.join("timeseries.csv")).unwrap();
+    let header = series.lines().next().unwrap();
+    assert!(header.contains("a_loss_pct,a_owd_ms,a_rate_mbps"), "{header}");
+    let lines = std::fs::read_to_string(out.join("paced.jsonl")).unwrap();
+    for want in [
+        r#""end":"sender""#,
+        r#""kind":"sender_end""#,
+        r#""kind":"receiver_end""#,
+        r#""flow":"b""#,
+    ] {
+        assert!(lines.contains(want), "{want} in paced.jsonl");
+    }
+    assert_clean("after the paced run");
 }
 
 /// Issue 27 item 2: `--iperf-seconds 0` is iperf3's "run for ever", and the benchmark never

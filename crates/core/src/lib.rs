@@ -18,6 +18,8 @@
 //! - [`sched`]: path schedulers (RS, WRR, DWRR, ECMP, single path).
 //! - [`marker`]: the egress ECN threshold marker.
 //! - [`feedback`]: the confluence point's CE counting and the feedback packet format.
+//! - [`rate_wire`]: the UDP payloads of rate-controlled flows (data, DCQCN's CNP, a switch's
+//!   rate feedback) on real networks.
 //! - [`switch`]: the multipath switch program that composes them by role.
 //! - [`frame`]: the same switch on whole frames, the reference for the eBPF program.
 //! - [`vectors`]: conformance vectors shared with the eBPF programs.
@@ -37,6 +39,7 @@ pub mod mptcp;
 pub mod packet;
 pub mod probe;
 pub mod program;
+pub mod rate_wire;
 pub mod rng;
 pub mod sched;
 pub mod switch;

@@ -163,6 +163,14 @@ const _: () = {
     assert!(std::mem::size_of::<PortStats>() as u64 == h::SIZEOF_PORT_STATS);
     assert!(std::mem::size_of::<RouteKey>() == 8);
     assert!(std::mem::size_of::<Ecmp>() as u64 == h::SIZEOF_ECMP);
+    // The paced flows' payloads (crates/core/src/rate_wire.rs).
+    use mpsched_core::rate_wire as rw;
+    assert!(h::RATE_DATA_MAGIC == rw::DATA_MAGIC as u64);
+    assert!(h::RATE_CNP_MAGIC == rw::CNP_MAGIC as u64);
+    assert!(h::RATE_FEEDBACK_MAGIC == rw::FEEDBACK_MAGIC as u64);
+    assert!(h::RATE_DATA_HEADER_BYTES == rw::DATA_HEADER_BYTES as u64);
+    assert!(h::RATE_CNP_BYTES == rw::CNP_BYTES as u64);
+    assert!(h::SIZEOF_RATE_FEEDBACK == rw::FEEDBACK_BYTES as u64);
 };
 
 /// Plain-old-data map values: viewed as bytes to write a map, read back from bytes.

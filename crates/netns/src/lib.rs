@@ -10,8 +10,10 @@
 //! - [`dataplane`]: load, configure, read, attach and detach one node's eBPF programs.
 //! - [`hosts`]: host namespaces' addresses, routes and MPTCP path managers.
 //! - [`ns`]: network namespaces and commands inside them.
+//! - [`paced`]: rate-controlled UDP flows' paced sender and receiver (`[flow.rate_control]`).
 //! - [`programs`]: which eBPF object each registered switch program loads, and how.
 //! - [`subflows`]: kernel MPTCP subflows' figures from `ss`.
+//! - [`trafficgen`]: fixed-size TCP transfers, one connection per flow.
 //! - [`vectors`]: conformance vectors through `BPF_PROG_TEST_RUN`.
 
 #![warn(missing_docs)]
@@ -23,6 +25,7 @@ pub mod dataplane;
 pub mod hosts;
 pub mod layout;
 pub mod ns;
+pub mod paced;
 pub mod programs;
 pub mod subflows;
 pub mod switchplane;

@@ -122,6 +122,41 @@ impl RateSender {
     }
 }
 
+/// DCQCN's notification point at a receiver: a CNP for a CE-marked packet, at most one per
+/// flow per `interval` (times in any one unit, the same for both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotificationPoint {
+    interval: u64,
+    last: Option<u64>,
+    sent: u64,
+}
+
+impl NotificationPoint {
+    /// A notification point that sends at most one CNP per `interval`.
+    pub fn new(interval: u64) -> Self {
+        NotificationPoint {
+            interval,
+            last: None,
+            sent: 0,
+        }
+    }
+
+    /// A data packet arrived at `now`, CE-marked or not: whether to send a CNP for it now.
+    pub fn on_packet(&mut self, now: u64, ce: bool) -> bool {
+        if !ce || self.last.is_some_and(|t| now.saturating_sub(t) < self.interval) {
+            return false;
+        }
+        self.last = Some(now);
+        self.sent += 1;
+        true
+    }
+
+    /// CNPs sent.
+    pub fn cnps_sent(&self) -> u64 {
+        self.sent
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,6 +202,19 @@ mod tests {
         // the rate towards its target at 105 us, after this window).
         assert_eq!(after, [60_000, 80_000]);
         assert_eq!(s.stats().notifications, 1);
+    }
+
+    #[test]
+    fn the_notification_point_answers_ce_at_most_once_per_interval() {
+        let mut np = NotificationPoint::new(50);
+        assert!(!np.on_packet(0, false), "no CE, no CNP");
+        assert!(np.on_packet(10, true));
+        assert!(!np.on_packet(59, true), "within the interval");
+        assert!(np.on_packet(60, true), "the interval has passed");
+        assert!(!np.on_packet(200, false));
+        assert!(np.on_packet(u64::MAX - 10, true));
+        assert!(!np.on_packet(u64::MAX, true), "no overflow at the clock's end");
+        assert_eq!(np.cnps_sent(), 3);
     }
 
     #[test]

@@ -33,13 +33,6 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             t.name
         )));
     }
-    if let Some(f) = sc.flows.iter().find(|f| f.rate_control.is_some()) {
-        return Err(NetnsError::Unsupported(format!(
-            "flow `{}` is paced by a rate controller (`[flow.rate_control]`), which runs in the simulator only for now (the kernel's paced UDP sender is issue #30's next step); \
-             use --backend sim",
-            f.name
-        )));
-    }
     if sc.flows.iter().any(|f| f.protocol == Protocol::Mptcp) {
         if ns::run("sh", &["-c", "command -v mptcpize"]).is_err() {
             return Err(NetnsError::Missing(
@@ -72,17 +65,7 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             f.link
         )));
     }
-    // Each bulk flow has its own iperf3 server, listening on the flow's port.
-    let bulk: Vec<&Flow> = sc.flows.iter().filter(|f| !is_transfer(f)).collect();
-    for (k, f) in bulk.iter().enumerate() {
-        if let Some(g) = bulk[..k].iter().find(|g| g.dst == f.dst && g.dst_port == f.dst_port) {
-            return Err(NetnsError::Unsupported(format!(
-                "flows `{}` and `{}` both go to port {} on `{}`; on the kernel each has its own iperf3 server \
-                 there, so give one another `dst_port`",
-                g.name, f.name, f.dst_port, sc.nodes[f.dst].name
-            )));
-        }
-    }
+    check_flow_ports(sc)?;
     // The traffic generator's servers listen on TG_PORT on every host that receives transfers.
     if let Some(f) = sc
         .flows
@@ -114,7 +97,8 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
                 )));
             }
         }
-        if f.ecn == Ecn::Ce {
+        // The paced sender sets the whole TOS byte on its UDP socket, CE included.
+        if f.ecn == Ecn::Ce && f.rate_control.is_none() {
             return Err(NetnsError::Unsupported(format!(
                 "flow `{}` sends CE; iperf3 cannot",
                 f.name
@@ -143,8 +127,9 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
     )))
 }
 
-/// Settings of the scenario that only the simulator models, which a kernel run ignores: one
-/// line each, naming the setting and the flows that have it.
+/// Settings of the scenario that only the simulator models, which a kernel run ignores, and
+/// what a kernel run runs without (PMQECN's feedback): one line each, naming the setting and
+/// the flows that have it.
 pub fn ignored_on_the_kernel(sc: &Scenario) -> Vec<String> {
     let with = |has: fn(&TcpFlow) -> bool| -> Vec<&str> {
         sc.flows
@@ -169,6 +154,20 @@ pub fn ignored_on_the_kernel(sc: &Scenario) -> Vec<String> {
             "tcp.host_queue_limit (flows {}) is the simulator's model of a host's queue; the kernel ignores it \
              (its hosts queue in their own qdisc, whose limit is the link's queue)",
             names(&q)
+        ));
+    }
+    let pmqecn: Vec<&str> = sc
+        .flows
+        .iter()
+        .filter(|f| matches!(f.rate_control, Some(mpsched_scenario::RateControl::Pmqecn(_))))
+        .map(|f| f.name.as_str())
+        .collect();
+    if !pmqecn.is_empty() {
+        out.push(format!(
+            "rate_control.cc = \"pmqecn\" (flows {}): only a switch's rate feedback cuts PMQECN's reaction point, \
+             and no kernel switch program sends it yet (crates/core/src/rate_wire.rs is its format): these flows \
+             climb to their line rate by active increase",
+            names(&pmqecn)
         ));
     }
     let a = with(|t| t.config.abc_limit_segments.is_some());
@@ -204,6 +203,41 @@ pub(super) fn warn_ignored(
             shown.push(line);
         }
     }
+}
+
+/// Refuse, before anything is made, flows whose receivers would clash on a port (each iperf3
+/// flow has its own server on its port; paced flows' receivers share one, each connected to
+/// its sender) and paced flows whose datagrams cannot hold the paced header.
+pub fn check_flow_ports(sc: &Scenario) -> Result<(), NetnsError> {
+    if let Some(f) = sc
+        .flows
+        .iter()
+        .find(|f| f.rate_control.is_some() && (f.payload_bytes as usize) < mpsched_core::rate_wire::DATA_HEADER_BYTES)
+    {
+        return Err(NetnsError::Unsupported(format!(
+            "flow `{}` is paced by a rate controller with {}-byte payloads; on the kernel each datagram carries its \
+             number and send time in its first {} bytes (crates/core/src/rate_wire.rs), so give it a `payload` of at \
+             least that",
+            f.name,
+            f.payload_bytes,
+            mpsched_core::rate_wire::DATA_HEADER_BYTES
+        )));
+    }
+    // Each bulk flow has its own iperf3 server, listening on the flow's port.
+    let bulk: Vec<&Flow> = sc.flows.iter().filter(|f| !is_transfer(f)).collect();
+    // Paced flows' receivers share a port, each connected to its own sender.
+    let both_paced = |f: &Flow, g: &Flow| f.rate_control.is_some() && g.rate_control.is_some();
+    for (k, f) in bulk.iter().enumerate() {
+        let clash = |g: &&&Flow| g.dst == f.dst && g.dst_port == f.dst_port && !both_paced(f, g);
+        if let Some(g) = bulk[..k].iter().find(clash) {
+            return Err(NetnsError::Unsupported(format!(
+                "flows `{}` and `{}` both go to port {} on `{}`; on the kernel each has its own iperf3 server \
+                 there, so give one another `dst_port`",
+                g.name, f.name, f.dst_port, sc.nodes[f.dst].name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Whether the kernel offers qdisc `kind` (tried on the loopback of a scratch namespace without
@@ -425,6 +459,16 @@ mod tests {
         );
         let sc = Scenario::from_toml(&text(""), "x.toml").unwrap();
         assert!(ignored_on_the_kernel(&sc).is_empty());
+        // A PMQECN-paced flow is said to go uncut: no kernel switch sends its feedback.
+        let udp = text("").replace(
+            "protocol = \"tcp\"\n",
+            "rate = \"5Mbps\"\nrate_control = { cc = \"pmqecn\" }\n",
+        );
+        let w = ignored_on_the_kernel(&Scenario::from_toml(&udp, "x.toml").unwrap());
+        assert!(
+            w.len() == 1 && w[0].contains("flows `t`") && w[0].contains("no kernel switch"),
+            "{w:?}"
+        );
     }
 
     /// A run with strict-priority ports says how they are built, naming the first such link;
@@ -456,6 +500,36 @@ mod tests {
             strict_priority_for(&sc),
             None,
             "no probe without a strict-priority port"
+        );
+    }
+
+    /// Paced flows (`[flow.rate_control]`) run on the kernel: two of them may share a receiving
+    /// port, an iperf3 flow may not share one with them; a payload below the paced header is
+    /// refused by flow name before anything is made.
+    #[test]
+    fn paced_flows_share_ports_and_need_room_for_their_header() {
+        let text = |a: &str, b: &str| {
+            format!(
+                "[scenario]\nname = \"x\"\nduration = \"1s\"\n\
+                 [[node]]\nname = \"h1\"\nkind = \"host\"\n[[node]]\nname = \"h2\"\nkind = \"host\"\n\
+                 [[link]]\na = \"h1\"\nb = \"h2\"\nrate = \"10Mbps\"\n\
+                 [[flow]]\nname = \"a\"\nsrc = \"h1\"\ndst = \"h2\"\nrate = \"5Mbps\"\n{a}\n\
+                 [[flow]]\nname = \"b\"\nsrc = \"h1\"\ndst = \"h2\"\nrate = \"5Mbps\"\n{b}\n"
+            )
+        };
+        let check = |a: &str, b: &str| {
+            let sc = Scenario::from_toml(&text(a, b), "x.toml").unwrap();
+            check_flow_ports(&sc).map_err(|e| e.to_string())
+        };
+        let dcqcn = "rate_control = { cc = \"dcqcn\" }";
+        check(dcqcn, dcqcn).unwrap();
+        let e = check(dcqcn, "").unwrap_err();
+        assert!(e.contains("`a` and `b` both go to port 5201"), "{e}");
+        check("", "").unwrap_err();
+        let e = check(&format!("payload = \"16B\"\n{dcqcn}"), dcqcn).unwrap_err();
+        assert!(
+            e.contains("flow `a`") && e.contains("16-byte") && e.contains("24 bytes"),
+            "{e}"
         );
     }
 

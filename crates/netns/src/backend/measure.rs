@@ -112,9 +112,13 @@ pub(super) fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, 
         .iter()
         .map(|(node, ifname)| rx_bytes(&live.nss[*node], ifname).unwrap_or(0))
         .collect();
-    // Fixed-size transfers run in the traffic generator, started before time zero with their
-    // schedules.
-    let mut started: Vec<bool> = sc.flows.iter().map(is_transfer).collect();
+    // Fixed-size transfers run in the traffic generator and paced flows in their own sender,
+    // both started before time zero.
+    let mut started: Vec<bool> = sc
+        .flows
+        .iter()
+        .map(|f| is_transfer(f) || super::paced::is_paced(f))
+        .collect();
     // When each iperf3 client really started, seconds after time zero.
     let mut started_at: Vec<Option<f64>> = vec![None; sc.flows.len()];
     let mut client_of: Vec<Option<usize>> = vec![None; sc.flows.len()];

@@ -7,8 +7,9 @@
 //! time, and its propagation delay), the eBPF switch
 //! program on every switch interface (the kernel's own forwarding stays off there, so every
 //! forwarding decision is the program's), the egress marker on the path interfaces that mark,
-//! static neighbour entries instead of ARP, iperf3 servers and UDP clients for the flows, and a
-//! sampler reading interface counters each second as bwm-ng does.
+//! static neighbour entries instead of ARP, iperf3 servers and UDP clients for the flows (the
+//! paced sender and receiver of `mpsched trafficgen` for rate-controlled ones), and a sampler
+//! reading interface counters each second as bwm-ng does.
 //!
 //! Everything made is removed when the run ends, fails or is interrupted: the namespaces are
 //! deleted (which takes their interfaces, qdiscs and attached programs with them), the traffic
@@ -16,22 +17,24 @@
 //!
 //! This module holds the public types, [`run`] and the [`NetnsBackend`]; the steps live beside
 //! it: `checks` (what is refused before anything is made), `setup` (namespaces, links, hosts,
-//! switches), `traffic` (iperf3 and the traffic generator), `measure` (the sampling loop),
+//! switches), `traffic` (iperf3 and the traffic generator), `paced` (rate-controlled flows),
+//! `measure` (the sampling loop),
 //! `results` (reports into the results schema) and `cleanup` (what failed runs left).
 
 mod checks;
 mod cleanup;
 mod control;
 mod measure;
+mod paced;
 mod queues;
 mod results;
 mod setup;
 mod traffic;
 
 pub use checks::{
-    check_kernel_limits, check_port_queues, check_programs, ignored_on_the_kernel, kernel_accepts_qdisc,
-    kernel_has_qdisc, preflight, strict_priority_description, strict_priority_for, strict_priority_note,
-    MIN_KERNEL_RATE_BPS, MIN_KERNEL_SAMPLE_INTERVAL_PS,
+    check_flow_ports, check_kernel_limits, check_port_queues, check_programs, ignored_on_the_kernel,
+    kernel_accepts_qdisc, kernel_has_qdisc, preflight, strict_priority_description, strict_priority_for,
+    strict_priority_note, MIN_KERNEL_RATE_BPS, MIN_KERNEL_SAMPLE_INTERVAL_PS,
 };
 pub use cleanup::{clean, leftovers, owner_pid, Cleaned};
 pub use control::{ControlFn, Controller, KernelControl};
@@ -129,6 +132,8 @@ pub struct NetnsRun {
     pub queue_tracking: Vec<(f64, String, PortId, u64, u64)>,
     /// The traffic generator's result per fixed-size transfer, by flow index.
     pub transfers: Vec<FlowResult>,
+    /// The paced flows' report lines (`paced.jsonl`), each with its flow and end.
+    pub paced: String,
 }
 
 /// A short random id for namespace names.
@@ -155,6 +160,8 @@ struct Live {
     tg_servers: Vec<usize>,
     /// Per flow, the child running the generator client of its sending host.
     tg_client_of: Vec<Option<usize>>,
+    /// Per paced flow, the child running its sender (its receiver is in `server_of`).
+    paced_sender_of: Vec<Option<usize>>,
     /// dumpcap processes and their files, stopped once the traffic has drained.
     captures: Vec<(Child, std::path::PathBuf)>,
 }
@@ -294,6 +301,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         server_of: vec![None; sc.flows.len()],
         tg_servers: Vec::new(),
         tg_client_of: vec![None; sc.flows.len()],
+        paced_sender_of: vec![None; sc.flows.len()],
         captures: Vec::new(),
     };
     b.namespaces(&mut live)?;
@@ -311,6 +319,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
     // started, so flows and samples began 0.3 s and more late, the paths' samples (taken on
     // the real clock) behind iperf3's reports (placed on the scenario's).
     let t0 = Instant::now() + GENERATOR_LEAD;
+    b.paced_flows(&mut live, t0)?;
     b.generator_clients(&mut live, t0)?;
     while Instant::now() < t0 {
         b.check_stop()?;
@@ -386,6 +395,10 @@ impl mpsched_run::Backend for NetnsBackend {
                 text.push('\n');
             }
             artifacts.push(("trafficgen.jsonl".to_string(), text));
+        }
+        if !res.paced.is_empty() {
+            // The paced flows' own lines: rates, feedback, per-interval arrivals, totals.
+            artifacts.push(("paced.jsonl".to_string(), res.paced));
         }
         Ok(mpsched_run::RunResult {
             figures: res.figures,

@@ -2,6 +2,7 @@
 //! shared results schema (figures per flow and path, the time series).
 
 use super::measure::Samples;
+use super::paced::{is_paced, paced_columns, paced_counters, paced_figures, PacedOutput};
 use super::setup::link_model;
 use super::{is_transfer, Build, Live, NetnsError, NetnsRun, PS_PER_S};
 use crate::trafficgen::FlowResult;
@@ -27,6 +28,10 @@ pub(super) fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[Strin
     }
     let mut flow_series: Vec<Vec<f64>> = Vec::new();
     let mut tcp_series: Vec<(String, Vec<Vec<f64>>)> = Vec::new();
+    // Paced flows' extra columns (loss, delay, rate) by flow, their counters and their lines.
+    let mut paced_series: Vec<(String, Vec<Vec<f64>>)> = Vec::new();
+    let mut rate_counters: BTreeMap<String, u64> = BTreeMap::new();
+    let mut paced_lines = String::new();
     let generated = generator_results(live, outputs);
     for (fi, f) in sc.flows.iter().enumerate() {
         if let (Some(t), true) = (&f.tcp, is_transfer(f)) {
@@ -35,6 +40,16 @@ pub(super) fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[Strin
             flow_series.push(col);
             // No window, RTT or retransmission columns: the generator samples a transfer once,
             // at its end, not every interval (they were columns of zeros).
+            continue;
+        }
+        if is_paced(f) {
+            let out = PacedOutput::read(f, fi, live, outputs)?;
+            flows.push(paced_figures(f, &out)?);
+            let c = paced_columns(&out, intervals, sample_every.as_secs_f64());
+            flow_series.push(c.mbps);
+            paced_series.push((f.name.clone(), vec![c.loss_pct, c.owd_ms, c.rate_mbps]));
+            rate_counters.extend(paced_counters(f, &out));
+            paced_lines.push_str(&out.jsonl(&f.name));
             continue;
         }
         let out = live.server_of[fi].map_or("", |ci| outputs[ci].as_str());
@@ -81,6 +96,11 @@ pub(super) fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[Strin
             series_cols.push(format!("{name}_{k}"));
         }
     }
+    for (name, _) in &paced_series {
+        for k in PACED_COLUMNS {
+            series_cols.push(format!("{name}_{k}"));
+        }
+    }
     series_cols.extend(reg_names.iter().cloned());
     let mut rows = Vec::new();
     for t in 0..intervals {
@@ -91,7 +111,7 @@ pub(super) fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[Strin
         for f in &flow_series {
             row.push(round(f[t], 4));
         }
-        for (_, cols) in &tcp_series {
+        for (_, cols) in tcp_series.iter().chain(&paced_series) {
             for c in cols {
                 row.push(round(c[t], 4));
             }
@@ -138,6 +158,9 @@ pub(super) fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[Strin
             );
         }
     }
+    if !rate_counters.is_empty() {
+        counters.insert("rate-control".into(), rate_counters);
+    }
     Ok(NetnsRun {
         figures: RunFigures {
             tunnels: Vec::new(),
@@ -160,8 +183,12 @@ pub(super) fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[Strin
         },
         queue_tracking: samples.queue_tracking,
         transfers: generated.into_values().collect(),
+        paced: paced_lines,
     })
 }
+
+/// A paced flow's columns after the TCP flows', each `<flow>_<suffix>`.
+const PACED_COLUMNS: [&str; 3] = ["loss_pct", "owd_ms", "rate_mbps"];
 
 /// A UDP flow's figures and per-interval goodput from its iperf3 server report.
 pub(super) fn udp_flow_figures(

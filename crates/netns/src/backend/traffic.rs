@@ -26,6 +26,9 @@ impl Build<'_> {
                 }
                 continue;
             }
+            if super::paced::is_paced(f) {
+                continue; // its receiver starts with its sender (`paced_flows`)
+            }
             let addr = ipv4_to_string(sc.flow_addresses(self.w, f).1);
             let port = f.dst_port.to_string();
             let args = ["-s", "-1", "-J", "-i", &report_interval(sc), "-B", &addr, "-p", &port];

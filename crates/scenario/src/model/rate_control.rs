@@ -3,13 +3,16 @@
 
 use super::*;
 use crate::schema::RawRateControl;
-use mpsched_transport::cc::{DcqcnParams, PmqecnRpParams};
+use mpsched_transport::cc::{CongestionControl, Dcqcn, DcqcnParams, PmqecnRp, PmqecnRpParams};
+use mpsched_transport::rate::RateSender;
 
 /// The receiver's CNPs, at most one per flow per this by default (DCQCN's notification point).
 pub const DEFAULT_CNP_INTERVAL_PS: u64 = 50_000_000;
 
-/// How a UDP flow's rate is controlled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a UDP flow's rate is controlled. Serialised (JSON) as `{"cc": "dcqcn", ...}` or
+/// `{"cc": "pmqecn", ...}`: how the kernel backend hands it to its paced sender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "cc", rename_all = "lowercase")]
 pub enum RateControl {
     /// DCQCN's reaction point; the receiver returns a CNP for a CE-marked packet, at most one
     /// per `cnp_interval_ps`.
@@ -21,6 +24,28 @@ pub enum RateControl {
     },
     /// PMQECN's reaction point (Algorithm 3), cut by switches' feedback.
     Pmqecn(PmqecnRpParams),
+}
+
+impl RateControl {
+    /// The sender of a flow paced by this controller: `payload_bytes` datagrams (what the rate
+    /// counts), the first due at `start_ns`, the controller's clock starting there. The
+    /// simulator and the kernel's paced sender both build theirs here.
+    pub fn sender(&self, payload_bytes: u32, start_ns: u64) -> Result<RateSender, String> {
+        let cc: Box<dyn CongestionControl> = match *self {
+            RateControl::Dcqcn { params, .. } => Box::new(Dcqcn::new(params)),
+            RateControl::Pmqecn(p) => Box::new(PmqecnRp::new(p, start_ns)),
+        };
+        RateSender::new(cc, payload_bytes, start_ns)
+    }
+
+    /// The receiver's CNP spacing, ps: DCQCN's notification point; None where the receiver
+    /// sends no CNPs (PMQECN: switches notify).
+    pub fn cnp_interval_ps(&self) -> Option<u64> {
+        match *self {
+            RateControl::Dcqcn { cnp_interval_ps, .. } => Some(cnp_interval_ps),
+            RateControl::Pmqecn(_) => None,
+        }
+    }
 }
 
 /// Parse `[flow.rate_control]` for a flow of at most `rate_bps`.

@@ -8,8 +8,7 @@ use crate::packet::CONTROL_FLOW;
 use mpsched_core::packet::Ecn;
 use mpsched_programs::pmqecn::cp::FEEDBACK_PORT;
 use mpsched_scenario::RateControl;
-use mpsched_transport::cc::{CongestionControl, Dcqcn, PmqecnRp};
-use mpsched_transport::rate::RateSender;
+use mpsched_transport::rate::{NotificationPoint, RateSender};
 
 /// UDP port of DCQCN's congestion notification packets (RoCE v2's).
 pub const CNP_PORT: u16 = 4791;
@@ -19,11 +18,8 @@ const CNP_WIRE_BYTES: u32 = 64;
 /// A rate-controlled flow's sender and its receiver's notification point.
 pub(super) struct RateFlow {
     sender: RateSender,
-    /// DCQCN: the receiver's CNP spacing, ps (None: the receiver sends none).
-    cnp_interval_ps: Option<u64>,
-    last_cnp_ps: Option<TimePs>,
-    /// CNPs the receiver sent.
-    cnps_sent: u64,
+    /// DCQCN: the receiver's notification point, in ps (None: the receiver sends no CNPs).
+    np: Option<NotificationPoint>,
     /// The receiving host and its port back towards the source.
     dst_node: u32,
     back_port: PortId,
@@ -39,20 +35,12 @@ impl RateFlow {
         dst_node: u32,
         back_port: PortId,
     ) -> Self {
-        let start_ns = start_ps / 1000;
-        let (cc, cnp_interval_ps): (Box<dyn CongestionControl>, _) = match *rc {
-            RateControl::Dcqcn {
-                params,
-                cnp_interval_ps,
-            } => (Box::new(Dcqcn::new(params)), Some(cnp_interval_ps)),
-            RateControl::Pmqecn(p) => (Box::new(PmqecnRp::new(p, start_ns)), None),
-        };
-        let sender = RateSender::new(cc, payload_bytes, start_ns).expect("rate controllers pace; payloads are above 0");
+        let sender = rc
+            .sender(payload_bytes, start_ps / 1000)
+            .expect("rate controllers pace; payloads are above 0");
         RateFlow {
             sender,
-            cnp_interval_ps,
-            last_cnp_ps: None,
-            cnps_sent: 0,
+            np: rc.cnp_interval_ps().map(NotificationPoint::new),
             dst_node,
             back_port,
         }
@@ -66,7 +54,7 @@ impl RateFlow {
     /// Counters for the run's results: `<flow>.cnps`, `<flow>.notifications`, `<flow>.rate_bps`.
     pub(super) fn counters(&self, flow: &str) -> Vec<(String, u64)> {
         vec![
-            (format!("{flow}.cnps"), self.cnps_sent),
+            (format!("{flow}.cnps"), self.np.map_or(0, |np| np.cnps_sent())),
             (format!("{flow}.notifications"), self.sender.stats().notifications),
             (
                 format!("{flow}.rate_bps"),
@@ -105,14 +93,9 @@ impl Simulation {
         let Some(rf) = f.rate.as_mut() else {
             return;
         };
-        let Some(gap) = rf.cnp_interval_ps else {
-            return;
-        };
-        if ecn != Ecn::Ce || rf.last_cnp_ps.is_some_and(|t| now < t + gap) {
+        if !rf.np.as_mut().is_some_and(|np| np.on_packet(now, ecn == Ecn::Ce)) {
             return;
         }
-        rf.last_cnp_ps = Some(now);
-        rf.cnps_sent += 1;
         let (node, port) = (rf.dst_node, rf.back_port);
         let m = &f.meta;
         let meta = PacketMeta::udp(m.dst_ip, m.src_ip, CNP_PORT, m.src_port, CNP_WIRE_BYTES);

@@ -18,7 +18,7 @@ const ALPHA_ONE: u64 = 1 << 20;
 /// DCQCN's parameters. Every one is a knob; the defaults are illustrative values for a
 /// 10-100 Gbit/s data centre in the range DCQCN's paper discusses, and a scenario that
 /// reproduces a paper sets that paper's own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DcqcnParams {
     /// The rate a flow starts at and never exceeds (the line rate).
     pub line_rate_bps: u64,

@@ -19,7 +19,7 @@ use super::{AckEvent, CongestionControl, CongestionSignal};
 use crate::TimeNs;
 
 /// The reaction point's parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PmqecnRpParams {
     /// The rate a flow starts at (Algorithm 3: 1 Mbit/s).
     pub initial_rate_bps: u64,
