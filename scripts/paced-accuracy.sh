@@ -9,12 +9,13 @@
 # never notified (so its rate is constant), SECONDS long. Prints the sender's asked and achieved
 # Mbit/s, how late datagrams left (mean, max), the sending thread's CPU time and its CPU time per
 # datagram, the process's wall / user / system seconds (/usr/bin/time, which include waiting for
-# time zero), and what the receiver counted.
+# time zero and the 200 ms the sender listens for late notifications), and what the receiver
+# counted.
 set -euo pipefail
 bin=${1:-target/release/mpsched}
 secs=${2:-10}
 payload=${3:-1470}
-shift 3 || true
+shift $(($# < 3 ? $# : 3))
 rates=("${@:-10000000}")
 # PACED_OUT=DIR keeps the last rate's configurations and report lines there.
 if [ -n "${PACED_OUT:-}" ]; then
@@ -45,8 +46,11 @@ json.dump({"flow": "p", "bind": "127.0.0.1:7011", "t0_unix_ns": t0, "stop_ns": n
 EOF
     "$bin" trafficgen paced-recv <"$out/recv.json" >"$out/recv.jsonl" &
     recv=$!
-    # The sender starts once the receiver has bound (time zero is a second ahead).
-    until grep -q ':1B63 ' /proc/net/udp; do sleep 0.01; done
+    # A failing sender (set -e) must not leave the receiver running.
+    trap 'kill "$recv" 2>/dev/null || true; [ -n "${PACED_OUT:-}" ] || rm -rf "$out"' EXIT
+    # The sender starts once the receiver has bound (time zero is a second ahead), within 5 s.
+    for _ in $(seq 500); do grep -q ':1B63 ' /proc/net/udp && break; sleep 0.01; done
+    grep -q ':1B63 ' /proc/net/udp || { echo "the receiver did not bind 127.0.0.1:7011" >&2; exit 1; }
     /usr/bin/time -f "%e %U %S" -o "$out/time" "$bin" trafficgen paced-send <"$out/send.json" >"$out/send.jsonl"
     wait "$recv"
     python3 - "$rate" "$out" <<'EOF'

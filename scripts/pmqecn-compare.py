@@ -47,11 +47,14 @@ def measure(folder, trim_s):
     duration = summary["duration_s"]
     rates = per_second(rows, [f"{f['id']}_mbps" for f in flows])
     steady = [v for s, v in rates.items() if trim_s <= s < duration - trim_s]
+    if not steady:
+        sys.exit(f"{folder}: a {duration:g} s run has no steady middle with --trim {trim_s:g}")
     mean = statistics.fmean(steady)
     sd = statistics.stdev(steady) if len(steady) > 1 else 0.0
     reps = summary["repetitions"][0]["flows"]
     delivered = sum(f["delivered_pkts"] for f in reps)
-    owd = sum(f["mean_owd_ms"] * f["delivered_pkts"] for f in reps) / max(delivered, 1)
+    # A flow that delivered nothing has no delay (null): it weighs nothing.
+    owd = sum((f["mean_owd_ms"] or 0.0) * f["delivered_pkts"] for f in reps) / max(delivered, 1)
     return {
         "queue_max": max(r["bottleneck_queue_max_pkts"] for r in rows),
         "queue_mean": statistics.fmean(r["bottleneck_queue_pkts"] for r in rows),

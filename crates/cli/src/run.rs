@@ -815,7 +815,7 @@ fn list_programs() -> anyhow::Result<()> {
             ParamKind::Rate => mpsched_scenario::units::format_rate_bps(p.default),
             ParamKind::Bytes => format!("{}B", p.default),
             ParamKind::Count => p.default.to_string(),
-            ParamKind::Choice(names) => format!("\"{}\"", names.get(p.default as usize).unwrap_or(&"?")),
+            ParamKind::Choice(_) => format!("\"{}\"", p.kind.choice_name(p.default).unwrap_or("?")),
         };
         outln!("  {:<10}   {} = {v:<10} {}", "", p.name, p.doc);
         Ok(())

@@ -100,7 +100,8 @@ fn paced_role(run: impl FnOnce(&mut std::io::StdoutLock<'static>) -> std::io::Re
     };
     let line = serde_json::to_string(&Report::Error { message: e.to_string() }).unwrap_or_default();
     let _ = writeln!(out, "{line}");
-    Err(UsageError(e.to_string()).into())
+    // A run-time failure (a port taken, the network): not a usage error.
+    Err(anyhow::Error::new(e))
 }
 
 fn protocol(mptcp: bool) -> Protocol {

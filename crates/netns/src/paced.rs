@@ -367,7 +367,16 @@ struct Sender {
     drained_at: u64,
 }
 
-/// Run a paced sender until its stop time, writing [`Report`]s to `out`.
+/// The most losses one datagram's number may stand for (a gap of 2^32 is more than any run
+/// sends; a larger jump is a stray or forged number).
+const MAX_SEQ_JUMP: u64 = 1 << 32;
+
+/// How long a sender still reads its socket after its stop time, ns: longer than any round
+/// trip the receiver's last notifications take, well within the receiver's drain.
+pub const NOTIFY_GRACE_NS: u64 = 200_000_000;
+
+/// Run a paced sender until its stop time, then read notifications for [`NOTIFY_GRACE_NS`],
+/// writing [`Report`]s to `out`.
 pub fn run_sender(cfg: SenderConfig, out: &mut impl Write) -> io::Result<()> {
     let mut s = Sender::new(cfg)?;
     fine_timer_slack();
@@ -378,6 +387,18 @@ pub fn run_sender(cfg: SenderConfig, out: &mut impl Write) -> io::Result<()> {
         s.step(out)?;
     }
     s.report_intervals(out, s.cfg.stop_ns)?;
+    // The receiver answers what it got until its own stop: a CNP for a datagram sent in the
+    // last round trip is still in flight. Listen (sending nothing) so that it is counted.
+    let listen_until = s.cfg.stop_ns.saturating_add(NOTIFY_GRACE_NS);
+    loop {
+        let now = s.clock.now();
+        if now >= listen_until {
+            break;
+        }
+        if readable_within(&s.sock, listen_until - now)? {
+            s.drain(out)?;
+        }
+    }
     let cpu1 = thread_cpu_s();
     let totals = s.totals(cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
     emit(out, &Report::SenderEnd(totals))
@@ -447,7 +468,7 @@ impl Sender {
             .rs
             .next_timer()
             .min(self.cfg.stop_ns)
-            .min((self.next_k + 1) * self.cfg.interval_ns);
+            .min((self.next_k + 1).saturating_mul(self.cfg.interval_ns));
         let woken = next > self.clock.now() && wait_until(&self.sock, &self.clock, next)?;
         // Datagrams closer together than the spin window never sleep in `ppoll`: look at the
         // socket at least once per window all the same.
@@ -484,7 +505,7 @@ impl Sender {
 
     /// A line for every sample interval that ended by `now`.
     fn report_intervals(&mut self, out: &mut impl Write, now: u64) -> io::Result<()> {
-        while (self.next_k + 1) * self.cfg.interval_ns <= now {
+        while (self.next_k + 1).saturating_mul(self.cfg.interval_ns) <= now {
             let r = Report::SenderInterval {
                 k: self.next_k,
                 rate_bps: self.rate_bps(),
@@ -619,8 +640,11 @@ impl Arrivals {
         c.ce += u64::from(ce);
         c.cnps += u64::from(cnp);
         if h.seq >= self.expected {
-            c.lost += (h.seq - self.expected) as i64;
-            self.expected = h.seq + 1;
+            // A number from anywhere on the network: a jump past what any run sends is not
+            // taken as that many losses, and the last number never overflows.
+            let gap = (h.seq - self.expected).min(MAX_SEQ_JUMP);
+            c.lost += gap as i64;
+            self.expected = h.seq.saturating_add(1);
         } else {
             // Late: it fills a gap counted as lost when a higher number came.
             c.lost -= 1;
@@ -788,7 +812,8 @@ impl Receiver {
                 break;
             }
             let Some(got) = recv_with_tos(&self.sock, &mut buf)? else {
-                let next = (now / self.cfg.interval_ns.max(1) + 1) * self.cfg.interval_ns.max(1);
+                let step = self.cfg.interval_ns.max(1);
+                let next = (now / step + 1).saturating_mul(step);
                 readable_within(&self.sock, next.min(self.cfg.stop_ns).saturating_sub(now).max(1))?;
                 continue;
             };

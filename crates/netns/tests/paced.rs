@@ -14,6 +14,22 @@ use std::time::{Duration, SystemTime};
 
 const MS: u64 = 1_000_000;
 
+/// Senders spin on a core near each send: two at once on a two-core machine would stall each
+/// other. One flow at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Counts a paced sender on a loaded machine may miss: it never banks the time a stall took,
+/// so it sends up to this fraction fewer than asked, never more. Stalls of 45 ms were seen on
+/// this shared two-core machine while another build ran; a pacer off by a factor (a wrong gap)
+/// still fails.
+const STALL_SLACK: f64 = 0.2;
+
+/// Whether `n` is `want` or up to [`STALL_SLACK`] below it (and at most 2 above: rounding at
+/// the window's ends).
+fn paced_count(n: u64, want: u64) -> bool {
+    n <= want + 2 && n as f64 >= want as f64 * (1.0 - STALL_SLACK) - 2.0
+}
+
 /// A UDP port free on loopback now.
 fn free_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -95,6 +111,7 @@ fn receiver_end(r: &[Report]) -> mpsched_netns::paced::ReceiverTotals {
 /// go at that rate, each numbered, none lost, with a one-way delay measured.
 #[test]
 fn a_paced_sender_keeps_its_controller_rate_and_the_receiver_counts_every_datagram() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let rc = RateControl::Dcqcn {
         params: DcqcnParams::for_line_rate(8_000_000),
         cnp_interval_ps: 50_000_000,
@@ -103,9 +120,12 @@ fn a_paced_sender_keeps_its_controller_rate_and_the_receiver_counts_every_datagr
     let (st, rt) = (sender_end(&s), receiver_end(&r));
     eprintln!("sender {st:?}\nreceiver {rt:?}");
     // 1000 bytes at 8 Mbit/s: one per ms.
-    assert!(st.sent_pkts.abs_diff(1000) <= 2, "{st:?}");
+    assert!(paced_count(st.sent_pkts, 1000), "{st:?}");
     assert!((st.asked_mbps - 8.0).abs() < 1e-6, "{st:?}");
-    assert!((st.achieved_mbps - 8.0).abs() < 0.05, "{st:?}");
+    assert!(
+        st.achieved_mbps <= 8.02 && st.achieved_mbps >= 8.0 * (1.0 - STALL_SLACK),
+        "{st:?}"
+    );
     assert_eq!(
         (rt.pkts, rt.expected_pkts, rt.reordered_pkts),
         (st.sent_pkts, st.sent_pkts, 0)
@@ -121,7 +141,8 @@ fn a_paced_sender_keeps_its_controller_rate_and_the_receiver_counts_every_datagr
         .collect();
     assert_eq!(per_interval.len(), 11, "{per_interval:?}");
     assert!(
-        per_interval[1..9].iter().all(|&n| n.abs_diff(100) <= 3),
+        per_interval[1..9].iter().all(|&n| n <= 102)
+            && per_interval[1..9].iter().sum::<u64>() as f64 >= 800.0 * (1.0 - STALL_SLACK),
         "{per_interval:?}"
     );
 }
@@ -130,6 +151,7 @@ fn a_paced_sender_keeps_its_controller_rate_and_the_receiver_counts_every_datagr
 /// answers at most one per CNP interval; each CNP reaches the sender and cuts its rate.
 #[test]
 fn ce_marked_datagrams_bring_cnps_at_most_one_per_interval_and_the_rate_falls() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let line = 8_000_000;
     let rc = RateControl::Dcqcn {
         params: DcqcnParams {
@@ -154,6 +176,7 @@ fn ce_marked_datagrams_bring_cnps_at_most_one_per_interval_and_the_rate_falls() 
 /// let it sleep in `ppoll`: the CNPs must reach it all the same.
 #[test]
 fn cnps_reach_a_sender_whose_datagrams_are_closer_than_its_spin_window() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let line = 800_000_000;
     let rc = RateControl::Dcqcn {
         params: DcqcnParams {
@@ -175,6 +198,7 @@ fn cnps_reach_a_sender_whose_datagrams_are_closer_than_its_spin_window() {
 /// quarter, and the datagrams slow to match; a CNP from a stranger is ignored.
 #[test]
 fn a_hand_crafted_pmqecn_feedback_cuts_the_rate_by_target_over_measured() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let p = PmqecnRpParams {
         initial_rate_bps: 4_000_000,
         cycle_ns: 100_000 * MS,
@@ -221,8 +245,16 @@ fn a_hand_crafted_pmqecn_feedback_cuts_the_rate_by_target_over_measured() {
             _ => None,
         })
         .collect();
-    assert!(sent[1..4].iter().all(|&n| n.abs_diff(100) <= 3), "{sent:?}");
-    assert!(sent[6..10].iter().all(|&n| n.abs_diff(25) <= 2), "{sent:?}");
+    // Never above the rate; and a quarter of it after, which a stall here or there (it
+    // loses its slot, never made up) does not hide over 300 and 400 ms.
+    assert!(
+        sent[1..4].iter().all(|&n| n <= 102) && sent[6..10].iter().all(|&n| n <= 27),
+        "{sent:?}"
+    );
+    let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len() as f64;
+    let ratio = mean(&sent[1..4]) / mean(&sent[6..10]);
+    assert!((3.2..=4.4).contains(&ratio), "{ratio:.2}: {sent:?}");
+    assert!(mean(&sent[6..10]) >= 25.0 * (1.0 - STALL_SLACK), "{sent:?}");
     let rt = receiver_end(&r);
     assert_eq!(rt.pkts, st.sent_pkts);
 }

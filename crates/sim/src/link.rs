@@ -200,8 +200,8 @@ pub struct LinkStats {
     pub rx_bytes_interval: u64,
     /// Largest queue depth seen.
     pub max_depth_pkts: u32,
-    /// Most packets waiting at the port, all its queues together, since the last sample
-    /// (kept on named links only, which the time series shows).
+    /// Most packets waiting at the port, all its queues together, since the last sample (kept
+    /// on every link; the time series shows and resets it on named links).
     pub max_port_pkts_interval: u32,
 }
 

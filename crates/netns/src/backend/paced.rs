@@ -98,6 +98,14 @@ impl Build<'_> {
                 let ci = live.server_of[fi].unwrap_or(usize::MAX);
                 let exited = live.children.get_mut(ci).and_then(|c| c.try_wait().ok().flatten());
                 if exited.is_some() || Instant::now() > deadline {
+                    // A receiver still running past the deadline would hold its reader (and
+                    // this run) until its stop: end it first.
+                    if exited.is_none() {
+                        if let Some(c) = live.children.get_mut(ci) {
+                            let _ = c.kill();
+                            let _ = c.wait();
+                        }
+                    }
                     let said = live
                         .readers
                         .get_mut(ci)

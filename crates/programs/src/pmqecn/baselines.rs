@@ -4,7 +4,8 @@
 //!
 //! - `dcqcn`: DCQCN's CP (Zhu et al., SIGCOMM 2015): at egress, an ECN-capable packet is marked
 //!   CE with probability 0 below `kmin` packets in the queue it found, rising linearly to
-//!   `pmax` at `kmax`, 1 above. The paper's single threshold is `kmin = kmax = 11`.
+//!   `pmax` at `kmax`, 1 above. The paper's single threshold is `kmin = kmax = 11` with `pmax`
+//!   100 %: every ECN-capable packet that found 11 or more is marked.
 //! - `tcn`: TCN's marking (Bai et al., CoNEXT 2016): at dequeue, CE when the packet's sojourn
 //!   exceeds `sojourn`.
 //! - `p4qcn`: P4QCN's CP (Geng, Yan & Zhang, 2019): QCN's feedback computed in the switch and
@@ -67,7 +68,7 @@ const DCQCN_PARAMS: [Param; 4] = [
         max: 1 << 20,
         power_of_two: false,
         multiple_of: 1,
-        doc: "packets in the queue from which every ECN-capable packet is marked",
+        doc: "packets in the queue at which the probability reaches pmax_pct (above it, every ECN-capable packet is marked)",
     },
     Param {
         name: "pmax_pct",
@@ -206,14 +207,19 @@ impl Baseline {
         self.counters
     }
 
-    /// DCQCN's marking probability for a packet that found `q` packets, in millionths.
+    /// DCQCN's marking probability for a packet that found `q` packets, in millionths: 0
+    /// below `kmin`, rising linearly to `pmax_pct` at `kmax` (`pmax_pct` from `kmin` when the
+    /// two are equal), 1 above `kmax`.
     pub fn red_ppm(q: u32, kmin: u32, kmax: u32, pmax_pct: u32) -> u64 {
+        let pmax = u64::from(pmax_pct) * 10_000;
         if q < kmin {
             0
-        } else if q >= kmax {
+        } else if q > kmax {
             1_000_000
+        } else if kmax == kmin {
+            pmax
         } else {
-            u64::from(pmax_pct) * 10_000 * u64::from(q - kmin) / u64::from(kmax - kmin)
+            pmax * u64::from(q - kmin) / u64::from(kmax - kmin)
         }
     }
 
@@ -479,14 +485,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dcqcn_marks_nothing_below_kmin_everything_from_kmax_and_a_line_between() {
+    fn dcqcn_marks_nothing_below_kmin_a_line_up_to_pmax_at_kmax_and_everything_above() {
+        // The paper's single K = 11 (kmin = kmax, pmax 100 %).
         assert_eq!(Baseline::red_ppm(10, 11, 11, 100), 0);
         assert_eq!(Baseline::red_ppm(11, 11, 11, 100), 1_000_000);
+        assert_eq!(Baseline::red_ppm(11, 11, 11, 30), 300_000);
         // DCQCN's paper: Kmin 5, Kmax 200 (KB), Pmax 1 %; here in packets.
+        assert_eq!(Baseline::red_ppm(4, 5, 200, 1), 0);
         assert_eq!(Baseline::red_ppm(5, 5, 200, 1), 0);
         assert_eq!(Baseline::red_ppm(102, 5, 200, 1), 4_974);
-        assert_eq!(Baseline::red_ppm(199, 5, 200, 1), 9_948);
-        assert_eq!(Baseline::red_ppm(200, 5, 200, 1), 1_000_000);
+        assert_eq!(Baseline::red_ppm(200, 5, 200, 1), 10_000);
+        assert_eq!(Baseline::red_ppm(201, 5, 200, 1), 1_000_000);
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! PMQECN's control plane (paper Fig. 3 and Algorithm 2) as a [`ControlLoop`]: every period it
 //! reads each class's arrivals at the switch's ports through the control channel, takes the
-//! most utilised port (bytes over its rate) as the congested one, solves the model for it ([`super::optimiser`]) and
-//! writes back each class's weight, threshold, measured and target rate.
+//! most utilised port (bytes over its rate) as the congested one, solves the model for it
+//! ([`super::optimiser`]) and writes back each class's weight, threshold, measured and target
+//! rate.
 //!
 //! Units: the model counts packets; the loop measures the period's mean packet size at that
 //! port and expresses the port's rate (`Gamma`, `C`) and the arrival rates in packets of that
 //! size per second. The measured sojourn of a class (`W_i`, for the jitter objective) is its
 //! virtual queue's length over its arrival rate (Little), read at the end of the period. The
 //! weights and thresholds are per class, not per port (the data plane's registers): a switch
-//! with two congested ports gets the busier one's.
+//! with two congested ports gets the more utilised one's.
 
 use super::optimiser::{optimise, ClassInput, DeConfig, Goal, Objective, PortModel};
 use super::vqwrr::VIRTUAL_QUEUES;

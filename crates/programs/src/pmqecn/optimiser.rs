@@ -359,7 +359,8 @@ pub fn optimise(port: &PortModel, classes: &[ClassInput], de: &DeConfig) -> Resu
 mod tests {
     use super::*;
 
-    /// Fig. 6's bottleneck: 10 Mbit/s of 1 500-byte packets (833 /s), three links, a
+    /// Fig. 6's bottleneck: 10 Mbit/s of 1 500-byte packets (833 /s), three links (a switch
+    /// of three ports; Fig. 6's S1 has four, which the scenarios' control loop counts), a
     /// 64-packet buffer, the three classes of scenario 1 offering `offered` packets/s each.
     fn setting(offered: [f64; 3]) -> (PortModel, Vec<ClassInput>) {
         setting_with(offered, Objective::Paper)
@@ -529,7 +530,7 @@ mod tests {
                     let x = [a as f64, b as f64, (100 - a - b) as f64];
                     let mu = services(&port, &x);
                     let sc = score(&port, &classes, &lambda, &mu);
-                    if sc.violation == 0.0 && lambda.iter().zip(&mu).all(|(l, m)| l < m) {
+                    if sc.violation == 0.0 && lambda.iter().zip(&mu).all(|(l, m)| *l <= m * (1.0 - EDGE)) {
                         best = best.min(sc.objective);
                     }
                 }

@@ -140,7 +140,7 @@ fn bounds_message(p: &Param, v: u64) -> String {
         ParamKind::Rate => crate::units::format_rate_bps(x),
         ParamKind::Bytes => format!("{x} B"),
         ParamKind::Count => x.to_string(),
-        ParamKind::Choice(names) => names.get(x as usize).map_or_else(|| x.to_string(), |n| n.to_string()),
+        ParamKind::Choice(_) => p.kind.choice_name(x).map_or_else(|| x.to_string(), str::to_string),
     };
     if v < p.min || v > p.max {
         format!(
