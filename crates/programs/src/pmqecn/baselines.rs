@@ -22,13 +22,13 @@
 //! marks reach the sender through the receiver's CNPs (the simulator's notification point);
 //! P4QCN's feedback goes straight back from the switch.
 
-use super::cp::{FEEDBACK_DSCP, FEEDBACK_PORT, FEEDBACK_WIRE_BYTES};
+use super::cp::{feedback_emit, feedback_meta, FEEDBACK_DSCP};
 use crate::params::{Param, ParamKind, Params};
 use crate::{BuildInput, SwitchProgram, TablesNeed};
 use mpsched_core::control::{ControlError, ControlListing, ProgramControl};
-use mpsched_core::headers::{FeedbackHeader, Header, HeaderStack};
+use mpsched_core::headers::FeedbackHeader;
 use mpsched_core::packet::{Ecn, Ipv4, PacketMeta, PortId};
-use mpsched_core::program::{Ctx, EgressVerdict, Emit, Program, QueueMeta, Verdict};
+use mpsched_core::program::{Ctx, EgressVerdict, Program, QueueMeta, Verdict};
 use mpsched_core::rng::SeededRandom;
 use mpsched_core::sched::ConfigError;
 
@@ -262,34 +262,18 @@ impl Baseline {
     }
 
     fn reflect(&mut self, data: &PacketMeta, q: u32, fb: u32, ctx: &mut Ctx) {
-        let mut meta = PacketMeta::udp(
-            self.own_ip,
-            data.src_ip,
-            FEEDBACK_PORT,
-            data.src_port,
-            FEEDBACK_WIRE_BYTES,
-        );
-        meta.ecn = Ecn::Ce;
-        meta.dscp = FEEDBACK_DSCP;
+        let mut meta = feedback_meta(self.own_ip, data);
         let Verdict::Forward(back) = self.fwd.ingress(&mut meta, ctx) else {
             self.counters.feedback_no_route += 1;
             return;
         };
-        let mut headers = HeaderStack::new();
-        headers
-            .push(Header::Feedback(FeedbackHeader {
-                queue: data.dscp >> 3,
-                qlen_pkts: q.min(u32::from(u16::MAX)) as u16,
-                measured_kbps: QCN_GD_DIV,
-                target_kbps: QCN_GD_DIV - fb,
-            }))
-            .expect("an empty stack has room");
-        ctx.emit_packet(Emit {
-            port: back,
-            meta,
-            queue: Some(0),
-            headers,
-        });
+        let header = FeedbackHeader {
+            queue: data.dscp >> 3,
+            qlen_pkts: q.min(u32::from(u16::MAX)) as u16,
+            measured_kbps: QCN_GD_DIV,
+            target_kbps: QCN_GD_DIV - fb,
+        };
+        ctx.emit_packet(feedback_emit(back, meta, 0, header));
         self.counters.feedback += 1;
     }
 }

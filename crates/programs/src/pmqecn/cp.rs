@@ -258,38 +258,42 @@ impl Pmqecn {
 
     /// Send class `v`'s feedback about port `port` to the source of `data`.
     fn send_feedback(&mut self, data: &PacketMeta, port: PortId, v: usize, ctx: &mut Ctx) {
-        let mut meta = PacketMeta::udp(
-            self.own_ip,
-            data.src_ip,
-            FEEDBACK_PORT,
-            data.src_port,
-            FEEDBACK_WIRE_BYTES,
-        );
-        meta.ecn = Ecn::Ce;
-        // Class 7 (CS7, network control): downstream it is its own class, never counted with
-        // the data it reports on.
-        meta.dscp = FEEDBACK_DSCP;
+        let mut meta = feedback_meta(self.own_ip, data);
         let Verdict::Forward(back) = self.vq.route(&mut meta, ctx) else {
             self.counters.feedback_no_route += 1;
             return;
         };
-        let mut headers = HeaderStack::new();
-        let qlen = self.vq.vq_len(port, v).min(u32::from(u16::MAX)) as u16;
-        headers
-            .push(Header::Feedback(FeedbackHeader {
-                queue: v as u8,
-                qlen_pkts: qlen,
-                measured_kbps: self.rate_kbps[v],
-                target_kbps: self.target_kbps[v],
-            }))
-            .expect("an empty stack has room");
-        ctx.emit_packet(Emit {
-            port: back,
-            meta,
-            queue: Some(self.vq.top_level(back)),
-            headers,
-        });
+        let header = FeedbackHeader {
+            queue: v as u8,
+            qlen_pkts: self.vq.vq_len(port, v).min(u32::from(u16::MAX)) as u16,
+            measured_kbps: self.rate_kbps[v],
+            target_kbps: self.target_kbps[v],
+        };
+        ctx.emit_packet(feedback_emit(back, meta, self.vq.top_level(back), header));
         self.counters.feedback += 1;
+    }
+}
+
+/// A feedback packet's headers, from `own_ip` to the source of `data` (its address and port):
+/// UDP from [`FEEDBACK_PORT`], CE, DSCP [`FEEDBACK_DSCP`] (class 7, network control:
+/// downstream its own class, never counted with the data it reports on). Route it, then
+/// [`feedback_emit`].
+pub fn feedback_meta(own_ip: Ipv4, data: &PacketMeta) -> PacketMeta {
+    let mut meta = PacketMeta::udp(own_ip, data.src_ip, FEEDBACK_PORT, data.src_port, FEEDBACK_WIRE_BYTES);
+    meta.ecn = Ecn::Ce;
+    meta.dscp = FEEDBACK_DSCP;
+    meta
+}
+
+/// The feedback packet `meta` out of `port` in queue `queue`, carrying `header` (kind 4).
+pub fn feedback_emit(port: PortId, meta: PacketMeta, queue: u8, header: FeedbackHeader) -> Emit {
+    let mut headers = HeaderStack::new();
+    headers.push(Header::Feedback(header)).expect("an empty stack has room");
+    Emit {
+        port,
+        meta,
+        queue: Some(queue),
+        headers,
     }
 }
 
