@@ -61,7 +61,15 @@ pub(super) fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[Strin
             ))
         })?;
         if let Some(err) = server.get("error").and_then(|e| e.as_str()) {
-            return Err(NetnsError::Traffic(format!("flow `{}`: {err}", f.name)));
+            if !ended_late_with_report(&server, err) {
+                return Err(NetnsError::Traffic(format!("flow `{}`: {err}", f.name)));
+            }
+            eprintln!(
+                "note: flow `{}`: iperf3's server was still waiting for its client's closing \
+                 exchange at the end of the drain and was ended; its figures are what it had \
+                 received by then",
+                f.name
+            );
         }
         if let Some(t) = &f.tcp {
             let client: serde_json::Value = samples.client_of[fi]
@@ -189,6 +197,13 @@ pub(super) fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[Strin
 
 /// A paced flow's columns after the TCP flows', each `<flow>_<suffix>`.
 const PACED_COLUMNS: [&str; 3] = ["loss_pct", "owd_ms", "rate_mbps"];
+
+/// Whether an iperf3 server's error is only its being ended past the drain (SIGTERM, see
+/// `traffic::end_late`) with its report complete: it had received the data, but its closing
+/// exchange with the client over the control connection had not finished.
+pub(super) fn ended_late_with_report(server: &serde_json::Value, err: &str) -> bool {
+    err.starts_with("interrupt") && server["end"]["sum_received"].is_object()
+}
 
 /// A UDP flow's figures and per-interval goodput from its iperf3 server report.
 pub(super) fn udp_flow_figures(

@@ -155,8 +155,7 @@ pub(super) fn wait_for_traffic(b: &Build, live: &mut Live) -> Result<Vec<String>
                 break;
             }
             if Instant::now() > deadline {
-                let _ = c.kill();
-                let _ = c.wait();
+                end_late(c);
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -171,6 +170,25 @@ pub(super) fn wait_for_traffic(b: &Build, live: &mut Live) -> Result<Vec<String>
         let _ = c.wait();
     }
     Ok(outputs)
+}
+
+/// End a process still running past the drain: SIGTERM first, on which an iperf3 server prints
+/// its report (marked `interrupt`) before it exits, then SIGKILL if it has not exited within a
+/// second. An iperf3 server outlives its client's last packet when its closing exchange over its
+/// control connection is late: that connection carries no DSCP (iperf3 marks only its data
+/// streams), so under strict priority it waits in the lowest class's queue.
+fn end_late(c: &mut Child) {
+    // SAFETY: kill(2) on the pid of a child not yet waited for (so not reused).
+    unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(1) {
+        if let Ok(Some(_)) = c.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = c.kill();
+    let _ = c.wait();
 }
 
 /// iperf3 client arguments for a bulk TCP flow: `-C` for the congestion control, `-t`, `-N` for
@@ -278,4 +296,60 @@ pub(super) fn listening(n: &Netns, port: u16) -> bool {
         })
     })
     .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::end_late;
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    /// An iperf3 server ended past the drain still gives its report: SIGTERM makes it print
+    /// what it received (marked `interrupt`), which `results` accepts. Before, SIGKILL left
+    /// no output and the run failed with "server report unreadable".
+    #[test]
+    fn an_iperf3_server_ended_late_still_reports_what_it_received() {
+        if Command::new("iperf3").arg("--version").output().is_err() {
+            assert!(std::env::var_os("CI").is_none(), "CI installs iperf3");
+            eprintln!("skipped: iperf3 is not installed");
+            return;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+            .to_string();
+        let mut server = Command::new("iperf3")
+            .args(["-s", "-1", "-J", "-i", "0.2", "-B", "127.0.0.1", "-p", &port])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        // A client that sends for longer than the server is given.
+        let mut client = Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &port, "-u", "-b", "5M", "-t", "5", "-J"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        let mut out = String::new();
+        let mut stdout = server.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            use std::io::Read;
+            let _ = stdout.read_to_string(&mut out);
+            out
+        });
+        end_late(&mut server);
+        let out = reader.join().unwrap();
+        let _ = client.kill();
+        let _ = client.wait();
+        let report: serde_json::Value = serde_json::from_str(&out).expect("a JSON report");
+        let err = report["error"].as_str().unwrap_or_default();
+        assert!(super::super::results::ended_late_with_report(&report, err), "{out}");
+        let bytes = report["end"]["sum_received"]["bytes"].as_f64().unwrap();
+        assert!(bytes > 100_000.0, "it received the client's first second: {bytes} B");
+    }
 }
