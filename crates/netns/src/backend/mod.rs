@@ -164,6 +164,10 @@ struct Live {
     paced_sender_of: Vec<Option<usize>>,
     /// dumpcap processes and their files, stopped once the traffic has drained.
     captures: Vec<(Child, std::path::PathBuf)>,
+    /// Per child, when it was ended for running past the drain (seconds after time zero).
+    ended_late_s: Vec<Option<f64>>,
+    /// Time zero on the wall clock, seconds since the Unix epoch (iperf3 stamps its reports so).
+    t0_unix_s: f64,
 }
 
 impl Drop for Live {
@@ -303,6 +307,8 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         tg_client_of: vec![None; sc.flows.len()],
         paced_sender_of: vec![None; sc.flows.len()],
         captures: Vec::new(),
+        ended_late_s: Vec::new(),
+        t0_unix_s: 0.0,
     };
     b.namespaces(&mut live)?;
     b.links(&live)?;
@@ -319,6 +325,9 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
     // started, so flows and samples began 0.3 s and more late, the paths' samples (taken on
     // the real clock) behind iperf3's reports (placed on the scenario's).
     let t0 = Instant::now() + GENERATOR_LEAD;
+    live.t0_unix_s = (std::time::SystemTime::now() + GENERATOR_LEAD)
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     b.paced_flows(&mut live, t0)?;
     b.generator_clients(&mut live, t0)?;
     while Instant::now() < t0 {
@@ -326,7 +335,7 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         std::thread::sleep(Duration::from_millis(5));
     }
     let samples = drive(&b, &mut live, t0)?;
-    let outputs = wait_for_traffic(&b, &mut live)?;
+    let outputs = wait_for_traffic(&b, &mut live, t0)?;
     for (c, path) in &mut live.captures {
         capture::stop(c, path);
     }

@@ -60,22 +60,20 @@ pub(super) fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[Strin
                 out.chars().take(300).collect::<String>()
             ))
         })?;
+        let mut start_s = samples.started_at[fi].unwrap_or(f.start_ps as f64 / PS_PER_S as f64);
         if let Some(err) = server.get("error").and_then(|e| e.as_str()) {
             if !ended_late_with_report(&server, err) {
                 return Err(NetnsError::Traffic(format!("flow `{}`: {err}", f.name)));
             }
-            eprintln!(
-                "note: flow `{}`: iperf3's server was still waiting for its client's closing \
-                 exchange at the end of the drain and was ended; its figures are what it had \
-                 received by then",
-                f.name
-            );
+            let ended_s = live.server_of[fi].and_then(|ci| live.ended_late_s.get(ci).copied().flatten());
+            start_s = late_start(f, &server, start_s, ended_s, live.t0_unix_s);
+        } else {
+            start_s = late_start(f, &server, start_s, None, live.t0_unix_s);
         }
         if let Some(t) = &f.tcp {
             let client: serde_json::Value = samples.client_of[fi]
                 .and_then(|ci| serde_json::from_str(&outputs[ci]).ok())
                 .unwrap_or(serde_json::Value::Null);
-            let start_s = samples.started_at[fi].unwrap_or(f.start_ps as f64 / PS_PER_S as f64);
             let (mut fig, mut cols) =
                 tcp_flow_figures(f, t, &server, &client, intervals, sample_every.as_secs_f64(), start_s);
             if let Some(tcp) = fig.tcp.as_mut() {
@@ -86,7 +84,6 @@ pub(super) fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[Strin
             tcp_series.push((f.name.clone(), cols[1..].to_vec()));
             continue;
         }
-        let start_s = samples.started_at[fi].unwrap_or(f.start_ps as f64 / PS_PER_S as f64);
         let (fig, col) = udp_flow_figures(f, &server, intervals, sample_every.as_secs_f64(), start_s);
         flows.push(fig);
         flow_series.push(col);
@@ -203,6 +200,40 @@ const PACED_COLUMNS: [&str; 3] = ["loss_pct", "owd_ms", "rate_mbps"];
 /// exchange with the client over the control connection had not finished.
 pub(super) fn ended_late_with_report(server: &serde_json::Value, err: &str) -> bool {
     err.starts_with("interrupt") && server["end"]["sum_received"].is_object()
+}
+
+/// When flow `f`'s iperf3 test began, seconds after time zero (`t0_unix_s` on the wall
+/// clock): `started_s`, when its client started, unless its server accepted the client's
+/// control connection more than a second later (the report's `timestamp`, whole seconds).
+/// That happens when the client's opening exchange waits in a starved queue (iperf3 leaves
+/// its control connection at DSCP 0, the lowest class under strict priority) until the other
+/// classes stop: the report is then placed where it happened, after the run, not over it, from
+/// the server's end and the report's span where the server was ended past the drain
+/// (`ended_s`), else from the accepting second's middle.
+fn late_start(f: &Flow, server: &serde_json::Value, started_s: f64, ended_s: Option<f64>, t0_unix_s: f64) -> f64 {
+    let accepted_s = server["start"]["timestamp"]["timesecs"]
+        .as_f64()
+        .map_or(started_s, |t| t - t0_unix_s);
+    if accepted_s <= started_s + 1.0 {
+        if ended_s.is_some() {
+            eprintln!(
+                "note: flow `{}`: iperf3's server was still waiting for its client's closing exchange at \
+                 the end of the drain and was ended; its figures are what it had received by then",
+                f.name
+            );
+        }
+        return started_s;
+    }
+    let span_s = server["end"]["sum_received"]["seconds"].as_f64().unwrap_or(0.0);
+    let began_s = ended_s.map_or(accepted_s + 0.5, |e| (e - span_s).max(accepted_s));
+    eprintln!(
+        "warning: flow `{}`: its iperf3 test began {:.1} s after its client started (its control \
+         connection, which iperf3 leaves at DSCP 0, waited in a queue the other classes starved); what \
+         it received is placed from {began_s:.1} s, and its figures count what arrived after the run",
+        f.name,
+        began_s - started_s
+    );
+    began_s
 }
 
 /// A UDP flow's figures and per-interval goodput from its iperf3 server report.
@@ -423,6 +454,36 @@ pub(super) fn tcp_flow_figures(
 
 #[cfg(test)]
 mod tests {
+
+    /// A server that accepted its client's control connection seconds after the client
+    /// started began its test late (the connection starved): it is placed where it happened;
+    /// one that accepted at once began with its client, however late it ended.
+    #[test]
+    fn a_test_that_began_late_is_placed_where_it_happened() {
+        let sc = mpsched_scenario::Scenario::from_toml(
+            include_str!("../../../../scenarios/pmqecn2024/table1-sp-vs-vq-wrr.toml"),
+            "table1.toml",
+        )
+        .unwrap();
+        let f = &sc.flows[2];
+        let t0 = 1_000_000.3;
+        let report = |accepted: f64, span_s: f64| {
+            serde_json::json!({"start": {"timestamp": {"timesecs": accepted}},
+                               "end": {"sum_received": {"seconds": span_s}}})
+        };
+        // Accepted at second 1 000 010 (9.7 s after time zero), ended at 16.5 s with 6.5 s of
+        // data: it began at 10 s, not at 0.01 s.
+        let late = super::late_start(f, &report(1_000_010.0, 6.5), 0.01, Some(16.5), t0);
+        assert!((late - 10.0).abs() < 1e-9, "{late}");
+        // Not ended by us: the accepting second's middle.
+        let late = super::late_start(f, &report(1_000_006.0, 5.0), 1.0, None, t0);
+        assert!((late - 6.2).abs() < 1e-6, "{late}");
+        // Accepted at once, ended at 17 s with 16.9 s of data (its closing exchange was late).
+        let on_time = super::late_start(f, &report(1_000_000.0, 16.9), 0.01, Some(17.0), t0);
+        assert_eq!(on_time, 0.01);
+        // No timestamp: as its client started.
+        assert_eq!(super::late_start(f, &serde_json::json!({}), 0.01, None, t0), 0.01);
+    }
 
     use mpsched_scenario::Scenario;
 

@@ -139,11 +139,12 @@ impl Build<'_> {
 }
 
 /// Wait for the clients and servers (servers exit after their one test), then read them.
-pub(super) fn wait_for_traffic(b: &Build, live: &mut Live) -> Result<Vec<String>, NetnsError> {
+pub(super) fn wait_for_traffic(b: &Build, live: &mut Live, t0: Instant) -> Result<Vec<String>, NetnsError> {
     let (opts, run_id) = (b.opts, b.run_id);
 
     let deadline = Instant::now() + DRAIN + Duration::from_secs(5);
     let mut outputs = vec![String::new(); live.children.len()];
+    live.ended_late_s = vec![None; live.children.len()];
     // The generator's servers run until killed: wait for everything else, then stop them.
     for (ci, c) in live.children.iter_mut().enumerate() {
         if live.tg_servers.contains(&ci) {
@@ -155,6 +156,7 @@ pub(super) fn wait_for_traffic(b: &Build, live: &mut Live) -> Result<Vec<String>
                 break;
             }
             if Instant::now() > deadline {
+                live.ended_late_s[ci] = Some(t0.elapsed().as_secs_f64());
                 end_late(c);
                 break;
             }
