@@ -18,6 +18,14 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* The queue stage, once a packet's port is known: whether it may leave by `port`, with
+ * skb->priority naming its queue there. A program that includes this file whole defines its
+ * own first (crates/programs/src/pmqecn/vqwrr.bpf.c); the multipath switch's forwards every
+ * packet and leaves the queue to the port's DSCP filters. */
+#ifndef MPS_QUEUE_STAGE
+#define MPS_QUEUE_STAGE(skb, port, tos) 1
+#endif
+
 _Static_assert(sizeof(struct mps_node) == MPS_SIZEOF_NODE, "struct mps_node");
 _Static_assert(sizeof(struct mps_rate_feedback) == MPS_SIZEOF_RATE_FEEDBACK, "struct mps_rate_feedback");
 _Static_assert(sizeof(struct mps_split) == MPS_SIZEOF_SPLIT, "struct mps_split");
@@ -431,6 +439,7 @@ struct fwd {
 	int fb_port;   /* return port of a feedback packet to emit, or -1 */
 	__u32 fb_path; /* the path the feedback reports */
 	__u32 fb_conf; /* confluence slot */
+	__u8 tos;      /* the packet's TOS byte as it arrived (the queue stage's class) */
 };
 
 SEC("tc")
@@ -465,6 +474,7 @@ int mps_ingress(struct __sk_buff *skb)
 	}
 	src = bpf_ntohl(ip->saddr);
 	dst = bpf_ntohl(ip->daddr);
+	f.tos = ip->tos;
 
 	/* 1. Addressed to this node: a feedback packet is counted for its group; consumed. */
 	if (dst == n->own_ip) {
@@ -606,6 +616,8 @@ forward:
 		if (!out || out->ifindex == 0 || set_macs(skb, out)) {
 			count(MPS_C_REDIRECT_FAILED);
 			f.port = -1;
+		} else if (!MPS_QUEUE_STAGE(skb, pk, f.tos)) {
+			f.port = -1; /* the stage dropped it, and counted why */
 		} else if (f.fb_port >= 0) {
 			/* The data packet leaves as a clone; the original becomes the feedback. */
 			if (bpf_clone_redirect(skb, out->ifindex, 0) == 0)
@@ -627,6 +639,9 @@ forward:
 			return TC_ACT_SHOT;
 		}
 		count_port(pk, MPS_FEEDBACK_FRAME_BYTES, 1);
+		/* Not the data copy's queue, nor its queue stage's tag: the port's filters place it. */
+		skb->priority = 0;
+		bpf_set_hash_invalid(skb);
 		return bpf_redirect(out->ifindex, 0);
 	}
 	return TC_ACT_SHOT;

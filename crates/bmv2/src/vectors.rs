@@ -97,6 +97,8 @@ impl Node {
             program: program.name(),
             params,
             port_queues,
+            port_classes: Vec::new(),
+            far_ends: Vec::new(),
         };
         (prog.check)(&tables)?;
         // Named as the kernel backend names its namespaces (the owner's process id first), so

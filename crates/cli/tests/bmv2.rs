@@ -102,33 +102,6 @@ fn every_vq_wrr_vector_set_agrees_on_bmv2() {
     assert!(our_namespaces().is_empty(), "namespaces left: {:?}", our_namespaces());
 }
 
-/// Each flow's mean goodput (Mbit/s) over the samples after `from_s`, from a run's
-/// `timeseries.csv`: the steady window, without the first second's fill and without what
-/// iperf3 counts after its senders stop (the queues draining, up to 512 packets a class).
-fn steady_goodput(dir: &std::path::Path, from_s: f64) -> std::collections::BTreeMap<String, f64> {
-    let text = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let mut sums = vec![0.0; header.len()];
-    let mut n = 0.0;
-    for line in lines {
-        let cells: Vec<f64> = line.split(',').map(|c| c.parse().unwrap_or(0.0)).collect();
-        if cells[0] > from_s {
-            n += 1.0;
-            for (s, c) in sums.iter_mut().zip(&cells) {
-                *s += c;
-            }
-        }
-    }
-    assert!(n >= 4.0, "{} samples after {from_s} s:\n{text}", n);
-    header
-        .iter()
-        .zip(sums)
-        .skip(1)
-        .map(|(h, s)| (h.trim_end_matches("_mbps").to_string(), s / n))
-        .collect()
-}
-
 /// PMQECN's Table 1 with BMv2 as S1 and S2 (`mpsched run pmqecn2024/table1-sp-vs-vq-wrr
 /// --backend bmv2 --ignore-delay`, 6 s): three UDP classes offering 6.2 Mbit/s into S1's
 /// 10 Mbit/s port of eight priority queues. Over the steady window (2 s to the end), strict
@@ -162,8 +135,8 @@ fn table1_on_bmv2_strict_priority_starves_the_low_class_and_vq_wrr_shares_the_po
         err.contains("BMv2's priority queues"),
         "the run says how its ports are built: {err}"
     );
-    let sp = steady_goodput(&out.join("SP"), 2.0);
-    let wrr = steady_goodput(&out.join("VQ-WRR"), 2.0);
+    let sp = common::steady_goodput(&out.join("SP"), 2.0);
+    let wrr = common::steady_goodput(&out.join("VQ-WRR"), 2.0);
     eprintln!("Table 1 on BMv2, steady window: SP {sp:?}, VQ-WRR {wrr:?}");
     assert!(sp["high"] > 5.9, "SP: the high class gets what it offers: {sp:?}");
     assert!(sp["medium"] > 3.2, "SP: the medium class the rest: {sp:?}");

@@ -81,6 +81,27 @@ pub struct NodeTables {
     /// queue. Ports with several queues on the eBPF data plane are the kernel's qdiscs, after
     /// the program, and are not listed here.
     pub port_queues: Vec<PortQueues>,
+    /// Per port, where the kernel's qdiscs serve several queues there, the `skb->priority`
+    /// that puts a packet in each (its class id, queue 0 first: [`crate::backend`]'s layouts);
+    /// empty for a port of one queue. Empty altogether: every port has the program's own
+    /// levels as htb classes `1:10`.. (conformance vectors, which run no qdisc).
+    pub port_classes: Vec<Vec<u32>>,
+    /// Per port, the interface at the other end of its link, where a program that must see
+    /// packets leave the port's queue attaches its departure stage (the kernel has no hook
+    /// after a qdisc); empty: none (conformance vectors replay departures themselves).
+    pub far_ends: Vec<FarEnd>,
+}
+
+/// The interface at the other end of a switch port's link.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FarEnd {
+    /// The name of the namespace it is in (`ip netns` names it so).
+    pub netns: String,
+    /// Its interface's name there.
+    pub ifname: String,
+    /// Whether that end is a switch, whose own data plane has made the interface's clsact
+    /// qdisc (a second one would be refused, with a kernel message).
+    pub switch: bool,
 }
 
 impl NodeTables {
@@ -98,6 +119,8 @@ impl NodeTables {
             program: program.name(),
             params: Params::defaults(program.params()),
             port_queues: Vec::new(),
+            port_classes: Vec::new(),
+            far_ends: Vec::new(),
         }
     }
 
@@ -123,11 +146,15 @@ pub struct Dataplane {
 impl Dataplane {
     /// Load the programs (this runs the verifier) and fill the tables.
     pub fn load(tables: &NodeTables) -> Result<Dataplane, DataplaneError> {
-        let open = bpf(
-            || "open bpf/mpsched.bpf.o".into(),
-            ObjectBuilder::default().open_memory(OBJECT),
-        )?;
-        let obj = bpf(|| "load the eBPF programs (verifier)".into(), open.load())?;
+        Dataplane::load_object(OBJECT, "bpf/mpsched.bpf.o", tables)
+    }
+
+    /// [`Dataplane::load`] of another object that includes `bpf/mpsched.bpf.c` whole (a
+    /// program with a queue stage of its own, `vqwrr.bpf.o`): its maps and programs under the
+    /// same names, and its own beside them.
+    pub fn load_object(object: &[u8], what: &str, tables: &NodeTables) -> Result<Dataplane, DataplaneError> {
+        let open = bpf(|| format!("open {what}"), ObjectBuilder::default().open_memory(object))?;
+        let obj = bpf(|| format!("load {what} (verifier)"), open.load())?;
         let dp = Dataplane {
             obj,
             n_ports: tables.ports.len(),
@@ -139,6 +166,11 @@ impl Dataplane {
 
     fn update<K: Pod, V: Pod>(&self, map: &str, key: &K, value: &V) -> Result<(), DataplaneError> {
         update_map(&self.obj, map, key, value)
+    }
+
+    /// The loaded object, for a program's maps beside the multipath switch's.
+    pub(crate) fn object(&self) -> &Object {
+        &self.obj
     }
 
     fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>, DataplaneError> {
@@ -514,13 +546,29 @@ pub(crate) fn set_host_route(obj: &Object, dst: u32, port: Option<PortId>) -> Re
     }
 }
 
+/// The TC filter priority of a switch's programs on its own ports.
+pub const SWITCH_TC_PRIORITY: u32 = 2;
+/// The TC filter priority of a departure stage at the far end of a switch's link
+/// ([`NodeTables::far_ends`]): ahead of whatever that end runs (its own switch program at
+/// [`SWITCH_TC_PRIORITY`]), which it lets go on (`TC_ACT_UNSPEC`).
+pub const DEPARTURE_TC_PRIORITY: u32 = 1;
+
 /// Attach `progs` (each at its TC attach point) to `ifindex`, in the calling thread's network
-/// namespace, under one clsact qdisc: the hooks, to detach them by.
+/// namespace, under one clsact qdisc, at [`SWITCH_TC_PRIORITY`]: the hooks, to detach them by.
 pub fn attach_tc(progs: &[(TcAttachPoint, ProgramMut<'_>)], ifindex: u32) -> Result<Vec<TcHook>, DataplaneError> {
+    attach_tc_at(progs, ifindex, SWITCH_TC_PRIORITY)
+}
+
+/// [`attach_tc`] at filter priority `priority` (lower runs first).
+fn attach_tc_at(
+    progs: &[(TcAttachPoint, ProgramMut<'_>)],
+    ifindex: u32,
+    priority: u32,
+) -> Result<Vec<TcHook>, DataplaneError> {
     let mut hooks = Vec::new();
     for (k, (point, p)) in progs.iter().enumerate() {
         let mut hook = TcHook::new(p.as_fd());
-        hook.ifindex(ifindex as i32).replace(true).handle(1).priority(1);
+        hook.ifindex(ifindex as i32).replace(true).handle(1).priority(priority);
         hook.attach_point(*point);
         if k == 0 {
             // One clsact qdisc serves both hooks; creating it twice makes the kernel log

@@ -201,6 +201,18 @@ impl Drop for Netns {
     }
 }
 
+/// Run `f` with the calling thread in the named namespace `name` (one `ip netns` lists, made
+/// by this run or another owner), then switch it back; the namespace is not this call's to
+/// remove.
+pub fn enter_named<T>(name: &str, f: impl FnOnce() -> T) -> Result<T, NsError> {
+    let err = |source| NsError::Enter {
+        name: name.to_string(),
+        source,
+    };
+    let target = File::open(format!("/var/run/netns/{name}")).map_err(err)?;
+    enter_fd(&target, f).map_err(err)
+}
+
 /// A network namespace without a name: nothing in `/var/run/netns` refers to it, so it lives
 /// only while this process holds its descriptor (or a process runs inside it). Whatever ends the
 /// process (an error, SIGINT, SIGTERM, SIGKILL) ends the namespace, and its interfaces, qdiscs and

@@ -30,6 +30,12 @@ pub trait SwitchPlane: ProgramControl {
     fn set_queue_depth(&mut self, _port: PortId, _queue: u8, _pkts: u32) -> Option<Result<(), ControlError>> {
         None
     }
+    /// Attach the stage that sees packets leave this switch's queues at the far end of each
+    /// of its links ([`NodeTables::far_ends`]), once every switch of the run has started; a
+    /// switch without one has nothing to do.
+    fn attach_departures(&mut self) -> Result<(), NetnsError> {
+        Ok(())
+    }
 }
 
 /// Who serves the queues of a switch port that has several.

@@ -27,6 +27,8 @@ const TC_ACT_REDIRECT: u32 = 7;
 /// `sizeof(struct __sk_buff)`; `ifindex` is at byte 40.
 const SKB_CTX_BYTES: usize = 192;
 const SKB_IFINDEX_AT: usize = 40;
+/// `priority` is at byte 32 of `struct __sk_buff`.
+const SKB_PRIORITY_AT: usize = 32;
 
 /// A namespace with `n` veth ports (`p0`..), for running a node's programs under
 /// `BPF_PROG_TEST_RUN`; removed on drop. It has no name ([`AnonNetns`]): a `vectors check` or a
@@ -86,6 +88,8 @@ impl TestNode {
             program: program.name(),
             params,
             port_queues: Vec::new(),
+            port_classes: Vec::new(),
+            far_ends: Vec::new(),
         })
     }
 
@@ -116,8 +120,21 @@ pub fn test_run_prog(
     frame: &[u8],
     repeat: u32,
 ) -> Result<(u32, Vec<u8>, std::time::Duration), String> {
+    test_run_prog_with_priority(prog, ifindex, 0, frame, repeat)
+}
+
+/// [`test_run_prog`] with the packet's `skb->priority` set to `priority` (the queue a packet
+/// was placed in, for a departure stage).
+pub fn test_run_prog_with_priority(
+    prog: &libbpf_rs::ProgramMut<'_>,
+    ifindex: u32,
+    priority: u32,
+    frame: &[u8],
+    repeat: u32,
+) -> Result<(u32, Vec<u8>, std::time::Duration), String> {
     let mut ctx = vec![0u8; SKB_CTX_BYTES];
     ctx[SKB_IFINDEX_AT..SKB_IFINDEX_AT + 4].copy_from_slice(&ifindex.to_ne_bytes());
+    ctx[SKB_PRIORITY_AT..SKB_PRIORITY_AT + 4].copy_from_slice(&priority.to_ne_bytes());
     let mut out = vec![0u8; 4096];
     let input = ProgramInput {
         context_in: Some(&mut ctx),
@@ -135,13 +152,15 @@ pub fn test_run_prog(
 /// initial registers and each step's result.
 pub fn run_ebpf(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResult>), String> {
     let (program, _) = mpsched_programs::vectors::program_of(set)?;
-    if let Some(i) = set.steps.iter().position(|st| !st.writes.is_empty()) {
-        return Err(format!(
-            "{} step {i}: the eBPF runners write no registers through the control plane",
-            set.name
-        ));
-    }
     let kernel = crate::programs::kernel_program(program).map_err(|e| format!("{}: {e}", set.name))?;
+    if !kernel.takes_writes {
+        if let Some(i) = set.steps.iter().position(|st| !st.writes.is_empty()) {
+            return Err(format!(
+                "{} step {i}: the eBPF runner of `{}` writes no registers through the control plane",
+                set.name, kernel.object
+            ));
+        }
+    }
     (kernel.vectors)(set)
 }
 
@@ -187,7 +206,10 @@ fn replay(
         taps.iter().for_each(Tap::drain);
         let (observed, regs) = match (st.hook, st.delivery) {
             (Hook::Ingress, Delivery::Wire) => on_the_wire(set, &dp, taps, st.port, &frame, &prev),
-            (hook, _) => by_test_run(set, &dp, taps, hook, port, &frame, &prev),
+            (hook, _) => {
+                let snap = || dp.snapshot().map_err(|e| e.to_string());
+                by_test_run(set, &dp, &snap, taps, hook, port, &frame, &prev)
+            }
         }
         .map_err(|e| format!("{at}: {e}"))?;
         prev = regs.clone();
@@ -237,10 +259,14 @@ pub fn observed(path: Option<u8>) -> Observed {
     }
 }
 
-/// One frame through `BPF_PROG_TEST_RUN`: what it did, and the registers after.
-fn by_test_run(
+/// One frame through `BPF_PROG_TEST_RUN` of `dp`'s `mps_ingress` or `mps_egress`: what it
+/// did, and the registers after (read by `snap`: the data plane's, or a program's that
+/// includes the multipath switch).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn by_test_run(
     set: &VectorSet,
     dp: &Dataplane,
+    snap: &dyn Fn() -> Result<BTreeMap<String, u64>, String>,
     taps: &[Tap],
     hook: Hook,
     ifindex: u32,
@@ -254,7 +280,7 @@ fn by_test_run(
     };
     let fb_port = set.config.feedback_port;
     let (retval, out_frame, _) = test_run(dp, prog, ifindex, frame, 1)?;
-    let regs = dp.snapshot().map_err(|e| e.to_string())?;
+    let regs = snap()?;
     let delta = |k: &str| delta_of(prev, &regs, k);
     let mut obs = observed(chosen_path(prev, &regs));
     match (hook, retval) {

@@ -69,3 +69,31 @@ pub fn ok(out: &Output) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Each flow's mean goodput (Mbit/s) over the samples after `from_s`, from a run's
+/// `timeseries.csv`: the steady window, without the first second's fill and without what
+/// iperf3 counts after its senders stop (the queues draining, up to 512 packets a class).
+#[allow(dead_code)] // not every test binary uses it
+pub fn steady_goodput(dir: &std::path::Path, from_s: f64) -> std::collections::BTreeMap<String, f64> {
+    let text = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let mut sums = vec![0.0; header.len()];
+    let mut n = 0.0;
+    for line in lines {
+        let cells: Vec<f64> = line.split(',').map(|c| c.parse().unwrap_or(0.0)).collect();
+        if cells[0] > from_s {
+            n += 1.0;
+            for (s, c) in sums.iter_mut().zip(&cells) {
+                *s += c;
+            }
+        }
+    }
+    assert!(n >= 4.0, "{} samples after {from_s} s:\n{text}", n);
+    header
+        .iter()
+        .zip(sums)
+        .skip(1)
+        .map(|(h, s)| (h.trim_end_matches("_mbps").to_string(), s / n))
+        .collect()
+}

@@ -166,6 +166,15 @@ impl Layout {
         }
     }
 
+    /// The `skb->priority` that puts a packet in queue `q`: its class's id, `major << 16 |
+    /// minor` ([`Layout::queue_class`]), which htb, prio and ets take before their filters.
+    pub(crate) fn queue_priority(&self, q: usize) -> u32 {
+        let class = self.queue_class(q);
+        let (major, minor) = class.split_once(':').expect("a class id is major:minor");
+        let hex = |x: &str| u32::from_str_radix(x, 16).expect("class ids are hex");
+        hex(major) << 16 | hex(minor)
+    }
+
     /// Each queue's htb class under `1:1` as (guaranteed rate, htb priority), where the queues
     /// are htb classes (none on a band-qdisc port).
     pub(crate) fn htb_classes(&self, rate_bps: u64) -> Vec<(u64, Option<u8>)> {
@@ -333,6 +342,7 @@ mod tests {
             "wrr / drr as before"
         );
         assert_eq!(drr.queue_class(1), "1:11");
+        assert_eq!(drr.queue_priority(1), 0x1_0011, "skb->priority names class 1:11");
     }
 
     /// On a `prio` or `ets` port queue `q` is band `queues - 1 - q` (class `2:band+1`), so band 0,
@@ -348,6 +358,8 @@ mod tests {
             let l = Layout::of(&QueueDiscipline::StrictPriority, 3, Some(how)).unwrap();
             let classes: Vec<String> = (0..3).map(|q| l.queue_class(q)).collect();
             assert_eq!(classes, ["2:3", "2:2", "2:1"], "{how:?}");
+            let prios: Vec<u32> = (0..3).map(|q| l.queue_priority(q)).collect();
+            assert_eq!(prios, [0x2_0003, 0x2_0002, 0x2_0001], "{how:?}");
             assert!(
                 l.htb_classes(10_000_000).is_empty(),
                 "no htb class per queue under {how:?}"

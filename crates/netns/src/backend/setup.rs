@@ -2,7 +2,7 @@
 //! netem or a pfifo as its leaf), the hosts' addresses and routes, and the switches' data planes.
 
 use super::{mac_of, mac_string, Build, Live, NetnsError};
-use crate::dataplane::{NodeTables, PortBinding, PortQueues};
+use crate::dataplane::{FarEnd, NodeTables, PortBinding, PortQueues};
 use crate::hosts;
 use crate::ns::{self, Netns};
 use crate::switchplane::QueuesServedBy;
@@ -154,6 +154,7 @@ impl Build<'_> {
                     }
                 })
                 .collect();
+            let (port_classes, far_ends) = b.port_classes_and_far_ends(live, i)?;
             let tables = NodeTables {
                 switch: cfg.clone(),
                 ports: ports.clone(),
@@ -163,16 +164,48 @@ impl Build<'_> {
                 program,
                 params,
                 port_queues,
+                port_classes,
+                far_ends,
             };
             let dp = b.opts.planes().start(n, &tables)?;
             live.dataplanes.push((i, dp));
             b.check_stop()?;
+        }
+        // Once every switch has its programs on its own ports, those that watch departures
+        // attach their stage at the far ends (ahead of the programs there).
+        for (_, dp) in &mut live.dataplanes {
+            dp.attach_departures()?;
         }
         Ok(())
     }
 }
 
 impl Build<'_> {
+    /// Per port of switch `i`: the `skb->priority` of each queue where the kernel's qdiscs
+    /// serve several ([`NodeTables::port_classes`]), and the interface at the link's other end
+    /// ([`NodeTables::far_ends`]).
+    fn port_classes_and_far_ends(&self, live: &Live, i: usize) -> Result<(Vec<Vec<u32>>, Vec<FarEnd>), NetnsError> {
+        let mut classes = Vec::new();
+        let mut far_ends = Vec::new();
+        for e in &self.w.ports[i] {
+            let l = &self.sc.links[e.link];
+            let mut c = Vec::new();
+            if l.queues > 1 && !self.switch_serves_queues(i, l) {
+                let layout = super::queues::Layout::of(&l.discipline, usize::from(l.queues), self.strict)
+                    .map_err(NetnsError::Unsupported)?;
+                c = (0..layout.queues()).map(|q| layout.queue_priority(q)).collect();
+            }
+            classes.push(c);
+            let far = &live.nss[e.peer];
+            far_ends.push(FarEnd {
+                netns: far.name().to_string(),
+                ifname: format!("e{}", e.peer_port),
+                switch: self.w.switches[e.peer].is_some(),
+            });
+        }
+        Ok((classes, far_ends))
+    }
+
     /// Whether `node`'s end of link `l` is a switch port whose several queues the switch serves
     /// itself ([`QueuesServedBy::Switch`]: BMv2's priority queues), not the kernel's qdiscs.
     pub(super) fn switch_serves_queues(&self, node: usize, l: &mpsched_scenario::Link) -> bool {

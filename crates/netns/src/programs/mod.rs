@@ -9,6 +9,7 @@
 
 pub mod hula;
 pub mod letflow;
+pub mod vqwrr;
 
 use crate::backend::NetnsError;
 use crate::dataplane::{Dataplane, NodeTables};
@@ -29,6 +30,9 @@ pub struct KernelProgram {
     pub start: fn(&NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError>,
     /// Replay a conformance vector set through the object with `BPF_PROG_TEST_RUN`.
     pub vectors: fn(&VectorSet) -> Result<Replay, String>,
+    /// Whether that replay applies a step's register writes (the control plane's); sets
+    /// with writes are refused by name otherwise.
+    pub takes_writes: bool,
 }
 
 /// Every eBPF object the kernel backend can load, by stem. The one registration line a
@@ -38,16 +42,25 @@ pub static KERNEL_PROGRAMS: &[KernelProgram] = &[
         object: "mpsched",
         start: start_mpsched,
         vectors: crate::vectors::run_mpsched,
+        takes_writes: false,
     },
     KernelProgram {
         object: "letflow",
         start: letflow::start,
         vectors: letflow::run_vectors,
+        takes_writes: false,
     },
     KernelProgram {
         object: "hula",
         start: hula::start,
         vectors: hula::vectors::run_vectors,
+        takes_writes: false,
+    },
+    KernelProgram {
+        object: "vqwrr",
+        start: vqwrr::start,
+        vectors: vqwrr::run_vectors,
+        takes_writes: true,
     },
 ];
 
@@ -110,7 +123,7 @@ pub(crate) mod tests {
     /// Registered programs that have no eBPF program yet (issue #30 is building them): run on
     /// the simulator, refused by name here. A new program missing from the kernel must be
     /// listed here on purpose.
-    const NOT_YET_ON_THE_KERNEL: &[&str] = &["vq-wrr", "pmqecn", "dcqcn", "tcn", "p4qcn"];
+    const NOT_YET_ON_THE_KERNEL: &[&str] = &["pmqecn", "dcqcn", "tcn", "p4qcn"];
 
     #[test]
     fn every_registered_program_has_a_kernel_loader() {

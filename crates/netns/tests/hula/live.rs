@@ -151,6 +151,8 @@ impl Net {
                 program: program.name(),
                 params: params.clone(),
                 port_queues: Vec::new(),
+                port_classes: Vec::new(),
+                far_ends: Vec::new(),
             };
             let plane = EbpfPlanes
                 .start(n, &tables)

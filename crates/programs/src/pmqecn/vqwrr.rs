@@ -139,7 +139,7 @@ impl SwitchProgram for VqWrrProgram {
     }
 
     fn ebpf_object(&self) -> Option<&'static str> {
-        None
+        Some("vqwrr")
     }
 
     fn p4_program(&self) -> Option<&'static str> {

@@ -87,6 +87,8 @@ fn tables(node: &TestNode, program: &'static str) -> NodeTables {
         program: p.name(),
         params: Params::defaults(p.params()),
         port_queues: Vec::new(),
+        port_classes: Vec::new(),
+        far_ends: Vec::new(),
     }
 }
 
