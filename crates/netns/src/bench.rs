@@ -186,6 +186,8 @@ pub fn program_costs(repeat: u32, stop: &AtomicBool) -> Result<Vec<ProgramCost>,
     }
     // HULA and MP-HULA (hula.bpf.o): probes, origination, the estimator, data, association.
     out.extend(crate::programs::hula::bench::costs(repeat, stop)?);
+    // vq-wrr (vqwrr.bpf.o): a placement, a departure, the same packet without them.
+    out.extend(crate::programs::vqwrr::costs(repeat, stop)?);
     Ok(out)
 }
 

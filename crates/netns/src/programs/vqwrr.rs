@@ -464,3 +464,102 @@ fn departure(
     obs.action = "transmit".into();
     Ok((obs, regs))
 }
+
+/// `vq-wrr`'s rows of `mpsched bench --dataplane` ([`crate::bench::program_costs`]): a class-1
+/// UDP packet (64-byte frame) placed at ingress (routed, its level searched and counted), its
+/// departure at the far end, and the same packet through the multipath switch alone, each the
+/// mean of `n` single `BPF_PROG_TEST_RUN`s (the kernel's clock around each; a repeated run
+/// would keep its decremented TTL and its placements, so every run is a fresh frame), `n` the
+/// repeats asked for, at most 65 536: the virtual queue holds them all at the top level
+/// (capacity 2^20, weight 2^16), so each departure from it finds a packet to release.
+pub fn costs(repeat: u32, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<crate::bench::ProgramCost>, NetnsError> {
+    use mpsched_core::packet::{Ipv4, PacketMeta};
+    use mpsched_core::table::Route;
+    use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
+    use mpsched_core::wire::{emit_udp_frame, mac_for};
+    use mpsched_programs::SwitchProgram;
+    const OWN: Ipv4 = 0x0aff_0001;
+    const SRC: Ipv4 = 0x0a00_0001;
+    const DST: Ipv4 = 0x0a00_0003;
+    let n = repeat.clamp(1, 1 << 16);
+    let node = TestNode::create(2).map_err(NetnsError::Plane)?;
+    let program = &mpsched_programs::pmqecn::vqwrr::VQ_WRR;
+    let mut params = mpsched_programs::Params::defaults(program.params());
+    for (k, v) in [("vq_capacity", 1 << 20), ("weight", 1 << 16)] {
+        params.set(program.params(), k, v).map_err(NetnsError::Plane)?;
+    }
+    let cfg = mpsched_core::switch::SwitchConfig::forwarding(
+        OWN,
+        vec![Route {
+            prefix: DST,
+            len: 32,
+            port: 1,
+        }],
+    );
+    let tables = NodeTables {
+        program: program.name(),
+        params,
+        test_clock: true,
+        ..NodeTables::multipath(cfg, node.ports.clone())
+    };
+    let mut m = PacketMeta::udp(SRC, DST, 5001, 5201, 0);
+    m.dscp = 1 << 3;
+    let mut data = Vec::new();
+    emit_udp_frame(
+        &m,
+        mac_for(PEER_MAC_NODE, 0),
+        mac_for(OWN_MAC_NODE, 0),
+        64,
+        &[0u8; 18],
+        &mut data,
+    );
+    let (in_port, out_port, peer) = (node.ports[0], node.ports[1], node.peer_ifindexes[1]);
+    let mut left = data.clone();
+    left[0..6].copy_from_slice(&out_port.peer_mac);
+    left[6..12].copy_from_slice(&out_port.own_mac);
+    let mean_ns = |prog: &ProgramMut<'_>, ifindex: u32, priority: u32, frame: &[u8]| -> Result<f64, String> {
+        let mut total = std::time::Duration::ZERO;
+        for _ in 0..n {
+            total += test_run_prog_with_priority(prog, ifindex, priority, frame, 1)?.2;
+        }
+        Ok(total.as_nanos() as f64 / f64::from(n))
+    };
+    let rows = node
+        .enter(|| -> Result<Vec<(String, f64)>, String> {
+            let vq = VqWrrPlane::load(&tables).map_err(|e| e.to_string())?;
+            let base = Dataplane::load(&tables).map_err(|e| e.to_string())?;
+            let ingress = vq.dataplane().program("mps_ingress").map_err(|e| e.to_string())?;
+            let placed = mean_ns(&ingress, in_port.ifindex, 0, &data)?;
+            let departure = vq.departure().map_err(|e| e.to_string())?;
+            let left_ns = mean_ns(&departure, peer, HASH_TAG | 7, &left)?;
+            let plain = base.program("mps_ingress").map_err(|e| e.to_string())?;
+            let plain_ns = mean_ns(&plain, in_port.ifindex, 0, &data)?;
+            let snap = vq.snapshot().map_err(|e| e.to_string())?;
+            let errors = snap.get("counter.vq.accounting_errors").copied().unwrap_or(0);
+            let drops = snap.get("counter.vq.drops").copied().unwrap_or(0);
+            if errors + drops != 0 {
+                return Err(format!(
+                    "vq-wrr's bench dropped {drops} and miscounted {errors} departures"
+                ));
+            }
+            Ok(vec![
+                ("vq-wrr place (routed, level)".into(), placed),
+                ("vq-wrr departure".into(), left_ns),
+                ("the same packet, multipath".into(), plain_ns),
+            ])
+        })
+        .map_err(NetnsError::Plane)?
+        .map_err(NetnsError::Plane)?;
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(NetnsError::Interrupted("(none made at this point)".into()));
+    }
+    Ok(rows
+        .into_iter()
+        .map(|(name, ns)| crate::bench::ProgramCost {
+            name,
+            ns_per_pkt: ns,
+            mpps: if ns > 0.0 { 1e3 / ns } else { f64::INFINITY },
+            repeat: n,
+        })
+        .collect())
+}
