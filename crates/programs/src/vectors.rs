@@ -325,6 +325,7 @@ pub fn standard_sets() -> Vec<VectorSet> {
     sets.extend(letflow_sets());
     sets.extend(crate::hula::vector_sets::sets());
     sets.extend(crate::pmqecn::vector_sets::sets());
+    sets.extend(crate::pmqecn::baseline_vectors::sets());
     sets
 }
 
