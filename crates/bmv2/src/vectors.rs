@@ -55,6 +55,9 @@ struct Node {
     switch: Bmv2Switch,
     tables: NodeTables,
     prog: &'static Bmv2Program,
+    /// Whether an egress step observes the ECN of the frame it transmits: the multipath
+    /// switch's marker, or a program marking at egress (`SwitchProgram::marks_at_egress`).
+    egress_ecn: bool,
     /// HULA's timer port: trigger frames are written into its peer.
     timer: Option<Tap>,
     _ns: Netns,
@@ -76,6 +79,7 @@ impl Node {
             .collect();
         let (program, params) = mpsched_programs::vectors::program_of(set).map_err(Bmv2Error::Config)?;
         let prog = programs::bmv2_program(program).map_err(Bmv2Error::Config)?;
+        let egress_ecn = set.program == mpsched_core::vectors::MULTIPATH || program.marks_at_egress();
         // A program that picks priorities itself (vq-wrr's levels) meets ports of every queue
         // it may pick: a vector's step names its queue, the Rust runner clamps nothing.
         let port_queues = match prog.own_priorities {
@@ -146,6 +150,7 @@ impl Node {
             switch,
             tables,
             prog,
+            egress_ecn,
             timer,
             _ns: ns,
         })
@@ -230,6 +235,16 @@ fn step(
         }
         cli.register_write("MpsIngress.test_egress_queue", 0, u64::from(st.queue))
             .map_err(err)?;
+        match node.prog.set_test_queue {
+            Some(set_queue) => set_queue(cli, st.enq_qdepth_pkts, st.sojourn_ns).map_err(err)?,
+            None if st.enq_qdepth_pkts != 0 || st.sojourn_ns != 0 => {
+                return Err(format!(
+                    "program `{}` reads no queue depth or sojourn on BMv2",
+                    set.program
+                ))
+            }
+            None => {}
+        }
         cli.register_write("MpsIngress.test_egress_port", 0, u64::from(st.port) + 1)
             .map_err(err)?;
     }
@@ -249,7 +264,7 @@ fn step(
     }
     let obs = match st.hook {
         Hook::Ingress => ingress_outcome(set, &frames, prev, &regs)?,
-        Hook::Egress | Hook::Timer => egress_outcome(set, &frames, prev, &regs)?,
+        Hook::Egress | Hook::Timer => egress_outcome(set, node.egress_ecn, &frames, prev, &regs)?,
     };
     Ok((obs, regs))
 }
@@ -496,18 +511,24 @@ fn ingress_outcome(
 
 fn egress_outcome(
     set: &VectorSet,
+    ecn: bool,
     frames: &[(PortId, Vec<u8>)],
     prev: &BTreeMap<String, u64>,
     regs: &BTreeMap<String, u64>,
 ) -> Result<Observed, String> {
     let mut obs = observed(chosen_path(prev, regs));
     obs.action = "transmit".into();
-    // The multipath switch's egress is its marker, whose ECN the Rust runner observes; another
-    // program's egress stage (vq-wrr's release) is observed by its registers alone.
-    if set.program != mpsched_core::vectors::MULTIPATH {
+    // The multipath switch's egress is its marker, and DCQCN's and TCN's mark, whose ECN the
+    // Rust runner observes; another program's egress stage (vq-wrr's release) is observed by
+    // its registers alone.
+    if !ecn {
         return Ok(obs);
     }
     let f = &frames.last().ok_or("no frame")?.1;
+    // A program's own marking rewrote the TOS byte: its checksum must follow.
+    if set.program != mpsched_core::vectors::MULTIPATH {
+        check_ipv4_checksum(f)?;
+    }
     if let Ok(m) = parse_frame(f, set.config.feedback_port) {
         obs.ecn = Some(m.ecn);
     } else if f.len() >= 34 && f[12..14] == [0x08, 0x00] {

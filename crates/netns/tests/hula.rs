@@ -162,6 +162,8 @@ fn step(note: &str, hook: Hook, port: u16, t_us: u64, frame: Vec<u8>) -> Step {
         frame: to_hex(&frame),
         delivery: Default::default(),
         queue: 0,
+        enq_qdepth_pkts: 0,
+        sojourn_ns: 0,
         writes: Vec::new(),
         expect: None,
     }

@@ -138,6 +138,13 @@ pub trait SwitchProgram: Sync {
         None
     }
 
+    /// Whether its egress stage may rewrite a packet's ECN bits (DCQCN's and TCN's marks at
+    /// dequeue): the conformance vectors then observe the ECN of the frame an egress step
+    /// transmits, on every backend.
+    fn marks_at_egress(&self) -> bool {
+        false
+    }
+
     /// The stem of its eBPF object, if it has one (the kernel backend loads `<stem>.bpf.o`).
     fn ebpf_object(&self) -> Option<&'static str>;
 

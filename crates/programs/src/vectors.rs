@@ -9,6 +9,9 @@
 //!   as `FrameSwitch` does and as the eBPF and P4 programs do;
 //! - the program's [`Program::ingress`] runs at the step's `time_ns`; a consumed packet
 //!   addressed to the node goes to its stack;
+//! - an egress step runs [`Program::on_dequeue`] with the step's queue, the depth the frame
+//!   found (`enq_qdepth_pkts`) and its sojourn (`sojourn_ns`); for a program that marks there
+//!   ([`SwitchProgram::marks_at_egress`]) the ECN of the frame it transmits is observed;
 //! - the registers are the program's counters, each as `counter.<name>`
 //!   (`counter.letflow.new_flowlets`, `counter.no_route`), beside `counter.not_ipv4`,
 //!   `counter.malformed` and per-port `port<p>.rx_pkts` / `.tx_pkts`;
@@ -104,6 +107,7 @@ pub fn run_program(set: &VectorSet) -> Result<Replay, String> {
         rx_pkts: vec![0; set.n_ports],
         tx_pkts: vec![0; set.n_ports],
         timers: Vec::new(),
+        egress_ecn: program.marks_at_egress(),
     };
     node.start();
     let initial = node.snapshot();
@@ -119,7 +123,7 @@ pub fn run_program(set: &VectorSet) -> Result<Replay, String> {
         }
         let observed = match st.hook {
             Hook::Ingress => node.ingress(&frame, st.port, st.time_ns),
-            Hook::Egress => node.egress(&frame, st.port, st.queue, st.time_ns),
+            Hook::Egress => node.egress(&frame, st),
             Hook::Timer => node.timer(st.time_ns),
         };
         record_step(&mut out, &mut prev, observed, node.snapshot());
@@ -138,6 +142,8 @@ struct FrameNode {
     tx_pkts: Vec<u64>,
     /// Tokens of the timers the program has asked for: a `timer` step fires them all.
     timers: Vec<u64>,
+    /// Whether an egress step observes the transmitted frame's ECN.
+    egress_ecn: bool,
 }
 
 fn empty_observed(action: &str) -> Observed {
@@ -202,22 +208,31 @@ impl FrameNode {
         obs.probes.sort_by_key(|p| p.port);
     }
 
-    /// A frame leaving by `port` from its queue `queue` at `time_ns` (the program's egress
-    /// stage); its length is the frame's, whatever it carries.
-    fn egress(&mut self, frame: &[u8], port: PortId, queue: u8, time_ns: u64) -> Observed {
-        let mut meta = parse_frame(frame, self.feedback_port).unwrap_or_else(|_| PacketMeta::udp(0, 0, 0, 0, 0));
+    /// Step `st`'s frame leaving by its port (the program's egress stage), from the step's
+    /// queue at its time, having found `enq_qdepth_pkts` packets and waited `sojourn_ns`; its
+    /// length is the frame's, whatever it carries.
+    fn egress(&mut self, frame: &[u8], st: &Step) -> Observed {
+        let parsed = parse_frame(frame, self.feedback_port);
+        let ipv4 = parsed.is_ok();
+        let mut meta = parsed.unwrap_or_else(|_| PacketMeta::udp(0, 0, 0, 0, 0));
         meta.wire_len_bytes = frame.len() as u32;
         let mut ctx = Ctx::new();
-        ctx.reset(time_ns.saturating_mul(1000));
+        ctx.reset(st.time_ns.saturating_mul(1000));
+        let sojourn_ps = st.sojourn_ns.saturating_mul(1000);
         let q = QueueMeta {
-            enq_timestamp_ps: ctx.now_ps(),
-            queue,
+            enq_timestamp_ps: ctx.now_ps().saturating_sub(sojourn_ps),
+            queue: st.queue,
+            enq_qdepth_pkts: st.enq_qdepth_pkts,
+            deq_timedelta_ps: sojourn_ps,
             ..QueueMeta::default()
         };
-        let mut obs = match self.program.on_dequeue(&mut meta, port, q, &mut ctx) {
+        let mut obs = match self.program.on_dequeue(&mut meta, st.port, q, &mut ctx) {
             EgressVerdict::Transmit => empty_observed("transmit"),
             EgressVerdict::Drop => empty_observed("drop"),
         };
+        if self.egress_ecn && ipv4 {
+            obs.ecn = Some(meta.ecn);
+        }
         self.effects(&ctx, &mut obs);
         obs
     }
@@ -310,6 +325,7 @@ pub fn standard_sets() -> Vec<VectorSet> {
     sets.extend(letflow_sets());
     sets.extend(crate::hula::vector_sets::sets());
     sets.extend(crate::pmqecn::vector_sets::sets());
+    sets.extend(crate::pmqecn::baseline_vectors::sets());
     sets
 }
 
@@ -368,6 +384,8 @@ fn at(note: impl Into<String>, time_ns: u64, frame: &[u8]) -> Step {
         frame: to_hex(frame),
         delivery: Delivery::TestRun,
         queue: 0,
+        enq_qdepth_pkts: 0,
+        sojourn_ns: 0,
         writes: Vec::new(),
         expect: None,
     }

@@ -49,7 +49,10 @@ fn the_files_hold_every_programs_standard_inputs() {
         let frames = |s: &VectorSet| {
             s.steps
                 .iter()
-                .map(|x| (x.hook, x.port, x.time_ns, x.frame.clone()))
+                .map(|x| {
+                    let queue = (x.queue, x.enq_qdepth_pkts, x.sojourn_ns);
+                    (x.hook, x.port, x.time_ns, queue, x.frame.clone())
+                })
                 .collect::<Vec<_>>()
         };
         assert_eq!(

@@ -126,6 +126,16 @@ pub struct Step {
     /// egress stage depends on it (`vq-wrr` releases the level the packet was queued at).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub queue: u8,
+    /// Egress steps: packets waiting in the frame's queue when it joined it, not counting
+    /// itself (`QueueMeta::enq_qdepth_pkts`, BMv2's `enq_qdepth`); absent: 0. Read by programs
+    /// that mark on the queue a packet found (`dcqcn`).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub enq_qdepth_pkts: u32,
+    /// Egress steps: how long the frame waited in its queue, ns (`QueueMeta::deq_timedelta_ps`
+    /// / 1000; BMv2's `deq_timedelta` counts whole microseconds, so a step BMv2 replays gives
+    /// whole microseconds); absent: 0. Read by programs that mark on sojourn (`tcn`).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub sojourn_ns: u64,
     /// Registers the control plane writes before the frame, in order (a `vq-wrr` weight),
     /// through the program's control channel (`ProgramControl::write_register`); absent: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -137,6 +147,14 @@ pub struct Step {
 
 fn is_zero(q: &u8) -> bool {
     *q == 0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 /// One register entry a step's control plane writes before its frame.

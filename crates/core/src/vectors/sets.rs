@@ -67,6 +67,8 @@ fn ingress(note: impl Into<String>, port: PortId, frame: &[u8]) -> Step {
         frame: to_hex(frame),
         delivery: Delivery::TestRun,
         queue: 0,
+        enq_qdepth_pkts: 0,
+        sojourn_ns: 0,
         writes: Vec::new(),
         expect: None,
     }

@@ -94,6 +94,8 @@ fn step(note: &str, hook: Hook, port: PortId, t_us: u64, frame: &[u8]) -> Step {
         frame: to_hex(frame),
         delivery: Delivery::TestRun,
         queue: 0,
+        enq_qdepth_pkts: 0,
+        sojourn_ns: 0,
         writes: Vec::new(),
         expect: None,
     }

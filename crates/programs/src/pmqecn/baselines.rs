@@ -5,7 +5,8 @@
 //! - `dcqcn`: DCQCN's CP (Zhu et al., SIGCOMM 2015): at egress, an ECN-capable packet is marked
 //!   CE with probability 0 below `kmin` packets in the queue it found, rising linearly to
 //!   `pmax` at `kmax`, 1 above. The paper's single threshold is `kmin = kmax = 11` with `pmax`
-//!   100 %: every ECN-capable packet that found 11 or more is marked.
+//!   100 %: every ECN-capable packet that found 11 or more is marked. Between the two a 32-bit
+//!   draw decides, in integers only, as `dcqcn.p4` decides ([`red_decision`], [`red_draw_marks`]).
 //! - `tcn`: TCN's marking (Bai et al., CoNEXT 2016): at dequeue, CE when the packet's sojourn
 //!   exceeds `sojourn`.
 //! - `p4qcn`: P4QCN's CP (Geng, Yan & Zhang, 2019): QCN's feedback computed in the switch and
@@ -29,13 +30,64 @@ use mpsched_core::control::{ControlError, ControlListing, ProgramControl};
 use mpsched_core::headers::FeedbackHeader;
 use mpsched_core::packet::{Ecn, Ipv4, PacketMeta, PortId};
 use mpsched_core::program::{Ctx, EgressVerdict, Program, QueueMeta, Verdict};
-use mpsched_core::rng::SeededRandom;
+use mpsched_core::rng::{RandomSource, SeededRandom};
 use mpsched_core::sched::ConfigError;
 
 /// QCN's feedback is quantised to this many levels (6 bits).
 pub const QCN_FB_LEVELS: u32 = 63;
 /// QCN's `Gd` is `1 / QCN_GD_DIV`: the deepest cut is 63/128, about a half.
 pub const QCN_GD_DIV: u32 = 128;
+/// DCQCN's probabilities are in millionths.
+pub const PPM: u64 = 1_000_000;
+
+/// What DCQCN does with an ECN-capable packet that found a queue of some depth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedDecision {
+    /// Probability 0: not marked, nothing drawn.
+    Never,
+    /// Probability 1: marked, nothing drawn.
+    Always,
+    /// Probability `floor(num / den)` millionths, strictly between 0 and 1: one draw decides
+    /// ([`red_draw_marks`]).
+    Draw {
+        /// `pmax_ppm x (q - kmin)` (`pmax_ppm` when `kmin = kmax`).
+        num: u64,
+        /// `kmax - kmin` (1 when they are equal).
+        den: u64,
+    },
+}
+
+/// DCQCN's decision for a packet that found `q` packets: [`Baseline::red_ppm`] as a fraction,
+/// without a division, so that P4 (which has none at run time) computes the same.
+pub fn red_decision(q: u32, kmin: u32, kmax: u32, pmax_pct: u32) -> RedDecision {
+    if q < kmin {
+        return RedDecision::Never;
+    }
+    if q > kmax {
+        return RedDecision::Always;
+    }
+    let pmax_ppm = u64::from(pmax_pct) * 10_000;
+    let (num, den) = match kmax == kmin {
+        true => (pmax_ppm, 1),
+        false => (pmax_ppm * u64::from(q - kmin), u64::from(kmax - kmin)),
+    };
+    if num < den {
+        RedDecision::Never
+    } else if num >= PPM * den {
+        RedDecision::Always
+    } else {
+        RedDecision::Draw { num, den }
+    }
+}
+
+/// Whether a 32-bit `draw` marks at probability `floor(num / den)` millionths: the draw
+/// becomes `u = (draw x 10^6) >> 32`, uniform on 0..10^6 (the multiply-shift of
+/// `RandomSource::draw_inclusive`), and marks iff `u < floor(num / den)`, which for whole
+/// numbers is `(u + 1) x den <= num`: the form `dcqcn.p4` computes in 64 bits.
+pub fn red_draw_marks(draw: u32, num: u64, den: u64) -> bool {
+    let u = (u64::from(draw) * PPM) >> 32;
+    (u + 1) * den <= num
+}
 
 const FIFO: Param = Param {
     name: "fifo_pkts",
@@ -183,7 +235,7 @@ pub struct Baseline {
     rule: Rule,
     fifo_pkts: u32,
     own_ip: Ipv4,
-    rng: SeededRandom,
+    rng: Box<dyn RandomSource>,
     qcn: Vec<QcnPort>,
     counters: BaselineCounters,
 }
@@ -191,12 +243,23 @@ pub struct Baseline {
 impl Baseline {
     /// `rule` over `fwd`, dropping at `fifo_pkts`; feedback from `own_ip`; draws from `seed`.
     pub fn new(fwd: Box<dyn Program>, rule: Rule, fifo_pkts: u32, own_ip: Ipv4, seed: u64) -> Baseline {
+        Self::with_rng(fwd, rule, fifo_pkts, own_ip, Box::new(SeededRandom::new(seed)))
+    }
+
+    /// As [`Baseline::new`], its draws from `rng` (the vectors' fixed draws).
+    pub fn with_rng(
+        fwd: Box<dyn Program>,
+        rule: Rule,
+        fifo_pkts: u32,
+        own_ip: Ipv4,
+        rng: Box<dyn RandomSource>,
+    ) -> Baseline {
         Baseline {
             fwd,
             rule,
             fifo_pkts,
             own_ip,
-            rng: SeededRandom::new(seed),
+            rng,
             qcn: Vec::new(),
             counters: BaselineCounters::default(),
         }
@@ -209,7 +272,7 @@ impl Baseline {
 
     /// DCQCN's marking probability for a packet that found `q` packets, in millionths: 0
     /// below `kmin`, rising linearly to `pmax_pct` at `kmax` (`pmax_pct` from `kmin` when the
-    /// two are equal), 1 above `kmax`.
+    /// two are equal), 1 above `kmax`. The program decides by [`red_decision`], its equal.
     pub fn red_ppm(q: u32, kmin: u32, kmax: u32, pmax_pct: u32) -> u64 {
         let pmax = u64::from(pmax_pct) * 10_000;
         if q < kmin {
@@ -238,6 +301,22 @@ impl Baseline {
         if pkt.ecn.is_ect() {
             pkt.ecn = Ecn::Ce;
             self.counters.marked += 1;
+        }
+    }
+
+    /// DCQCN at dequeue. Only an ECN-capable packet is decided, so only it takes a draw (as
+    /// `dcqcn.p4`: the vectors' fixed draws go to the same packets on both).
+    fn red(&mut self, pkt: &mut PacketMeta, q: u32, (kmin, kmax, pmax_pct): (u32, u32, u32)) {
+        if !pkt.ecn.is_ect() {
+            return;
+        }
+        let marks = match red_decision(q, kmin, kmax, pmax_pct) {
+            RedDecision::Never => false,
+            RedDecision::Always => true,
+            RedDecision::Draw { num, den } => red_draw_marks(self.rng.next_u32(), num, den),
+        };
+        if marks {
+            self.mark(pkt);
         }
     }
 
@@ -311,12 +390,7 @@ impl Program for Baseline {
 
     fn on_dequeue(&mut self, pkt: &mut PacketMeta, port: PortId, queue: QueueMeta, ctx: &mut Ctx) -> EgressVerdict {
         match self.rule {
-            Rule::Red { kmin, kmax, pmax_pct } => {
-                let p = Self::red_ppm(queue.enq_qdepth_pkts, kmin, kmax, pmax_pct);
-                if p >= 1_000_000 || (p > 0 && self.rng.next_u64() % 1_000_000 < p) {
-                    self.mark(pkt);
-                }
-            }
+            Rule::Red { kmin, kmax, pmax_pct } => self.red(pkt, queue.enq_qdepth_pkts, (kmin, kmax, pmax_pct)),
             Rule::Sojourn(t) if queue.deq_timedelta_ps > t => self.mark(pkt),
             _ => {}
         }
@@ -444,23 +518,39 @@ impl SwitchProgram for BaselineProgram {
     }
 
     fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError> {
+        self.build_with_rng(input, Box::new(SeededRandom::new(input.seed)))
+    }
+
+    fn build_with_rng(
+        &self,
+        input: &BuildInput<'_>,
+        rng: Box<dyn RandomSource>,
+    ) -> Result<Box<dyn Program>, ConfigError> {
         let fwd = crate::multipath::MULTIPATH.build(input)?;
         let p = input.params;
-        Ok(Box::new(Baseline::new(
+        Ok(Box::new(Baseline::with_rng(
             fwd,
             (self.rule)(p),
             p.get("fifo_pkts") as u32,
             input.tables.own_ip,
-            input.seed,
+            rng,
         )))
+    }
+
+    fn marks_at_egress(&self) -> bool {
+        matches!(self.name, "dcqcn" | "tcn")
     }
 
     fn ebpf_object(&self) -> Option<&'static str> {
         None
     }
 
+    /// `dcqcn.p4` and `tcn.p4` beside this file; P4QCN's feedback is not built in P4 yet.
     fn p4_program(&self) -> Option<&'static str> {
-        None
+        match self.name {
+            "dcqcn" | "tcn" => Some(self.name),
+            _ => None,
+        }
     }
 }
 
@@ -480,6 +570,66 @@ mod tests {
         assert_eq!(Baseline::red_ppm(102, 5, 200, 1), 4_974);
         assert_eq!(Baseline::red_ppm(200, 5, 200, 1), 10_000);
         assert_eq!(Baseline::red_ppm(201, 5, 200, 1), 1_000_000);
+    }
+
+    /// The division-free decision P4 computes marks exactly when the draw's millionth is
+    /// below `red_ppm`, and draws only where the probability is strictly between 0 and 1.
+    #[test]
+    fn red_decision_and_draw_equal_the_probability_line_in_millionths() {
+        let draws = [
+            0,
+            1,
+            4_294,
+            4_295,
+            1 << 31,
+            1_073_741_824,
+            3_000_000_000,
+            u32::MAX - 1,
+            u32::MAX,
+        ];
+        let edges = [62_500u64, 250_000, 312_500, 500_000, 4_974, 10_000, 999_999];
+        let edge_draws = edges
+            .iter()
+            .flat_map(|&u| [(u << 32).div_ceil(PPM) as u32, ((u << 32).div_ceil(PPM) - 1) as u32]);
+        let draws: Vec<u32> = draws.into_iter().chain(edge_draws).collect();
+        // (0, 20 000, 1): the line rises by less than a millionth per packet, so the first
+        // packets over kmin have p = 0 and must take no draw.
+        let lines = [
+            (4, 12, 50),
+            (11, 11, 100),
+            (11, 11, 30),
+            (5, 200, 1),
+            (0, 3, 100),
+            (0, 0, 7),
+            (0, 20_000, 1),
+        ];
+        for (kmin, kmax, pmax) in lines {
+            for q in 0..=kmax + 2 {
+                let p = Baseline::red_ppm(q, kmin, kmax, pmax);
+                let d = red_decision(q, kmin, kmax, pmax);
+                match d {
+                    RedDecision::Never => assert_eq!(p, 0, "q {q} {kmin}/{kmax}/{pmax}"),
+                    RedDecision::Always => assert!(p >= PPM, "q {q} {kmin}/{kmax}/{pmax}"),
+                    RedDecision::Draw { num, den } => {
+                        assert!((1..PPM).contains(&p), "q {q} {kmin}/{kmax}/{pmax}");
+                        for &draw in &draws {
+                            let u = (u64::from(draw) * PPM) >> 32;
+                            assert_eq!(red_draw_marks(draw, num, den), u < p, "q {q} draw {draw}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_draw_marks_below_the_probability_and_not_at_it() {
+        // 250 000 ppm: the last draw of millionth 249 999 marks, the first of 250 000 does not.
+        let first = (250_000u64 << 32).div_ceil(PPM) as u32;
+        assert!(red_draw_marks(first - 1, 2_000_000, 8));
+        assert!(!red_draw_marks(first, 2_000_000, 8));
+        assert!(red_draw_marks(0, 1, 1), "1 ppm: only millionth 0");
+        assert!(!red_draw_marks(4_295, 1, 1), "millionth 1");
     }
 
     #[test]

@@ -13,7 +13,9 @@
 //!   registered as `vq-wrr`.
 //! - [`baselines`]: the congestion points the paper compares with, `dcqcn`, `tcn` and `p4qcn`.
 //! - [`vector_sets`]: `vq-wrr`'s conformance vectors.
+//! - [`baseline_vectors`]: `dcqcn`'s and `tcn`'s conformance vectors.
 
+pub mod baseline_vectors;
 pub mod baselines;
 pub mod control;
 pub mod cp;

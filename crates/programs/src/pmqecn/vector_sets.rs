@@ -57,6 +57,8 @@ fn step(note: impl Into<String>, hook: Hook, port: PortId, queue: u8, frame: &[u
         frame: to_hex(frame),
         delivery: Delivery::TestRun,
         queue,
+        enq_qdepth_pkts: 0,
+        sojourn_ns: 0,
         writes: Vec::new(),
         expect: None,
     }
