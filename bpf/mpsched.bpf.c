@@ -94,25 +94,28 @@ static __always_inline __u64 min_u64(__u64 a, __u64 b)
 	return b + ((a - b) & lt_mask(a, b));
 }
 
+/* A raw 32-bit draw: the test map's next value (MPS_F_TEST_DRAWS), or the kernel's. */
+static __always_inline __u32 raw_draw(const struct mps_node *n)
+{
+	__u32 idx_key = MPS_TEST_DRAWS, k;
+	__u32 *idx, *v;
+
+	if (!(n->flags & MPS_F_TEST_DRAWS))
+		return bpf_get_prandom_u32();
+	idx = bpf_map_lookup_elem(&test_draws, &idx_key);
+	if (!idx || n->test_draws_n == 0)
+		return 0;
+	k = *idx % n->test_draws_n;
+	*idx = k + 1;
+	v = bpf_map_lookup_elem(&test_draws, &k);
+	return v ? *v : 0;
+}
+
 /* rng::RandomSource::draw_inclusive: lo + (draw * span) >> 32, no division. */
 static __always_inline __u32 rs_draw(const struct mps_node *n)
 {
-	__u32 raw;
+	__u32 raw = raw_draw(n);
 
-	if (n->flags & MPS_F_TEST_DRAWS) {
-		__u32 idx_key = MPS_TEST_DRAWS, k;
-		__u32 *idx = bpf_map_lookup_elem(&test_draws, &idx_key);
-		__u32 *v;
-
-		if (!idx || n->test_draws_n == 0)
-			return MPS_RS_DRAW_MIN;
-		k = *idx % n->test_draws_n;
-		*idx = k + 1;
-		v = bpf_map_lookup_elem(&test_draws, &k);
-		raw = v ? *v : 0;
-	} else {
-		raw = bpf_get_prandom_u32();
-	}
 	return MPS_RS_DRAW_MIN +
 	       (__u32)(((__u64)raw * (MPS_RS_DRAW_MAX - MPS_RS_DRAW_MIN + 1)) >> 32);
 }

@@ -36,6 +36,13 @@ pub trait SwitchPlane: ProgramControl {
     fn attach_departures(&mut self) -> Result<(), NetnsError> {
         Ok(())
     }
+    /// Packets waiting at `port` as the switch's program counts them, and the most since the
+    /// last call (which starts the next interval), for the time series'
+    /// `<link>_queue_pkts` / `<link>_queue_max_pkts`; None where the program does not count
+    /// its queues.
+    fn queue_pkts(&self, _port: PortId) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 /// Who serves the queues of a switch port that has several.

@@ -134,6 +134,17 @@ pub(super) fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, 
                 .unwrap_or_default()
         })
         .collect();
+    // Named links whose `a` end is a switch: its port toward `b`, whose queue the series shows
+    // where the switch's program counts it (as the simulator's `<link>_queue_*` columns).
+    let queue_links: Vec<(String, usize, PortId)> = sc
+        .links
+        .iter()
+        .filter_map(|l| {
+            let name = l.name.clone()?;
+            let plane = live.dataplanes.iter().position(|(i, _)| *i == l.a)?;
+            Some((name, plane, w.port_to(l.a, l.b)?))
+        })
+        .collect();
     let end = Duration::from_nanos(sc.duration_ps / 1000);
     let mut next_sample = sample_every;
     let mut last_sample_at = Duration::ZERO;
@@ -207,6 +218,12 @@ pub(super) fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, 
                             regs.push((format!("{}_group{g}_weight{}", sc.nodes[*i].name, k + 1), u64::from(*v)));
                         }
                     }
+                }
+            }
+            for (name, plane, port) in &queue_links {
+                if let Some((now_pkts, most)) = live.dataplanes[*plane].1.queue_pkts(*port) {
+                    regs.push((format!("{name}_queue_pkts"), now_pkts));
+                    regs.push((format!("{name}_queue_max_pkts"), most));
                 }
             }
             reg_samples.push(regs);

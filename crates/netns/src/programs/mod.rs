@@ -7,16 +7,19 @@
 //! ([`KernelProgram::start`]) and a replay of conformance vectors
 //! ([`KernelProgram::vectors`]). Adding a program to the kernel backend is one line there.
 
+pub mod baseline;
 pub mod hula;
 pub mod letflow;
 pub mod vqwrr;
 
 use crate::backend::NetnsError;
-use crate::dataplane::{Dataplane, NodeTables};
+use crate::dataplane::{bpf, Dataplane, FarEnd, NodeTables, DEPARTURE_TC_PRIORITY};
 use crate::switchplane::SwitchPlane;
+use libbpf_rs::{ProgramMut, TcHook, TC_EGRESS, TC_INGRESS};
 use mpsched_core::vectors::{StepResult, VectorSet};
 use mpsched_programs::SwitchProgram;
 use std::collections::BTreeMap;
+use std::os::fd::AsFd;
 
 /// A replay's initial registers and each step's result.
 pub type Replay = (BTreeMap<String, u64>, Vec<StepResult>);
@@ -62,6 +65,12 @@ pub static KERNEL_PROGRAMS: &[KernelProgram] = &[
         vectors: vqwrr::run_vectors,
         takes_writes: true,
     },
+    KernelProgram {
+        object: "baseline",
+        start: baseline::start,
+        vectors: baseline::run_vectors,
+        takes_writes: false,
+    },
 ];
 
 /// The kernel's loader of `program`, or why there is none (for messages, without the node).
@@ -84,6 +93,35 @@ fn start_mpsched(tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError
         dp.attach(b.ifindex, tables.markers.iter().any(|m| usize::from(m.port) == p))?;
     }
     Ok(Box::new(dp))
+}
+
+/// `prog` at TC ingress of `far`'s interface, in the calling thread's namespace (`far`'s).
+pub(crate) fn attach_departure(prog: ProgramMut<'_>, far: &FarEnd) -> Result<(), NetnsError> {
+    let name = std::ffi::CString::new(far.ifname.as_str())
+        .map_err(|_| NetnsError::Unsupported(format!("interface name {:?}", far.ifname)))?;
+    // SAFETY: a NUL-terminated name, only read.
+    let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    if ifindex == 0 {
+        return Err(NetnsError::Unsupported(format!(
+            "no interface {} in namespace {} for a departure stage",
+            far.ifname, far.netns
+        )));
+    }
+    let what = || format!("attach a departure stage to {} in {}", far.ifname, far.netns);
+    if !far.switch {
+        // A switch's own programs made its clsact qdisc; a host has none yet.
+        let mut q = TcHook::new(prog.as_fd());
+        q.ifindex(ifindex as i32).attach_point(TC_INGRESS | TC_EGRESS);
+        bpf(what, q.create())?;
+    }
+    let mut hook = TcHook::new(prog.as_fd());
+    hook.ifindex(ifindex as i32)
+        .replace(true)
+        .handle(1)
+        .priority(DEPARTURE_TC_PRIORITY)
+        .attach_point(TC_INGRESS);
+    bpf(what, hook.attach())?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -123,7 +161,7 @@ pub(crate) mod tests {
     /// Registered programs that have no eBPF program yet (issue #30 is building them): run on
     /// the simulator, refused by name here. A new program missing from the kernel must be
     /// listed here on purpose.
-    const NOT_YET_ON_THE_KERNEL: &[&str] = &["pmqecn", "dcqcn", "tcn", "p4qcn"];
+    const NOT_YET_ON_THE_KERNEL: &[&str] = &["pmqecn", "p4qcn"];
 
     #[test]
     fn every_registered_program_has_a_kernel_loader() {

@@ -14,18 +14,16 @@
 use crate::backend::NetnsError;
 use crate::dataplane::{
     bpf, map_of, percpu_sum, update_map, Dataplane, DataplaneError, FarEnd, NodeTables, PortBinding,
-    DEPARTURE_TC_PRIORITY,
 };
 use crate::layout::Pod;
 use crate::switchplane::{routes_table_delete, routes_table_write, snapshot_register_of, SwitchPlane};
 use crate::vectors::{by_test_run, observed, test_run_prog_with_priority, TestNode};
-use libbpf_rs::{MapCore, MapFlags, ProgramMut, TcHook, TC_EGRESS, TC_INGRESS};
+use libbpf_rs::{MapCore, MapFlags, ProgramMut};
 use mpsched_core::control::{self, ControlError, ControlListing, ProgramControl};
 use mpsched_core::packet::PortId;
 use mpsched_core::vectors::{chosen_path, from_hex, Hook, Observed, StepResult, VectorSet};
 use mpsched_programs::pmqecn::vqwrr::{VqWrrConfig, MAX_LEVELS, VIRTUAL_QUEUES};
 use std::collections::BTreeMap;
-use std::os::fd::AsFd;
 
 /// The compiled object, built by `build.rs`.
 pub static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/vqwrr.bpf.o"));
@@ -186,7 +184,7 @@ impl VqWrrPlane {
     fn attach_far_ends(&self) -> Result<(), NetnsError> {
         for far in &self.far_ends {
             let prog = self.departure()?;
-            crate::ns::enter_named(&far.netns, || attach_departure(prog, far))??;
+            crate::ns::enter_named(&far.netns, || super::attach_departure(prog, far))??;
         }
         Ok(())
     }
@@ -282,35 +280,6 @@ fn port_cfg(t: &NodeTables, p: usize, levels: u8) -> VqPortCfg {
         pc.prio_of_level[l] = *c;
     }
     pc
-}
-
-/// `prog` at TC ingress of `far`'s interface, in the calling thread's namespace (`far`'s).
-fn attach_departure(prog: ProgramMut<'_>, far: &FarEnd) -> Result<(), NetnsError> {
-    let name = std::ffi::CString::new(far.ifname.as_str())
-        .map_err(|_| NetnsError::Unsupported(format!("interface name {:?}", far.ifname)))?;
-    // SAFETY: a NUL-terminated name, only read.
-    let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
-    if ifindex == 0 {
-        return Err(NetnsError::Unsupported(format!(
-            "vq-wrr: no interface {} in namespace {} for the departure stage",
-            far.ifname, far.netns
-        )));
-    }
-    let what = || format!("attach vq_departure to {} in {}", far.ifname, far.netns);
-    if !far.switch {
-        // A switch's own programs made its clsact qdisc; a host has none yet.
-        let mut q = TcHook::new(prog.as_fd());
-        q.ifindex(ifindex as i32).attach_point(TC_INGRESS | TC_EGRESS);
-        bpf(what, q.create())?;
-    }
-    let mut hook = TcHook::new(prog.as_fd());
-    hook.ifindex(ifindex as i32)
-        .replace(true)
-        .handle(1)
-        .priority(DEPARTURE_TC_PRIORITY)
-        .attach_point(TC_INGRESS);
-    bpf(what, hook.attach())?;
-    Ok(())
 }
 
 /// [`crate::programs::KernelProgram::start`] for `vq-wrr`.

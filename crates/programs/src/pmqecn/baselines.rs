@@ -541,8 +541,12 @@ impl SwitchProgram for BaselineProgram {
         matches!(self.name, "dcqcn" | "tcn")
     }
 
+    /// `dcqcn` and `tcn` share `baseline.bpf.c` (its mode set from the program's name).
     fn ebpf_object(&self) -> Option<&'static str> {
-        None
+        match self.name {
+            "dcqcn" | "tcn" => Some("baseline"),
+            _ => None,
+        }
     }
 
     /// `dcqcn.p4` and `tcn.p4` beside this file; P4QCN's feedback is not built in P4 yet.

@@ -1,0 +1,382 @@
+//! `dcqcn` and `tcn` on the kernel: load `baseline.bpf.o` (crates/programs/src/pmqecn/
+//! baseline.bpf.c, the multipath switch with a queue stage that counts each port's queue and
+//! records every enqueue), set its mode and parameters from the program, attach the switch at
+//! TC ingress of its ports and the departure stage, which marks, at the far end of each port's
+//! link (as `vq-wrr` does, [`super::vqwrr`]), and read the counters back under the Rust twin's
+//! names (`counter.baseline.marked`, `counter.baseline.tail_drops`; `.untracked` and `.lost`,
+//! this twin's own, once they move).
+
+use crate::backend::NetnsError;
+use crate::dataplane::{map_of, percpu_sum, update_map, Dataplane, DataplaneError, FarEnd, NodeTables, PortBinding};
+use crate::layout::Pod;
+use crate::switchplane::{routes_table_delete, routes_table_write, snapshot_register_of, SwitchPlane};
+use crate::vectors::{by_test_run, observed, test_run_prog_with_priority, TestNode};
+use libbpf_rs::{MapCore, MapFlags, ProgramMut};
+use mpsched_core::control::{ControlError, ControlListing, ProgramControl};
+use mpsched_core::packet::{Ecn, PortId};
+use mpsched_core::vectors::{chosen_path, from_hex, Hook, Observed, Step, StepResult, VectorSet};
+use mpsched_core::wire::parse_frame;
+use std::collections::BTreeMap;
+
+/// The compiled object, built by `build.rs`.
+pub static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/baseline.bpf.o"));
+/// The departure stage's program name in the object.
+pub const DEPARTURE: &str = "bl_departure";
+/// `BL_RING`: the enqueue records a port keeps, the largest `fifo_pkts` on the kernel.
+pub const RING: u64 = 4096;
+/// `BL_HASH_TAG`: a counted packet's `skb->hash`, its record's number in the low 16 bits.
+pub const HASH_TAG: u32 = 0x626c_0000;
+const MODE_DCQCN: u32 = 1;
+const MODE_TCN: u32 = 2;
+const F_TEST: u32 = 1;
+
+/// `enum bl_counter` in baseline.h, in order: the name, and whether it is shown at 0 (the
+/// Rust twin's are; this twin's own only once they move).
+pub const COUNTERS: [(&str, bool); 4] = [
+    ("counter.baseline.marked", true),
+    ("counter.baseline.tail_drops", true),
+    ("counter.baseline.untracked", false),
+    ("counter.baseline.lost", false),
+];
+
+/// `struct bl_node` (`BL_SIZEOF_NODE`, 48 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct BlNode {
+    mode: u32,
+    flags: u32,
+    fifo_pkts: u32,
+    kmin: u32,
+    kmax: u32,
+    pmax_pct: u32,
+    sojourn_ns: u64,
+    test_depth: u32,
+    pad: u32,
+    test_sojourn_ns: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<BlNode>() == 48);
+// SAFETY: repr(C), integers only, no implicit padding (size pinned to baseline.h's above).
+unsafe impl Pod for BlNode {}
+
+/// One switch's DCQCN or TCN congestion point: the multipath switch's data plane with the
+/// queue's maps.
+pub struct BaselinePlane {
+    dp: Dataplane,
+    far_ends: Vec<FarEnd>,
+}
+
+impl BaselinePlane {
+    /// Load the object (the verifier runs), fill the multipath switch's tables and the
+    /// program's own maps.
+    pub fn load(t: &NodeTables) -> Result<BaselinePlane, DataplaneError> {
+        let dp = Dataplane::load_object(OBJECT, "baseline.bpf.o", t)?;
+        let plane = BaselinePlane {
+            dp,
+            far_ends: t.far_ends.clone(),
+        };
+        plane.configure(t)?;
+        Ok(plane)
+    }
+
+    fn update<K: Pod, V: Pod>(&self, map: &str, key: &K, value: &V) -> Result<(), DataplaneError> {
+        update_map(self.dp.object(), map, key, value)
+    }
+
+    fn node(&self) -> Result<BlNode, DataplaneError> {
+        let m = map_of(self.dp.object(), "bl_node")?;
+        let v = m
+            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|source| DataplaneError::Bpf {
+                what: "read map bl_node".into(),
+                source,
+            })?;
+        Ok(v.map(|b| BlNode::from_bytes(&b)).unwrap_or_default())
+    }
+
+    /// The mode and parameters, each port's queue 0 and the MAC each port sends from.
+    fn configure(&self, t: &NodeTables) -> Result<(), DataplaneError> {
+        let fifo = t.params.get("fifo_pkts");
+        if fifo > RING {
+            return Err(DataplaneError::Config(format!(
+                "{}: fifo_pkts {fifo} is above the {RING} packets a port's queue holds on the kernel",
+                t.program
+            )));
+        }
+        let mut node = BlNode {
+            fifo_pkts: fifo as u32,
+            flags: if t.test_clock { F_TEST } else { 0 },
+            ..BlNode::default()
+        };
+        match t.program {
+            "dcqcn" => {
+                node.mode = MODE_DCQCN;
+                node.kmin = t.params.get("kmin") as u32;
+                node.kmax = t.params.get("kmax") as u32;
+                node.pmax_pct = t.params.get("pmax_pct") as u32;
+            }
+            "tcn" => {
+                node.mode = MODE_TCN;
+                // A packet that waited `s` whole ns is marked iff s x 1000 > sojourn (ps), iff
+                // s > floor(sojourn / 1000).
+                node.sojourn_ns = t.params.get("sojourn") / 1000;
+            }
+            other => {
+                return Err(DataplaneError::Config(format!(
+                    "baseline.bpf.o runs dcqcn and tcn, not `{other}`"
+                )))
+            }
+        }
+        self.update("bl_node", &0u32, &node)?;
+        for (p, b) in t.ports.iter().enumerate() {
+            // Queue 0's class where the kernel's qdisc has several (vq-wrr's table of them).
+            let prio = t.port_classes.get(p).and_then(|c| c.first()).copied().unwrap_or(0);
+            self.update("bl_port_prio", &(p as u32), &prio)?;
+            let mut mac = [0u8; 8];
+            mac[..6].copy_from_slice(&b.own_mac);
+            self.update("bl_mac_port", &u64::from_ne_bytes(mac), &(p as u32))?;
+        }
+        Ok(())
+    }
+
+    /// The departure stage.
+    pub fn departure(&self) -> Result<ProgramMut<'_>, DataplaneError> {
+        self.dp.program(DEPARTURE)
+    }
+
+    /// Attach the switch at TC ingress of its ports, in the calling thread's namespace.
+    pub fn attach(&mut self, t: &NodeTables) -> Result<(), NetnsError> {
+        for (p, b) in t.ports.iter().enumerate() {
+            let marks = t.markers.iter().any(|m| usize::from(m.port) == p);
+            self.dp.attach(b.ifindex, marks)?;
+        }
+        Ok(())
+    }
+
+    /// The departure stage at each far end ([`super::attach_departure`]).
+    fn attach_far_ends(&self) -> Result<(), NetnsError> {
+        for far in &self.far_ends {
+            let prog = self.departure()?;
+            crate::ns::enter_named(&far.netns, || super::attach_departure(prog, far))??;
+        }
+        Ok(())
+    }
+
+    /// The multipath switch's registers and counters, and this program's counters.
+    pub fn snapshot(&self) -> Result<BTreeMap<String, u64>, DataplaneError> {
+        let mut out = self.dp.snapshot()?;
+        for (i, (name, always)) in COUNTERS.iter().enumerate() {
+            let v: u64 = percpu_sum(self.dp.object(), "bl_counters", i as u32, |t: &mut u64, v| *t += v)?;
+            if *always || v != 0 {
+                out.insert(name.to_string(), v);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Packets waiting at `port` (the program's count) and the most since the last call,
+    /// which zeroes that.
+    pub fn queue_figures(&self, port: PortId) -> Result<(u64, u64), DataplaneError> {
+        let key = u32::from(port).to_ne_bytes();
+        let ports = map_of(self.dp.object(), "bl_ports")?;
+        let st = ports
+            .lookup(&key, MapFlags::LOCK)
+            .map_err(|source| DataplaneError::Bpf {
+                what: "read map bl_ports".into(),
+                source,
+            })?;
+        // struct bl_port: lock, qlen, head, tail (u32 each), then the ring.
+        let qlen = st
+            .and_then(|b| b.get(4..8).map(|q| u32::from_ne_bytes([q[0], q[1], q[2], q[3]])))
+            .unwrap_or(0);
+        let qmax = map_of(self.dp.object(), "bl_qmax")?;
+        let most = qmax
+            .lookup(&key, MapFlags::ANY)
+            .map_err(|source| DataplaneError::Bpf {
+                what: "read map bl_qmax".into(),
+                source,
+            })?
+            .map_or(0, |b| u32::from_bytes(&b));
+        self.update("bl_qmax", &u32::from(port), &0u32)?;
+        Ok((u64::from(qlen), u64::from(most.max(qlen))))
+    }
+
+    /// The multipath switch's data plane underneath.
+    pub fn dataplane(&self) -> &Dataplane {
+        &self.dp
+    }
+
+    /// Under the vectors' test flag: the figures the next departure reads.
+    fn set_test_departure(&self, depth: u32, sojourn_ns: u64) -> Result<(), DataplaneError> {
+        let mut n = self.node()?;
+        n.test_depth = depth;
+        n.test_sojourn_ns = sojourn_ns;
+        self.update("bl_node", &0u32, &n)
+    }
+}
+
+/// [`crate::programs::KernelProgram::start`] for `dcqcn` and `tcn`.
+pub fn start(tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError> {
+    let mut plane = BaselinePlane::load(tables)?;
+    plane.attach(tables)?;
+    Ok(Box::new(plane))
+}
+
+/// The snapshot's registers read-only (the parameters are not registers), the routes table as
+/// on `mpsched`'s plane.
+impl ProgramControl for BaselinePlane {
+    fn control_listing(&self) -> ControlListing {
+        let mut listing = self.dp.control_listing();
+        let snap = self.snapshot().unwrap_or_default();
+        let ours: BTreeMap<String, u64> = snap
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("counter.baseline."))
+            .collect();
+        listing
+            .registers
+            .extend(mpsched_core::control::snapshot_listing(&ours, |_| false));
+        listing
+    }
+
+    fn read_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
+        snapshot_register_of(self, name, index)
+    }
+
+    fn write_register(&mut self, name: &str, index: usize, value: u64) -> Result<(), ControlError> {
+        self.dp.write_register(name, index, value)
+    }
+
+    fn table_write(&mut self, table: &str, key: &[u64], action: &str, params: &[u64]) -> Result<(), ControlError> {
+        let dp = &self.dp;
+        routes_table_write(table, key, action, params, |dst, port| dp.set_host_route(dst, port))
+    }
+
+    fn table_delete(&mut self, table: &str, key: &[u64]) -> Result<(), ControlError> {
+        let dp = &self.dp;
+        routes_table_delete(table, key, |dst| dp.set_host_route(dst, None))
+    }
+}
+
+impl SwitchPlane for BaselinePlane {
+    fn attach_departures(&mut self) -> Result<(), NetnsError> {
+        self.attach_far_ends()
+    }
+
+    fn weights(&self) -> Vec<(u8, Vec<u16>)> {
+        self.dp.weights().unwrap_or_default()
+    }
+
+    fn marker_backlog_bytes(&self, port: PortId) -> Option<u64> {
+        SwitchPlane::marker_backlog_bytes(&self.dp, port)
+    }
+
+    fn snapshot(&self) -> Option<BTreeMap<String, u64>> {
+        BaselinePlane::snapshot(self).ok()
+    }
+
+    fn queue_pkts(&self, port: PortId) -> Option<(u64, u64)> {
+        self.queue_figures(port).ok()
+    }
+}
+
+/// `TC_ACT_UNSPEC` as `BPF_PROG_TEST_RUN` returns it.
+const TC_ACT_UNSPEC: u32 = u32::MAX;
+
+/// [`crate::programs::KernelProgram::vectors`] for `dcqcn` and `tcn`: an ingress step through
+/// the object's `mps_ingress` as the multipath switch's vectors run; an egress step through
+/// the departure stage at the step's time, with the depth and sojourn the step gives in the
+/// node's test fields (the stage's own records are of live packets), the set's fixed draws,
+/// and the frame as the step's port sends it (its MACs the port's) tagged in `skb->priority`
+/// (`BPF_PROG_TEST_RUN` cannot set `skb->hash`); what it observes is the ECN of the frame it
+/// leaves.
+pub fn run_vectors(set: &VectorSet) -> Result<crate::programs::Replay, String> {
+    let node = TestNode::create(set.n_ports)?;
+    let tables = node.tables(set)?;
+    let peers = node.peer_ifindexes.clone();
+    node.enter(|| -> Result<crate::programs::Replay, String> {
+        let plane = BaselinePlane::load(&tables).map_err(|e| e.to_string())?;
+        replay(set, &plane, &tables, &peers)
+    })?
+}
+
+fn replay(
+    set: &VectorSet,
+    plane: &BaselinePlane,
+    tables: &NodeTables,
+    peers: &[u32],
+) -> Result<crate::programs::Replay, String> {
+    let initial = plane.snapshot().map_err(|e| e.to_string())?;
+    let mut prev = initial.clone();
+    let mut results = Vec::new();
+    for (i, st) in set.steps.iter().enumerate() {
+        let at = format!("{} step {i} ({})", set.name, st.note);
+        let frame = from_hex(&st.frame).map_err(|e| format!("{at}: {e}"))?;
+        let port = tables
+            .ports
+            .get(usize::from(st.port))
+            .ok_or_else(|| format!("{at}: port {} does not exist", st.port))?;
+        plane
+            .dataplane()
+            .set_test_clock(st.time_ns)
+            .map_err(|e| e.to_string())?;
+        let (observed, regs) = match st.hook {
+            Hook::Ingress => {
+                let snap = || plane.snapshot().map_err(|e| e.to_string());
+                by_test_run(
+                    set,
+                    plane.dataplane(),
+                    &snap,
+                    &[],
+                    Hook::Ingress,
+                    port.ifindex,
+                    &frame,
+                    &prev,
+                )
+            }
+            Hook::Egress => departure(plane, port, peers[usize::from(st.port)], st, set, &frame, &prev),
+            Hook::Timer => Err("dcqcn and tcn have no timer".into()),
+        }
+        .map_err(|e| format!("{at}: {e}"))?;
+        prev = regs.clone();
+        results.push(StepResult {
+            observed,
+            registers: regs,
+        });
+    }
+    Ok((initial, results))
+}
+
+/// A packet leaving `port` with the step's queue figures, through the departure stage.
+fn departure(
+    plane: &BaselinePlane,
+    port: &PortBinding,
+    peer_ifindex: u32,
+    st: &Step,
+    set: &VectorSet,
+    frame: &[u8],
+    prev: &BTreeMap<String, u64>,
+) -> Result<(Observed, BTreeMap<String, u64>), String> {
+    if frame.len() < 14 {
+        return Err("an egress frame shorter than its Ethernet header".into());
+    }
+    plane
+        .set_test_departure(st.enq_qdepth_pkts, st.sojourn_ns)
+        .map_err(|e| e.to_string())?;
+    let mut sent = frame.to_vec();
+    sent[0..6].copy_from_slice(&port.peer_mac);
+    sent[6..12].copy_from_slice(&port.own_mac);
+    let prog = plane.departure().map_err(|e| e.to_string())?;
+    let (retval, out, _) = test_run_prog_with_priority(&prog, peer_ifindex, HASH_TAG, &sent, 1)?;
+    if retval != TC_ACT_UNSPEC {
+        return Err(format!("the departure stage returned {retval}, not TC_ACT_UNSPEC"));
+    }
+    let regs = plane.snapshot().map_err(|e| e.to_string())?;
+    let mut obs = observed(chosen_path(prev, &regs));
+    obs.action = "transmit".into();
+    obs.ecn = match parse_frame(&out, set.config.feedback_port) {
+        Ok(m) => Some(m.ecn),
+        Err(_) if out.len() >= 34 && out[12..14] == [0x08, 0x00] => Some(Ecn::from_bits(out[15])),
+        Err(_) => None,
+    };
+    Ok((obs, regs))
+}
