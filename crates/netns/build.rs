@@ -1,4 +1,4 @@
-//! Compile the eBPF programs with clang: bpf/mpsched.bpf.c and every program's
+//! Compile the eBPF programs with clang: bpf/mpsched.bpf.c, bpf/host_class.bpf.c and every program's
 //! `crates/programs/src/<name>/<stem>.bpf.c` (each to `<stem>.bpf.o` in OUT_DIR, with `bpf/` and
 //! the program's folder on the include path), and turn bpf/mpsched.h's size constants into Rust
 //! constants so that crates/netns/src/layout.rs can check its structs against them.
@@ -30,6 +30,11 @@ fn main() {
         &bpf_dir.join("mpsched.bpf.c"),
         &[&bpf_dir],
         &out_dir.join("mpsched.bpf.o"),
+    );
+    compile(
+        &bpf_dir.join("host_class.bpf.c"),
+        &[&bpf_dir],
+        &out_dir.join("host_class.bpf.o"),
     );
     let mut sources = Vec::new();
     for dir in fs::read_dir(&programs_dir).unwrap().flatten().map(|e| e.path()) {

@@ -99,9 +99,6 @@ pub struct FarEnd {
     pub netns: String,
     /// Its interface's name there.
     pub ifname: String,
-    /// Whether that end is a switch, whose own data plane has made the interface's clsact
-    /// qdisc (a second one would be refused, with a kernel message).
-    pub switch: bool,
 }
 
 impl NodeTables {
@@ -546,6 +543,33 @@ pub(crate) fn set_host_route(obj: &Object, dst: u32, port: Option<PortId>) -> Re
     }
 }
 
+/// Make a clsact qdisc on `ifindex` (the calling thread's namespace) for `prog`'s hooks, if
+/// there is none. Several owners attach at one interface (a switch's programs, a departure
+/// stage, a host's control-traffic program), each asking for the qdisc: the kernel refuses the
+/// second ("Exclusivity flag on", which libbpf-rs takes as success), and that one message of
+/// libbpf's is kept off the terminal ([`quiet_libbpf`]).
+pub(crate) fn ensure_clsact(prog: &ProgramMut<'_>, ifindex: u32) -> Result<(), DataplaneError> {
+    quiet_libbpf();
+    let mut q = TcHook::new(prog.as_fd());
+    q.ifindex(ifindex as i32).attach_point(TC_INGRESS | TC_EGRESS);
+    bpf(|| format!("create clsact on ifindex {ifindex}"), q.create())?;
+    Ok(())
+}
+
+/// libbpf's messages to stderr as its own default prints them (warnings and information),
+/// less the kernel's refusal to make a clsact qdisc that exists.
+fn quiet_libbpf() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    fn print(_level: libbpf_rs::PrintLevel, msg: String) {
+        if !msg.contains("Exclusivity flag on") {
+            eprint!("{msg}");
+        }
+    }
+    ONCE.call_once(|| {
+        libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Info, print)));
+    });
+}
+
 /// The TC filter priority of a switch's programs on its own ports.
 pub const SWITCH_TC_PRIORITY: u32 = 2;
 /// The TC filter priority of a departure stage at the far end of a switch's link
@@ -571,11 +595,8 @@ fn attach_tc_at(
         hook.ifindex(ifindex as i32).replace(true).handle(1).priority(priority);
         hook.attach_point(*point);
         if k == 0 {
-            // One clsact qdisc serves both hooks; creating it twice makes the kernel log
-            // an exclusivity error.
-            let mut q = TcHook::new(p.as_fd());
-            q.ifindex(ifindex as i32).attach_point(TC_INGRESS | TC_EGRESS);
-            bpf(|| format!("create clsact on ifindex {ifindex}"), q.create())?;
+            // One clsact qdisc serves both hooks.
+            ensure_clsact(p, ifindex)?;
         }
         let attached = bpf(
             || format!("attach {} to ifindex {ifindex}", p.name().to_string_lossy()),

@@ -206,4 +206,8 @@ unsafe impl Pod for PortStats {}
 unsafe impl Pod for RouteKey {}
 unsafe impl Pod for Ecmp {}
 unsafe impl Pod for u32 {}
+// SAFETY: as u32.
+unsafe impl Pod for u16 {}
+// SAFETY: as u32.
+unsafe impl Pod for u8 {}
 unsafe impl Pod for u64 {}

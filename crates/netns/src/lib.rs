@@ -22,6 +22,7 @@ pub mod backend;
 pub mod bench;
 pub mod capture;
 pub mod dataplane;
+pub mod hostclass;
 pub mod hosts;
 pub mod layout;
 pub mod ns;

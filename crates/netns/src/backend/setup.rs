@@ -94,6 +94,8 @@ impl Build<'_> {
             if node.kind == NodeKind::Host && !self.w.ports[i].is_empty() {
                 hosts::configure(&live.nss[i], self.sc, self.w, i)?;
                 hosts::configure_mptcp(&live.nss[i], self.sc, self.w, i)?;
+                let ifnames: Vec<String> = (0..self.w.ports[i].len()).map(|p| format!("e{p}")).collect();
+                crate::hostclass::attach(&live.nss[i], &ifnames, &self.iperf3_classes(i))?;
             }
         }
         Ok(())
@@ -181,6 +183,22 @@ impl Build<'_> {
 }
 
 impl Build<'_> {
+    /// The server port and DSCP of every flow with a DSCP whose iperf3 client or server runs
+    /// on host `i` ([`crate::hostclass`]).
+    fn iperf3_classes(&self, i: usize) -> Vec<(u16, u8)> {
+        let mut out: Vec<(u16, u8)> = self
+            .sc
+            .flows
+            .iter()
+            .filter(|f| (f.src == i || f.dst == i) && f.dscp != 0)
+            .filter(|f| !super::is_transfer(f) && !super::paced::is_paced(f))
+            .map(|f| (f.dst_port, f.dscp))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// Per port of switch `i`: the `skb->priority` of each queue where the kernel's qdiscs
     /// serve several ([`NodeTables::port_classes`]), and the interface at the link's other end
     /// ([`NodeTables::far_ends`]).
@@ -200,7 +218,6 @@ impl Build<'_> {
             far_ends.push(FarEnd {
                 netns: far.name().to_string(),
                 ifname: format!("e{}", e.peer_port),
-                switch: self.w.switches[e.peer].is_some(),
             });
         }
         Ok((classes, far_ends))

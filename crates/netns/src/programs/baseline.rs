@@ -3,8 +3,8 @@
 //! records every enqueue), set its mode and parameters from the program, attach the switch at
 //! TC ingress of its ports and the departure stage, which marks, at the far end of each port's
 //! link (as `vq-wrr` does, [`super::vqwrr`]), and read the counters back under the Rust twin's
-//! names (`counter.baseline.marked`, `counter.baseline.tail_drops`; `.untracked` and `.lost`,
-//! this twin's own, once they move).
+//! names (`counter.baseline.marked`, `counter.baseline.tail_drops`; `.skipped` and `.late`,
+//! this twin's own, once they move: `skipped - late` records of packets lost after the count).
 
 use crate::backend::NetnsError;
 use crate::dataplane::{map_of, percpu_sum, update_map, Dataplane, DataplaneError, FarEnd, NodeTables, PortBinding};
@@ -35,8 +35,8 @@ const F_TEST: u32 = 1;
 pub const COUNTERS: [(&str, bool); 4] = [
     ("counter.baseline.marked", true),
     ("counter.baseline.tail_drops", true),
-    ("counter.baseline.untracked", false),
-    ("counter.baseline.lost", false),
+    ("counter.baseline.skipped", false),
+    ("counter.baseline.late", false),
 ];
 
 /// `struct bl_node` (`BL_SIZEOF_NODE`, 48 bytes).
@@ -379,4 +379,100 @@ fn departure(
         Err(_) => None,
     };
     Ok((obs, regs))
+}
+
+/// `dcqcn`'s rows of `mpsched bench --dataplane` ([`crate::bench::program_costs`]): an ECT(0)
+/// UDP packet (64-byte frame) counted and recorded at ingress (routed), and a departure at the
+/// far end deciding on a queue below `kmin`, each the mean of `n` single `BPF_PROG_TEST_RUN`s
+/// (a fresh frame every run, as `vq-wrr`'s rows), `n` the repeats asked for, at most 4 000 (the
+/// ring holds 4 096 records). The departure runs in the vectors' mode (its figures from the
+/// node, not the ring: a test run cannot set the `skb->hash` a live packet carries), so it
+/// leaves out the ring's read under the lock.
+pub fn costs(repeat: u32, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<crate::bench::ProgramCost>, NetnsError> {
+    use mpsched_core::packet::{Ipv4, PacketMeta};
+    use mpsched_core::table::Route;
+    use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
+    use mpsched_core::wire::{emit_udp_frame, mac_for};
+    use mpsched_programs::SwitchProgram;
+    const OWN: Ipv4 = 0x0aff_0001;
+    const SRC: Ipv4 = 0x0a00_0001;
+    const DST: Ipv4 = 0x0a00_0003;
+    let n = repeat.clamp(1, 4_000);
+    let node = TestNode::create(2).map_err(NetnsError::Plane)?;
+    let program = &mpsched_programs::pmqecn::baselines::DCQCN;
+    let mut params = mpsched_programs::Params::defaults(program.params());
+    params
+        .set(program.params(), "fifo_pkts", RING)
+        .map_err(NetnsError::Plane)?;
+    let cfg = mpsched_core::switch::SwitchConfig::forwarding(
+        OWN,
+        vec![Route {
+            prefix: DST,
+            len: 32,
+            port: 1,
+        }],
+    );
+    // The vectors' mode: BPF_PROG_TEST_RUN cannot set the tag's skb->hash, so the departure
+    // reads its figures from the node (a queue of 5, below kmin) instead of popping the ring.
+    let tables = NodeTables {
+        program: program.name(),
+        params,
+        test_clock: true,
+        ..NodeTables::multipath(cfg, node.ports.clone())
+    };
+    let mut m = PacketMeta::udp(SRC, DST, 5001, 5201, 0);
+    m.ecn = Ecn::Ect0;
+    let mut data = Vec::new();
+    emit_udp_frame(
+        &m,
+        mac_for(PEER_MAC_NODE, 0),
+        mac_for(OWN_MAC_NODE, 0),
+        64,
+        &[0u8; 18],
+        &mut data,
+    );
+    let (in_port, out_port, peer) = (node.ports[0], node.ports[1], node.peer_ifindexes[1]);
+    let mut left = data.clone();
+    left[0..6].copy_from_slice(&out_port.peer_mac);
+    left[6..12].copy_from_slice(&out_port.own_mac);
+    let rows = node
+        .enter(|| -> Result<Vec<(String, f64)>, String> {
+            let plane = BaselinePlane::load(&tables).map_err(|e| e.to_string())?;
+            plane.set_test_departure(5, 1000).map_err(|e| e.to_string())?;
+            let ingress = plane.dataplane().program("mps_ingress").map_err(|e| e.to_string())?;
+            let departure = plane.departure().map_err(|e| e.to_string())?;
+            let (mut placed, mut gone) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
+            for i in 0..n {
+                placed += test_run_prog_with_priority(&ingress, in_port.ifindex, 0, &data, 1)?.2;
+                gone += test_run_prog_with_priority(&departure, peer, HASH_TAG | (i & 0xffff), &left, 1)?.2;
+            }
+            let snap = plane.snapshot().map_err(|e| e.to_string())?;
+            if snap.keys().any(|k| k.ends_with(".skipped") || k.ends_with(".late")) {
+                return Err(format!("dcqcn's bench lost its records: {snap:?}"));
+            }
+            Ok(vec![
+                (
+                    "dcqcn count and record (routed)".into(),
+                    placed.as_nanos() as f64 / f64::from(n),
+                ),
+                (
+                    "dcqcn departure (decision, vectors' mode)".into(),
+                    gone.as_nanos() as f64 / f64::from(n),
+                ),
+            ])
+        })
+        .map_err(NetnsError::Plane)?
+        .map_err(NetnsError::Plane)?;
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(NetnsError::Interrupted("(none made at this point)".into()));
+    }
+    Ok(rows
+        .into_iter()
+        .map(|(name, ns)| crate::bench::ProgramCost {
+            name,
+            ns_per_pkt: ns,
+            mpps: if ns > 0.0 { 1e3 / ns } else { f64::INFINITY },
+            repeat: n,
+        })
+        .collect())
 }

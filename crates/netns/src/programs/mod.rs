@@ -15,7 +15,7 @@ pub mod vqwrr;
 use crate::backend::NetnsError;
 use crate::dataplane::{bpf, Dataplane, FarEnd, NodeTables, DEPARTURE_TC_PRIORITY};
 use crate::switchplane::SwitchPlane;
-use libbpf_rs::{ProgramMut, TcHook, TC_EGRESS, TC_INGRESS};
+use libbpf_rs::{ProgramMut, TcHook, TC_INGRESS};
 use mpsched_core::vectors::{StepResult, VectorSet};
 use mpsched_programs::SwitchProgram;
 use std::collections::BTreeMap;
@@ -108,12 +108,7 @@ pub(crate) fn attach_departure(prog: ProgramMut<'_>, far: &FarEnd) -> Result<(),
         )));
     }
     let what = || format!("attach a departure stage to {} in {}", far.ifname, far.netns);
-    if !far.switch {
-        // A switch's own programs made its clsact qdisc; a host has none yet.
-        let mut q = TcHook::new(prog.as_fd());
-        q.ifindex(ifindex as i32).attach_point(TC_INGRESS | TC_EGRESS);
-        bpf(what, q.create())?;
-    }
+    crate::dataplane::ensure_clsact(&prog, ifindex)?;
     let mut hook = TcHook::new(prog.as_fd());
     hook.ifindex(ifindex as i32)
         .replace(true)

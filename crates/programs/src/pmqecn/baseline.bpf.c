@@ -12,9 +12,10 @@
  *     number (16 bits) in skb->hash.
  *   bl_departure, at TC ingress of the interface at the far end of each link (as vqwrr.bpf.c's
  *     vq_departure, and for the same reason: the kernel has no hook after a qdisc): a tagged
- *     frame from one of the switch's ports takes the record at the head of that port's ring
- *     (queue 0 is first in, first out; older records, of packets lost on the way, are skipped
- *     and counted), the count falls, and the marking rule decides on the
+ *     frame from one of the switch's ports takes its record from that port's ring (queue 0 is
+ *     first in, first out: its record is at the head, but for packets that reached the qdisc
+ *     in another order than they were recorded, see below), the count falls, and the marking
+ *     rule decides on the
  *     depth the packet found (DCQCN: none below kmin, a draw between kmin and kmax against
  *     pmax x (q - kmin) / (kmax - kmin), always above) or on how long it waited (TCN: longer
  *     than sojourn). Only an ECN-capable packet is decided, takes a draw, or is marked CE.
@@ -220,32 +221,32 @@ int bl_departure(struct __sk_buff *skb)
 		if (!st)
 			return TC_ACT_UNSPEC;
 		bpf_spin_lock(&st->lock);
-		/* Records older than this packet's are of packets lost after the count (a qdisc
-		 * smaller than fifo_pkts): skip them, so one loss does not shift every later
-		 * packet's figures. The tag's low 16 bits are the packet's record number. */
+		/* The tag's low 16 bits are the packet's record number. Two packets recorded on two
+		 * CPUs may reach the qdisc in the other order: the later-recorded one, leaving
+		 * first, skips the other's record (a qdisc smaller than fifo_pkts would lose one
+		 * the same way), and the other, leaving after, finds its record gone and is not
+		 * decided. The count stays right, and every packet's figures are its own. */
 		skipped = (tag - st->head) & ~BL_HASH_TAG_MASK;
-		if (skipped < st->tail - st->head && skipped <= st->qlen) {
-			st->head += skipped;
-			st->qlen -= skipped;
-		} else {
-			skipped = 0;
-		}
-		if (st->head != st->tail && st->qlen > 0) {
-			struct bl_record *r = &st->ring[st->head & (BL_RING - 1)];
+		if (skipped < st->tail - st->head && skipped < st->qlen) {
+			struct bl_record *r;
 
+			st->head += skipped;
+			r = &st->ring[st->head & (BL_RING - 1)];
 			depth = r->depth;
 			sojourn = now > r->enq_ns ? now - r->enq_ns : 0;
 			st->head += 1;
-			st->qlen -= 1;
+			st->qlen -= skipped + 1;
 			found = 1;
+		} else {
+			skipped = 0;
 		}
 		bpf_spin_unlock(&st->lock);
 	}
 	bpf_set_hash_invalid(skb);
 	if (skipped)
-		bl_count_n(BL_C_LOST, skipped);
+		bl_count_n(BL_C_SKIPPED, skipped);
 	if (!found) {
-		bl_count(BL_C_UNTRACKED);
+		bl_count(BL_C_LATE);
 		return TC_ACT_UNSPEC;
 	}
 	if (ecn != 1 && ecn != 2)

@@ -68,8 +68,8 @@ struct bl_port {
 enum bl_counter {
 	BL_C_MARKED = 0,  /* baseline.marked */
 	BL_C_TAIL_DROPS,  /* baseline.tail_drops */
-	BL_C_UNTRACKED,   /* baseline.untracked: a tagged departure with no record */
-	BL_C_LOST,        /* baseline.lost: records skipped, their packets lost after the count */
+	BL_C_SKIPPED,     /* baseline.skipped: records passed over by a packet recorded later */
+	BL_C_LATE,        /* baseline.late: packets whose record had been passed over */
 	BL_C_MAX,
 };
 
