@@ -436,6 +436,14 @@ impl Dataplane {
         Ok(())
     }
 
+    /// [`Dataplane::attach`] on every port of `t`, with the marker where `t` has one.
+    pub fn attach_ports(&mut self, t: &NodeTables) -> Result<(), DataplaneError> {
+        for (p, b) in t.ports.iter().enumerate() {
+            self.attach(b.ifindex, t.markers.iter().any(|m| usize::from(m.port) == p))?;
+        }
+        Ok(())
+    }
+
     /// Detach every program this data plane attached (in the current namespace).
     pub fn detach_all(&mut self) {
         for mut h in self.hooks.drain(..) {

@@ -146,20 +146,7 @@ impl BaselinePlane {
 
     /// Attach the switch at TC ingress of its ports, in the calling thread's namespace.
     pub fn attach(&mut self, t: &NodeTables) -> Result<(), NetnsError> {
-        for (p, b) in t.ports.iter().enumerate() {
-            let marks = t.markers.iter().any(|m| usize::from(m.port) == p);
-            self.dp.attach(b.ifindex, marks)?;
-        }
-        Ok(())
-    }
-
-    /// The departure stage at each far end ([`super::attach_departure`]).
-    fn attach_far_ends(&self) -> Result<(), NetnsError> {
-        for far in &self.far_ends {
-            let prog = self.departure()?;
-            crate::ns::enter_named(&far.netns, || super::attach_departure(prog, far))??;
-        }
-        Ok(())
+        Ok(self.dp.attach_ports(t)?)
     }
 
     /// The multipath switch's registers and counters, and this program's counters.
@@ -259,7 +246,7 @@ impl ProgramControl for BaselinePlane {
 
 impl SwitchPlane for BaselinePlane {
     fn attach_departures(&mut self) -> Result<(), NetnsError> {
-        self.attach_far_ends()
+        super::attach_far_ends(&self.dp, DEPARTURE, &self.far_ends)
     }
 
     fn weights(&self) -> Vec<(u8, Vec<u16>)> {
@@ -356,15 +343,10 @@ fn departure(
     frame: &[u8],
     prev: &BTreeMap<String, u64>,
 ) -> Result<(Observed, BTreeMap<String, u64>), String> {
-    if frame.len() < 14 {
-        return Err("an egress frame shorter than its Ethernet header".into());
-    }
     plane
         .set_test_departure(st.enq_qdepth_pkts, st.sojourn_ns)
         .map_err(|e| e.to_string())?;
-    let mut sent = frame.to_vec();
-    sent[0..6].copy_from_slice(&port.peer_mac);
-    sent[6..12].copy_from_slice(&port.own_mac);
+    let sent = super::as_sent_by(port, frame)?;
     let prog = plane.departure().map_err(|e| e.to_string())?;
     let (retval, out, _) = test_run_prog_with_priority(&prog, peer_ifindex, HASH_TAG, &sent, 1)?;
     if retval != TC_ACT_UNSPEC {
@@ -432,9 +414,7 @@ pub fn costs(repeat: u32, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<cr
         &mut data,
     );
     let (in_port, out_port, peer) = (node.ports[0], node.ports[1], node.peer_ifindexes[1]);
-    let mut left = data.clone();
-    left[0..6].copy_from_slice(&out_port.peer_mac);
-    left[6..12].copy_from_slice(&out_port.own_mac);
+    let left = super::as_sent_by(&out_port, &data).map_err(NetnsError::Plane)?;
     let rows = node
         .enter(|| -> Result<Vec<(String, f64)>, String> {
             let plane = BaselinePlane::load(&tables).map_err(|e| e.to_string())?;

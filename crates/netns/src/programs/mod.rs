@@ -89,14 +89,35 @@ pub fn kernel_program(program: &dyn SwitchProgram) -> Result<&'static KernelProg
 /// `bpf/mpsched.bpf.c`: [`Dataplane`], the marker at egress of the marking ports.
 fn start_mpsched(tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError> {
     let mut dp = Dataplane::load(tables)?;
-    for (p, b) in tables.ports.iter().enumerate() {
-        dp.attach(b.ifindex, tables.markers.iter().any(|m| usize::from(m.port) == p))?;
-    }
+    dp.attach_ports(tables)?;
     Ok(Box::new(dp))
 }
 
+/// The departure stage `program` of `dp`'s object at TC ingress of each far end, in that end's
+/// namespace, ahead of the program there ([`DEPARTURE_TC_PRIORITY`]). Nothing to detach later:
+/// the run removes those namespaces, and the filters with them.
+pub(crate) fn attach_far_ends(dp: &Dataplane, program: &str, far_ends: &[FarEnd]) -> Result<(), NetnsError> {
+    for far in far_ends {
+        let prog = dp.program(program)?;
+        crate::ns::enter_named(&far.netns, || attach_departure(prog, far))??;
+    }
+    Ok(())
+}
+
+/// `frame` as `port` sends it: its MACs the port's (a departure stage knows the port by its
+/// source MAC).
+pub(crate) fn as_sent_by(port: &crate::dataplane::PortBinding, frame: &[u8]) -> Result<Vec<u8>, String> {
+    if frame.len() < 14 {
+        return Err("an egress frame shorter than its Ethernet header".into());
+    }
+    let mut sent = frame.to_vec();
+    sent[0..6].copy_from_slice(&port.peer_mac);
+    sent[6..12].copy_from_slice(&port.own_mac);
+    Ok(sent)
+}
+
 /// `prog` at TC ingress of `far`'s interface, in the calling thread's namespace (`far`'s).
-pub(crate) fn attach_departure(prog: ProgramMut<'_>, far: &FarEnd) -> Result<(), NetnsError> {
+fn attach_departure(prog: ProgramMut<'_>, far: &FarEnd) -> Result<(), NetnsError> {
     let name = std::ffi::CString::new(far.ifname.as_str())
         .map_err(|_| NetnsError::Unsupported(format!("interface name {:?}", far.ifname)))?;
     // SAFETY: a NUL-terminated name, only read.

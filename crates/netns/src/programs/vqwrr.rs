@@ -171,22 +171,7 @@ impl VqWrrPlane {
     /// Attach the switch at TC ingress of its ports (with the marker at egress of the marking
     /// ones), in the calling thread's namespace.
     pub fn attach(&mut self, t: &NodeTables) -> Result<(), NetnsError> {
-        for (p, b) in t.ports.iter().enumerate() {
-            let marks = t.markers.iter().any(|m| usize::from(m.port) == p);
-            self.dp.attach(b.ifindex, marks)?;
-        }
-        Ok(())
-    }
-
-    /// Attach the departure stage at TC ingress of each port's far end, in that end's
-    /// namespace, ahead of the program there ([`DEPARTURE_TC_PRIORITY`]). Nothing to detach
-    /// later: the run removes those namespaces, and the filters with them.
-    fn attach_far_ends(&self) -> Result<(), NetnsError> {
-        for far in &self.far_ends {
-            let prog = self.departure()?;
-            crate::ns::enter_named(&far.netns, || super::attach_departure(prog, far))??;
-        }
-        Ok(())
+        Ok(self.dp.attach_ports(t)?)
     }
 
     /// Set every class's weight or one (`vq_weight`), as the control channel writes it.
@@ -329,7 +314,7 @@ impl ProgramControl for VqWrrPlane {
 
 impl SwitchPlane for VqWrrPlane {
     fn attach_departures(&mut self) -> Result<(), NetnsError> {
-        self.attach_far_ends()
+        super::attach_far_ends(&self.dp, DEPARTURE, &self.far_ends)
     }
 
     fn weights(&self) -> Vec<(u8, Vec<u16>)> {
@@ -416,12 +401,7 @@ fn departure(
     frame: &[u8],
     prev: &BTreeMap<String, u64>,
 ) -> Result<(Observed, BTreeMap<String, u64>), String> {
-    if frame.len() < 14 {
-        return Err("an egress frame shorter than its Ethernet header".into());
-    }
-    let mut sent = frame.to_vec();
-    sent[0..6].copy_from_slice(&port.peer_mac);
-    sent[6..12].copy_from_slice(&port.own_mac);
+    let sent = super::as_sent_by(port, frame)?;
     let prog = plane.departure().map_err(|e| e.to_string())?;
     let priority = HASH_TAG | u32::from(queue);
     let (retval, _, _) = test_run_prog_with_priority(&prog, peer_ifindex, priority, &sent, 1)?;
@@ -483,9 +463,7 @@ pub fn costs(repeat: u32, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<cr
         &mut data,
     );
     let (in_port, out_port, peer) = (node.ports[0], node.ports[1], node.peer_ifindexes[1]);
-    let mut left = data.clone();
-    left[0..6].copy_from_slice(&out_port.peer_mac);
-    left[6..12].copy_from_slice(&out_port.own_mac);
+    let left = super::as_sent_by(&out_port, &data).map_err(NetnsError::Plane)?;
     let mean_ns = |prog: &ProgramMut<'_>, ifindex: u32, priority: u32, frame: &[u8]| -> Result<f64, String> {
         let mut total = std::time::Duration::ZERO;
         for _ in 0..n {
