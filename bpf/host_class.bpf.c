@@ -7,9 +7,10 @@
  * streams' opening datagrams leave at DSCP 0, the lowest class of a port of several queues.
  * Under strict priority a client whose opening exchange meets the other classes' backlog
  * waits there until they stop, and its test runs after the run; so does the closing exchange
- * of every client. This program gives a packet to or from a flow's server port that leaves at
- * DSCP 0 the flow's DSCP (ECN bits kept, the IPv4 checksum updated), as if iperf3 set its
- * control socket's TOS too. A flow of DSCP 0 is not listed; data already marked is left.
+ * of every client. This program gives a packet of a flow (to the flow's server address and
+ * port from its client, or back) that leaves at DSCP 0 the flow's DSCP (ECN bits kept, the
+ * IPv4 checksum updated), as if iperf3 set its control socket's TOS too. A flow of DSCP 0 is
+ * not listed; data already marked is left.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -23,13 +24,22 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define HC_MAX_PORTS 256
 
-/* Map "hc_ports": a flow's server port (host order) -> its DSCP (0 to 63). */
+/* A flow's far end as this host sees it: the other host's address (network order) and the
+ * flow's server port (host order). Ports alone are not unique: two flows from one host may
+ * use one server port at two servers. */
+struct hc_key {
+	__u32 addr;
+	__u16 port;
+	__u16 pad;
+};
+
+/* Map "hc_flows": a flow's far end -> its DSCP (1 to 63). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, HC_MAX_PORTS);
-	__type(key, __u16);
+	__type(key, struct hc_key);
 	__type(value, __u8);
-} hc_ports SEC(".maps");
+} hc_flows SEC(".maps");
 
 /* Map "hc_marked": per-CPU count of packets given a flow's DSCP. */
 struct {
@@ -50,6 +60,7 @@ int host_class(struct __sk_buff *skb)
 	struct ethhdr *eth = data;
 	struct iphdr *ip = (struct iphdr *)(eth + 1);
 	__u16 sport, dport, *l4, old_word, new_word;
+	struct hc_key key = {};
 	__u32 zero = 0, ihl;
 	__u8 *dscp, tos;
 	__u64 *c;
@@ -67,9 +78,14 @@ int host_class(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	sport = bpf_ntohs(l4[0]);
 	dport = bpf_ntohs(l4[1]);
-	dscp = bpf_map_lookup_elem(&hc_ports, &dport);
-	if (!dscp)
-		dscp = bpf_map_lookup_elem(&hc_ports, &sport);
+	/* The client's packets go to the server's port, the server's come from it. */
+	key.addr = ip->daddr;
+	key.port = dport;
+	dscp = bpf_map_lookup_elem(&hc_flows, &key);
+	if (!dscp) {
+		key.port = sport;
+		dscp = bpf_map_lookup_elem(&hc_flows, &key);
+	}
 	if (!dscp || *dscp == 0)
 		return TC_ACT_OK;
 	tos = ip->tos;

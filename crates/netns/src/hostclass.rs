@@ -19,10 +19,26 @@ pub static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/host_class.
 /// `HC_MAX_PORTS`: server ports one host's map holds.
 pub const MAX_PORTS: usize = 256;
 
-/// Load the program for one host, its map holding `ports` (a flow's server port and DSCP,
-/// none of DSCP 0), and attach it at TC egress of `ifnames`, in namespace `n`. Nothing to keep:
+/// `struct hc_key`: a flow's far end as a host sees it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FarFlow {
+    /// The other host's address, network byte order (as the packet holds it).
+    pub addr_be: u32,
+    /// The flow's server port.
+    pub port: u16,
+    /// Padding.
+    pub pad: u16,
+}
+
+const _: () = assert!(std::mem::size_of::<FarFlow>() == 8);
+// SAFETY: repr(C), integers only, no implicit padding (8 bytes, pinned above).
+unsafe impl crate::layout::Pod for FarFlow {}
+
+/// Load the program for one host, its map holding `flows` (each flow's far end and DSCP, none
+/// of DSCP 0), and attach it at TC egress of `ifnames`, in namespace `n`. Nothing to keep:
 /// the filters hold the program, and the run removes the namespace with them.
-pub fn attach(n: &Netns, ifnames: &[String], ports: &[(u16, u8)]) -> Result<(), NetnsError> {
+pub fn attach(n: &Netns, ifnames: &[String], ports: &[(FarFlow, u8)]) -> Result<(), NetnsError> {
     if ports.is_empty() || ifnames.is_empty() {
         return Ok(());
     }
@@ -39,8 +55,8 @@ pub fn attach(n: &Netns, ifnames: &[String], ports: &[(u16, u8)]) -> Result<(), 
             ObjectBuilder::default().open_memory(OBJECT),
         )?;
         let obj = bpf(|| "load host_class.bpf.o (verifier)".into(), open.load())?;
-        for &(port, dscp) in ports {
-            update_map(&obj, "hc_ports", &port, &dscp)?;
+        for (far, dscp) in ports {
+            update_map(&obj, "hc_flows", far, dscp)?;
         }
         let prog = obj
             .progs_mut()

@@ -183,16 +183,25 @@ impl Build<'_> {
 }
 
 impl Build<'_> {
-    /// The server port and DSCP of every flow with a DSCP whose iperf3 client or server runs
-    /// on host `i` ([`crate::hostclass`]).
-    fn iperf3_classes(&self, i: usize) -> Vec<(u16, u8)> {
-        let mut out: Vec<(u16, u8)> = self
+    /// The far end (the other host's address, the server port) and DSCP of every flow with a
+    /// DSCP whose iperf3 client or server runs on host `i` ([`crate::hostclass`]).
+    fn iperf3_classes(&self, i: usize) -> Vec<(crate::hostclass::FarFlow, u8)> {
+        let mut out: Vec<(crate::hostclass::FarFlow, u8)> = self
             .sc
             .flows
             .iter()
             .filter(|f| (f.src == i || f.dst == i) && f.dscp != 0)
             .filter(|f| !super::is_transfer(f) && !super::paced::is_paced(f))
-            .map(|f| (f.dst_port, f.dscp))
+            .map(|f| {
+                let (src, dst) = self.sc.flow_addresses(self.w, f);
+                let other = if f.src == i { dst } else { src };
+                let far = crate::hostclass::FarFlow {
+                    addr_be: u32::from_ne_bytes(other.to_be_bytes()),
+                    port: f.dst_port,
+                    pad: 0,
+                };
+                (far, f.dscp)
+            })
             .collect();
         out.sort_unstable();
         out.dedup();
