@@ -91,6 +91,20 @@ impl MptcpWatch {
 }
 
 /// Start each client at its time and sample the path monitors and registers each interval,
+/// Named links whose `a` end is a switch: the link's name, the switch's plane and its port
+/// toward `b`, whose queue the series shows where the switch's program counts it (as the
+/// simulator's `<link>_queue_*` columns).
+fn queue_links(b: &Build, live: &Live) -> Vec<(String, usize, PortId)> {
+    b.sc.links
+        .iter()
+        .filter_map(|l| {
+            let name = l.name.clone()?;
+            let plane = live.dataplanes.iter().position(|(i, _)| *i == l.a)?;
+            Some((name, plane, b.w.port_to(l.a, l.b)?))
+        })
+        .collect()
+}
+
 /// until the scenario's end.
 pub(super) fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError> {
     let (sc, w, opts) = (b.sc, b.w, b.opts);
@@ -134,17 +148,7 @@ pub(super) fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, 
                 .unwrap_or_default()
         })
         .collect();
-    // Named links whose `a` end is a switch: its port toward `b`, whose queue the series shows
-    // where the switch's program counts it (as the simulator's `<link>_queue_*` columns).
-    let queue_links: Vec<(String, usize, PortId)> = sc
-        .links
-        .iter()
-        .filter_map(|l| {
-            let name = l.name.clone()?;
-            let plane = live.dataplanes.iter().position(|(i, _)| *i == l.a)?;
-            Some((name, plane, w.port_to(l.a, l.b)?))
-        })
-        .collect();
+    let queue_links = queue_links(b, live);
     let end = Duration::from_nanos(sc.duration_ps / 1000);
     let mut next_sample = sample_every;
     let mut last_sample_at = Duration::ZERO;
