@@ -828,8 +828,12 @@ fn scenario1_dcqcn_and_tcn_mark_on_the_kernel_and_hold_the_queue() {
         let sent: u64 = (0..4).map(|p| c(&format!("port{p}.tx_pkts"))).sum();
         assert!(c("counter.baseline.late") * 100 < sent, "{v}: {s1}");
         let flows = summary["flows"].as_array().unwrap();
-        let total: f64 = flows.iter().map(|f| f["delivered_mbps"].as_f64().unwrap()).sum();
-        assert!(total > 8.0, "{v}: the port is used: {total} Mbit/s");
+        // The port is used once the senders have ramped up from their initial 1 Mbit/s: over
+        // the 20 s run as a whole DCQCN delivers 8.0 Mbit/s on a quiet machine and 7.95 on CI's,
+        // over its last 15 s 8.8.
+        let steady = common::steady_goodput(&dir, 5.0);
+        let total: f64 = flows.iter().map(|f| steady[f["id"].as_str().unwrap()]).sum();
+        assert!(total > 8.0, "{v}: the port is used after 5 s: {total} Mbit/s");
         for f in flows {
             assert!(f["delivered_mbps"].as_f64().unwrap() > 2.0, "{v}: {f}");
             assert_eq!(f["loss_pct"].as_f64(), Some(0.0), "{v}: {f}");
