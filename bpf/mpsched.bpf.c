@@ -19,11 +19,21 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* The queue stage, once a packet's port is known: whether it may leave by `port`, with
- * skb->priority naming its queue there. A program that includes this file whole defines its
- * own first (crates/programs/src/pmqecn/vqwrr.bpf.c); the multipath switch's forwards every
- * packet and leaves the queue to the port's DSCP filters. */
+ * skb->priority naming its queue there; it may also ask, in `reflect` (struct mps_reflect), for
+ * a rate feedback to the packet's source, sent whether or not the packet leaves. A program
+ * that includes this file whole defines its own first (crates/programs/src/pmqecn/vqwrr.bpf.c);
+ * the multipath switch's forwards every packet and leaves the queue to the port's DSCP
+ * filters. With it come two hooks for the feedback: MPS_REFLECT_PRIORITY(port), the
+ * skb->priority it leaves `port` with, and MPS_REFLECT_DONE(routed), told whether it found a
+ * route. */
 #ifndef MPS_QUEUE_STAGE
-#define MPS_QUEUE_STAGE(skb, port, tos) 1
+#define MPS_QUEUE_STAGE(skb, port, tos, reflect) 1
+#endif
+#ifndef MPS_REFLECT_PRIORITY
+#define MPS_REFLECT_PRIORITY(port) 0
+#endif
+#ifndef MPS_REFLECT_DONE
+#define MPS_REFLECT_DONE(routed)
 #endif
 
 _Static_assert(sizeof(struct mps_node) == MPS_SIZEOF_NODE, "struct mps_node");
@@ -354,6 +364,84 @@ static __always_inline int make_feedback(struct __sk_buff *skb, const struct mps
 	return 0;
 }
 
+/* The port of a route to `dst` (host order) for a frame whose IPv4 header is 20 bytes, or -1;
+ * an ECMP group's member by the frame's own flow. */
+static __always_inline int route_port(struct __sk_buff *skb, const struct mps_node *n, __u32 src,
+				      __u32 dst, __u8 proto, __u16 frag_off, __u32 tot_len)
+{
+	struct mps_route_key key = { .prefixlen = 32, .addr = bpf_htonl(dst) };
+	__u32 *port = bpf_map_lookup_elem(&routes, &key);
+
+	if (!port)
+		return -1;
+	if (*port & MPS_ECMP_GROUP)
+		return ecmp_port(skb, n, *port & ~MPS_ECMP_GROUP, src, dst, proto, frag_off, 20, tot_len);
+	return *port;
+}
+
+/* Turn the packet into the rate feedback `rf` asks for, to `to_ip` (host order) and UDP port
+ * `to_port`, and route it (Pmqecn::send_feedback: the routes, as the switch routes its own
+ * packets, and the top level of the port it leaves by). Its port's ifindex, or 0 when no route
+ * leads back (counted as the switch counts a packet without a route) or the frame could not
+ * be written. */
+static __always_inline __u32 reflect(struct __sk_buff *skb, const struct mps_node *n,
+				     const struct mps_reflect *rf, __u32 to_ip, __u16 to_port)
+{
+	struct {
+		struct ethhdr eth;
+		struct iphdr ip;
+		struct udphdr udp;
+		struct mps_rate_feedback body;
+	} __attribute__((packed)) fb = {};
+	struct iphdr iph = {};
+	__u16 *w = (__u16 *)&iph;
+	struct mps_port *out;
+	__u32 sum = 0, i, pk;
+	int port;
+
+	iph.version = 4;
+	iph.ihl = 5;
+	iph.tos = (MPS_RATE_FEEDBACK_DSCP << 2) | 3; /* CE */
+	iph.tot_len = bpf_htons(MPS_RATE_FEEDBACK_FRAME_BYTES - sizeof(struct ethhdr));
+	iph.ttl = 64;
+	iph.protocol = IPPROTO_UDP;
+	iph.saddr = bpf_htonl(n->own_ip);
+	iph.daddr = bpf_htonl(to_ip);
+#pragma unroll
+	for (i = 0; i < 10; i++)
+		sum += w[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	iph.check = (__u16)~sum;
+	fb.eth.h_proto = bpf_htons(ETH_P_IP);
+	__builtin_memcpy(&fb.ip, &iph, sizeof(iph));
+	fb.udp.source = bpf_htons(MPS_RATE_FEEDBACK_PORT);
+	fb.udp.dest = bpf_htons(to_port);
+	fb.udp.len = bpf_htons(sizeof(struct udphdr) + sizeof(struct mps_rate_feedback));
+	__builtin_memcpy(&fb.body, &rf->body, sizeof(fb.body));
+	if (bpf_skb_change_tail(skb, sizeof(fb), 0) || bpf_skb_store_bytes(skb, 0, &fb, sizeof(fb), 0)) {
+		count(MPS_C_REDIRECT_FAILED);
+		return 0;
+	}
+	port = route_port(skb, n, n->own_ip, to_ip, IPPROTO_UDP, 0, sizeof(fb) - sizeof(struct ethhdr));
+	pk = port;
+	out = port >= 0 ? bpf_map_lookup_elem(&ports, &pk) : NULL;
+	if (!out || out->ifindex == 0) {
+		count(MPS_C_NO_ROUTE);
+		MPS_REFLECT_DONE(0);
+		return 0;
+	}
+	if (set_macs(skb, out)) {
+		count(MPS_C_REDIRECT_FAILED);
+		return 0;
+	}
+	MPS_REFLECT_DONE(1);
+	count_port(pk, sizeof(fb), 1);
+	skb->priority = MPS_REFLECT_PRIORITY(pk);
+	bpf_set_hash_invalid(skb);
+	return out->ifindex;
+}
+
 /* The slot of the split on (src, dst), or -1. */
 static __always_inline int find_split(const struct mps_node *n, __u32 src, __u32 dst)
 {
@@ -443,6 +531,8 @@ struct fwd {
 	__u32 fb_path; /* the path the feedback reports */
 	__u32 fb_conf; /* confluence slot */
 	__u8 tos;      /* the packet's TOS byte as it arrived (the queue stage's class) */
+	__u8 proto;    /* its IPv4 protocol */
+	__u16 frag_off; /* its IPv4 fragment field, host order */
 };
 
 SEC("tc")
@@ -453,6 +543,9 @@ int mps_ingress(struct __sk_buff *skb)
 	struct mps_port *out;
 	__u32 zero = 0, len = skb->len, ihl_bytes, tot_len, src, dst, draw = 0;
 	struct fwd f = { .port = -1, .drop = 0, .fb_port = -1 };
+	struct mps_reflect rf = {};
+	__u32 reflect_to = 0;
+	__u16 reflect_port = 0;
 	int in_port, slot;
 
 	n = bpf_map_lookup_elem(&node, &zero);
@@ -478,6 +571,8 @@ int mps_ingress(struct __sk_buff *skb)
 	src = bpf_ntohl(ip->saddr);
 	dst = bpf_ntohl(ip->daddr);
 	f.tos = ip->tos;
+	f.proto = ip->protocol;
+	f.frag_off = bpf_ntohs(ip->frag_off);
 
 	/* 1. Addressed to this node: a feedback packet is counted for its group; consumed. */
 	if (dst == n->own_ip) {
@@ -619,18 +714,39 @@ forward:
 		if (!out || out->ifindex == 0 || set_macs(skb, out)) {
 			count(MPS_C_REDIRECT_FAILED);
 			f.port = -1;
-		} else if (!MPS_QUEUE_STAGE(skb, pk, f.tos)) {
-			f.port = -1; /* the stage dropped it, and counted why */
-		} else if (f.fb_port >= 0) {
-			/* The data packet leaves as a clone; the original becomes the feedback. */
-			if (bpf_clone_redirect(skb, out->ifindex, 0) == 0)
-				count_port(pk, len, 1);
-			else
-				count(MPS_C_REDIRECT_FAILED);
 		} else {
-			count_port(pk, len, 1);
-			return bpf_redirect(out->ifindex, 0);
+			int pass = MPS_QUEUE_STAGE(skb, pk, f.tos, &rf);
+
+			if (rf.want) {
+				/* Read before the packet is cloned (which ends the header's pointer)
+				 * or rewritten. */
+				reflect_to = src;
+				reflect_port = l4_ports(skb, f.proto, f.frag_off, ihl_bytes, tot_len) >> 16;
+			}
+			if (!pass) {
+				f.port = -1; /* the stage dropped it, and counted why */
+			} else if (f.fb_port >= 0 || rf.want) {
+				/* The data packet leaves as a clone; the original becomes the feedback. */
+				if (bpf_clone_redirect(skb, out->ifindex, 0) == 0)
+					count_port(pk, len, 1);
+				else
+					count(MPS_C_REDIRECT_FAILED);
+			} else {
+				count_port(pk, len, 1);
+				return bpf_redirect(out->ifindex, 0);
+			}
 		}
+	}
+	if (rf.want) {
+		__u32 ifindex = reflect(skb, n, &rf, reflect_to, reflect_port);
+
+		if (ifindex == 0 && f.fb_port < 0)
+			return TC_ACT_SHOT;
+		if (f.fb_port < 0)
+			return bpf_redirect(ifindex, 0);
+		/* A confluence's feedback follows, made from the same packet. */
+		if (ifindex != 0 && bpf_clone_redirect(skb, ifindex, 0) != 0)
+			count(MPS_C_REDIRECT_FAILED);
 	}
 	if (f.fb_port >= 0) {
 		__u32 pk = f.fb_port, ck = f.fb_conf;

@@ -188,7 +188,8 @@ struct mps_route_key {
  * Rust build checks these constants against it). Every payload starts with a big-endian magic;
  * all fields are big-endian. A switch that notifies a paced sender (PMQECN, P4QCN) sends a
  * struct mps_rate_feedback as the UDP payload to the data packet's source address and port,
- * from UDP port 50011 (pmqecn's FEEDBACK_PORT). No program here sends one yet. */
+ * from UDP port 50011 (pmqecn's FEEDBACK_PORT), DSCP 56 (pmqecn's FEEDBACK_DSCP), ECN CE: a
+ * queue stage asks mps_ingress for one with a struct mps_reflect (pmqecn.bpf.c does). */
 #define MPS_RATE_DATA_MAGIC 0x4d505244u     /* "MPRD": seq u64 and send time u64 at bytes 8 and 16 */
 #define MPS_RATE_CNP_MAGIC 0x4d50434eu      /* "MPCN": the CE-marked datagram's seq u64 at byte 8 */
 #define MPS_RATE_FEEDBACK_MAGIC 0x4d505246u /* "MPRF": struct mps_rate_feedback */
@@ -203,5 +204,16 @@ struct mps_rate_feedback {
 	__be32 target_kbps;   /* the rate it should arrive at (lambda*) */
 };
 #define MPS_SIZEOF_RATE_FEEDBACK 16
+#define MPS_RATE_FEEDBACK_PORT 50011
+#define MPS_RATE_FEEDBACK_DSCP 56
+/* The reflected frame: Ethernet, IPv4 (20 bytes), UDP, struct mps_rate_feedback. */
+#define MPS_RATE_FEEDBACK_FRAME_BYTES 58
+
+/* What a queue stage (MPS_QUEUE_STAGE) asks of mps_ingress beside its verdict: `body` as a rate
+ * feedback to the data packet's source address and port. Not a map value: the stack. */
+struct mps_reflect {
+	__u32 want;
+	struct mps_rate_feedback body;
+};
 
 #endif

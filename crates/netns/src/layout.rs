@@ -171,6 +171,9 @@ const _: () = {
     assert!(h::RATE_DATA_HEADER_BYTES == rw::DATA_HEADER_BYTES as u64);
     assert!(h::RATE_CNP_BYTES == rw::CNP_BYTES as u64);
     assert!(h::SIZEOF_RATE_FEEDBACK == rw::FEEDBACK_BYTES as u64);
+    use mpsched_programs::pmqecn::cp;
+    assert!(h::RATE_FEEDBACK_PORT == cp::FEEDBACK_PORT as u64);
+    assert!(h::RATE_FEEDBACK_DSCP == cp::FEEDBACK_DSCP as u64);
 };
 
 /// Plain-old-data map values: viewed as bytes to write a map, read back from bytes.

@@ -4,8 +4,9 @@
 //! program's ifindex-to-port table, `bpf_redirect` and `bpf_clone_redirect` see real devices.
 //! What the program did is read from outside, as a user would see it: the return code (redirect,
 //! shot, pass to the stack), the frame it left (its destination MAC names the port; a feedback
-//! packet is parsed), and the maps (counters say why a frame was dropped; per-port counters say
-//! where the data packet went when the frame itself became a feedback packet).
+//! packet or a rate feedback is parsed), and the maps (counters say why a frame was dropped;
+//! per-port counters say where the data packet went when the frame itself became a feedback
+//! packet or was shot after its copy left).
 //!
 //! A step may instead be delivered on the wire: sent into its port's veth peer, so that the
 //! kernel's receive path runs first (it moves a VLAN tag into `skb->vlan_tci`), with the
@@ -16,9 +17,13 @@ use crate::ns::{is_root, AnonNetns};
 use crate::tap::Tap;
 use libbpf_rs::ProgramInput;
 use mpsched_core::packet::PortId;
-use mpsched_core::vectors::{chosen_path, from_hex, Delivery, EmitObserved, Hook, Observed, StepResult, VectorSet};
+use mpsched_core::rate_wire::RateMessage;
+use mpsched_core::vectors::{
+    chosen_path, from_hex, Delivery, EmitObserved, Hook, Observed, RateFeedbackObserved, StepResult, VectorSet,
+};
 use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
 use mpsched_core::wire::{internet_checksum, mac_for, parse_frame};
+use mpsched_programs::pmqecn::cp::FEEDBACK_PORT;
 use std::collections::BTreeMap;
 
 const TC_ACT_OK: u32 = 0;
@@ -256,6 +261,7 @@ pub fn observed(path: Option<u8>) -> Observed {
         emit: None,
         probes: Vec::new(),
         conn: None,
+        rate_feedback: None,
     }
 }
 
@@ -297,8 +303,11 @@ pub(crate) fn by_test_run(
             let out_port = port_of_mac(&out_frame).ok_or("output frame to an unknown MAC")?;
             let meta = parse_frame(&out_frame, fb_port).map_err(|e| format!("output frame: {e:?}"))?;
             obs.action = "redirect".into();
-            // The frame left is a feedback packet this node made, not the data packet.
-            if let Some(fb) = meta.feedback().filter(|_| meta.src_ip == set.config.own_ip) {
+            if let Some(rf) = rate_feedback(set, &out_frame, out_port) {
+                // The frame left is a rate feedback; the data packet left by a clone, or not.
+                obs.rate_feedback = Some(rf);
+                data_clone(&mut obs, set, taps, &delta, Some(out_port))?;
+            } else if let Some(fb) = meta.feedback().filter(|_| meta.src_ip == set.config.own_ip) {
                 obs.emit = Some(EmitObserved {
                     port: out_port,
                     dst_ip: meta.dst_ip,
@@ -323,11 +332,61 @@ pub(crate) fn by_test_run(
                 obs.ecn = Some(meta.ecn);
             }
         }
-        (Hook::Ingress, TC_ACT_SHOT) => shot(&mut obs, &delta),
+        // A shot frame whose data left by a clone: its rate feedback found no route back.
+        (Hook::Ingress, TC_ACT_SHOT) => data_clone(&mut obs, set, taps, &delta, None)?,
         (Hook::Ingress, TC_ACT_OK) => obs.action = "to_stack".into(),
         (_, r) => return Err(format!("unexpected return code {r}")),
     }
     Ok((obs, regs))
+}
+
+/// The rate feedback (PMQECN's, P4QCN's) `frame` is, leaving by `port`: UDP from the node's
+/// address and [`FEEDBACK_PORT`] with an `"MPRF"` payload.
+fn rate_feedback(set: &VectorSet, frame: &[u8], port: PortId) -> Option<RateFeedbackObserved> {
+    let m = parse_frame(frame, set.config.feedback_port).ok()?;
+    if m.src_ip != set.config.own_ip || m.src_port != FEEDBACK_PORT || m.proto != 17 {
+        return None;
+    }
+    let ihl = usize::from(frame.get(14)? & 0x0f) * 4;
+    let Ok(RateMessage::Feedback(f)) = RateMessage::parse(frame.get(14 + ihl + 8..)?) else {
+        return None;
+    };
+    Some(RateFeedbackObserved {
+        port,
+        dst_ip: m.dst_ip,
+        dst_port: m.dst_port,
+        queue: f.queue,
+        qlen_pkts: f.qlen_pkts,
+        measured_kbps: f.measured_kbps,
+        target_kbps: f.target_kbps,
+    })
+}
+
+/// The data packet of a frame the program turned into feedback or shot: redirected, if a port
+/// other than `besides` (the feedback's) sent a packet, with the TTL and ECN of the copy that
+/// arrived at that port's peer; otherwise what [`shot`] says.
+fn data_clone(
+    obs: &mut Observed,
+    set: &VectorSet,
+    taps: &[Tap],
+    delta: &impl Fn(&str) -> u64,
+    besides: Option<PortId>,
+) -> Result<(), String> {
+    let mut sent: Vec<PortId> = (0..set.n_ports as PortId)
+        .flat_map(|p| (0..delta(&format!("port{p}.tx_pkts"))).map(move |_| p))
+        .collect();
+    if let Some(k) = besides.and_then(|b| sent.iter().position(|&p| p == b)) {
+        sent.remove(k);
+    }
+    let Some(&p) = sent.first() else {
+        shot(obs, delta);
+        return Ok(());
+    };
+    obs.action = "redirect".into();
+    obs.port = Some(p);
+    let (ttl, ecn) = arrived_at(taps, p, set.config.feedback_port)?;
+    (obs.ttl, obs.ecn) = (Some(ttl), Some(ecn));
+    Ok(())
 }
 
 /// A shot frame: consumed if a feedback counter moved, otherwise dropped for the drop counter

@@ -32,7 +32,7 @@ use mpsched_core::switch::SwitchConfig;
 use mpsched_core::table::{Route, ECMP_GROUP};
 use mpsched_core::vectors::{
     drop_reason_name, from_hex, record_step, set_expectations, to_hex, ConnObserved, Delivery, EmitObserved, Hook,
-    Observed, ProbeObserved, Step, StepResult, VectorSet, MULTIPATH, OWN_MAC_NODE, PEER_MAC_NODE,
+    Observed, ProbeObserved, RateFeedbackObserved, Step, StepResult, VectorSet, MULTIPATH, OWN_MAC_NODE, PEER_MAC_NODE,
 };
 use mpsched_core::wire::{
     emit_tcp_frame, emit_udp_frame, mac_for, parse_frame, parse_frame_with_headers, ParseError, TcpFields,
@@ -157,6 +157,7 @@ fn empty_observed(action: &str) -> Observed {
         emit: None,
         probes: Vec::new(),
         conn: None,
+        rate_feedback: None,
     }
 }
 
@@ -194,6 +195,18 @@ impl FrameNode {
                 group: e.meta.feedback().map_or(0, |f| f.group),
                 path: e.meta.feedback().map_or(0, |f| f.path),
             });
+        obs.rate_feedback = ctx.emitted().iter().find_map(|e| {
+            let f = e.headers.feedback()?;
+            Some(RateFeedbackObserved {
+                port: e.port,
+                dst_ip: e.meta.dst_ip,
+                dst_port: e.meta.dst_port,
+                queue: f.queue,
+                qlen_pkts: f.qlen_pkts,
+                measured_kbps: f.measured_kbps,
+                target_kbps: f.target_kbps,
+            })
+        });
         for e in ctx.emitted() {
             self.count_tx(e.port);
             if let Some(p) = e.headers.probe() {

@@ -208,6 +208,29 @@ pub struct Observed {
     /// The connection header (MP-HULA's) of a redirected frame, None when it has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conn: Option<ConnObserved>,
+    /// A rate feedback sent to the packet's source alongside (PMQECN's, P4QCN's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_feedback: Option<RateFeedbackObserved>,
+}
+
+/// A rate feedback as seen on the wire: where it goes and its body (header kind 4 in the
+/// simulator, the `"MPRF"` payload of `crate::rate_wire` on a real network).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RateFeedbackObserved {
+    /// Port it leaves by.
+    pub port: PortId,
+    /// Its destination: the data packet's source.
+    pub dst_ip: Ipv4,
+    /// Its UDP destination port: the data packet's source port.
+    pub dst_port: u16,
+    /// The class (virtual queue) it reports on.
+    pub queue: u8,
+    /// That class's packets waiting at the port.
+    pub qlen_pkts: u16,
+    /// The class's measured arrival rate, kbit/s.
+    pub measured_kbps: u32,
+    /// The rate it should arrive at, kbit/s.
+    pub target_kbps: u32,
 }
 
 /// A probe as seen on the wire.
@@ -341,6 +364,7 @@ pub fn run_rust(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
                     }),
                     probes: Vec::new(),
                     conn: None,
+                    rate_feedback: None,
                 };
                 match o.action {
                     FrameAction::Redirect(p) => {
@@ -372,6 +396,7 @@ pub fn run_rust(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
                     emit: None,
                     probes: Vec::new(),
                     conn: None,
+                    rate_feedback: None,
                 }
             }
             Hook::Timer => return Err(format!("{} step {i}: the multipath switch has no timer", set.name)),

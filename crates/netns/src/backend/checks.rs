@@ -162,12 +162,17 @@ pub fn ignored_on_the_kernel(sc: &Scenario) -> Vec<String> {
         .filter(|f| matches!(f.rate_control, Some(mpsched_scenario::RateControl::Pmqecn(_))))
         .map(|f| f.name.as_str())
         .collect();
-    if !pmqecn.is_empty() {
+    let fed = (0..sc.nodes.len()).any(|i| {
+        sc.program_of(i)
+            .is_some_and(|(p, _)| crate::programs::SEND_RATE_FEEDBACK.contains(&p.name()))
+    });
+    if !pmqecn.is_empty() && !fed {
         out.push(format!(
             "rate_control.cc = \"pmqecn\" (flows {}): only a switch's rate feedback cuts PMQECN's reaction point, \
-             and no kernel switch program sends it yet (crates/core/src/rate_wire.rs is its format): these flows \
-             climb to their line rate by active increase",
-            names(&pmqecn)
+             and no switch here runs a program that sends it on the kernel ({}): these flows climb to their \
+             line rate by active increase",
+            names(&pmqecn),
+            crate::programs::SEND_RATE_FEEDBACK.join(", ")
         ));
     }
     let a = with(|t| t.config.abc_limit_segments.is_some());

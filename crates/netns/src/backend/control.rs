@@ -14,6 +14,7 @@ use mpsched_core::control::{ControlError, ControlPlane, ProgramControl, QueueThr
 use mpsched_core::packet::PortId;
 use mpsched_scenario::{NodeKind, Scenario};
 use mpsched_topo::Wiring;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -143,5 +144,86 @@ impl ControlPlane for KernelControl<'_> {
                     .into(),
             )),
         }
+    }
+}
+
+/// The programs' own control loops ([`mpsched_programs::ControlLoop`]: PMQECN's optimiser),
+/// one per switch whose program has one, built as the simulator builds them (the same seeds
+/// per node) and called from the sampling thread every period of wall time since time zero.
+/// A loop's error ends the run, naming the node and the time.
+pub(super) struct ProgramLoops {
+    loops: Vec<NodeLoop>,
+}
+
+struct NodeLoop {
+    node: String,
+    inner: Box<dyn mpsched_programs::ControlLoop>,
+    period: Duration,
+    next: Duration,
+    steps: u64,
+}
+
+impl ProgramLoops {
+    /// The loops of `sc`'s switches, their ports' rates from the wiring.
+    pub(super) fn new(sc: &Scenario, w: &Wiring) -> ProgramLoops {
+        let mut rng = mpsched_core::rng::SeededRandom::new(sc.seed ^ 0x636f_6e74_726f_6c21);
+        let mut loops = Vec::new();
+        for (i, node) in sc.nodes.iter().enumerate() {
+            let node_seed = rng.next_u64();
+            let Some((spec, params)) = sc.program_of(i).filter(|_| node.kind == NodeKind::Switch) else {
+                continue;
+            };
+            let rates: Vec<u64> = w.ports[i].iter().map(|e| sc.links[e.link].rate_bps).collect();
+            let input = mpsched_programs::ControlInput {
+                node: &node.name,
+                params,
+                port_rates_bps: &rates,
+                seed: node_seed,
+            };
+            if let Some(inner) = spec.control_loop(&input) {
+                let period = Duration::from_nanos(inner.period_ps() / 1000);
+                loops.push(NodeLoop {
+                    node: node.name.clone(),
+                    inner,
+                    period,
+                    next: period,
+                    steps: 0,
+                });
+            }
+        }
+        ProgramLoops { loops }
+    }
+
+    /// Run every loop that is due at `now` (one late by more than its period runs once, and
+    /// next a period later).
+    pub(super) fn run_due(&mut self, ctl: &mut KernelControl<'_>, now: Duration) -> Result<(), super::NetnsError> {
+        for l in self.loops.iter_mut().filter(|l| now >= l.next) {
+            l.steps += 1;
+            let now_ps = now.as_nanos() as u64 * 1000;
+            l.inner.step(now_ps, &l.node, ctl).map_err(|e| {
+                super::NetnsError::Plane(format!(
+                    "node `{}`'s control loop at {} us: {e}",
+                    l.node,
+                    now.as_micros()
+                ))
+            })?;
+            l.next += l.period;
+            if l.next <= now {
+                l.next = now + l.period;
+            }
+        }
+        Ok(())
+    }
+
+    /// Each loop's counters by the simulator's component name (`control:<node>`).
+    pub(super) fn counters(&self) -> Vec<(String, BTreeMap<String, u64>)> {
+        self.loops
+            .iter()
+            .map(|l| {
+                let mut c: BTreeMap<String, u64> = l.inner.counters().into_iter().collect();
+                c.insert("steps".into(), l.steps);
+                (format!("control:{}", l.node), c)
+            })
+            .collect()
     }
 }

@@ -25,6 +25,8 @@ pub(super) struct Samples {
     pub(super) queue_tracking: Vec<(f64, String, PortId, u64, u64)>,
     /// Per flow, its MPTCP subflows as `ss` showed them last.
     pub(super) mptcp: MptcpWatch,
+    /// The programs' control loops' counters, by component (`control:<node>`).
+    pub(super) loop_counters: Vec<(String, BTreeMap<String, u64>)>,
 }
 
 /// The subflows of each running MPTCP bulk flow, read with `ss` every sample interval
@@ -154,9 +156,20 @@ pub(super) fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, 
     let mut last_sample_at = Duration::ZERO;
     let mut next_track = opts.track_queues.unwrap_or(Duration::MAX);
     let mut next_control = Duration::ZERO;
+    let mut program_loops = super::control::ProgramLoops::new(sc, w);
     loop {
         b.check_stop()?;
         let now = t0.elapsed();
+        if now < end {
+            let mut ctl = super::KernelControl {
+                sc,
+                w,
+                nss: &live.nss,
+                planes: &mut live.dataplanes,
+                strict: b.strict,
+            };
+            program_loops.run_due(&mut ctl, now)?;
+        }
         if let Some(c) = opts.controller.as_ref().filter(|_| now >= next_control && now < end) {
             let mut ctl = super::KernelControl {
                 sc,
@@ -249,6 +262,7 @@ pub(super) fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, 
         started_at,
         queue_tracking,
         mptcp,
+        loop_counters: program_loops.counters(),
     })
 }
 

@@ -163,6 +163,7 @@ pub(super) fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[Strin
             );
         }
     }
+    counters.extend(samples.loop_counters.iter().cloned());
     if !rate_counters.is_empty() {
         counters.insert("rate-control".into(), rate_counters);
     }

@@ -68,10 +68,10 @@ struct VqPortCfg {
 /// `struct vq_port_state` (`VQ_SIZEOF_PORT_STATE`, 296 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-struct VqPortState {
+pub(super) struct VqPortState {
     lock: u32,
     touched: u32,
-    vq_len: [u32; VIRTUAL_QUEUES],
+    pub(super) vq_len: [u32; VIRTUAL_QUEUES],
     level_use: [u32; VIRTUAL_QUEUES * MAX_LEVELS],
 }
 
@@ -118,7 +118,12 @@ impl VqWrrPlane {
     /// Load the object (this runs the verifier), fill the multipath switch's tables and the
     /// virtual queues' maps.
     pub fn load(t: &NodeTables) -> Result<VqWrrPlane, DataplaneError> {
-        let dp = Dataplane::load_object(OBJECT, "vqwrr.bpf.o", t)?;
+        Self::load_object(OBJECT, "vqwrr.bpf.o", t)
+    }
+
+    /// As [`VqWrrPlane::load`], from an object that includes `vqwrr.bpf.c` (pmqecn's).
+    pub(super) fn load_object(object: &[u8], name: &str, t: &NodeTables) -> Result<VqWrrPlane, DataplaneError> {
+        let dp = Dataplane::load_object(object, name, t)?;
         let plane = VqWrrPlane {
             dp,
             n_ports: t.ports.len(),
@@ -128,7 +133,7 @@ impl VqWrrPlane {
         Ok(plane)
     }
 
-    fn update<K: Pod, V: Pod>(&self, map: &str, key: &K, value: &V) -> Result<(), DataplaneError> {
+    pub(super) fn update<K: Pod, V: Pod>(&self, map: &str, key: &K, value: &V) -> Result<(), DataplaneError> {
         update_map(self.dp.object(), map, key, value)
     }
 
@@ -175,7 +180,7 @@ impl VqWrrPlane {
     }
 
     /// Set every class's weight or one (`vq_weight`), as the control channel writes it.
-    fn set_weight(&self, class: usize, weight: u64) -> Result<(), ControlError> {
+    pub(super) fn set_weight(&self, class: usize, weight: u64) -> Result<(), ControlError> {
         if class >= VIRTUAL_QUEUES {
             return Err(ControlError::NoIndex {
                 register: "vq_weight".into(),
@@ -194,7 +199,7 @@ impl VqWrrPlane {
             .map_err(|e| ControlError::Unsupported(format!("eBPF: {e}")))
     }
 
-    fn port_state(&self, p: usize) -> Result<VqPortState, DataplaneError> {
+    pub(super) fn port_state(&self, p: usize) -> Result<VqPortState, DataplaneError> {
         let m = map_of(self.dp.object(), "vq_state")?;
         let v = bpf(
             || "read map vq_state".into(),
@@ -237,6 +242,23 @@ impl VqWrrPlane {
             }
         }
         Ok(out)
+    }
+
+    /// Port `port`'s packets in its virtual queues now, and the most they held together since
+    /// the last call (which starts the next interval).
+    pub fn queue_figures(&self, port: PortId) -> Result<(u64, u64), DataplaneError> {
+        let now: u64 = self
+            .port_state(usize::from(port))?
+            .vq_len
+            .iter()
+            .map(|&q| u64::from(q))
+            .sum();
+        let qmax = map_of(self.dp.object(), "vq_qmax")?;
+        let key = u32::from(port).to_ne_bytes();
+        let most =
+            bpf(|| "read map vq_qmax".into(), qmax.lookup(&key, MapFlags::ANY))?.map_or(0, |b| u32::from_bytes(&b));
+        self.update("vq_qmax", &u32::from(port), &0u32)?;
+        Ok((now, u64::from(most).max(now)))
     }
 
     /// The multipath switch's data plane underneath.
@@ -328,6 +350,10 @@ impl SwitchPlane for VqWrrPlane {
     fn snapshot(&self) -> Option<BTreeMap<String, u64>> {
         VqWrrPlane::snapshot(self).ok()
     }
+
+    fn queue_pkts(&self, port: PortId) -> Option<(u64, u64)> {
+        self.queue_figures(port).ok()
+    }
 }
 
 /// `TC_ACT_UNSPEC` as `BPF_PROG_TEST_RUN` returns it: the next filter's turn.
@@ -378,7 +404,9 @@ fn replay(
             }
             Hook::Egress => {
                 let peer = peers[usize::from(st.port)];
-                departure(plane, port, peer, st.queue, &frame, &prev)
+                let prog = plane.departure().map_err(|e| e.to_string())?;
+                let snap = || plane.snapshot().map_err(|e| e.to_string());
+                departure(&prog, &snap, port, peer, st.queue, &frame, &prev)
             }
             Hook::Timer => Err("vq-wrr has no timer".into()),
         }
@@ -392,9 +420,11 @@ fn replay(
     Ok((initial, results))
 }
 
-/// A packet leaving `port` from `queue`, through the departure stage where it arrives.
-fn departure(
-    plane: &VqWrrPlane,
+/// A packet leaving `port` from `queue`, through the departure stage `prog` where it arrives;
+/// the registers after, by `snap`.
+pub(super) fn departure(
+    prog: &ProgramMut<'_>,
+    snap: &dyn Fn() -> Result<BTreeMap<String, u64>, String>,
     port: &PortBinding,
     peer_ifindex: u32,
     queue: u8,
@@ -402,13 +432,12 @@ fn departure(
     prev: &BTreeMap<String, u64>,
 ) -> Result<(Observed, BTreeMap<String, u64>), String> {
     let sent = super::as_sent_by(port, frame)?;
-    let prog = plane.departure().map_err(|e| e.to_string())?;
     let priority = HASH_TAG | u32::from(queue);
-    let (retval, _, _) = test_run_prog_with_priority(&prog, peer_ifindex, priority, &sent, 1)?;
+    let (retval, _, _) = test_run_prog_with_priority(prog, peer_ifindex, priority, &sent, 1)?;
     if retval != TC_ACT_UNSPEC {
         return Err(format!("the departure stage returned {retval}, not TC_ACT_UNSPEC"));
     }
-    let regs = plane.snapshot().map_err(|e| e.to_string())?;
+    let regs = snap()?;
     let mut obs = observed(chosen_path(prev, &regs));
     obs.action = "transmit".into();
     Ok((obs, regs))

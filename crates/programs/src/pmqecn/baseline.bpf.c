@@ -95,7 +95,7 @@ static __always_inline void bl_count_n(__u32 which, __u64 n)
 
 static __always_inline int bl_enqueue(struct __sk_buff *skb, __u32 port);
 
-#define MPS_QUEUE_STAGE(skb, port, tos) bl_enqueue(skb, port)
+#define MPS_QUEUE_STAGE(skb, port, tos, reflect) bl_enqueue(skb, port)
 #include "mpsched.bpf.c"
 
 /* The clock: the node's test clock under MPS_F_TEST_CLOCK, else the kernel's. */

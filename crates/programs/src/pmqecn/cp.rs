@@ -58,8 +58,8 @@ const PARAMS: [Param; 10] = [
         min: 0,
         max: 1_000_000_000_000,
         power_of_two: false,
-        multiple_of: 1,
-        doc: "at most one feedback per class and port per this (0: one per packet above the threshold, as the paper)",
+        multiple_of: 1_000_000,
+        doc: "at most one feedback per class and port per this (whole microseconds, as BMv2's clock counts; 0: one per packet above the threshold, as the paper)",
     },
     Param {
         name: "control_period",
@@ -188,7 +188,7 @@ impl SwitchProgram for PmqecnProgram {
     }
 
     fn ebpf_object(&self) -> Option<&'static str> {
-        None
+        Some("pmqecn")
     }
 
     fn p4_program(&self) -> Option<&'static str> {
@@ -335,7 +335,33 @@ impl Program for Pmqecn {
     }
 
     fn vector_registers(&self) -> Vec<(String, u64)> {
-        self.vq.vector_registers()
+        let mut out = self.vq.vector_registers();
+        for (name, table) in [
+            ("vq_threshold", &self.thresholds),
+            ("vq_rate_kbps", &self.rate_kbps),
+            ("vq_target_kbps", &self.target_kbps),
+        ] {
+            out.extend(
+                table
+                    .iter()
+                    .enumerate()
+                    .map(|(v, &x)| (format!("{name}{v}"), u64::from(x))),
+            );
+        }
+        for (name, table) in [
+            ("vq_arrival_bytes", &self.arrivals),
+            ("vq_arrival_pkts", &self.arrival_pkts),
+        ] {
+            for (p, classes) in table.iter().enumerate() {
+                out.extend(
+                    classes
+                        .iter()
+                        .enumerate()
+                        .map(|(v, &x)| (format!("{name}{}", p * VIRTUAL_QUEUES + v), x)),
+                );
+            }
+        }
+        out
     }
 
     fn update_routes(&mut self, config: &mpsched_core::switch::SwitchConfig) -> Result<(), ConfigError> {

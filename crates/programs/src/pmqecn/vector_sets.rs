@@ -9,6 +9,7 @@
 //! them at once: the vectors' switch releases only on egress steps, as the Rust runner does
 //! (`crates/bmv2/src/vqwrr.rs`).
 
+use super::cp::{FEEDBACK_DSCP, FEEDBACK_PORT, PMQECN};
 use super::vqwrr::VQ_WRR;
 use crate::vectors::fix_checksum;
 use crate::SwitchProgram;
@@ -64,6 +65,22 @@ fn step(note: impl Into<String>, hook: Hook, port: PortId, queue: u8, frame: &[u
     }
 }
 
+/// A UDP frame of class `class` from `src` (source port `sport`) to `DST`, arriving on port 0.
+fn udp_from(src: Ipv4, sport: u16, class: u8) -> Vec<u8> {
+    let mut m = PacketMeta::udp(src, DST, sport, 5201, 0);
+    m.dscp = class << 3;
+    let mut out = Vec::new();
+    emit_udp_frame(
+        &m,
+        mac_for(PEER_MAC_NODE, 0),
+        mac_for(OWN_MAC_NODE, 0),
+        1,
+        &[0u8; 64],
+        &mut out,
+    );
+    out
+}
+
 /// A packet of `class` arriving on port 0 for `dst`.
 fn arrive(note: impl Into<String>, class: u8, dst: Ipv4) -> Step {
     step(note, Hook::Ingress, 0, 0, &udp(class, dst))
@@ -72,6 +89,24 @@ fn arrive(note: impl Into<String>, class: u8, dst: Ipv4) -> Step {
 /// A packet of `class` leaving `port` from queue `queue`.
 fn leave(note: impl Into<String>, class: u8, port: PortId, queue: u8) -> Step {
     step(note, Hook::Egress, port, queue, &udp(class, DST))
+}
+
+/// `then` at `time_us` microseconds (BMv2's clock counts them).
+fn at_us(time_us: u64, then: Step) -> Step {
+    Step {
+        time_ns: time_us * 1000,
+        ..then
+    }
+}
+
+/// The control plane writes `register[index] = value` before `then`.
+fn with_write(register: &str, index: u8, value: u64, mut then: Step) -> Step {
+    then.writes.push(RegisterWrite {
+        register: register.into(),
+        index: usize::from(index),
+        value,
+    });
+    then
 }
 
 /// The control plane writes `vq_weight[class] = weight` before `then`.
@@ -90,7 +125,12 @@ fn set(name: &str, description: &str, params: &[(&str, u64)], steps: Vec<Step>) 
     VectorSet {
         name: name.into(),
         description: description.into(),
-        program: VQ_WRR.name().into(),
+        program: if name.starts_with("pmqecn") {
+            PMQECN.name()
+        } else {
+            VQ_WRR.name()
+        }
+        .into(),
         params: params.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
         config: switch(),
         n_ports: 3,
@@ -101,9 +141,9 @@ fn set(name: &str, description: &str, params: &[(&str, u64)], steps: Vec<Step>) 
     }
 }
 
-/// Every `vq-wrr` set.
+/// Every `vq-wrr` and `pmqecn` set.
 pub fn sets() -> Vec<VectorSet> {
-    vec![levels_set(), weights_set()]
+    vec![levels_set(), weights_set(), feedback_set()]
 }
 
 /// Weight 2, four levels, 10 packets per virtual queue: a class fills levels 3 to 0 two at a
@@ -222,6 +262,131 @@ fn weights_set() -> VectorSet {
     )
 }
 
+/// `pmqecn` (threshold 2, gap 2 us, weight 2, 4 levels, 6 packets a virtual queue): feedback
+/// to the source's address and port once a class holds more than its threshold, with the
+/// rates the control plane wrote; the gap per class and port; a class's own threshold; a full
+/// virtual queue drops the packet and still reports; the switch's own feedback leaving is not
+/// counted; no route back; frames that never reach the queue stage.
+fn feedback_set() -> VectorSet {
+    const OTHER_SRC: Ipv4 = 0x0c00_0001;
+    let class1 = |note: &str, us| at_us(us, arrive(note, 1, DST));
+    let mut steps = vec![
+        with_write(
+            "vq_rate_kbps",
+            1,
+            6_000,
+            with_write(
+                "vq_target_kbps",
+                1,
+                4_000,
+                class1("class 1, rates written: 1 waiting, no feedback", 0),
+            ),
+        ),
+        class1("class 1: 2 waiting, at the threshold: no feedback", 0),
+        class1("class 1: 3 waiting, above it: feedback to the source with the rates", 0),
+        class1("class 1 half a gap later: held back", 1),
+        with_write(
+            "vq_threshold",
+            2,
+            0,
+            at_us(
+                1,
+                arrive("class 2, its threshold written 0: its own gap, feedback", 2, DST),
+            ),
+        ),
+        class1("class 1 a gap after its last feedback: feedback (5 waiting)", 2),
+        class1("class 1: 6 waiting, the virtual queue full: feedback", 4),
+        class1("class 1 finds its virtual queue full: dropped, and still reported", 6),
+        at_us(6, leave("class 1 leaves port 1 from level 3", 1, 1, 3)),
+    ];
+    let mut own = PacketMeta::udp(SWITCH, SRC, FEEDBACK_PORT, 40_001, 0);
+    own.dscp = FEEDBACK_DSCP;
+    let mut fb = Vec::new();
+    emit_udp_frame(
+        &own,
+        mac_for(OWN_MAC_NODE, 0),
+        mac_for(PEER_MAC_NODE, 0),
+        64,
+        &[0u8; 16],
+        &mut fb,
+    );
+    steps.push(at_us(
+        6,
+        step(
+            "the switch's own feedback leaves port 0: not counted",
+            Hook::Egress,
+            0,
+            3,
+            &fb,
+        ),
+    ));
+    steps.push(with_write(
+        "vq_threshold",
+        1,
+        10,
+        class1("class 1, its threshold written 10: 6 waiting, no feedback", 8),
+    ));
+    steps.push(with_write(
+        "vq_threshold",
+        3,
+        0,
+        at_us(
+            8,
+            step(
+                "class 3 from a source with no route back: forwarded, its feedback has no route",
+                Hook::Ingress,
+                0,
+                0,
+                &udp_from(OTHER_SRC, 7_000, 3),
+            ),
+        ),
+    ));
+    steps.push(at_us(
+        8,
+        step(
+            "class 3 from the source at once: held back (the gap runs from the attempt)",
+            Hook::Ingress,
+            0,
+            0,
+            &udp_from(SRC, 7_001, 3),
+        ),
+    ));
+    steps.push(at_us(
+        10,
+        step(
+            "class 3 a gap later: feedback to its own port",
+            Hook::Ingress,
+            0,
+            0,
+            &udp_from(SRC, 7_002, 3),
+        ),
+    ));
+    let mut ttl1 = udp(2, DST);
+    ttl1[22] = 1;
+    fix_checksum(&mut ttl1);
+    steps.push(at_us(
+        20,
+        step("TTL 1: dropped before the queue stage", Hook::Ingress, 0, 0, &ttl1),
+    ));
+    steps.push(at_us(
+        20,
+        arrive("no route: dropped before the queue stage", 2, NO_ROUTE),
+    ));
+    set(
+        "pmqecn-feedback",
+        "pmqecn (threshold 2, feedback gap 2 us, weight 2, 4 levels, 6 packets a virtual queue): feedback with the written rates to the source's address and port above a class's threshold, held back within the gap per class and port, a class's own threshold, a full virtual queue's drop still reported, the switch's own feedback not counted when it leaves, no route back, frames that never reach the queue stage",
+        &[
+            ("threshold", 2),
+            ("feedback_gap", 2_000_000),
+            ("weight", 2),
+            ("levels", 4),
+            ("vq_capacity", 6),
+            ("control_period", 0),
+        ],
+        steps,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +439,43 @@ mod tests {
             .unwrap();
         let drop = drop.expect.as_ref().unwrap();
         assert_eq!(drop.observed.drop_reason.as_deref(), Some("queue_full"));
+    }
+
+    #[test]
+    fn feedback_reaches_the_source_above_the_threshold_once_per_gap() {
+        let s = filled("pmqecn-feedback");
+        let expect = |i: usize| s.steps[i].expect.as_ref().unwrap();
+        let sent: Vec<Option<(u16, u8, u16, u32)>> = (0..s.steps.len())
+            .map(|i| {
+                let f = expect(i).observed.rate_feedback?;
+                assert_eq!((f.port, f.dst_ip), (0, SRC), "step {i}: to the source, by its route");
+                Some((f.dst_port, f.queue, f.qlen_pkts, f.target_kbps))
+            })
+            .collect();
+        let class1 = |qlen| Some((40_001, 1, qlen, 4_000));
+        assert_eq!(
+            sent[..8],
+            [
+                None,
+                None,
+                class1(3),
+                None,
+                Some((40_002, 2, 1, 0)),
+                class1(5),
+                class1(6),
+                class1(6)
+            ]
+        );
+        assert_eq!(expect(7).observed.drop_reason.as_deref(), Some("queue_full"));
+        assert!(
+            expect(9).registers.is_empty(),
+            "the switch's own feedback is not counted"
+        );
+        assert_eq!(sent[11], None, "no route back");
+        assert_eq!(expect(11).observed.port, Some(1), "the data packet still goes on");
+        assert_eq!(expect(11).registers["counter.pmqecn.feedback_no_route"], 1);
+        assert_eq!(sent[12], None, "the gap runs from the attempt");
+        assert_eq!(sent[13], Some((7_002, 3, 3, 0)));
     }
 
     #[test]

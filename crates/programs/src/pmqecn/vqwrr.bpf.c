@@ -18,8 +18,8 @@
  *     the hash crosses veth into another namespace, where skb->priority and skb->mark are
  *     zeroed); vq_len and level_use fall, or, if either is already 0, vq.accounting_errors
  *     counts it. The hash is cleared, so the next hop does not count the packet again. A
- *     frame no port of this switch sent, or that carries no tag, is not this program's:
- *     left alone.
+ *     frame no port of this switch sent, that carries no tag, or that the switch itself sent
+ *     (pmqecn's feedback: never placed) is not this program's: left alone.
  *
  * The accounting is exact while nothing is lost between placement and the far end: the
  * ports' queues must hold 8 x vq_capacity packets each (vq-wrr refuses smaller ones), and veth
@@ -67,6 +67,16 @@ struct {
 	__type(value, __u32);
 } vq_mac_port SEC(".maps");
 
+/* The most packets each port's virtual queues held together since the control plane last read
+ * (and zeroed) it: the time series' <link>_queue_max_pkts. Updated without the lock: a race
+ * loses a maximum to a concurrent reset, never counts one that was not. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MPS_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} vq_qmax SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, VQ_C_MAX);
@@ -97,12 +107,13 @@ static __always_inline __u64 vq_level(const struct vq_port_state *st, __u64 v, _
 }
 
 /* VqWrr::place for a packet of DSCP byte `tos` leaving by `port`: 1 to forward it (its queue
- * set in skb->priority), 0 to drop it (its virtual queue is full there). */
-static __always_inline int vq_place(struct __sk_buff *skb, __u32 port, __u8 tos)
+ * set in skb->priority), 0 to drop it (its virtual queue is full there); `*vq_len`, its
+ * virtual queue's packets at the port after (pmqecn's threshold reads it). */
+static __always_inline int vq_place(struct __sk_buff *skb, __u32 port, __u8 tos, __u32 *vq_len)
 {
 	/* 64-bit indices: the verifier keeps the bounds of a 64-bit spill, not of a 32-bit one. */
 	__u64 v = tos >> 5, level, levels;
-	__u32 zero = 0, key = v, prio;
+	__u32 zero = 0, key = v, prio, total = 0, i, *qmax;
 	struct vq_port_state *st;
 	struct vq_port_cfg *pc;
 	struct vq_node *n;
@@ -113,6 +124,7 @@ static __always_inline int vq_place(struct __sk_buff *skb, __u32 port, __u8 tos)
 	pc = bpf_map_lookup_elem(&vq_port_cfg, &port);
 	st = bpf_map_lookup_elem(&vq_state, &port);
 	weight = bpf_map_lookup_elem(&vq_weight, &key);
+	*vq_len = 0;
 	if (!n || !pc || !st || !weight)
 		return 1; /* a port beyond the maps: the forwarding stage refused it already */
 	levels = pc->levels;
@@ -135,7 +147,14 @@ static __always_inline int vq_place(struct __sk_buff *skb, __u32 port, __u8 tos)
 		st->vq_len[v & (VQ_QUEUES - 1)] += 1;
 		st->level_use[cell] += 1;
 	}
+	*vq_len = st->vq_len[v & (VQ_QUEUES - 1)];
+#pragma unroll
+	for (i = 0; i < VQ_QUEUES; i++)
+		total += st->vq_len[i];
 	bpf_spin_unlock(&st->lock);
+	qmax = bpf_map_lookup_elem(&vq_qmax, &port);
+	if (qmax && *qmax < total)
+		*qmax = total;
 	if (full) {
 		vq_count(VQ_C_DROPS);
 		return 0;
@@ -147,7 +166,33 @@ static __always_inline int vq_place(struct __sk_buff *skb, __u32 port, __u8 tos)
 	return 1;
 }
 
-#define MPS_QUEUE_STAGE(skb, port, tos) vq_place(skb, port, tos)
+static __always_inline int vq_stage(struct __sk_buff *skb, __u32 port, __u8 tos)
+{
+	__u32 len;
+
+	return vq_place(skb, port, tos, &len);
+}
+
+/* The skb->priority of the port's top level: where the switch's own packets leave (pmqecn's
+ * feedback, VqWrr::top_level). */
+static __always_inline __u32 vq_top_priority(__u32 port)
+{
+	struct vq_port_cfg *pc = bpf_map_lookup_elem(&vq_port_cfg, &port);
+	__u32 levels;
+
+	if (!pc)
+		return 0;
+	levels = pc->levels;
+	if (levels < 1 || levels > VQ_LEVELS)
+		levels = 1;
+	return pc->prio_of_level[(levels - 1) & (VQ_LEVELS - 1)];
+}
+
+/* pmqecn.bpf.c includes this file with a stage of its own over vq_place. */
+#ifndef MPS_QUEUE_STAGE
+#define MPS_QUEUE_STAGE(skb, port, tos, reflect) vq_stage(skb, port, tos)
+#endif
+#define MPS_REFLECT_PRIORITY(port) vq_top_priority(port)
 #include "mpsched.bpf.c"
 
 /* VqWrr::on_dequeue's counting, where the packet arrives after leaving the port's queue. */
@@ -163,6 +208,7 @@ int vq_departure(struct __sk_buff *skb)
 	__u64 v, level, at;
 	__u32 *port, zero = 0, tag, prio;
 	struct vq_node *n;
+	struct mps_node *sw;
 	struct iphdr *ip;
 
 	if ((void *)(eth + 1) + sizeof(struct iphdr) > data_end ||
@@ -178,7 +224,11 @@ int vq_departure(struct __sk_buff *skb)
 	if (!pc || !st)
 		return TC_ACT_UNSPEC;
 	n = bpf_map_lookup_elem(&vq_node, &zero);
-	if (!n)
+	sw = bpf_map_lookup_elem(&node, &zero);
+	if (!n || !sw)
+		return TC_ACT_UNSPEC;
+	/* The switch's own packets (pmqecn's feedback) were never placed (VqWrr::on_dequeue). */
+	if (ip->saddr == bpf_htonl(sw->own_ip))
 		return TC_ACT_UNSPEC;
 	/* BPF_PROG_TEST_RUN cannot set skb->hash: the vectors' replay puts the tag in priority. */
 	prio = skb->priority;

@@ -1,0 +1,331 @@
+//! `pmqecn` on the kernel: load `pmqecn.bpf.o` (crates/programs/src/pmqecn/pmqecn.bpf.c:
+//! vq-wrr's object with a queue stage that counts each class's arrivals and reflects rate
+//! feedback to the sources), configure it as [`VqWrrPlane`] does plus the threshold, the gap and
+//! the class registers, and offer the registers the control plane (`PmqecnControl`) reads and
+//! writes: `vq_arrival_bytes` / `vq_arrival_pkts` (`8p + v`), `vq_len`, and per class
+//! `vq_weight`, `vq_threshold`, `vq_rate_kbps`, `vq_target_kbps`.
+//!
+//! The feedback leaves the switch as a UDP datagram the paced sender reads
+//! ([`mpsched_core::rate_wire`]); the departure stage is vq-wrr's.
+
+use super::vqwrr::{departure, VqWrrPlane};
+use crate::backend::NetnsError;
+use crate::dataplane::{bpf, map_of, percpu_sum, DataplaneError, NodeTables};
+use crate::layout::Pod;
+use crate::switchplane::{snapshot_register_of, SwitchPlane};
+use crate::tap::Tap;
+use crate::vectors::{by_test_run, TestNode};
+use libbpf_rs::{MapCore, MapFlags};
+use mpsched_core::control::{self, ControlError, ControlListing, ProgramControl};
+use mpsched_core::packet::PortId;
+use mpsched_core::vectors::{from_hex, Hook, StepResult, VectorSet};
+use mpsched_programs::pmqecn::vqwrr::VIRTUAL_QUEUES;
+use std::collections::BTreeMap;
+
+/// The compiled object, built by `build.rs`.
+pub static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/pmqecn.bpf.o"));
+/// Ports the maps hold (`MPS_MAX_PORTS`).
+const MAX_PORTS: usize = crate::layout::MAX_PORTS;
+
+/// `enum pq_counter` in pmqecn.h, in order, named as the Rust twin's counters.
+pub const COUNTERS: [&str; 3] = [
+    "counter.pmqecn.feedback",
+    "counter.pmqecn.feedback_held",
+    "counter.pmqecn.feedback_no_route",
+];
+
+/// The per-class registers in `struct pq_class`'s order, all writable by the control plane.
+const CLASS_REGISTERS: [&str; 3] = ["vq_threshold", "vq_rate_kbps", "vq_target_kbps"];
+/// The per-port, per-class registers, read-only.
+const ARRIVAL_REGISTERS: [&str; 2] = ["vq_arrival_bytes", "vq_arrival_pkts"];
+
+/// `struct pq_node` (`PQ_SIZEOF_NODE`, 8 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct PqNode {
+    gap_ns: u64,
+}
+
+/// `struct pq_class` (`PQ_SIZEOF_CLASS`, 16 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct PqClass {
+    /// `threshold`, `rate_kbps`, `target_kbps`, in [`CLASS_REGISTERS`]' order.
+    values: [u32; 3],
+    pad: u32,
+}
+
+/// `struct pq_port` (`PQ_SIZEOF_PORT`, 208 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct PqPort {
+    lock: u32,
+    touched: u32,
+    fb_sent: u32,
+    pad: u32,
+    arrival_bytes: [u64; VIRTUAL_QUEUES],
+    arrival_pkts: [u64; VIRTUAL_QUEUES],
+    last_fb_ns: [u64; VIRTUAL_QUEUES],
+}
+
+const _: () = assert!(std::mem::size_of::<PqNode>() == 8);
+const _: () = assert!(std::mem::size_of::<PqClass>() == 16);
+const _: () = assert!(std::mem::size_of::<PqPort>() == 208);
+// SAFETY: repr(C), integers only, no implicit padding (sizes pinned to pmqecn.h's above).
+unsafe impl Pod for PqNode {}
+// SAFETY: as above.
+unsafe impl Pod for PqClass {}
+// SAFETY: as above.
+unsafe impl Pod for PqPort {}
+
+/// One switch's PMQECN congestion point.
+pub struct PmqecnPlane {
+    vq: VqWrrPlane,
+    n_ports: usize,
+}
+
+impl PmqecnPlane {
+    /// Load the object (this runs the verifier) and fill its maps: vq-wrr's, then the gap and
+    /// every class's starting threshold.
+    pub fn load(t: &NodeTables) -> Result<PmqecnPlane, DataplaneError> {
+        let vq = VqWrrPlane::load_object(OBJECT, "pmqecn.bpf.o", t)?;
+        let threshold = u32::try_from(t.params.get("threshold"))
+            .map_err(|_| DataplaneError::Config("pmqecn: threshold above 2^32 packets".into()))?;
+        // The parameter is whole microseconds (validated), so nanoseconds are exact.
+        vq.update(
+            "pq_node",
+            &0u32,
+            &PqNode {
+                gap_ns: t.params.get("feedback_gap") / 1000,
+            },
+        )?;
+        for v in 0..VIRTUAL_QUEUES as u32 {
+            let class = PqClass {
+                values: [threshold, 0, 0],
+                pad: 0,
+            };
+            vq.update("pq_class", &v, &class)?;
+        }
+        Ok(PmqecnPlane {
+            vq,
+            n_ports: t.ports.len().min(MAX_PORTS),
+        })
+    }
+
+    fn class(&self, v: usize) -> Result<PqClass, DataplaneError> {
+        let m = map_of(self.vq.dataplane().object(), "pq_class")?;
+        let b = bpf(
+            || "read map pq_class".into(),
+            m.lookup(&(v as u32).to_ne_bytes(), MapFlags::ANY),
+        )?;
+        Ok(b.map(|b| PqClass::from_bytes(&b)).unwrap_or_default())
+    }
+
+    fn port(&self, p: usize) -> Result<PqPort, DataplaneError> {
+        let m = map_of(self.vq.dataplane().object(), "pq_port")?;
+        let b = bpf(
+            || "read map pq_port".into(),
+            m.lookup(&(p as u32).to_ne_bytes(), MapFlags::LOCK),
+        )?;
+        Ok(b.map(|b| PqPort::from_bytes(&b)).unwrap_or_default())
+    }
+
+    /// vq-wrr's registers and counters, the `pmqecn.*` counters, every class's registers, and
+    /// the arrivals at the ports below the highest one a packet was offered to (as the Rust
+    /// twin holds them for the ports it has seen).
+    pub fn snapshot(&self) -> Result<BTreeMap<String, u64>, DataplaneError> {
+        let mut out = self.vq.snapshot()?;
+        let obj = self.vq.dataplane().object();
+        for (i, name) in COUNTERS.iter().enumerate() {
+            let v: u64 = percpu_sum(obj, "pq_counters", i as u32, |t: &mut u64, v| *t += v)?;
+            out.insert(name.to_string(), v);
+        }
+        for v in 0..VIRTUAL_QUEUES {
+            let c = self.class(v)?;
+            for (name, x) in CLASS_REGISTERS.iter().zip(c.values) {
+                out.insert(format!("{name}{v}"), u64::from(x));
+            }
+        }
+        let ports = (0..self.n_ports).map(|p| self.port(p)).collect::<Result<Vec<_>, _>>()?;
+        let seen = ports.iter().rposition(|s| s.touched != 0).map_or(0, |p| p + 1);
+        for (p, st) in ports.iter().take(seen).enumerate() {
+            for v in 0..VIRTUAL_QUEUES {
+                let i = p * VIRTUAL_QUEUES + v;
+                out.insert(format!("vq_arrival_bytes{i}"), st.arrival_bytes[v]);
+                out.insert(format!("vq_arrival_pkts{i}"), st.arrival_pkts[v]);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Write class `v`'s `name` (one of [`CLASS_REGISTERS`]).
+    fn write_class(&self, name: &str, v: usize, value: u64) -> Result<(), ControlError> {
+        let which = CLASS_REGISTERS
+            .iter()
+            .position(|n| *n == name)
+            .expect("a class register");
+        if v >= VIRTUAL_QUEUES {
+            return Err(ControlError::NoIndex {
+                register: name.into(),
+                size: VIRTUAL_QUEUES,
+                index: v,
+            });
+        }
+        let x = u32::try_from(value).map_err(|_| ControlError::BadEntry {
+            table: name.into(),
+            reason: format!("at most {}, got {value}", u32::MAX),
+        })?;
+        let ebpf = |e: DataplaneError| ControlError::Unsupported(format!("eBPF: {e}"));
+        // The control plane is this class's only writer; the data plane only reads it.
+        let mut c = self.class(v).map_err(ebpf)?;
+        c.values[which] = x;
+        self.vq.update("pq_class", &(v as u32), &c).map_err(ebpf)
+    }
+
+    /// A per-port register read straight from its map (the control loop reads every class
+    /// of every port each period; a whole snapshot each time would cost a hundred reads).
+    fn read_port_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
+        let size = self.n_ports * VIRTUAL_QUEUES;
+        if index >= size {
+            return Err(ControlError::NoIndex {
+                register: name.into(),
+                size,
+                index,
+            });
+        }
+        let (p, v) = (index / VIRTUAL_QUEUES, index % VIRTUAL_QUEUES);
+        let ebpf = |e: DataplaneError| ControlError::Unsupported(format!("eBPF: {e}"));
+        Ok(match name {
+            "vq_len" => u64::from(self.vq.port_state(p).map_err(ebpf)?.vq_len[v]),
+            "vq_arrival_bytes" => self.port(p).map_err(ebpf)?.arrival_bytes[v],
+            _ => self.port(p).map_err(ebpf)?.arrival_pkts[v],
+        })
+    }
+}
+
+/// [`crate::programs::KernelProgram::start`] for `pmqecn`.
+pub fn start(tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError> {
+    let mut plane = PmqecnPlane::load(tables)?;
+    plane.vq.attach(tables)?;
+    Ok(Box::new(plane))
+}
+
+/// The snapshot's registers, the class registers and `vq_weight` writable; the routes table
+/// as on `mpsched`'s plane.
+impl ProgramControl for PmqecnPlane {
+    fn control_listing(&self) -> ControlListing {
+        let mut listing = self.vq.dataplane().control_listing();
+        let ours: BTreeMap<String, u64> = self
+            .snapshot()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("vq_") || k.starts_with("counter.vq.") || k.starts_with("counter.pmqecn."))
+            .collect();
+        listing.registers.extend(control::snapshot_listing(&ours, |base| {
+            base == "vq_weight" || CLASS_REGISTERS.contains(&base)
+        }));
+        listing
+    }
+
+    fn read_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
+        if name == "vq_len" || ARRIVAL_REGISTERS.contains(&name) {
+            return self.read_port_register(name, index);
+        }
+        snapshot_register_of(self, name, index)
+    }
+
+    fn write_register(&mut self, name: &str, index: usize, value: u64) -> Result<(), ControlError> {
+        if CLASS_REGISTERS.contains(&name) {
+            return self.write_class(name, index, value);
+        }
+        self.vq.write_register(name, index, value)
+    }
+
+    fn table_write(&mut self, table: &str, key: &[u64], action: &str, params: &[u64]) -> Result<(), ControlError> {
+        self.vq.table_write(table, key, action, params)
+    }
+
+    fn table_delete(&mut self, table: &str, key: &[u64]) -> Result<(), ControlError> {
+        self.vq.table_delete(table, key)
+    }
+}
+
+impl SwitchPlane for PmqecnPlane {
+    fn attach_departures(&mut self) -> Result<(), NetnsError> {
+        self.vq.attach_departures()
+    }
+
+    fn weights(&self) -> Vec<(u8, Vec<u16>)> {
+        self.vq.weights()
+    }
+
+    fn marker_backlog_bytes(&self, port: PortId) -> Option<u64> {
+        self.vq.marker_backlog_bytes(port)
+    }
+
+    fn snapshot(&self) -> Option<BTreeMap<String, u64>> {
+        PmqecnPlane::snapshot(self).ok()
+    }
+
+    fn queue_pkts(&self, port: PortId) -> Option<(u64, u64)> {
+        self.vq.queue_figures(port).ok()
+    }
+}
+
+/// [`crate::programs::KernelProgram::vectors`] for `pmqecn`: as vq-wrr's replay, with the
+/// step's time on the node's test clock (the feedback gap reads it) and the ports' peers
+/// tapped, so that a data packet that left as a clone beside its feedback is seen.
+pub fn run_vectors(set: &VectorSet) -> Result<crate::programs::Replay, String> {
+    let node = TestNode::create(set.n_ports)?;
+    let tables = node.tables(set)?;
+    let peers = node.peer_ifindexes.clone();
+    node.enter(|| -> Result<crate::programs::Replay, String> {
+        let taps = peers.iter().map(|&i| Tap::open(i)).collect::<Result<Vec<_>, _>>()?;
+        let mut plane = PmqecnPlane::load(&tables).map_err(|e| e.to_string())?;
+        replay(set, &mut plane, &tables, &peers, &taps)
+    })?
+}
+
+fn replay(
+    set: &VectorSet,
+    plane: &mut PmqecnPlane,
+    tables: &NodeTables,
+    peers: &[u32],
+    taps: &[Tap],
+) -> Result<crate::programs::Replay, String> {
+    let initial = plane.snapshot().map_err(|e| e.to_string())?;
+    let mut prev = initial.clone();
+    let mut results = Vec::new();
+    for (i, st) in set.steps.iter().enumerate() {
+        let at = format!("{} step {i} ({})", set.name, st.note);
+        for w in &st.writes {
+            plane
+                .write_register(&w.register, w.index, w.value)
+                .map_err(|e| format!("{at}: write {}[{}]: {e}", w.register, w.index))?;
+        }
+        let frame = from_hex(&st.frame).map_err(|e| format!("{at}: {e}"))?;
+        let port = tables
+            .ports
+            .get(usize::from(st.port))
+            .ok_or_else(|| format!("{at}: port {} does not exist", st.port))?;
+        let dp = plane.vq.dataplane();
+        dp.set_test_clock(st.time_ns).map_err(|e| e.to_string())?;
+        taps.iter().for_each(Tap::drain);
+        let snap = || plane.snapshot().map_err(|e| e.to_string());
+        let (observed, regs) = match st.hook {
+            Hook::Ingress => by_test_run(set, dp, &snap, taps, Hook::Ingress, port.ifindex, &frame, &prev),
+            Hook::Egress => {
+                let prog = plane.vq.departure().map_err(|e| e.to_string())?;
+                departure(&prog, &snap, port, peers[usize::from(st.port)], st.queue, &frame, &prev)
+            }
+            Hook::Timer => Err("pmqecn has no timer".into()),
+        }
+        .map_err(|e| format!("{at}: {e}"))?;
+        prev = regs.clone();
+        results.push(StepResult {
+            observed,
+            registers: regs,
+        });
+    }
+    Ok((initial, results))
+}
