@@ -408,6 +408,7 @@ pub fn shot(obs: &mut Observed, delta: &impl Fn(&str) -> u64) {
         ("counter.avoidance", "congestion_avoidance"),
         ("counter.malformed", "malformed"),
         ("counter.vq.drops", "queue_full"),
+        ("counter.baseline.tail_drops", "queue_full"),
     ]
     .iter()
     .find(|(k, _)| delta(k) > 0)

@@ -26,7 +26,7 @@ use crate::params::Params;
 use crate::{switch_program, switch_program_names, BuildInput, SwitchProgram};
 use mpsched_core::frame::MAX_PORTS;
 use mpsched_core::packet::{Ipv4, PacketMeta, PortId};
-use mpsched_core::program::{Ctx, EgressVerdict, Program, QueueMeta, Verdict};
+use mpsched_core::program::{Ctx, DropReason, EgressVerdict, Program, QueueMeta, Verdict};
 use mpsched_core::rng::RawDraws;
 use mpsched_core::switch::SwitchConfig;
 use mpsched_core::table::{Route, ECMP_GROUP};
@@ -122,7 +122,7 @@ pub fn run_program(set: &VectorSet) -> Result<Replay, String> {
                 .map_err(|e| format!("{at}: writing {}[{}]: {e}", w.register, w.index))?;
         }
         let observed = match st.hook {
-            Hook::Ingress => node.ingress(&frame, st.port, st.time_ns),
+            Hook::Ingress => node.ingress(&frame, st.port, st.time_ns, st.enq_qdepth_pkts),
             Hook::Egress => node.egress(&frame, st),
             Hook::Timer => node.timer(st.time_ns),
         };
@@ -250,7 +250,10 @@ impl FrameNode {
         obs
     }
 
-    fn ingress(&mut self, frame: &[u8], port: PortId, time_ns: u64) -> Observed {
+    /// A frame arriving on `port` at `time_ns`; a program with an enqueue stage (`p4qcn`'s
+    /// sample, the baselines' tail drop) then meets it as joining its port's queue with
+    /// `enq_qdepth_pkts` packets ahead of it.
+    fn ingress(&mut self, frame: &[u8], port: PortId, time_ns: u64, enq_qdepth_pkts: u32) -> Observed {
         let mut obs = empty_observed("");
         if let Some(c) = self.rx_pkts.get_mut(usize::from(port)) {
             *c += 1;
@@ -278,7 +281,17 @@ impl FrameNode {
         if self.program.parses_mptcp() {
             ctx.set_mptcp_option(option);
         }
-        let verdict = self.program.ingress(&mut meta, &mut ctx);
+        let mut verdict = self.program.ingress(&mut meta, &mut ctx);
+        if let (Verdict::Forward(p), true) = (verdict, self.program.uses_enqueue()) {
+            let q = QueueMeta {
+                enq_timestamp_ps: ctx.now_ps(),
+                enq_qdepth_pkts,
+                ..QueueMeta::default()
+            };
+            if self.program.on_enqueue(&mut meta, p, q, &mut ctx) == EgressVerdict::Drop {
+                verdict = Verdict::Drop(DropReason::QueueFull);
+            }
+        }
         self.effects(&ctx, &mut obs);
         match verdict {
             Verdict::Forward(p) => {

@@ -1,15 +1,18 @@
-//! `dcqcn` and `tcn` on the kernel: load `baseline.bpf.o` (crates/programs/src/pmqecn/
+//! `dcqcn`, `tcn` and `p4qcn` on the kernel: load `baseline.bpf.o` (crates/programs/src/pmqecn/
 //! baseline.bpf.c, the multipath switch with a queue stage that counts each port's queue and
-//! records every enqueue), set its mode and parameters from the program, attach the switch at
-//! TC ingress of its ports and the departure stage, which marks, at the far end of each port's
-//! link (as `vq-wrr` does, [`super::vqwrr`]), and read the counters back under the Rust twin's
-//! names (`counter.baseline.marked`, `counter.baseline.tail_drops`; `.skipped` and `.late`,
-//! this twin's own, once they move: `skipped - late` records of packets lost after the count).
+//! records every enqueue, and P4QCN's sampling, which reflects rate feedback to the sources),
+//! set its mode and parameters from the program, attach the switch at TC ingress of its ports
+//! and the departure stage, which marks, at the far end of each port's link (as `vq-wrr` does,
+//! [`super::vqwrr`]), and read the counters back under the Rust twin's names
+//! (`counter.baseline.marked`, `counter.baseline.tail_drops`, P4QCN's `counter.qcn.*`;
+//! `.skipped` and `.late`, this twin's own, once they move: `skipped - late` records of
+//! packets lost after the count).
 
 use crate::backend::NetnsError;
 use crate::dataplane::{map_of, percpu_sum, update_map, Dataplane, DataplaneError, FarEnd, NodeTables, PortBinding};
 use crate::layout::Pod;
 use crate::switchplane::{routes_table_delete, routes_table_write, snapshot_register_of, SwitchPlane};
+use crate::tap::Tap;
 use crate::vectors::{by_test_run, observed, test_run_prog_with_priority, TestNode};
 use libbpf_rs::{MapCore, MapFlags, ProgramMut};
 use mpsched_core::control::{ControlError, ControlListing, ProgramControl};
@@ -28,18 +31,33 @@ pub const RING: u64 = 4096;
 pub const HASH_TAG: u32 = 0x626c_0000;
 const MODE_DCQCN: u32 = 1;
 const MODE_TCN: u32 = 2;
+const MODE_QCN: u32 = 3;
 const F_TEST: u32 = 1;
 
 /// `enum bl_counter` in baseline.h, in order: the name, and whether it is shown at 0 (the
-/// Rust twin's are; this twin's own only once they move).
-pub const COUNTERS: [(&str, bool); 4] = [
-    ("counter.baseline.marked", true),
-    ("counter.baseline.tail_drops", true),
-    ("counter.baseline.skipped", false),
-    ("counter.baseline.late", false),
+/// Rust twin's are, P4QCN's in its mode only; this twin's own only once they move).
+pub const COUNTERS: [(&str, Shown); 7] = [
+    ("counter.baseline.marked", Shown::Always),
+    ("counter.baseline.tail_drops", Shown::Always),
+    ("counter.baseline.skipped", Shown::Moved),
+    ("counter.baseline.late", Shown::Moved),
+    ("counter.qcn.samples", Shown::Qcn),
+    ("counter.qcn.feedback", Shown::Qcn),
+    ("counter.qcn.feedback_no_route", Shown::Qcn),
 ];
 
-/// `struct bl_node` (`BL_SIZEOF_NODE`, 48 bytes).
+/// When a counter of [`COUNTERS`] is in a snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shown {
+    /// Always.
+    Always,
+    /// Once it is not 0.
+    Moved,
+    /// In P4QCN's mode.
+    Qcn,
+}
+
+/// `struct bl_node` (`BL_SIZEOF_NODE`, 64 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 struct BlNode {
@@ -53,17 +71,21 @@ struct BlNode {
     test_depth: u32,
     pad: u32,
     test_sojourn_ns: u64,
+    q_eq: u32,
+    w: u32,
+    gap_ns: u64,
 }
 
-const _: () = assert!(std::mem::size_of::<BlNode>() == 48);
+const _: () = assert!(std::mem::size_of::<BlNode>() == 64);
 // SAFETY: repr(C), integers only, no implicit padding (size pinned to baseline.h's above).
 unsafe impl Pod for BlNode {}
 
-/// One switch's DCQCN or TCN congestion point: the multipath switch's data plane with the
-/// queue's maps.
+/// One switch's DCQCN, TCN or P4QCN congestion point: the multipath switch's data plane with
+/// the queue's maps.
 pub struct BaselinePlane {
     dp: Dataplane,
     far_ends: Vec<FarEnd>,
+    qcn: bool,
 }
 
 impl BaselinePlane {
@@ -74,6 +96,7 @@ impl BaselinePlane {
         let plane = BaselinePlane {
             dp,
             far_ends: t.far_ends.clone(),
+            qcn: t.program == "p4qcn",
         };
         plane.configure(t)?;
         Ok(plane)
@@ -121,9 +144,16 @@ impl BaselinePlane {
                 // s > floor(sojourn / 1000).
                 node.sojourn_ns = t.params.get("sojourn") / 1000;
             }
+            "p4qcn" => {
+                node.mode = MODE_QCN;
+                node.q_eq = t.params.get("q_eq") as u32;
+                node.w = t.params.get("w") as u32;
+                // The parameter is whole microseconds (validated), so nanoseconds are exact.
+                node.gap_ns = t.params.get("feedback_gap") / 1000;
+            }
             other => {
                 return Err(DataplaneError::Config(format!(
-                    "baseline.bpf.o runs dcqcn and tcn, not `{other}`"
+                    "baseline.bpf.o runs dcqcn, tcn and p4qcn, not `{other}`"
                 )))
             }
         }
@@ -152,9 +182,14 @@ impl BaselinePlane {
     /// The multipath switch's registers and counters, and this program's counters.
     pub fn snapshot(&self) -> Result<BTreeMap<String, u64>, DataplaneError> {
         let mut out = self.dp.snapshot()?;
-        for (i, (name, always)) in COUNTERS.iter().enumerate() {
+        for (i, (name, shown)) in COUNTERS.iter().enumerate() {
             let v: u64 = percpu_sum(self.dp.object(), "bl_counters", i as u32, |t: &mut u64, v| *t += v)?;
-            if *always || v != 0 {
+            let show = match shown {
+                Shown::Always => true,
+                Shown::Moved => v != 0,
+                Shown::Qcn => self.qcn,
+            };
+            if show {
                 out.insert(name.to_string(), v);
             }
         }
@@ -202,7 +237,7 @@ impl BaselinePlane {
     }
 }
 
-/// [`crate::programs::KernelProgram::start`] for `dcqcn` and `tcn`.
+/// [`crate::programs::KernelProgram::start`] for `dcqcn`, `tcn` and `p4qcn`.
 pub fn start(tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError> {
     let mut plane = BaselinePlane::load(tables)?;
     plane.attach(tables)?;
@@ -281,8 +316,9 @@ pub fn run_vectors(set: &VectorSet) -> Result<crate::programs::Replay, String> {
     let tables = node.tables(set)?;
     let peers = node.peer_ifindexes.clone();
     node.enter(|| -> Result<crate::programs::Replay, String> {
+        let taps = peers.iter().map(|&i| Tap::open(i)).collect::<Result<Vec<_>, _>>()?;
         let plane = BaselinePlane::load(&tables).map_err(|e| e.to_string())?;
-        replay(set, &plane, &tables, &peers)
+        replay(set, &plane, &tables, &peers, &taps)
     })?
 }
 
@@ -291,6 +327,7 @@ fn replay(
     plane: &BaselinePlane,
     tables: &NodeTables,
     peers: &[u32],
+    taps: &[Tap],
 ) -> Result<crate::programs::Replay, String> {
     let initial = plane.snapshot().map_err(|e| e.to_string())?;
     let mut prev = initial.clone();
@@ -308,12 +345,17 @@ fn replay(
             .map_err(|e| e.to_string())?;
         let (observed, regs) = match st.hook {
             Hook::Ingress => {
+                // The depth the packet finds as it joins its port's queue.
+                plane
+                    .set_test_departure(st.enq_qdepth_pkts, st.sojourn_ns)
+                    .map_err(|e| e.to_string())?;
+                taps.iter().for_each(Tap::drain);
                 let snap = || plane.snapshot().map_err(|e| e.to_string());
                 by_test_run(
                     set,
                     plane.dataplane(),
                     &snap,
-                    &[],
+                    taps,
                     Hook::Ingress,
                     port.ifindex,
                     &frame,
@@ -321,7 +363,7 @@ fn replay(
                 )
             }
             Hook::Egress => departure(plane, port, peers[usize::from(st.port)], st, set, &frame, &prev),
-            Hook::Timer => Err("dcqcn and tcn have no timer".into()),
+            Hook::Timer => Err("dcqcn, tcn and p4qcn have no timer".into()),
         }
         .map_err(|e| format!("{at}: {e}"))?;
         prev = regs.clone();
@@ -355,6 +397,11 @@ fn departure(
     let regs = plane.snapshot().map_err(|e| e.to_string())?;
     let mut obs = observed(chosen_path(prev, &regs));
     obs.action = "transmit".into();
+    // The ECN a departure leaves is observed for the programs that mark there (not P4QCN).
+    let (program, _) = mpsched_programs::vectors::program_of(set)?;
+    if !program.marks_at_egress() {
+        return Ok((obs, regs));
+    }
     obs.ecn = match parse_frame(&out, set.config.feedback_port) {
         Ok(m) => Some(m.ecn),
         Err(_) if out.len() >= 34 && out[12..14] == [0x08, 0x00] => Some(Ecn::from_bits(out[15])),

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0)
 /*
- * DCQCN's and TCN's congestion points for TC (programs `dcqcn` and `tcn`, one object): the
- * twins of baselines.rs's Baseline with Rule::Red and Rule::Sojourn. Forwarding is
+ * DCQCN's, TCN's and P4QCN's congestion points for TC (programs `dcqcn`, `tcn` and `p4qcn`, one
+ * object): the twins of baselines.rs's Baseline with Rule::Red, Rule::Sojourn and Rule::Qcn.
+ * Forwarding is
  * bpf/mpsched.bpf.c's, whole (this file includes it); its queue stage (MPS_QUEUE_STAGE) is
  * bl_enqueue.
  *
@@ -9,7 +10,11 @@
  *     (as this program counts it) is dropped (baseline.tail_drops); otherwise its enqueue is
  *     recorded (when, and the depth it found) at the tail of p's ring, the count rises, the
  *     packet goes to p's queue 0 (skb->priority) and carries BL_HASH_TAG and its record's
- *     number (16 bits) in skb->hash.
+ *     number (16 bits) in skb->hash. P4QCN then samples the packet, at most one per port per
+ *     gap_ns (feedback, DSCP 56, never): Fb = -((q - q_eq) + w (q - q_old)) on the depth q it
+ *     found; Fb < 0 is quantised to 6 bits against q_eq (2w + 1) and reflected to the packet's
+ *     source as a rate feedback whose target / measured is (128 - Fb6) / 128, through
+ *     mps_ingress's struct mps_reflect (the switch's own packets are not reflected).
  *   bl_departure, at TC ingress of the interface at the far end of each link (as vqwrr.bpf.c's
  *     vq_departure, and for the same reason: the kernel has no hook after a qdisc): a tagged
  *     frame from one of the switch's ports takes its record from that port's ring (queue 0 is
@@ -30,6 +35,7 @@
 
 _Static_assert(sizeof(struct bl_node) == BL_SIZEOF_NODE, "struct bl_node");
 _Static_assert(sizeof(struct bl_port) == BL_SIZEOF_PORT, "struct bl_port");
+_Static_assert(sizeof(struct bl_qcn) == BL_SIZEOF_QCN, "struct bl_qcn");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -62,6 +68,13 @@ struct {
 	__type(value, __u32);
 } bl_qmax SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MPS_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct bl_qcn);
+} bl_qcn SEC(".maps");
+
 /* A port's own MAC (8 bytes, the last two 0) -> port, as vqwrr.bpf.c's vq_mac_port. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -93,9 +106,20 @@ static __always_inline void bl_count_n(__u32 which, __u64 n)
 		*c += n;
 }
 
-static __always_inline int bl_enqueue(struct __sk_buff *skb, __u32 port);
+static __always_inline int bl_enqueue(struct __sk_buff *skb, __u32 port, __u8 tos,
+				      struct mps_reflect *rf);
 
-#define MPS_QUEUE_STAGE(skb, port, tos, reflect) bl_enqueue(skb, port)
+/* The port's queue 0: where the switch's own feedback leaves (Baseline::reflect). */
+static __always_inline __u32 bl_prio_of(__u32 port)
+{
+	__u32 *prio = bpf_map_lookup_elem(&bl_port_prio, &port);
+
+	return prio ? *prio : 0;
+}
+
+#define MPS_QUEUE_STAGE(skb, port, tos, reflect) bl_enqueue(skb, port, tos, reflect)
+#define MPS_REFLECT_PRIORITY(port) bl_prio_of(port)
+#define MPS_REFLECT_DONE(routed) bl_count((routed) ? BL_C_QCN_FEEDBACK : BL_C_QCN_FEEDBACK_NO_ROUTE)
 #include "mpsched.bpf.c"
 
 /* The clock: the node's test clock under MPS_F_TEST_CLOCK, else the kernel's. */
@@ -109,10 +133,64 @@ static __always_inline __u64 bl_now(void)
 	return bpf_ktime_get_ns();
 }
 
-/* Baseline::on_enqueue's tail drop and the record of the enqueue: 1 to forward, 0 to drop. */
-static __always_inline int bl_enqueue(struct __sk_buff *skb, __u32 port)
+/* Baselines::qcn_fb: QCN's quantised |Fb| (0: no congestion) for queue q after q_old. */
+static __always_inline __u32 bl_qcn_fb(__u32 q, __u32 q_old, __u32 q_eq, __u32 w)
 {
-	__u32 zero = 0, full, *prio, *qmax, seq = 0, depth = 0;
+	__s64 fb = -(((__s64)q - (__s64)q_eq) + (__s64)w * ((__s64)q - (__s64)q_old));
+	__u64 fb_max = (__u64)q_eq * (2 * (__u64)w + 1), mag;
+
+	if (fb >= 0 || fb_max == 0)
+		return 0;
+	mag = (__u64)(-fb);
+	if (mag > fb_max)
+		mag = fb_max;
+	return (__u32)((mag * 63 + fb_max - 1) / fb_max);
+}
+
+/* Baseline::qcn_sample for a packet that found q packets at `port`: at most one sample per
+ * gap; a congested one asks for feedback to the packet's source in `rf`. */
+static __always_inline void bl_qcn_sample(struct __sk_buff *skb, const struct bl_node *b, __u32 port,
+					  __u32 q, __u8 tos, struct mps_reflect *rf)
+{
+	struct bl_qcn *s = bpf_map_lookup_elem(&bl_qcn, &port);
+	__u32 zero = 0, q_old, fb;
+	struct mps_node *n = bpf_map_lookup_elem(&node, &zero);
+	__u64 now = bl_now();
+	__be32 saddr = 0;
+
+	if (!s || !n)
+		return;
+	bpf_spin_lock(&s->lock);
+	if (s->sampled && now < s->last_ns + b->gap_ns) {
+		bpf_spin_unlock(&s->lock);
+		return;
+	}
+	s->sampled = 1;
+	s->last_ns = now;
+	q_old = s->q_old;
+	s->q_old = q;
+	bpf_spin_unlock(&s->lock);
+	bl_count(BL_C_QCN_SAMPLES);
+	fb = bl_qcn_fb(q, q_old, b->q_eq, b->w);
+	if (fb == 0)
+		return;
+	if (bpf_skb_load_bytes(skb, sizeof(struct ethhdr) + offsetof(struct iphdr, saddr), &saddr,
+			       sizeof(saddr)) ||
+	    saddr == bpf_htonl(n->own_ip))
+		return;
+	rf->want = 1;
+	rf->body.magic = bpf_htonl(MPS_RATE_FEEDBACK_MAGIC);
+	rf->body.queue = tos >> 5;
+	rf->body.qlen_pkts = bpf_htons(q > 0xffff ? 0xffff : q);
+	rf->body.measured_kbps = bpf_htonl(128);
+	rf->body.target_kbps = bpf_htonl(128 - fb);
+}
+
+/* Baseline::on_enqueue's tail drop and the record of the enqueue: 1 to forward, 0 to drop. */
+static __always_inline int bl_enqueue(struct __sk_buff *skb, __u32 port, __u8 tos,
+				      struct mps_reflect *rf)
+{
+	__u32 zero = 0, full, *prio, *qmax, seq = 0, depth = 0, q;
 	struct bl_port *st;
 	struct bl_node *n;
 	__u64 now = bl_now();
@@ -123,13 +201,15 @@ static __always_inline int bl_enqueue(struct __sk_buff *skb, __u32 port)
 	if (!n || !st || !prio)
 		return 1;
 	bpf_spin_lock(&st->lock);
-	full = st->qlen >= n->fifo_pkts || st->tail - st->head >= BL_RING;
+	/* The vectors give the depth a packet finds (their steps have no queue of their own). */
+	q = (n->flags & BL_F_TEST) ? n->test_depth : st->qlen;
+	full = q >= n->fifo_pkts || st->tail - st->head >= BL_RING;
 	if (!full) {
 		struct bl_record *r = &st->ring[st->tail & (BL_RING - 1)];
 
 		r->enq_ns = now;
-		r->depth = st->qlen;
-		depth = st->qlen;
+		r->depth = q;
+		depth = q;
 		seq = st->tail;
 		st->tail += 1;
 		st->qlen += 1;
@@ -144,6 +224,9 @@ static __always_inline int bl_enqueue(struct __sk_buff *skb, __u32 port)
 		*qmax = depth + 1;
 	skb->priority = *prio;
 	bpf_set_hash(skb, BL_HASH_TAG | (seq & ~BL_HASH_TAG_MASK));
+	/* Network control (feedback, CS7) is never sampled: its source is a switch. */
+	if (n->mode == BL_MODE_QCN && (tos >> 2) != MPS_RATE_FEEDBACK_DSCP)
+		bl_qcn_sample(skb, n, port, depth, tos, rf);
 	return 1;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The eBPF map layouts of the DCQCN and TCN congestion points (programs `dcqcn` and `tcn`, one
- * object, baseline.bpf.c): the one place that fixes them (crates/netns/src/programs/baseline.rs
+ * The eBPF map layouts of the DCQCN, TCN and P4QCN congestion points (programs `dcqcn`, `tcn`
+ * and `p4qcn`, one object, baseline.bpf.c): the one place that fixes them (crates/netns/src/programs/baseline.rs
  * declares the same structs with #[repr(C)] and checks their sizes against BL_SIZEOF_*).
  * Forwarding, its maps and counters are bpf/mpsched.h's: baseline.bpf.c includes
  * mpsched.bpf.c whole. The Rust twin is crates/programs/src/pmqecn/baselines.rs.
@@ -23,9 +23,10 @@
 /* struct bl_node.mode */
 #define BL_MODE_DCQCN 1u
 #define BL_MODE_TCN 2u
+#define BL_MODE_QCN 3u
 
 /* struct bl_node.flags */
-#define BL_F_TEST 1u /* vectors: the tag in skb->priority, a departure's figures in test_* */
+#define BL_F_TEST 1u /* vectors: the tag in skb->priority, a step's depth and sojourn in test_* */
 
 /* Map "bl_node": array of one. */
 struct bl_node {
@@ -39,8 +40,11 @@ struct bl_node {
 	__u32 test_depth; /* BL_F_TEST: the queue the departing packet found */
 	__u32 pad;
 	__u64 test_sojourn_ns; /* BL_F_TEST: how long it waited */
+	__u32 q_eq;   /* P4QCN: QCN's equilibrium queue, packets */
+	__u32 w;      /* P4QCN: the weight of the queue's growth */
+	__u64 gap_ns; /* P4QCN: a port samples one packet per this */
 };
-#define BL_SIZEOF_NODE 48
+#define BL_SIZEOF_NODE 64
 
 /* Map "bl_port_prio": array of MPS_MAX_PORTS, u32: the skb->priority that puts a packet in the
  * port's queue 0 (its class id where the port has several queues, else 0). */
@@ -64,12 +68,25 @@ struct bl_port {
 };
 #define BL_SIZEOF_PORT (16 + 16 * BL_RING)
 
+/* Map "bl_qcn": array of MPS_MAX_PORTS, under its lock: P4QCN's sampling per port. */
+struct bl_qcn {
+	MPS_LOCK;
+	__u32 sampled; /* a packet has been sampled here */
+	__u32 q_old;   /* the queue the last sample found */
+	__u32 pad;
+	__u64 last_ns; /* when */
+};
+#define BL_SIZEOF_QCN 24
+
 /* Map "bl_counters": per-CPU array, named as the Rust twin's (untracked only by this one). */
 enum bl_counter {
 	BL_C_MARKED = 0,  /* baseline.marked */
 	BL_C_TAIL_DROPS,  /* baseline.tail_drops */
 	BL_C_SKIPPED,     /* baseline.skipped: records passed over by a packet recorded later */
 	BL_C_LATE,        /* baseline.late: packets whose record had been passed over */
+	BL_C_QCN_SAMPLES, /* qcn.samples */
+	BL_C_QCN_FEEDBACK, /* qcn.feedback */
+	BL_C_QCN_FEEDBACK_NO_ROUTE, /* qcn.feedback_no_route */
 	BL_C_MAX,
 };
 

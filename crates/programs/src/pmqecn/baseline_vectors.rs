@@ -1,5 +1,6 @@
-//! The conformance vectors of the marking baselines `dcqcn` and `tcn`
-//! (`tests/vectors/dcqcn-*.json`, `tcn-*.json`): a switch of two ports, frames leaving port 1
+//! The conformance vectors of the baselines `dcqcn`, `tcn` and `p4qcn`
+//! (`tests/vectors/dcqcn-*.json`, `tcn-*.json`, `p4qcn-*.json`): a switch of two ports, frames
+//! leaving port 1
 //! at egress with the queue figures the marking reads (the depth the frame found,
 //! `enq_qdepth_pkts`, and its sojourn, `sojourn_ns`), out the ECN bits of the frame that
 //! leaves and the counters `counter.baseline.marked` / `counter.baseline.tail_drops`.
@@ -11,10 +12,12 @@
 //! threshold in ps becomes `floor(ps / 10^6)` microseconds there, and a packet is marked iff its
 //! sojourn is strictly above, so a threshold of 1700.5 us must mark 1701 us and not 1700 us.
 //!
-//! The Rust runner never calls `on_enqueue`, so the tail drop (at `fifo_pkts`, on a live
-//! switch) is not reached here: `counter.baseline.tail_drops` stays 0 on every backend.
+//! An ingress step also joins its port's queue (the runner calls `on_enqueue`) having found the
+//! step's `enq_qdepth_pkts`: P4QCN samples there, and a packet finding `fifo_pkts` is dropped
+//! (`counter.baseline.tail_drops`). The marking sets' ingress steps find an empty queue.
 
-use super::baselines::{DCQCN, PPM, TCN};
+use super::baselines::{DCQCN, P4QCN, PPM, TCN};
+use super::cp::FEEDBACK_DSCP;
 use crate::SwitchProgram;
 use mpsched_core::packet::{Ecn, Ipv4, PacketMeta};
 use mpsched_core::switch::SwitchConfig;
@@ -99,14 +102,114 @@ pub fn first_draw_of(u: u64) -> u64 {
     (u << 32).div_ceil(PPM)
 }
 
-/// Every `dcqcn` and `tcn` set.
+/// Every `dcqcn`, `tcn` and `p4qcn` set.
 pub fn sets() -> Vec<VectorSet> {
     vec![
         dcqcn_red_set(),
         dcqcn_single_k_set(),
         tcn_sojourn_set(),
         tcn_rounding_set(),
+        p4qcn_set(),
     ]
+}
+
+/// A UDP frame of DSCP `dscp` from `src` to `DST`, ECT(0), arriving on port 0 at `time_us`
+/// and finding `depth_pkts` packets in port 1's queue.
+fn arrive(note: impl Into<String>, src: Ipv4, dscp: u8, depth_pkts: u32, time_us: u64) -> Step {
+    let mut m = PacketMeta::udp(src, DST, 40_000 + u16::from(dscp), 5201, 0);
+    m.ecn = Ecn::Ect0;
+    m.dscp = dscp;
+    let mut out = Vec::new();
+    emit_udp_frame(
+        &m,
+        mac_for(PEER_MAC_NODE, 0),
+        mac_for(OWN_MAC_NODE, 0),
+        1,
+        &[0u8; 64],
+        &mut out,
+    );
+    Step {
+        frame: to_hex(&out),
+        enq_qdepth_pkts: depth_pkts,
+        time_ns: time_us * US,
+        ..ingress(note, Ecn::Ect0)
+    }
+}
+
+/// P4QCN (q_eq 11, w 2, so Fb_max 55; one sample per 2 us): no feedback below equilibrium;
+/// the gap; the quantised cut on the growth and the offset, capped at 63; the tail drop before
+/// any sample; the last sample's depth as Q_old; the class in the feedback; network control
+/// never sampled; no route back; the switch's own packets never reflected; nothing marked.
+fn p4qcn_set() -> VectorSet {
+    const OTHER_SRC: Ipv4 = 0x0c00_0001;
+    let mut s = set(
+        "p4qcn-feedback",
+        "p4qcn (q_eq 11, w 2, one sample per port per 2 us, fifo 64): Fb = -((Q - q_eq) + w (Q - Q_old)) on the depth a packet finds as it joins the queue, |Fb| quantised to 6 bits against q_eq (2w + 1) and reflected to the source as target / measured = (128 - Fb6) / 128; the gap; the cap; the tail drop before any sample; network control never sampled; no route back; the switch's own packets sampled but never reflected; egress marks nothing",
+        &P4QCN,
+        &[("q_eq", 11), ("w", 2), ("feedback_gap", 2_000_000), ("fifo_pkts", 64)],
+    );
+    s.steps = vec![
+        arrive("an empty queue: sampled, Fb = 11, no feedback", SRC, 0, 0, 0),
+        arrive("12 found 1 us later: within the gap, not sampled", SRC, 0, 12, 1),
+        arrive(
+            "12 found after the gap: Fb = -25, |Fb6| = 29, feedback 99 / 128",
+            SRC,
+            0,
+            12,
+            2,
+        ),
+        arrive("12 again: Fb = -1, |Fb6| = 2, feedback 126 / 128", SRC, 0, 12, 4),
+        arrive(
+            "60 found: Fb = -145, capped at 55: |Fb6| = 63, feedback 65 / 128",
+            SRC,
+            0,
+            60,
+            6,
+        ),
+        arrive("64 found (fifo_pkts): dropped before any sample", SRC, 0, 64, 8),
+        arrive(
+            "10 found: Q_old is 60 (the drop was not sampled), Fb = 101: none",
+            SRC,
+            0,
+            10,
+            8,
+        ),
+        arrive(
+            "class 5, 20 found: Fb = -29, |Fb6| = 34, its class in the feedback",
+            SRC,
+            40,
+            20,
+            10,
+        ),
+        arrive(
+            "network control (DSCP 56), 30 found: never sampled",
+            SRC,
+            FEEDBACK_DSCP,
+            30,
+            12,
+        ),
+        arrive(
+            "30 found from a source with no route back: Fb = -39, its feedback has no route",
+            OTHER_SRC,
+            0,
+            30,
+            12,
+        ),
+        arrive(
+            "from the switch itself, 40 found: sampled, never reflected",
+            SWITCH,
+            0,
+            40,
+            14,
+        ),
+        leave(
+            "egress, 50 found and a long wait: p4qcn marks nothing",
+            Ecn::Ect0,
+            50,
+            5_000,
+        ),
+    ];
+    s
 }
 
 /// kmin 4, kmax 12, pmax 50 %: at 8 packets p = 250 000 ppm, at 12 p = 500 000 ppm.
@@ -284,6 +387,44 @@ mod tests {
 
     fn marked(s: &VectorSet) -> u64 {
         run_rust(s).unwrap().1.last().unwrap().registers["counter.baseline.marked"]
+    }
+
+    #[test]
+    fn p4qcn_reflects_the_quantised_cut_to_the_source_once_per_gap() {
+        let s = filled("p4qcn-feedback");
+        let fb: Vec<Option<(u8, u16, u32)>> = s
+            .steps
+            .iter()
+            .map(|st| {
+                let f = st.expect.as_ref().unwrap().observed.rate_feedback?;
+                assert_eq!((f.port, f.dst_ip, f.measured_kbps), (0, SRC, 128));
+                Some((f.queue, f.qlen_pkts, f.target_kbps))
+            })
+            .collect();
+        let want = [
+            None,
+            None,
+            Some((0, 12, 99)),
+            Some((0, 12, 126)),
+            Some((0, 60, 65)),
+            None,
+            None,
+            Some((5, 20, 94)),
+            None,
+            None,
+            None,
+            None,
+        ];
+        assert_eq!(fb, want);
+        let drop = &s.steps[5].expect.as_ref().unwrap().observed;
+        assert_eq!(drop.drop_reason.as_deref(), Some("queue_full"));
+        let last = run_rust(&s).unwrap().1.last().unwrap().registers.clone();
+        assert_eq!(last["counter.baseline.tail_drops"], 1);
+        // Every step but the gap's, the drop, network control's and egress's was sampled.
+        assert_eq!(last["counter.qcn.samples"], 8);
+        assert_eq!(last["counter.qcn.feedback"], 4);
+        assert_eq!(last["counter.qcn.feedback_no_route"], 1);
+        assert_eq!(last["counter.baseline.marked"], 0);
     }
 
     #[test]

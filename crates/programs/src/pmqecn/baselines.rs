@@ -177,8 +177,8 @@ const P4QCN_PARAMS: [Param; 4] = [
         min: 0,
         max: 1_000_000_000_000,
         power_of_two: false,
-        multiple_of: 1,
-        doc: "a port samples one packet per this (0: every packet)",
+        multiple_of: 1_000_000,
+        doc: "a port samples one packet per this (whole microseconds, as BMv2's clock counts; 0: every packet)",
     },
 ];
 
@@ -541,12 +541,9 @@ impl SwitchProgram for BaselineProgram {
         matches!(self.name, "dcqcn" | "tcn")
     }
 
-    /// `dcqcn` and `tcn` share `baseline.bpf.c` (its mode set from the program's name).
+    /// The three share `baseline.bpf.c` (its mode set from the program's name).
     fn ebpf_object(&self) -> Option<&'static str> {
-        match self.name {
-            "dcqcn" | "tcn" => Some("baseline"),
-            _ => None,
-        }
+        Some("baseline")
     }
 
     /// `dcqcn.p4` and `tcn.p4` beside this file; P4QCN's feedback is not built in P4 yet.
