@@ -188,7 +188,10 @@ pub fn program_costs(repeat: u32, stop: &AtomicBool) -> Result<Vec<ProgramCost>,
     out.extend(crate::programs::hula::bench::costs(repeat, stop)?);
     // vq-wrr (vqwrr.bpf.o): a placement, a departure, the same packet without them.
     out.extend(crate::programs::vqwrr::costs(repeat, stop)?);
-    // dcqcn (baseline.bpf.o): a packet counted and recorded, a departure's decision.
+    // pmqecn (pmqecn.bpf.o): a placement below the threshold, and one reflecting feedback.
+    out.extend(crate::programs::pmqecn::costs(repeat, stop)?);
+    // dcqcn and p4qcn (baseline.bpf.o): a packet counted and recorded, a departure's decision,
+    // P4QCN's sample reflecting feedback.
     out.extend(crate::programs::baseline::costs(repeat, stop)?);
     Ok(out)
 }

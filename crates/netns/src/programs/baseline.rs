@@ -433,14 +433,9 @@ pub fn costs(repeat: u32, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<cr
     params
         .set(program.params(), "fifo_pkts", RING)
         .map_err(NetnsError::Plane)?;
-    let cfg = mpsched_core::switch::SwitchConfig::forwarding(
-        OWN,
-        vec![Route {
-            prefix: DST,
-            len: 32,
-            port: 1,
-        }],
-    );
+    let route = |prefix, port| Route { prefix, len: 32, port };
+    // The sources behind port 0: P4QCN's feedback goes back there.
+    let cfg = mpsched_core::switch::SwitchConfig::forwarding(OWN, vec![route(DST, 1), route(SRC, 0)]);
     // The vectors' mode: BPF_PROG_TEST_RUN cannot set the tag's skb->hash, so the departure
     // reads its figures from the node (a queue of 5, below kmin) instead of popping the ring.
     let tables = NodeTables {
@@ -462,7 +457,41 @@ pub fn costs(repeat: u32, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<cr
     );
     let (in_port, out_port, peer) = (node.ports[0], node.ports[1], node.peer_ifindexes[1]);
     let left = super::as_sent_by(&out_port, &data).map_err(NetnsError::Plane)?;
+    // P4QCN sampling every packet (no gap) that finds 30 packets (the vectors' mode): each is
+    // congested, so each is sent on as a clone and reflected.
+    let qcn = &mpsched_programs::pmqecn::baselines::P4QCN;
+    let mut qcn_params = mpsched_programs::Params::defaults(qcn.params());
+    qcn_params
+        .set(qcn.params(), "feedback_gap", 0)
+        .map_err(NetnsError::Plane)?;
+    let qcn_tables = NodeTables {
+        program: qcn.name(),
+        params: qcn_params,
+        ..tables.clone()
+    };
     let rows = node
+        .enter(|| -> Result<Vec<(String, f64)>, String> {
+            let plane = BaselinePlane::load(&qcn_tables).map_err(|e| e.to_string())?;
+            plane.set_test_departure(30, 0).map_err(|e| e.to_string())?;
+            let ingress = plane.dataplane().program("mps_ingress").map_err(|e| e.to_string())?;
+            let mut reflected = std::time::Duration::ZERO;
+            for _ in 0..n {
+                reflected += test_run_prog_with_priority(&ingress, in_port.ifindex, 0, &data, 1)?.2;
+            }
+            let snap = plane.snapshot().map_err(|e| e.to_string())?;
+            let sent = snap.get("counter.qcn.feedback").copied().unwrap_or(0);
+            if sent + 1 < u64::from(n) {
+                return Err(format!("p4qcn's bench reflected {sent} of {n} packets"));
+            }
+            Ok(vec![(
+                "p4qcn sample and feedback (clone, reflect)".into(),
+                reflected.as_nanos() as f64 / f64::from(n),
+            )])
+        })
+        .map_err(NetnsError::Plane)?
+        .map_err(NetnsError::Plane)?;
+    let mut rows = rows;
+    let dcqcn_rows = node
         .enter(|| -> Result<Vec<(String, f64)>, String> {
             let plane = BaselinePlane::load(&tables).map_err(|e| e.to_string())?;
             plane.set_test_departure(5, 1000).map_err(|e| e.to_string())?;
@@ -490,6 +519,7 @@ pub fn costs(repeat: u32, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<cr
         })
         .map_err(NetnsError::Plane)?
         .map_err(NetnsError::Plane)?;
+    rows.splice(0..0, dcqcn_rows);
     if stop.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(NetnsError::Interrupted("(none made at this point)".into()));
     }

@@ -329,3 +329,97 @@ fn replay(
     }
     Ok((initial, results))
 }
+
+/// `pmqecn`'s rows of `mpsched bench --dataplane` ([`crate::bench::program_costs`]): a class-1
+/// UDP packet (64-byte frame) placed at ingress with its arrival counted, below its threshold;
+/// and the same above it with no gap, so that every packet leaves as a clone and is reflected
+/// as a feedback. Each the mean of `n` single `BPF_PROG_TEST_RUN`s (a fresh frame every run,
+/// as `vq-wrr`'s rows), `n` the repeats asked for, at most 65 536 (the virtual queue holds
+/// them all: capacity 2^20, weight 2^16).
+pub fn costs(repeat: u32, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<crate::bench::ProgramCost>, NetnsError> {
+    use mpsched_core::packet::{Ipv4, PacketMeta};
+    use mpsched_core::table::Route;
+    use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
+    use mpsched_core::wire::{emit_udp_frame, mac_for};
+    use mpsched_programs::SwitchProgram;
+    const OWN: Ipv4 = 0x0aff_0001;
+    const SRC: Ipv4 = 0x0a00_0001;
+    const DST: Ipv4 = 0x0a00_0003;
+    let n = repeat.clamp(1, 1 << 16);
+    let node = TestNode::create(2).map_err(NetnsError::Plane)?;
+    let program = &mpsched_programs::pmqecn::cp::PMQECN;
+    let route = |prefix, port| Route { prefix, len: 32, port };
+    let cfg = mpsched_core::switch::SwitchConfig::forwarding(OWN, vec![route(DST, 1), route(SRC, 0)]);
+    let tables = |threshold: u64| -> Result<NodeTables, String> {
+        let mut params = mpsched_programs::Params::defaults(program.params());
+        for (k, v) in [
+            ("vq_capacity", 1 << 20),
+            ("weight", 1 << 16),
+            ("threshold", threshold),
+            ("feedback_gap", 0),
+            ("control_period", 0),
+        ] {
+            params.set(program.params(), k, v)?;
+        }
+        Ok(NodeTables {
+            program: program.name(),
+            params,
+            test_clock: true,
+            ..NodeTables::multipath(cfg.clone(), node.ports.clone())
+        })
+    };
+    let (quiet, loud) = (
+        tables(1 << 20).map_err(NetnsError::Plane)?,
+        tables(1).map_err(NetnsError::Plane)?,
+    );
+    let mut m = PacketMeta::udp(SRC, DST, 5001, 5201, 0);
+    m.dscp = 1 << 3;
+    let mut data = Vec::new();
+    emit_udp_frame(
+        &m,
+        mac_for(PEER_MAC_NODE, 0),
+        mac_for(OWN_MAC_NODE, 0),
+        64,
+        &[0u8; 18],
+        &mut data,
+    );
+    let in_port = node.ports[0].ifindex;
+    let mean_ns = |t: &NodeTables| -> Result<(f64, u64), String> {
+        let plane = PmqecnPlane::load(t).map_err(|e| e.to_string())?;
+        let ingress = plane.vq.dataplane().program("mps_ingress").map_err(|e| e.to_string())?;
+        let mut total = std::time::Duration::ZERO;
+        for _ in 0..n {
+            total += crate::vectors::test_run_prog_with_priority(&ingress, in_port, 0, &data, 1)?.2;
+        }
+        let snap = plane.snapshot().map_err(|e| e.to_string())?;
+        let sent = snap.get("counter.pmqecn.feedback").copied().unwrap_or(0);
+        Ok((total.as_nanos() as f64 / f64::from(n), sent))
+    };
+    let rows = node
+        .enter(|| -> Result<Vec<(String, f64)>, String> {
+            let (placed, none) = mean_ns(&quiet)?;
+            let (reflected, sent) = mean_ns(&loud)?;
+            // The first packet is at the threshold (1), not above it.
+            if none != 0 || sent + 1 < u64::from(n) {
+                return Err(format!("pmqecn's bench sent {none} and {sent} feedbacks of 0 and {n}"));
+            }
+            Ok(vec![
+                ("pmqecn place and count (routed, level)".into(), placed),
+                ("pmqecn place and feedback (clone, reflect)".into(), reflected),
+            ])
+        })
+        .map_err(NetnsError::Plane)?
+        .map_err(NetnsError::Plane)?;
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(NetnsError::Interrupted("(none made at this point)".into()));
+    }
+    Ok(rows
+        .into_iter()
+        .map(|(name, ns)| crate::bench::ProgramCost {
+            name,
+            ns_per_pkt: ns,
+            mpps: if ns > 0.0 { 1e3 / ns } else { f64::INFINITY },
+            repeat: n,
+        })
+        .collect())
+}
