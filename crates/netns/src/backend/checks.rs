@@ -464,14 +464,15 @@ mod tests {
         );
         let sc = Scenario::from_toml(&text(""), "x.toml").unwrap();
         assert!(ignored_on_the_kernel(&sc).is_empty());
-        // A PMQECN-paced flow is said to go uncut: no kernel switch sends its feedback.
+        // A PMQECN-paced flow is said to go uncut where no switch runs a program that sends
+        // its feedback (here, no switch at all).
         let udp = text("").replace(
             "protocol = \"tcp\"\n",
             "rate = \"5Mbps\"\nrate_control = { cc = \"pmqecn\" }\n",
         );
         let w = ignored_on_the_kernel(&Scenario::from_toml(&udp, "x.toml").unwrap());
         assert!(
-            w.len() == 1 && w[0].contains("flows `t`") && w[0].contains("no kernel switch"),
+            w.len() == 1 && w[0].contains("flows `t`") && w[0].contains("no switch here runs"),
             "{w:?}"
         );
     }
