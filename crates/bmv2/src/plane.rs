@@ -185,9 +185,9 @@ impl ProgramControl for Bmv2Plane {
 
     fn read_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
         let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
-        if !reads
+        if reads
             .as_ref()
-            .is_some_and(|(at, _)| at.elapsed() < READS_SHARE_A_SNAPSHOT_FOR)
+            .is_none_or(|(at, _)| at.elapsed() >= READS_SHARE_A_SNAPSHOT_FOR)
         {
             let snap = self
                 .snapshot()
