@@ -15,6 +15,12 @@
  *     replaces that stage, and adds one every packet leaving a port passes in egress, by
  *     defining MPS_QUEUE_STAGE and MPS_DEQUEUE_STAGE before it includes this file
  *     (crates/programs/src/pmqecn/vqwrr.p4, virtual-queue WRR).
+ *   the switch's own packets: a program's queue stage may ask for a rate feedback to the data
+ *     packet's source (pmqecn.p4): it clones the packet to MPS_RECIRC_SESSION with the fields
+ *     of field list MPS_FL_RATE_FEEDBACK; egress turns the clone into the feedback and
+ *     recirculates it; ingress then routes it as the switch's own packet (no receive count, no
+ *     TTL, no confluence or split: the LPM and ECMP on its own 5-tuple) and hands it to
+ *     MPS_OWN_STAGE, which picks its queue (by default the port's top one).
  *
  * Where v1model forces a difference from the Rust and eBPF programs, p4/README.md says so.
  * The conformance vectors under tests/vectors/ hold all three equal.
@@ -40,6 +46,19 @@ control MpsDscpQueue(inout headers_t h, inout metadata_t m, inout standard_metad
                      in bit<16> port, in bit<8> queues, inout bool forward) {
     apply {
         sm.priority = MPS_CLAMP_QUEUE(h.ipv4.tos[7:5], queues);
+    }
+}
+#endif
+
+/* The default stage of the switch's own packets (a recirculated rate feedback), once routed:
+ * the top queue of its port, so that it never waits behind the congestion it reports. A
+ * program counts them in its own (MPS_OWN_STAGE); forward is false when no route led back. */
+#ifndef MPS_OWN_STAGE
+#define MPS_OWN_STAGE MpsOwnTop
+control MpsOwnTop(inout headers_t h, inout metadata_t m, inout standard_metadata_t sm,
+                  in bit<16> port, in bit<8> queues, in bool forward) {
+    apply {
+        sm.priority = MPS_CLAMP_QUEUE(7, queues);
     }
 }
 #endif
@@ -73,6 +92,7 @@ control MpsIngress(inout headers_t h, inout metadata_t m, inout standard_metadat
     ConfluenceStage() confluence_stage;
     RouteStage() route_stage;
     MPS_QUEUE_STAGE() queue_stage;
+    MPS_OWN_STAGE() own_stage;
 
     bit<32> own_ip = 0;
     bit<16> feedback_port = 0;
@@ -183,6 +203,8 @@ control MpsIngress(inout headers_t h, inout metadata_t m, inout standard_metadat
     }
 
     apply {
+        node.apply();
+        m.node_ip = own_ip;
         bit<16> test_port;
         test_egress_port.read(test_port, 0);
         if (test_port != 0) {
@@ -193,10 +215,16 @@ control MpsIngress(inout headers_t h, inout metadata_t m, inout standard_metadat
             m.egress_test = 1;
             return;
         }
-        node.apply();
         bit<16> in_port = (bit<16>)sm.ingress_port;
         bit<32> len = sm.packet_length;
-        if (in_port < MPS_MAX_PORTS) {
+        /* A rate feedback a program asked for, back from egress: received on no port, and it
+         * leaves cut to its frame (BMv2 recirculates a packet whole, what truncate() would
+         * have cut of the data packet's payload included; egress cuts it on its way out). */
+        bool own = sm.instance_type == BMV2_INSTANCE_RECIRC;
+        if (own) {
+            m.own_packet = 1;
+            len = MPS_RATE_FEEDBACK_FRAME_BYTES;
+        } else if (in_port < MPS_MAX_PORTS) {
             count_port(in_port, len, false);
         }
         if (len < 14 || !h.eth.isValid()) {
@@ -215,10 +243,12 @@ control MpsIngress(inout headers_t h, inout metadata_t m, inout standard_metadat
         }
 
         /* 1. Addressed to this node: a feedback packet is counted for its group; consumed.
-         * 2. Otherwise TTL, and 3. the confluence. */
+         * 2. Otherwise TTL, and 3. the confluence. The switch's own packet skips both. */
         bool fb = false;
         confluence_result_t conf = { false, 0, 0, 0, 0 };
-        if (h.ipv4.dst == own_ip) {
+        if (own) {
+            /* routed alone, below, as the eBPF program routes its reflected feedback */
+        } else if (h.ipv4.dst == own_ip) {
             is_feedback(fb);
             if (!fb) {
                 to_stack(MPS_C_LOCAL);
@@ -233,9 +263,11 @@ control MpsIngress(inout headers_t h, inout metadata_t m, inout standard_metadat
             confluence_stage.apply(h, in_port, conf);
         }
 
-        /* 4. Split (or count the feedback), 5. LPM. */
-        split_result_t split;
-        split_stage.apply(h, fb, in_port, split);
+        /* 4. Split (or count the feedback; not the switch's own packet), 5. LPM. */
+        split_result_t split = { false, false, 0, 0 };
+        if (!own) {
+            split_stage.apply(h, fb, in_port, split);
+        }
         if (fb) {
             drop_counted((bit<32>)split.counter);
             return;
@@ -259,10 +291,15 @@ control MpsIngress(inout headers_t h, inout metadata_t m, inout standard_metadat
             count(MPS_C_REDIRECT_FAILED);
             forward = false;
         }
-        /* 6. The port queue (a program's stage may refuse the packet). */
+        /* 6. The port queue (a program's stage may refuse the packet; the switch's own packet
+         * is the own stage's, routed or not). */
+        bit<8> queues = 0;
         if (forward) {
-            bit<8> queues;
             port_queues.read(queues, (bit<32>)out_port);
+        }
+        if (own) {
+            own_stage.apply(h, m, sm, out_port, queues, forward);
+        } else if (forward) {
             queue_stage.apply(h, m, sm, out_port, queues, forward);
         }
         if (forward) {
@@ -343,6 +380,44 @@ control MpsEgress(inout headers_t h, inout metadata_t m, inout standard_metadata
         truncate(MPS_FEEDBACK_FRAME_BYTES); /* the original's payload after the headers */
     }
 
+    /* A program's rate feedback (rate_wire.rs), from the clone of the data packet that asked for
+     * it: IPv4 from this node to rf_dst_ip, DSCP MPS_RATE_FEEDBACK_DSCP and CE, TTL 64, UDP from
+     * MPS_RATE_FEEDBACK_PORT to rf_dst_port, the 16-byte "MPRF" payload. Its MACs are set when
+     * it is routed, after recirculation; what follows the payload (the rest of the data
+     * packet's) is cut when it leaves (m.own_packet): BMv2 recirculates a packet untruncated. */
+    action make_rate_feedback() {
+        h.eth.ether_type = 0x0800;
+        h.ipv4.setValid();
+        h.ipv4.version = 4;
+        h.ipv4.ihl = 5;
+        h.ipv4.tos = (bit<8>)MPS_RATE_FEEDBACK_DSCP << 2 | 3;
+        h.ipv4.total_len = MPS_RATE_FEEDBACK_FRAME_BYTES - 14;
+        h.ipv4.identification = 0;
+        h.ipv4.flags = 0;
+        h.ipv4.frag_offset = 0;
+        h.ipv4.ttl = 64;
+        h.ipv4.protocol = 17;
+        h.ipv4.checksum = 0; /* MpsComputeChecksum */
+        h.ipv4.src = m.node_ip;
+        h.ipv4.dst = m.rf_dst_ip;
+        h.ipv4_opts.setInvalid();
+        h.l4.setValid();
+        h.l4.src_port = MPS_RATE_FEEDBACK_PORT;
+        h.l4.dst_port = m.rf_dst_port;
+        h.udp.setValid();
+        h.udp.len = 8 + MPS_SIZEOF_RATE_FEEDBACK;
+        h.udp.checksum = 0;
+        h.fb.setInvalid();
+        h.fb_pad.setInvalid();
+        h.rate_fb.setValid();
+        h.rate_fb.magic = MPS_RATE_FEEDBACK_MAGIC;
+        h.rate_fb.queue = m.rf_queue;
+        h.rate_fb.reserved = 0;
+        h.rate_fb.qlen_pkts = m.rf_qlen_pkts;
+        h.rate_fb.measured_kbps = m.rf_measured_kbps;
+        h.rate_fb.target_kbps = m.rf_target_kbps;
+    }
+
     /* The virtual queue (VirtualQueueMarker::on_frame): drain by the time since the last
      * frame, add this one unless it overflows; over says the backlog it found was at or above
      * the threshold. */
@@ -395,6 +470,15 @@ control MpsEgress(inout headers_t h, inout metadata_t m, inout standard_metadata
     }
 
     apply {
+        /* A rate feedback's clone, at the port of none: built, and back to ingress to be routed. */
+        if (sm.instance_type == BMV2_INSTANCE_CLONE_I2E && (bit<16>)sm.egress_port == MPS_RECIRC_PORT) {
+            make_rate_feedback();
+            recirculate_preserving_field_list(MPS_FL_RATE_FEEDBACK);
+            return;
+        }
+        if (m.own_packet == 1) {
+            truncate(MPS_RATE_FEEDBACK_FRAME_BYTES);
+        }
         if (sm.instance_type != BMV2_INSTANCE_CLONE_I2E) {
             dequeue_stage.apply(h, m, sm);
         }
@@ -435,8 +519,8 @@ control MpsEgress(inout headers_t h, inout metadata_t m, inout standard_metadata
 
 control MpsComputeChecksum(inout headers_t h, inout metadata_t m) {
     apply {
-        /* Only the feedback packet is built whole; forwarding updates checksums in place. */
-        update_checksum(h.fb_pad.isValid(),
+        /* Only the feedback packets are built whole; forwarding updates checksums in place. */
+        update_checksum(h.fb_pad.isValid() || h.rate_fb.isValid(),
                         { h.ipv4.version, h.ipv4.ihl, h.ipv4.tos, h.ipv4.total_len,
                           h.ipv4.identification, h.ipv4.flags, h.ipv4.frag_offset,
                           h.ipv4.ttl, h.ipv4.protocol, h.ipv4.src, h.ipv4.dst },

@@ -53,17 +53,34 @@ header feedback_pad_h {
     bit<80> zeros;
 }
 
-struct headers_t {
-    ethernet_h     eth;
-    ipv4_h         ipv4;
-    ipv4_options_h ipv4_opts;
-    l4_ports_h     l4;
-    udp_rest_h     udp;
-    feedback_h     fb;
-    feedback_pad_h fb_pad;
+/* A switch's rate feedback to a paced sender (crates/core/src/rate_wire.rs, "MPRF"), the UDP
+ * payload a program's feedback carries (PMQECN's, pmqecn.p4): never parsed, only built in
+ * egress (MpsEgress.make_rate_feedback). */
+header rate_feedback_h {
+    bit<32> magic;
+    bit<8>  queue;         /* the class (virtual queue) */
+    bit<8>  reserved;
+    bit<16> qlen_pkts;     /* its packets waiting at the port */
+    bit<32> measured_kbps; /* the class's measured arrival rate */
+    bit<32> target_kbps;   /* the rate it should arrive at */
 }
 
-/* What ingress hands a feedback clone (the field list it preserves) and what it tells egress. */
+struct headers_t {
+    ethernet_h      eth;
+    ipv4_h          ipv4;
+    ipv4_options_h  ipv4_opts;
+    l4_ports_h      l4;
+    udp_rest_h      udp;
+    feedback_h      fb;
+    feedback_pad_h  fb_pad;
+    rate_feedback_h rate_fb;
+}
+
+/* What ingress hands a feedback clone (the field lists it preserves) and what it tells egress.
+ * Field list 1: the multipath feedback (mpsched.p4's send_feedback). Field list
+ * MPS_FL_RATE_FEEDBACK: a program's rate feedback, from the switch (node_ip) to rf_dst_ip and
+ * UDP port rf_dst_port with the body's fields; the clone goes to MPS_RECIRC_PORT, where egress
+ * builds the frame and recirculates it (p4/README.md). */
 struct metadata_t {
     @field_list(1) bit<32> fb_src_ip;
     @field_list(1) bit<32> fb_dst_ip;
@@ -71,6 +88,15 @@ struct metadata_t {
     @field_list(1) bit<8>  fb_group;
     @field_list(1) bit<8>  fb_path;
     bit<1>  egress_test; /* a vector runner's egress step: ingress did nothing */
+    bit<1>  own_packet;  /* a program's rate feedback, recirculated: egress cuts it to its frame */
+    /* The switch's own address, set first in ingress: egress stages tell its own packets by it. */
+    @field_list(MPS_FL_RATE_FEEDBACK) bit<32> node_ip;
+    @field_list(MPS_FL_RATE_FEEDBACK) bit<32> rf_dst_ip;
+    @field_list(MPS_FL_RATE_FEEDBACK) bit<16> rf_dst_port;
+    @field_list(MPS_FL_RATE_FEEDBACK) bit<8>  rf_queue;
+    @field_list(MPS_FL_RATE_FEEDBACK) bit<16> rf_qlen_pkts;
+    @field_list(MPS_FL_RATE_FEEDBACK) bit<32> rf_measured_kbps;
+    @field_list(MPS_FL_RATE_FEEDBACK) bit<32> rf_target_kbps;
 }
 
 parser MpsParser(packet_in pk, out headers_t h, inout metadata_t m,
@@ -125,6 +151,7 @@ control MpsDeparser(packet_out pk, in headers_t h) {
         pk.emit(h.udp);
         pk.emit(h.fb);
         pk.emit(h.fb_pad);
+        pk.emit(h.rate_fb);
     }
 }
 

@@ -41,6 +41,24 @@
 #define MPS_FEEDBACK_MAGIC 0x4d504642 /* "MPFB" */
 #define MPS_FEEDBACK_FRAME_BYTES 60
 
+/* A switch's rate feedback to a paced sender (crates/core/src/rate_wire.rs; PMQECN's): UDP
+ * from MPS_RATE_FEEDBACK_PORT, DSCP MPS_RATE_FEEDBACK_DSCP and CE, payload "MPRF" | queue u8 |
+ * reserved u8 | qlen_pkts u16 | measured_kbps u32 | target_kbps u32; Ethernet, IPv4 (20 bytes),
+ * UDP and the payload make MPS_RATE_FEEDBACK_FRAME_BYTES. As bpf/mpsched.h's. */
+#define MPS_RATE_FEEDBACK_MAGIC 0x4d505246 /* "MPRF" */
+#define MPS_SIZEOF_RATE_FEEDBACK 16
+#define MPS_RATE_FEEDBACK_PORT 50011
+#define MPS_RATE_FEEDBACK_DSCP 56
+#define MPS_RATE_FEEDBACK_FRAME_BYTES 58
+
+/* A program's own packets (its rate feedback): ingress clones the data packet to mirror
+ * session MPS_RECIRC_SESSION, whose port MPS_RECIRC_PORT has no interface; there egress
+ * rebuilds the clone into the packet and recirculates it, preserving field list
+ * MPS_FL_RATE_FEEDBACK, and ingress routes it as the switch's own (p4/README.md). */
+#define MPS_RECIRC_PORT 66
+#define MPS_RECIRC_SESSION 100
+#define MPS_FL_RATE_FEEDBACK 2
+
 /* Register "counters": indices as enum mps_counter. */
 #define MPS_C_NO_ROUTE 0
 #define MPS_C_TTL_EXPIRED 1
@@ -59,5 +77,7 @@
 
 /* standard_metadata.instance_type of an ingress-to-egress clone in BMv2. */
 #define BMV2_INSTANCE_CLONE_I2E 1
+/* ... and of a recirculated packet, in ingress (simple_switch sets 0 again before egress). */
+#define BMV2_INSTANCE_RECIRC 4
 
 #endif

@@ -26,6 +26,11 @@ pub const TEST_DRAWS: usize = p4::TEST_DRAWS as usize;
 pub const STACK_PORT: u16 = p4::STACK_PORT as u16;
 /// Mirror session of return port p: p + this (`MPS_SESSION_BASE`).
 pub const SESSION_BASE: u16 = p4::SESSION_BASE as u16;
+/// The port without an interface where a program's own packets (its rate feedback) are built
+/// and recirculated (`MPS_RECIRC_PORT`).
+pub const RECIRC_PORT: u16 = p4::RECIRC_PORT as u16;
+/// The mirror session whose clones go to [`RECIRC_PORT`] (`MPS_RECIRC_SESSION`).
+pub const RECIRC_SESSION: u16 = p4::RECIRC_SESSION as u16;
 
 #[cfg(test)]
 mod tests {
@@ -68,6 +73,11 @@ mod tests {
             "RS_DRAW_MIN",
             "FEEDBACK_MAGIC",
             "FEEDBACK_FRAME_BYTES",
+            "RATE_FEEDBACK_MAGIC",
+            "SIZEOF_RATE_FEEDBACK",
+            "RATE_FEEDBACK_PORT",
+            "RATE_FEEDBACK_DSCP",
+            "RATE_FEEDBACK_FRAME_BYTES",
             "C_NO_ROUTE",
             "C_MAX",
         ] {

@@ -34,6 +34,14 @@ use mpsched_programs::SwitchProgram;
 use mpsched_topo::QueueDiscipline;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long one snapshot serves the control channel's register reads. A control loop reads
+/// every class of every port in one go (PMQECN's: two registers of 8 classes per port, and
+/// more): with a snapshot each, a CLI round trip per register array, a step of PMQECN's took
+/// over a second on BMv2 (7 steps in a 10 s run, each dividing the arrivals by the 100 ms it
+/// should have taken). A write drops it.
+const READS_SHARE_A_SNAPSHOT_FOR: Duration = Duration::from_millis(10);
 
 /// Starts a `simple_switch` per switch node.
 #[derive(Debug, Default)]
@@ -139,6 +147,7 @@ impl SwitchPlanes for Bmv2Planes {
             tables: tables.clone(),
             prog,
             prober,
+            reads: Mutex::new(None),
         }))
     }
 }
@@ -150,6 +159,8 @@ struct Bmv2Plane {
     switch: Mutex<Bmv2Switch>,
     tables: NodeTables,
     prog: &'static Bmv2Program,
+    /// The snapshot register reads share, and when it was taken.
+    reads: Mutex<Option<(Instant, BTreeMap<String, u64>)>>,
 }
 
 impl Bmv2Plane {
@@ -159,9 +170,10 @@ impl Bmv2Plane {
     }
 }
 
-/// BMv2's registers are read through its snapshot (the CLI's `register_read`) and written
-/// where the program's control plane offers it ([`Bmv2Program::write_register`]: vq-wrr's
-/// `vq_weight`); table entries through the control channel are not offered yet.
+/// BMv2's registers are read through its snapshot (the CLI's `register_read`; reads within
+/// [`READS_SHARE_A_SNAPSHOT_FOR`] of one share it) and written where the program's control
+/// plane offers it ([`Bmv2Program::write_register`]: vq-wrr's `vq_weight`, PMQECN's class
+/// registers); table entries through the control channel are not offered yet.
 impl ProgramControl for Bmv2Plane {
     fn control_listing(&self) -> ControlListing {
         let mut listing = snapshot_control(self);
@@ -172,10 +184,22 @@ impl ProgramControl for Bmv2Plane {
     }
 
     fn read_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
-        snapshot_register_of(self, name, index)
+        let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        if reads
+            .as_ref()
+            .is_none_or(|(at, _)| at.elapsed() >= READS_SHARE_A_SNAPSHOT_FOR)
+        {
+            let snap = self
+                .snapshot()
+                .ok_or_else(|| ControlError::Unsupported(format!("register `{name}`: the switch cannot be read")))?;
+            *reads = Some((Instant::now(), snap));
+        }
+        let (_, snap) = reads.as_ref().expect("just taken");
+        mpsched_core::control::snapshot_register(snap, name, index)
     }
 
     fn write_register(&mut self, name: &str, index: usize, value: u64) -> Result<(), ControlError> {
+        *self.reads.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let Some(write) = self.prog.write_register else {
             snapshot_register_of(self, name, index)?;
             return Err(ControlError::ReadOnly(name.to_string()));

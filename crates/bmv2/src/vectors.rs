@@ -8,8 +8,12 @@
 //! feedback packet is parsed), the frame handed to the stack port, and the registers.
 //!
 //! BMv2 forwards asynchronously, so a step ends when its outcome shows: a frame arrived, or a
-//! counter that ends a frame's way (a drop, a consumed feedback packet) moved; then the frames
-//! the transmit counters promise are awaited. An egress step sets `test_egress_port`, so the
+//! counter that ends a frame's way (a drop, a consumed feedback packet) moved; then, for a
+//! program that sends packets of its own through the switch again (PMQECN's rate feedback,
+//! recirculated), until they are through ingress ([`crate::programs::Bmv2Program::settled`]);
+//! then the frames the transmit counters promise are awaited. A rate feedback that comes out
+//! is observed apart from the data packet's own outcome (redirected, or dropped for the
+//! counter that moved). An egress step sets `test_egress_port`, so the
 //! frame goes straight from ingress (which does nothing else) to the marker of that port, on
 //! the clock the step names.
 //!
@@ -27,8 +31,10 @@ use crate::queues;
 use crate::switch::{Bmv2Switch, SwitchOptions};
 use crate::Bmv2Error;
 use mpsched_core::packet::{Ecn, PortId};
+use mpsched_core::rate_wire::RateMessage;
 use mpsched_core::vectors::{
-    chosen_path, from_hex, ConnObserved, EmitObserved, Hook, Observed, ProbeObserved, Step, StepResult, VectorSet,
+    chosen_path, from_hex, ConnObserved, EmitObserved, Hook, Observed, ProbeObserved, RateFeedbackObserved, Step,
+    StepResult, VectorSet,
 };
 use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
 use mpsched_core::wire::{mac_for, parse_frame, parse_frame_with_headers};
@@ -37,6 +43,7 @@ use mpsched_netns::dataplane::{NodeTables, PortBinding, PortQueues};
 use mpsched_netns::ns::{is_root, Netns};
 use mpsched_netns::tap::Tap;
 use mpsched_netns::vectors::{check_ipv4_checksum, delta_of, observed, port_of_mac, shot, OUTCOME_COUNTERS};
+use mpsched_programs::pmqecn::cp::FEEDBACK_PORT;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -432,6 +439,18 @@ fn await_ingress(node: &mut Node, prev: &BTreeMap<String, u64>) -> Result<Outcom
         std::thread::sleep(Duration::from_millis(2));
     }
     // Ingress has ended (a frame left it, or a terminal counter moved); its writes are done.
+    // A packet the program made of it (PMQECN's feedback) goes through ingress again: awaited.
+    if let Some(settled) = node.prog.settled {
+        while !settled(&mut node.switch.cli).map_err(|e| e.to_string())? {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "the program's own packets were not through within {} s",
+                    STEP_TIMEOUT.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
     let regs = node.snapshot().map_err(|e| e.to_string())?;
     let delta = |k: &str| delta_of(prev, &regs, k);
     let tables = &node.tables;
@@ -474,12 +493,31 @@ fn ingress_outcome(
     let delta = |k: &str| delta_of(prev, regs, k);
     let mut obs = observed(chosen_path(prev, regs));
     let fb_port = set.config.feedback_port;
-    let out: Vec<&(PortId, Vec<u8>)> = frames.iter().filter(|(p, _)| *p != STACK_PORT).collect();
+    // A rate feedback (PMQECN's) is observed apart; the data packet's own outcome is the rest.
+    let (feedback, out): (Vec<_>, Vec<_>) = frames
+        .iter()
+        .filter(|(p, _)| *p != STACK_PORT)
+        .partition(|(p, f)| rate_feedback(set, f, *p).is_some());
+    for (port, f) in feedback {
+        check_ipv4_checksum(f)?;
+        if port_of_mac(f) != Some(*port) {
+            return Err(format!(
+                "a rate feedback left port {port} addressed to another port's peer"
+            ));
+        }
+        if obs
+            .rate_feedback
+            .replace(rate_feedback(set, f, *port).expect("partitioned"))
+            .is_some()
+        {
+            return Err("two rate feedback packets for one frame".into());
+        }
+    }
     if out.is_empty() {
-        if frames.is_empty() {
-            shot(&mut obs, &delta);
-        } else {
+        if frames.iter().any(|(p, _)| *p == STACK_PORT) {
             obs.action = "to_stack".into();
+        } else {
+            shot(&mut obs, &delta);
         }
         return Ok(obs);
     }
@@ -507,6 +545,29 @@ fn ingress_outcome(
         }
     }
     Ok(obs)
+}
+
+/// The rate feedback (PMQECN's) `frame` is, leaving by `port`: UDP from the node's address and
+/// port [`FEEDBACK_PORT`] with an `"MPRF"` payload (`mpsched_core::rate_wire`), as the eBPF
+/// runner reads it.
+fn rate_feedback(set: &VectorSet, frame: &[u8], port: PortId) -> Option<RateFeedbackObserved> {
+    let m = parse_frame(frame, set.config.feedback_port).ok()?;
+    if m.src_ip != set.config.own_ip || m.src_port != FEEDBACK_PORT || m.proto != 17 {
+        return None;
+    }
+    let ihl = usize::from(frame.get(14)? & 0x0f) * 4;
+    let Ok(RateMessage::Feedback(f)) = RateMessage::parse(frame.get(14 + ihl + 8..)?) else {
+        return None;
+    };
+    Some(RateFeedbackObserved {
+        port,
+        dst_ip: m.dst_ip,
+        dst_port: m.dst_port,
+        queue: f.queue,
+        qlen_pkts: f.qlen_pkts,
+        measured_kbps: f.measured_kbps,
+        target_kbps: f.target_kbps,
+    })
 }
 
 fn egress_outcome(

@@ -15,7 +15,7 @@ use mpsched_netns::dataplane::NodeTables;
 use mpsched_programs::pmqecn::vqwrr::{VqWrrConfig, MAX_LEVELS, VIRTUAL_QUEUES};
 use std::collections::BTreeMap;
 
-/// The register of the `vq.*` counters (indices as `VQ_C_*` in vqwrr.p4).
+/// The register of the `vq.*` counters (indices as `VQ_C_*` in p4/include/vqwrr.p4).
 pub const COUNTERS_REGISTER: &str = "vq_counters";
 /// The counters, in the data plane's order, as results and vectors name them.
 pub const COUNTERS: [&str; 4] = [

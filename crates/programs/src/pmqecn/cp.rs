@@ -192,7 +192,7 @@ impl SwitchProgram for PmqecnProgram {
     }
 
     fn p4_program(&self) -> Option<&'static str> {
-        None
+        Some("pmqecn")
     }
 }
 
