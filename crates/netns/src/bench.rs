@@ -44,6 +44,25 @@ pub struct ProgramCost {
     pub repeat: u32,
 }
 
+/// Rows of (what ran, mean ns per packet over `repeat` single runs) as [`ProgramCost`]s, unless
+/// `stop` was set meanwhile (SIGINT, SIGTERM: the test node is already gone).
+pub(crate) fn cost_rows(
+    rows: Vec<(String, f64)>,
+    repeat: u32,
+    stop: &AtomicBool,
+) -> Result<Vec<ProgramCost>, NetnsError> {
+    check_stop(stop, "(none made at this point)")?;
+    Ok(rows
+        .into_iter()
+        .map(|(name, ns)| ProgramCost {
+            name,
+            ns_per_pkt: ns,
+            mpps: if ns > 0.0 { 1e3 / ns } else { f64::INFINITY },
+            repeat,
+        })
+        .collect())
+}
+
 const SRC: u32 = 0x0a00_0001;
 const DST: u32 = 0x0a00_0003;
 const OWN: u32 = 0x0aff_0001;

@@ -520,16 +520,5 @@ pub fn costs(repeat: u32, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<cr
         .map_err(NetnsError::Plane)?
         .map_err(NetnsError::Plane)?;
     rows.splice(0..0, dcqcn_rows);
-    if stop.load(std::sync::atomic::Ordering::Relaxed) {
-        return Err(NetnsError::Interrupted("(none made at this point)".into()));
-    }
-    Ok(rows
-        .into_iter()
-        .map(|(name, ns)| crate::bench::ProgramCost {
-            name,
-            ns_per_pkt: ns,
-            mpps: if ns > 0.0 { 1e3 / ns } else { f64::INFINITY },
-            repeat: n,
-        })
-        .collect())
+    crate::bench::cost_rows(rows, n, stop)
 }

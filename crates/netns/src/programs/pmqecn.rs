@@ -8,17 +8,17 @@
 //! The feedback leaves the switch as a UDP datagram the paced sender reads
 //! ([`mpsched_core::rate_wire`]); the departure stage is vq-wrr's.
 
-use super::vqwrr::{departure, VqWrrPlane};
+use super::vqwrr::{replay, OnVqWrr, VqWrrPlane};
 use crate::backend::NetnsError;
 use crate::dataplane::{bpf, map_of, percpu_sum, DataplaneError, NodeTables};
 use crate::layout::Pod;
 use crate::switchplane::{snapshot_register_of, SwitchPlane};
 use crate::tap::Tap;
-use crate::vectors::{by_test_run, TestNode};
+use crate::vectors::TestNode;
 use libbpf_rs::{MapCore, MapFlags};
 use mpsched_core::control::{self, ControlError, ControlListing, ProgramControl};
 use mpsched_core::packet::PortId;
-use mpsched_core::vectors::{from_hex, Hook, StepResult, VectorSet};
+use mpsched_core::vectors::VectorSet;
 use mpsched_programs::pmqecn::vqwrr::VIRTUAL_QUEUES;
 use std::collections::BTreeMap;
 
@@ -272,9 +272,8 @@ impl SwitchPlane for PmqecnPlane {
     }
 }
 
-/// [`crate::programs::KernelProgram::vectors`] for `pmqecn`: as vq-wrr's replay, with the
-/// step's time on the node's test clock (the feedback gap reads it) and the ports' peers
-/// tapped, so that a data packet that left as a clone beside its feedback is seen.
+/// [`crate::programs::KernelProgram::vectors`] for `pmqecn`: vq-wrr's replay
+/// ([`super::vqwrr::replay`]; the feedback gap reads the step's time on the test clock).
 pub fn run_vectors(set: &VectorSet) -> Result<crate::programs::Replay, String> {
     let node = TestNode::create(set.n_ports)?;
     let tables = node.tables(set)?;
@@ -286,48 +285,14 @@ pub fn run_vectors(set: &VectorSet) -> Result<crate::programs::Replay, String> {
     })?
 }
 
-fn replay(
-    set: &VectorSet,
-    plane: &mut PmqecnPlane,
-    tables: &NodeTables,
-    peers: &[u32],
-    taps: &[Tap],
-) -> Result<crate::programs::Replay, String> {
-    let initial = plane.snapshot().map_err(|e| e.to_string())?;
-    let mut prev = initial.clone();
-    let mut results = Vec::new();
-    for (i, st) in set.steps.iter().enumerate() {
-        let at = format!("{} step {i} ({})", set.name, st.note);
-        for w in &st.writes {
-            plane
-                .write_register(&w.register, w.index, w.value)
-                .map_err(|e| format!("{at}: write {}[{}]: {e}", w.register, w.index))?;
-        }
-        let frame = from_hex(&st.frame).map_err(|e| format!("{at}: {e}"))?;
-        let port = tables
-            .ports
-            .get(usize::from(st.port))
-            .ok_or_else(|| format!("{at}: port {} does not exist", st.port))?;
-        let dp = plane.vq.dataplane();
-        dp.set_test_clock(st.time_ns).map_err(|e| e.to_string())?;
-        taps.iter().for_each(Tap::drain);
-        let snap = || plane.snapshot().map_err(|e| e.to_string());
-        let (observed, regs) = match st.hook {
-            Hook::Ingress => by_test_run(set, dp, &snap, taps, Hook::Ingress, port.ifindex, &frame, &prev),
-            Hook::Egress => {
-                let prog = plane.vq.departure().map_err(|e| e.to_string())?;
-                departure(&prog, &snap, port, peers[usize::from(st.port)], st.queue, &frame, &prev)
-            }
-            Hook::Timer => Err("pmqecn has no timer".into()),
-        }
-        .map_err(|e| format!("{at}: {e}"))?;
-        prev = regs.clone();
-        results.push(StepResult {
-            observed,
-            registers: regs,
-        });
+impl OnVqWrr for PmqecnPlane {
+    fn vq(&self) -> &VqWrrPlane {
+        &self.vq
     }
-    Ok((initial, results))
+
+    fn registers(&self) -> Result<BTreeMap<String, u64>, DataplaneError> {
+        self.snapshot()
+    }
 }
 
 /// `pmqecn`'s rows of `mpsched bench --dataplane` ([`crate::bench::program_costs`]): a class-1
@@ -410,16 +375,5 @@ pub fn costs(repeat: u32, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<cr
         })
         .map_err(NetnsError::Plane)?
         .map_err(NetnsError::Plane)?;
-    if stop.load(std::sync::atomic::Ordering::Relaxed) {
-        return Err(NetnsError::Interrupted("(none made at this point)".into()));
-    }
-    Ok(rows
-        .into_iter()
-        .map(|(name, ns)| crate::bench::ProgramCost {
-            name,
-            ns_per_pkt: ns,
-            mpps: if ns > 0.0 { 1e3 / ns } else { f64::INFINITY },
-            repeat: n,
-        })
-        .collect())
+    crate::bench::cost_rows(rows, n, stop)
 }

@@ -17,6 +17,7 @@ use crate::dataplane::{
 };
 use crate::layout::Pod;
 use crate::switchplane::{routes_table_delete, routes_table_write, snapshot_register_of, SwitchPlane};
+use crate::tap::Tap;
 use crate::vectors::{by_test_run, observed, test_run_prog_with_priority, TestNode};
 use libbpf_rs::{MapCore, MapFlags, ProgramMut};
 use mpsched_core::control::{self, ControlError, ControlListing, ProgramControl};
@@ -370,18 +371,43 @@ pub fn run_vectors(set: &VectorSet) -> Result<crate::programs::Replay, String> {
     let tables = node.tables(set)?;
     let peers = node.peer_ifindexes.clone();
     node.enter(|| -> Result<crate::programs::Replay, String> {
+        let taps = peers.iter().map(|&i| Tap::open(i)).collect::<Result<Vec<_>, _>>()?;
         let mut plane = VqWrrPlane::load(&tables).map_err(|e| e.to_string())?;
-        replay(set, &mut plane, &tables, &peers)
+        replay(set, &mut plane, &tables, &peers, &taps)
     })?
 }
 
-fn replay(
+/// What vq-wrr's vector replay needs of a plane built on it (vq-wrr's own, pmqecn's): its
+/// control plane for a step's writes, the vq-wrr part underneath, and its registers.
+pub(super) trait OnVqWrr: ProgramControl {
+    /// The vq-wrr part.
+    fn vq(&self) -> &VqWrrPlane;
+    /// Every register, by the vectors' names.
+    fn registers(&self) -> Result<BTreeMap<String, u64>, DataplaneError>;
+}
+
+impl OnVqWrr for VqWrrPlane {
+    fn vq(&self) -> &VqWrrPlane {
+        self
+    }
+
+    fn registers(&self) -> Result<BTreeMap<String, u64>, DataplaneError> {
+        self.snapshot()
+    }
+}
+
+/// Replay `set` through `plane`: a step's register writes (the control plane's) first, the
+/// step's time on the node's test clock, an ingress step through `mps_ingress` as the multipath
+/// switch's vectors run (the ports' peers tapped, so that a data packet that left as a clone
+/// beside a feedback is seen), an egress step through the departure stage.
+pub(super) fn replay<P: OnVqWrr>(
     set: &VectorSet,
-    plane: &mut VqWrrPlane,
+    plane: &mut P,
     tables: &NodeTables,
     peers: &[u32],
+    taps: &[Tap],
 ) -> Result<crate::programs::Replay, String> {
-    let initial = plane.snapshot().map_err(|e| e.to_string())?;
+    let initial = plane.registers().map_err(|e| e.to_string())?;
     let mut prev = initial.clone();
     let mut results = Vec::new();
     for (i, st) in set.steps.iter().enumerate() {
@@ -396,19 +422,17 @@ fn replay(
             .ports
             .get(usize::from(st.port))
             .ok_or_else(|| format!("{at}: port {} does not exist", st.port))?;
+        let dp = plane.vq().dataplane();
+        dp.set_test_clock(st.time_ns).map_err(|e| e.to_string())?;
+        taps.iter().for_each(Tap::drain);
+        let snap = || plane.registers().map_err(|e| e.to_string());
         let (observed, regs) = match st.hook {
-            Hook::Ingress => {
-                let snap = || plane.snapshot().map_err(|e| e.to_string());
-                let dp = plane.dataplane();
-                by_test_run(set, dp, &snap, &[], Hook::Ingress, port.ifindex, &frame, &prev)
-            }
+            Hook::Ingress => by_test_run(set, dp, &snap, taps, Hook::Ingress, port.ifindex, &frame, &prev),
             Hook::Egress => {
-                let peer = peers[usize::from(st.port)];
-                let prog = plane.departure().map_err(|e| e.to_string())?;
-                let snap = || plane.snapshot().map_err(|e| e.to_string());
-                departure(&prog, &snap, port, peer, st.queue, &frame, &prev)
+                let prog = plane.vq().departure().map_err(|e| e.to_string())?;
+                departure(&prog, &snap, port, peers[usize::from(st.port)], st.queue, &frame, &prev)
             }
-            Hook::Timer => Err("vq-wrr has no timer".into()),
+            Hook::Timer => Err(format!("`{}` has no timer", set.program)),
         }
         .map_err(|e| format!("{at}: {e}"))?;
         prev = regs.clone();
@@ -526,16 +550,5 @@ pub fn costs(repeat: u32, stop: &std::sync::atomic::AtomicBool) -> Result<Vec<cr
         })
         .map_err(NetnsError::Plane)?
         .map_err(NetnsError::Plane)?;
-    if stop.load(std::sync::atomic::Ordering::Relaxed) {
-        return Err(NetnsError::Interrupted("(none made at this point)".into()));
-    }
-    Ok(rows
-        .into_iter()
-        .map(|(name, ns)| crate::bench::ProgramCost {
-            name,
-            ns_per_pkt: ns,
-            mpps: if ns > 0.0 { 1e3 / ns } else { f64::INFINITY },
-            repeat: n,
-        })
-        .collect())
+    crate::bench::cost_rows(rows, n, stop)
 }

@@ -76,6 +76,9 @@ pub struct PmqecnControl {
     cfg: ControlConfig,
     /// Per port and class: bytes and packets read last period.
     last: Vec<[(u64, u64); VIRTUAL_QUEUES]>,
+    /// When the last step ran, ps: the arrivals read are over the time since (a backend on the
+    /// wall clock runs a step a few milliseconds late now and then).
+    last_step_ps: Option<u64>,
     steps: u64,
     solved: u64,
     infeasible: u64,
@@ -97,6 +100,7 @@ impl PmqecnControl {
         PmqecnControl {
             cfg,
             last: vec![[(0, 0); VIRTUAL_QUEUES]; n],
+            last_step_ps: None,
             steps: 0,
             solved: 0,
             infeasible: 0,
@@ -152,7 +156,11 @@ impl ControlLoop for PmqecnControl {
         self.cfg.period_ps
     }
 
-    fn step(&mut self, _now_ps: u64, node: &str, plane: &mut dyn ControlPlane) -> Result<(), ControlError> {
+    fn step(&mut self, now_ps: u64, node: &str, plane: &mut dyn ControlPlane) -> Result<(), ControlError> {
+        let since_ps = match self.last_step_ps.replace(now_ps) {
+            Some(then) if now_ps > then => now_ps - then,
+            _ => self.cfg.period_ps,
+        };
         self.steps += 1;
         let ports = self.measure(node, plane)?;
         let Some((port, classes)) = ports
@@ -170,7 +178,7 @@ impl ControlLoop for PmqecnControl {
         else {
             return Ok(());
         };
-        let period_s = self.cfg.period_ps as f64 * 1e-12;
+        let period_s = since_ps as f64 * 1e-12;
         let bytes: u64 = classes.iter().map(|m| m.bytes).sum();
         let pkts: u64 = classes.iter().map(|m| m.pkts).sum();
         let pkt_bits = 8.0 * bytes as f64 / pkts as f64;
