@@ -90,10 +90,12 @@ pub fn steady_goodput(dir: &std::path::Path, from_s: f64) -> std::collections::B
         }
     }
     assert!(n >= 4.0, "{} samples after {from_s} s:\n{text}", n);
+    // Goodput columns only (`<flow>_mbps`), not a paced flow's rate nor a link's queue.
     header
         .iter()
         .zip(sums)
         .skip(1)
+        .filter(|(h, _)| h.ends_with("_mbps") && !h.ends_with("_rate_mbps"))
         .map(|(h, s)| (h.trim_end_matches("_mbps").to_string(), s / n))
         .collect()
 }
