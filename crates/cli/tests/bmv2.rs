@@ -581,9 +581,16 @@ fn every_vector_agrees_across_rust_ebpf_and_bmv2() {
     let rows: Vec<&str> = text.lines().skip(1).filter(|l| !l.starts_with(' ')).collect();
     assert!(rows.len() >= 12, "{text}");
     let mut steps = 0;
+    // P4QCN has no P4 program yet (issue #30): its sets read `none` on BMv2, saying why.
+    let without_p4 = ["p4qcn-"];
     for row in &rows {
         let cells: Vec<&str> = row.split_whitespace().collect();
-        let expected = ["agree", "agree", "agree"];
+        let expected = if without_p4.iter().any(|p| row.starts_with(p)) {
+            assert!(text.contains("program `p4qcn` has no P4 program"), "{text}");
+            ["agree", "agree", "none"]
+        } else {
+            ["agree", "agree", "agree"]
+        };
         assert_eq!(cells[2..], expected, "{row}");
         steps += cells[1].parse::<usize>().unwrap();
     }
