@@ -31,10 +31,8 @@ use crate::queues;
 use crate::switch::{Bmv2Switch, SwitchOptions};
 use crate::Bmv2Error;
 use mpsched_core::packet::{Ecn, PortId};
-use mpsched_core::rate_wire::RateMessage;
 use mpsched_core::vectors::{
-    chosen_path, from_hex, ConnObserved, EmitObserved, Hook, Observed, ProbeObserved, RateFeedbackObserved, Step,
-    StepResult, VectorSet,
+    chosen_path, from_hex, ConnObserved, EmitObserved, Hook, Observed, ProbeObserved, Step, StepResult, VectorSet,
 };
 use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
 use mpsched_core::wire::{mac_for, parse_frame, parse_frame_with_headers};
@@ -43,7 +41,6 @@ use mpsched_netns::dataplane::{NodeTables, PortBinding, PortQueues};
 use mpsched_netns::ns::{is_root, Netns};
 use mpsched_netns::tap::Tap;
 use mpsched_netns::vectors::{check_ipv4_checksum, delta_of, observed, port_of_mac, shot, OUTCOME_COUNTERS};
-use mpsched_programs::pmqecn::cp::FEEDBACK_PORT;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -497,7 +494,7 @@ fn ingress_outcome(
     let (feedback, out): (Vec<_>, Vec<_>) = frames
         .iter()
         .filter(|(p, _)| *p != STACK_PORT)
-        .partition(|(p, f)| rate_feedback(set, f, *p).is_some());
+        .partition(|(p, f)| mpsched_programs::vectors::rate_feedback_of(set, f, *p).is_some());
     for (port, f) in feedback {
         check_ipv4_checksum(f)?;
         if port_of_mac(f) != Some(*port) {
@@ -507,7 +504,7 @@ fn ingress_outcome(
         }
         if obs
             .rate_feedback
-            .replace(rate_feedback(set, f, *port).expect("partitioned"))
+            .replace(mpsched_programs::vectors::rate_feedback_of(set, f, *port).expect("partitioned"))
             .is_some()
         {
             return Err("two rate feedback packets for one frame".into());
@@ -545,29 +542,6 @@ fn ingress_outcome(
         }
     }
     Ok(obs)
-}
-
-/// The rate feedback (PMQECN's) `frame` is, leaving by `port`: UDP from the node's address and
-/// port [`FEEDBACK_PORT`] with an `"MPRF"` payload (`mpsched_core::rate_wire`), as the eBPF
-/// runner reads it.
-fn rate_feedback(set: &VectorSet, frame: &[u8], port: PortId) -> Option<RateFeedbackObserved> {
-    let m = parse_frame(frame, set.config.feedback_port).ok()?;
-    if m.src_ip != set.config.own_ip || m.src_port != FEEDBACK_PORT || m.proto != 17 {
-        return None;
-    }
-    let ihl = usize::from(frame.get(14)? & 0x0f) * 4;
-    let Ok(RateMessage::Feedback(f)) = RateMessage::parse(frame.get(14 + ihl + 8..)?) else {
-        return None;
-    };
-    Some(RateFeedbackObserved {
-        port,
-        dst_ip: m.dst_ip,
-        dst_port: m.dst_port,
-        queue: f.queue,
-        qlen_pkts: f.qlen_pkts,
-        measured_kbps: f.measured_kbps,
-        target_kbps: f.target_kbps,
-    })
 }
 
 fn egress_outcome(

@@ -17,13 +17,9 @@ use crate::ns::{is_root, AnonNetns};
 use crate::tap::Tap;
 use libbpf_rs::ProgramInput;
 use mpsched_core::packet::PortId;
-use mpsched_core::rate_wire::RateMessage;
-use mpsched_core::vectors::{
-    chosen_path, from_hex, Delivery, EmitObserved, Hook, Observed, RateFeedbackObserved, StepResult, VectorSet,
-};
+use mpsched_core::vectors::{chosen_path, from_hex, Delivery, EmitObserved, Hook, Observed, StepResult, VectorSet};
 use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
 use mpsched_core::wire::{internet_checksum, mac_for, parse_frame};
-use mpsched_programs::pmqecn::cp::FEEDBACK_PORT;
 use std::collections::BTreeMap;
 
 const TC_ACT_OK: u32 = 0;
@@ -303,7 +299,7 @@ pub(crate) fn by_test_run(
             let out_port = port_of_mac(&out_frame).ok_or("output frame to an unknown MAC")?;
             let meta = parse_frame(&out_frame, fb_port).map_err(|e| format!("output frame: {e:?}"))?;
             obs.action = "redirect".into();
-            if let Some(rf) = rate_feedback(set, &out_frame, out_port) {
+            if let Some(rf) = mpsched_programs::vectors::rate_feedback_of(set, &out_frame, out_port) {
                 // The frame left is a rate feedback; the data packet left by a clone, or not.
                 obs.rate_feedback = Some(rf);
                 data_clone(&mut obs, set, taps, &delta, Some(out_port))?;
@@ -338,28 +334,6 @@ pub(crate) fn by_test_run(
         (_, r) => return Err(format!("unexpected return code {r}")),
     }
     Ok((obs, regs))
-}
-
-/// The rate feedback (PMQECN's, P4QCN's) `frame` is, leaving by `port`: UDP from the node's
-/// address and [`FEEDBACK_PORT`] with an `"MPRF"` payload.
-fn rate_feedback(set: &VectorSet, frame: &[u8], port: PortId) -> Option<RateFeedbackObserved> {
-    let m = parse_frame(frame, set.config.feedback_port).ok()?;
-    if m.src_ip != set.config.own_ip || m.src_port != FEEDBACK_PORT || m.proto != 17 {
-        return None;
-    }
-    let ihl = usize::from(frame.get(14)? & 0x0f) * 4;
-    let Ok(RateMessage::Feedback(f)) = RateMessage::parse(frame.get(14 + ihl + 8..)?) else {
-        return None;
-    };
-    Some(RateFeedbackObserved {
-        port,
-        dst_ip: m.dst_ip,
-        dst_port: m.dst_port,
-        queue: f.queue,
-        qlen_pkts: f.qlen_pkts,
-        measured_kbps: f.measured_kbps,
-        target_kbps: f.target_kbps,
-    })
 }
 
 /// The data packet of a frame the program turned into feedback or shot: redirected, if a port

@@ -355,6 +355,31 @@ pub fn standard_sets() -> Vec<VectorSet> {
     sets
 }
 
+/// The rate feedback (PMQECN's, P4QCN's) `frame` is, leaving by `port`: UDP from the node's
+/// address and [`FEEDBACK_PORT`](crate::pmqecn::cp::FEEDBACK_PORT) with an `"MPRF"` payload
+/// (`mpsched_core::rate_wire`), as the eBPF and BMv2 runners read what leaves a switch.
+pub fn rate_feedback_of(set: &VectorSet, frame: &[u8], port: PortId) -> Option<RateFeedbackObserved> {
+    let m = parse_frame(frame, set.config.feedback_port).ok()?;
+    if m.src_ip != set.config.own_ip || m.src_port != crate::pmqecn::cp::FEEDBACK_PORT || m.proto != 17 {
+        return None;
+    }
+    let ihl = usize::from(frame.get(14)? & 0x0f) * 4;
+    let Ok(mpsched_core::rate_wire::RateMessage::Feedback(f)) =
+        mpsched_core::rate_wire::RateMessage::parse(frame.get(14 + ihl + 8..)?)
+    else {
+        return None;
+    };
+    Some(RateFeedbackObserved {
+        port,
+        dst_ip: m.dst_ip,
+        dst_port: m.dst_port,
+        queue: f.queue,
+        qlen_pkts: f.qlen_pkts,
+        measured_kbps: f.measured_kbps,
+        target_kbps: f.target_kbps,
+    })
+}
+
 // ---- LetFlow's sets ----------------------------------------------------------------------
 
 const LF_SWITCH: Ipv4 = 0x0aff_0001;
