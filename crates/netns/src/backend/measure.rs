@@ -107,7 +107,32 @@ fn queue_links(b: &Build, live: &Live) -> Vec<(String, usize, PortId)> {
         .collect()
 }
 
-/// until the scenario's end.
+/// The control plane's turn at `now` (before the scenario's end): the programs' own loops that
+/// are due, then the run's controller if its period has come.
+fn control(
+    b: &Build,
+    live: &mut Live,
+    program_loops: &mut super::control::ProgramLoops,
+    now: Duration,
+    next_control: &mut Duration,
+) -> Result<(), NetnsError> {
+    let mut ctl = super::KernelControl {
+        sc: b.sc,
+        w: b.w,
+        nss: &live.nss,
+        planes: &mut live.dataplanes,
+        strict: b.strict,
+    };
+    program_loops.run_due(&mut ctl, now)?;
+    if let Some(c) = b.opts.controller.as_ref().filter(|_| now >= *next_control) {
+        (c.act.lock().unwrap_or_else(|e| e.into_inner()))(&mut ctl, now);
+        *next_control = now + c.period;
+    }
+    Ok(())
+}
+
+/// Run the traffic: start each flow on time, call the control plane, sample paths, queues and
+/// registers every interval until the scenario's end.
 pub(super) fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, NetnsError> {
     let (sc, w, opts) = (b.sc, b.w, b.opts);
 
@@ -161,25 +186,7 @@ pub(super) fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, 
         b.check_stop()?;
         let now = t0.elapsed();
         if now < end {
-            let mut ctl = super::KernelControl {
-                sc,
-                w,
-                nss: &live.nss,
-                planes: &mut live.dataplanes,
-                strict: b.strict,
-            };
-            program_loops.run_due(&mut ctl, now)?;
-        }
-        if let Some(c) = opts.controller.as_ref().filter(|_| now >= next_control && now < end) {
-            let mut ctl = super::KernelControl {
-                sc,
-                w,
-                nss: &live.nss,
-                planes: &mut live.dataplanes,
-                strict: b.strict,
-            };
-            (c.act.lock().unwrap_or_else(|e| e.into_inner()))(&mut ctl, now);
-            next_control = now + c.period;
+            control(b, live, &mut program_loops, now, &mut next_control)?;
         }
         for (fi, f) in sc.flows.iter().enumerate() {
             if !started[fi] && now >= Duration::from_nanos(f.start_ps / 1000) {
