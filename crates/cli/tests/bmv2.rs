@@ -146,7 +146,8 @@ fn every_dcqcn_and_tcn_vector_set_agrees_on_bmv2() {
 /// nothing; vq-wrr (vqwrr.p4 on the same queues) gives the three near-equal shares, the virtual
 /// queues dropping what the port would not carry. Tolerances: the simulator's figures are 6.20
 /// / 3.52 / 0.00 and 3.23 each; BMv2 on a loaded two-core machine moved them by 0.03 in the
-/// runs of docs/reproduction.md, allowed here 0.3 (SP) and 10 % of the mean (VQ-WRR).
+/// runs of docs/reproduction.md and 0.3 on CI, allowed here 0.3 (SP: the medium class judged
+/// with the high one, whose sum is the port) and 10 % of the mean (VQ-WRR).
 fn table1_on_bmv2_strict_priority_starves_the_low_class_and_vq_wrr_shares_the_port() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let before = switch_processes();
@@ -176,7 +177,13 @@ fn table1_on_bmv2_strict_priority_starves_the_low_class_and_vq_wrr_shares_the_po
     let wrr = common::steady_goodput(&out.join("VQ-WRR"), 2.0);
     eprintln!("Table 1 on BMv2, steady window: SP {sp:?}, VQ-WRR {wrr:?}");
     assert!(sp["high"] > 5.9, "SP: the high class gets what it offers: {sp:?}");
-    assert!(sp["medium"] > 3.2, "SP: the medium class the rest: {sp:?}");
+    // What the medium class gets is the port's rest, so judge it with the high class: in a
+    // steady window a few of the high class's queued packets fall on either side of its edge,
+    // moving up to 0.3 Mbit/s between the two (CI: 6.52 / 3.16, sum 9.68).
+    assert!(
+        sp["medium"] > 2.9 && sp["high"] + sp["medium"] > 9.3,
+        "SP: the medium class the rest: {sp:?}"
+    );
     assert!(sp["low"] < 0.1, "SP: the low class starves: {sp:?}");
     let mean = wrr.values().sum::<f64>() / 3.0;
     assert!(mean * 3.0 > 9.0, "VQ-WRR: the port is full: {wrr:?}");
