@@ -28,6 +28,7 @@ const BASES: &[&str] = &[
     "mptcp/two-paths",
     "pmqecn2024/s1-performance",
     "bases/leaf-spine-failures.toml",
+    "bases/paced-transfers.toml",
 ];
 
 fn corpus_dir() -> PathBuf {
