@@ -61,6 +61,9 @@ pub struct Link {
     /// TCP connections of the sending host waiting for room in `queues`
     /// (`tcp.host_queue_limit`), to send in turn as it drains. Empty on switches' links.
     pub waiting_conns: VecDeque<u32>,
+    /// Rate-controlled flows (by index) of the sending host waiting for room in `queues`
+    /// (`rate_control.host_queue_limit`), as `waiting_conns`.
+    pub waiting_paced: VecDeque<u32>,
 }
 
 /// No packet: the end of an [`InFlight`] list.
@@ -232,6 +235,7 @@ impl Link {
             queues,
             queued_bytes: 0,
             waiting_conns: VecDeque::new(),
+            waiting_paced: VecDeque::new(),
             busy_until_ps: 0,
             in_flight: InFlight::default(),
             egress_stage: false,

@@ -247,6 +247,7 @@ impl Net<'_> {
             for c in std::mem::take(&mut sim.net.links[l].waiting_conns) {
                 sim.traffic.conns[c as usize].waiting_for_room = false;
             }
+            sim.release_waiting_paced(l as u32);
         }
         Ok(())
     }

@@ -397,6 +397,9 @@ impl Simulation {
         if !self.net.links[l as usize].waiting_conns.is_empty() {
             self.wake_waiting_conns(l);
         }
+        if !self.net.links[l as usize].waiting_paced.is_empty() {
+            self.wake_waiting_paced(l);
+        }
     }
 
     pub(super) fn on_arrive(&mut self, l: u32) {
