@@ -48,6 +48,12 @@ fn base_text(base: &str) -> (String, String) {
 /// Generated cases refused at another field than the one broken, and why that is right.
 const REFUSED_ELSEWHERE: &[(&str, &str, &str)] = &[
     (
+        "paced-transfers:flow[0].size:missing",
+        "flow[0].rate_control.retransmit_timeout",
+        "without a size the paced flow is no transfer: the timeout it still gives, which only a transfer \
+         has, is the key that no longer makes sense",
+    ),
+    (
         "tcp-ecn:tcp.ecn:missing",
         "variant[2].cc",
         "ECN off by default: the variant that asks for DCTCP, which needs it, is the one refused",

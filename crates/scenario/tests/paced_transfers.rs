@@ -199,6 +199,9 @@ fn udp_workload_mistakes_are_refused_at_the_workloads_fields() {
         "workload[0].protocol",
         "`tcp`, `mptcp` or `udp`",
     );
+    // Poisson arrivals without a cdf: refused at the cdf, not at a key for transfers.
+    let no_cdf = with_workload(&format!("{PACED}\nretransmit_timeout = \"1ms\"")).replace("cdf = \"websearch\"\n", "");
+    refused(&no_cdf, "workload[0].cdf", "need a flow-size `cdf`");
     // Long flows (no cdf) have no size: a timeout for transfers is refused at the workload.
     let once = with_workload(&format!("{PACED}\nretransmit_timeout = \"1ms\""))
         .replace("cdf = \"websearch\"\nload = 0.5", "arrivals = \"once\"");

@@ -59,7 +59,9 @@ pub(super) fn workload_flows(
         if w.mptcp.is_some() && protocol != "mptcp" {
             return Err(ctx.err(at("mptcp"), "applies to MPTCP workloads only (`protocol = \"mptcp\"`)"));
         }
-        let paced = paced_rates(ctx, &at, w, protocol, (&clients, nodes), links, cdf.is_some())?;
+        // Poisson arrivals draw sizes (their missing `cdf` is refused below, at its key).
+        let sized = cdf.is_some() || w.arrivals.as_deref().is_none_or(|a| a == "poisson");
+        let paced = paced_rates(ctx, &at, w, protocol, (&clients, nodes), links, sized)?;
         let drawn = Drawn {
             name: &w.name,
             protocol,
