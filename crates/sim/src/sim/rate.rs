@@ -121,7 +121,7 @@ pub(super) struct RateFlow {
     transfer: Option<Transfer>,
     /// Bytes the host's queue may hold before the sender waits (`u64::MAX`: never).
     host_queue_limit_bytes: u64,
-    /// Whether it is in its host link's `waiting_paced`.
+    /// Whether it is in its host link's `waiting`.
     waiting_for_room: bool,
     /// The sender's figures when it ended: notifications taken, the rate at the end.
     ended: Option<(u64, u64)>,
@@ -235,7 +235,9 @@ impl Simulation {
                 // It sends when the queue has drained to its turn.
                 rf.waiting_for_room = true;
                 let l = link.expect("a full queue is a link's");
-                self.net.links[l as usize].waiting_paced.push_back(fi);
+                self.net.links[l as usize]
+                    .waiting
+                    .push_back(crate::link::Waiter::Paced(fi));
                 sender.run_clock(now_ns);
             } else {
                 sent = sender.poll_transmit(now_ns);
@@ -305,34 +307,27 @@ impl Simulation {
         }
     }
 
-    /// A packet left host link `l`'s queue: the paced senders waiting for room send in turn,
-    /// until one fills it again (it waits at the back) or none is left.
-    pub(super) fn wake_waiting_paced(&mut self, l: u32) {
-        while let Some(fi) = self.net.links[l as usize].waiting_paced.pop_front() {
-            let Some(rf) = self.traffic.flows[fi as usize].rate.as_mut() else {
-                continue;
-            };
-            rf.waiting_for_room = false;
-            self.rate_pump(fi);
-            if self.traffic.flows[fi as usize]
-                .rate
-                .as_ref()
-                .is_some_and(|rf| rf.waiting_for_room)
-            {
-                break;
-            }
-        }
+    /// Paced flow `fi`'s turn in its host's queue (`Simulation::wake_waiting`): it sends if
+    /// its packet is due; whether it waits again (the queue is full once more).
+    pub(super) fn wake_paced(&mut self, fi: u32) -> bool {
+        let Some(rf) = self.traffic.flows[fi as usize].rate.as_mut() else {
+            return false;
+        };
+        rf.waiting_for_room = false;
+        self.rate_pump(fi);
+        self.traffic.flows[fi as usize]
+            .rate
+            .as_ref()
+            .is_some_and(|rf| rf.waiting_for_room)
     }
 
-    /// Host link `l` failed: its paced senders wait for room no more (their next wake-up sends
-    /// into a link that drops what it is given).
-    pub(super) fn release_waiting_paced(&mut self, l: u32) {
-        for fi in std::mem::take(&mut self.net.links[l as usize].waiting_paced) {
-            if let Some(rf) = self.traffic.flows[fi as usize].rate.as_mut() {
-                rf.waiting_for_room = false;
-                let stop = self.traffic.flows[fi as usize].stop_ps;
-                self.rate_schedule(fi, stop);
-            }
+    /// Paced flow `fi`'s host link failed while it waited for room: it waits no more (its next
+    /// wake-up sends into a link that drops what it is given).
+    pub(super) fn release_paced(&mut self, fi: u32) {
+        if let Some(rf) = self.traffic.flows[fi as usize].rate.as_mut() {
+            rf.waiting_for_room = false;
+            let stop = self.traffic.flows[fi as usize].stop_ps;
+            self.rate_schedule(fi, stop);
         }
     }
 
