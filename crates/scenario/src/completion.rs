@@ -287,6 +287,30 @@ mod tests {
     }
 
     #[test]
+    fn size_buckets_split_at_each_decade_and_take_their_low_end() {
+        let sizes = [
+            5_000, 9_999, 10_000, 99_999, 100_000, 999_999, 1_000_000, 10_000_000, 30_000_000,
+        ];
+        let rows: Vec<CompletionRow> = sizes.iter().map(|&s| row(s, Some(0.002))).collect();
+        let s = stats(&rows);
+        assert_eq!(s.len(), 3 + SIZE_BUCKETS.len());
+        let counts: Vec<(&str, usize)> = s[3..].iter().map(|c| (c.class.as_str(), c.flows)).collect();
+        assert_eq!(
+            counts,
+            [
+                ("size < 10 KB", 2),
+                ("size 10-100 KB", 2),
+                ("size 100 KB-1 MB", 2),
+                ("size 1-10 MB", 1),
+                ("size >= 10 MB", 2)
+            ]
+        );
+        // Exactly 10 MB is in the last decade but is no elephant (> 10 MB).
+        assert_eq!(s[2].flows, 1);
+        assert!(s[3..].iter().all(|c| c.slowdown == Some([2.0; 3])));
+    }
+
+    #[test]
     fn the_csv_leaves_unfinished_times_empty() {
         let mut out = Vec::new();
         write_csv(&[row(1_000, Some(0.002)), row(5, None)], &mut out).unwrap();
