@@ -599,6 +599,12 @@ pub fn check_netns_plan(sc: &Scenario, plan: &Plan, opts: &NetnsOptions) -> anyh
             Some(v) => sc.with_variant(v)?,
             None => sc.clone(),
         };
+        if let Some(e) = kernel_refuses(&concrete) {
+            return Err(match &name {
+                Some(v) if sc.variants.len() > 1 => UsageError(format!("variant `{v}`: {e}")).into(),
+                _ => UsageError(e).into(),
+            });
+        }
         mpsched_netns::backend::check(&concrete, opts).map_err(|e| match e {
             e @ (NetnsError::Missing(_) | NetnsError::Unsupported(_)) => match &name {
                 Some(v) if sc.variants.len() > 1 => UsageError(format!("variant `{v}`: {e}")).into(),
@@ -608,6 +614,18 @@ pub fn check_netns_plan(sc: &Scenario, plan: &Plan, opts: &NetnsOptions) -> anyh
         })?;
     }
     Ok(())
+}
+
+/// What a scenario holds that the kernel backends cannot run yet, beyond what
+/// `mpsched_netns::backend::check` refuses: rate-controlled UDP transfers (a `size`), which the
+/// kernel's paced sender would run as flows until their stop, without go-back-N or an end.
+fn kernel_refuses(sc: &Scenario) -> Option<String> {
+    let f = sc.flows.iter().find(|f| f.paced_size_bytes().is_some())?;
+    Some(format!(
+        "flow `{}` is a rate-controlled UDP transfer (`size` with `[flow.rate_control]`); the kernel's paced \
+         sender runs unsized flows only, so transfers run in the simulator only for now; use --backend sim",
+        f.name
+    ))
 }
 
 /// Run `plan` on the kernel; the caller has checked it ([`check_netns_plan`]).

@@ -241,6 +241,32 @@ fn an_unavailable_backend_is_a_clear_error() {
     assert!(stderr(&o).contains("backend `p4`"));
 }
 
+/// Rate-controlled UDP transfers run in the simulator only: the kernel backends refuse them by
+/// name before anything is made (no root needed to be told).
+#[test]
+fn the_kernel_backends_refuse_paced_transfers_by_name() {
+    let dir = tmpdir("paced-kernel");
+    let out = dir.path().join("out");
+    for backend in ["netns", "bmv2"] {
+        let o = mpsched(&[
+            "run",
+            "pmqecn2024/dc-dcqcn-fat-tree",
+            "--backend",
+            backend,
+            "--variant",
+            "DCQCN",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{backend}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("rate-controlled UDP transfer") && err.contains("`ws-0`"),
+            "{backend}: {err}"
+        );
+    }
+}
+
 /// #11 item 5: `mpsched sweep` runs a sweep on every core and writes one table, CSV and plot;
 /// shards and `--collect` give the same table as one run; a bad value is refused before
 /// anything runs.

@@ -28,6 +28,7 @@ const BASES: &[&str] = &[
     "mptcp/two-paths",
     "pmqecn2024/s1-performance",
     "bases/leaf-spine-failures.toml",
+    "bases/paced-transfers.toml",
 ];
 
 fn corpus_dir() -> PathBuf {
@@ -46,6 +47,12 @@ fn base_text(base: &str) -> (String, String) {
 
 /// Generated cases refused at another field than the one broken, and why that is right.
 const REFUSED_ELSEWHERE: &[(&str, &str, &str)] = &[
+    (
+        "paced-transfers:flow[0].size:missing",
+        "flow[0].rate_control.retransmit_timeout",
+        "without a size the paced flow is no transfer: the timeout it still gives, which only a transfer \
+         has, is the key that no longer makes sense",
+    ),
     (
         "tcp-ecn:tcp.ecn:missing",
         "variant[2].cc",

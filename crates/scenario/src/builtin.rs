@@ -108,6 +108,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../scenarios/pmqecn2024/s2-fairness.toml"),
     ),
     (
+        "pmqecn2024/dc-dcqcn-fat-tree",
+        "scenarios/pmqecn2024/dc-dcqcn-fat-tree.toml",
+        include_str!("../../../scenarios/pmqecn2024/dc-dcqcn-fat-tree.toml"),
+    ),
+    (
         "dc/websearch-k4-kernel",
         "scenarios/dc/websearch-k4-kernel.toml",
         include_str!("../../../scenarios/dc/websearch-k4-kernel.toml"),

@@ -1,5 +1,6 @@
-//! Flow completion times of fixed-size TCP transfers: per-flow rows (`flows.csv`) and their
-//! summaries for all flows, mice and elephants.
+//! Flow completion times of fixed-size transfers (TCP and MPTCP transfers, and rate-controlled
+//! UDP flows of a `size`): per-flow rows (`flows.csv`) and their summaries for all flows, mice,
+//! elephants and each decade of size.
 //!
 //! A flow's ideal completion time is what it would take alone on an idle network: its payload at
 //! the slowest link rate of its route, plus the route's one-way propagation delay. Headers are
@@ -14,6 +15,29 @@ use std::io::Write;
 pub const MICE_BELOW_BYTES: u64 = 100_000;
 /// Flows above this size are elephants.
 pub const ELEPHANTS_ABOVE_BYTES: u64 = 10_000_000;
+
+/// The counters group where a run reports its rate-controlled flows (`<flow>.cnps`, ...).
+pub const RATE_CONTROL_COUNTERS: &str = "rate-control";
+
+/// A sized rate-controlled flow's completion time in its run's [`RATE_CONTROL_COUNTERS`], ns
+/// from its start (absent: not finished).
+pub fn paced_completion_key(flow: &str) -> String {
+    format!("{flow}.completion_ns")
+}
+
+/// Packets a sized rate-controlled flow sent again (go-back-N), in [`RATE_CONTROL_COUNTERS`].
+pub fn paced_retransmissions_key(flow: &str) -> String {
+    format!("{flow}.retransmitted_pkts")
+}
+
+/// The size buckets of [`stats`] after all flows, mice and elephants: `[low, high)` bytes.
+pub const SIZE_BUCKETS: [(&str, u64, u64); 5] = [
+    ("size < 10 KB", 0, 10_000),
+    ("size 10-100 KB", 10_000, 100_000),
+    ("size 100 KB-1 MB", 100_000, 1_000_000),
+    ("size 1-10 MB", 1_000_000, 10_000_000),
+    ("size >= 10 MB", 10_000_000, u64::MAX),
+];
 
 /// One fixed-size transfer's row.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,7 +68,7 @@ impl CompletionRow {
     }
 }
 
-/// The rows of every fixed-size TCP transfer of `sc` in run `figs`, in flow order.
+/// The rows of every fixed-size transfer of `sc` in run `figs`, in flow order.
 pub fn rows(sc: &Scenario, figs: &RunFigures) -> Result<Vec<CompletionRow>, String> {
     Ok(rows_of_runs(sc, std::slice::from_ref(figs))?.remove(0))
 }
@@ -59,7 +83,15 @@ pub fn rows_of_runs(sc: &Scenario, runs: &[RunFigures]) -> Result<Vec<Vec<Comple
 }
 
 fn is_transfer(f: &crate::model::Flow) -> bool {
-    matches!(f.tcp.as_ref().map(|t| &t.app), Some(TcpApp::Transfer { .. }))
+    transfer_size(f).is_some()
+}
+
+/// A transfer's size: a TCP (or MPTCP) transfer's, or a sized rate-controlled UDP flow's.
+fn transfer_size(f: &crate::model::Flow) -> Option<u64> {
+    match f.tcp.as_ref().map(|t| &t.app) {
+        Some(TcpApp::Transfer { size_bytes }) => Some(*size_bytes),
+        _ => f.paced_size_bytes(),
+    }
 }
 
 /// Each transfer's ideal completion time, s, by flow index (None: not a transfer).
@@ -67,7 +99,7 @@ fn ideal_fcts(sc: &Scenario) -> Result<Vec<Option<f64>>, String> {
     let w = sc.wiring()?;
     let mut out = Vec::with_capacity(sc.flows.len());
     for f in &sc.flows {
-        let Some(TcpApp::Transfer { size_bytes }) = f.tcp.as_ref().map(|t| &t.app) else {
+        let Some(size_bytes) = transfer_size(f) else {
             out.push(None);
             continue;
         };
@@ -82,7 +114,7 @@ fn ideal_fcts(sc: &Scenario) -> Result<Vec<Option<f64>>, String> {
             delay_ps += link.delay_ps;
         }
         out.push(Some(
-            *size_bytes as f64 * 8.0 / slowest_bps as f64 + delay_ps as f64 / 1e12,
+            size_bytes as f64 * 8.0 / slowest_bps as f64 + delay_ps as f64 / 1e12,
         ));
     }
     Ok(out)
@@ -90,20 +122,31 @@ fn ideal_fcts(sc: &Scenario) -> Result<Vec<Option<f64>>, String> {
 
 fn rows_with(sc: &Scenario, ideal: &[Option<f64>], figs: &RunFigures) -> Vec<CompletionRow> {
     let mut out = Vec::new();
+    let paced = figs.counters.get(RATE_CONTROL_COUNTERS);
     for ((f, fig), ideal) in sc.flows.iter().zip(&figs.flows).zip(ideal) {
-        let (Some(TcpApp::Transfer { size_bytes }), Some(ideal)) = (f.tcp.as_ref().map(|t| &t.app), ideal) else {
+        let (Some(size_bytes), Some(ideal)) = (transfer_size(f), ideal) else {
             continue;
         };
-        let tcp = fig.tcp.as_ref();
+        let (fct_s, retransmissions) = match &fig.tcp {
+            Some(t) => (t.completion_s, t.retransmitted_segments),
+            // A paced transfer's figures are its run's counters (None where a backend has none).
+            None => {
+                let counter = |key: String| paced.and_then(|c| c.get(&key)).copied();
+                (
+                    counter(paced_completion_key(&f.name)).map(|ns| ns as f64 / 1e9),
+                    counter(paced_retransmissions_key(&f.name)),
+                )
+            }
+        };
         out.push(CompletionRow {
             id: f.name.clone(),
             src: sc.nodes[f.src].name.clone(),
             dst: sc.nodes[f.dst].name.clone(),
-            size_bytes: *size_bytes,
+            size_bytes,
             start_s: f.start_ps as f64 / 1e12,
-            fct_s: tcp.and_then(|t| t.completion_s),
+            fct_s,
             ideal_fct_s: *ideal,
-            retransmissions: tcp.and_then(|t| t.retransmitted_segments),
+            retransmissions,
         });
     }
     out
@@ -135,11 +178,12 @@ pub fn write_csv(rows: &[CompletionRow], mut w: impl Write) -> std::io::Result<(
     Ok(())
 }
 
-/// Mean, median and 99th percentile of completion time and slowdown over finished flows
-/// (in `summary.json` as `completion`, pooled over repetitions).
+/// Mean, median and 99th percentile of completion time and slowdown over finished flows of one
+/// class (in `summary.json` as `completion`, pooled over repetitions).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompletionStats {
-    /// Which flows: `all`, `mice (< 100 KB)`, `elephants (> 10 MB)`.
+    /// Which flows: `all`, `mice (< 100 KB)`, `elephants (> 10 MB)`, or a bucket of
+    /// [`SIZE_BUCKETS`] (`size 10-100 KB`).
     pub class: String,
     /// Flows of the class.
     pub flows: usize,
@@ -151,18 +195,20 @@ pub struct CompletionStats {
     pub slowdown: Option<[f64; 3]>,
 }
 
-/// The statistics of all flows, mice and elephants (figures rounded to 6 decimals, so that
-/// equal runs write equal files).
+/// The statistics of all flows, mice, elephants, then each of [`SIZE_BUCKETS`] in order
+/// (figures rounded to 6 decimals, so that equal runs write equal files).
 pub fn stats(rows: &[CompletionRow]) -> Vec<CompletionStats> {
-    type Class = (&'static str, fn(u64) -> bool);
-    let classes: [Class; 3] = [
-        ("all", |_| true),
-        ("mice (< 100 KB)", |s| s < MICE_BELOW_BYTES),
-        ("elephants (> 10 MB)", |s| s > ELEPHANTS_ABOVE_BYTES),
+    let mut classes: Vec<(&str, u64, u64)> = vec![
+        ("all", 0, u64::MAX),
+        ("mice (< 100 KB)", 0, MICE_BELOW_BYTES),
+        ("elephants (> 10 MB)", ELEPHANTS_ABOVE_BYTES + 1, u64::MAX),
     ];
+    classes.extend(SIZE_BUCKETS);
     classes
         .iter()
-        .map(|&(class, keep)| {
+        .map(|&(class, low, high)| {
+            // `[low, high)`; u64::MAX as the high end takes every size above `low`.
+            let keep = |s: u64| s >= low && (s < high || high == u64::MAX);
             let of: Vec<&CompletionRow> = rows.iter().filter(|r| keep(r.size_bytes)).collect();
             let fct: Vec<f64> = of.iter().filter_map(|r| r.fct_s.map(|f| f * 1e3)).collect();
             let slow: Vec<f64> = of.iter().filter_map(|r| r.slowdown()).collect();
@@ -238,6 +284,30 @@ mod tests {
         assert_eq!(mice.slowdown.unwrap()[1], 50.0);
         assert_eq!((s[2].flows, s[2].finished), (2, 1));
         assert_eq!(stats(&[])[0].fct_ms, None);
+    }
+
+    #[test]
+    fn size_buckets_split_at_each_decade_and_take_their_low_end() {
+        let sizes = [
+            5_000, 9_999, 10_000, 99_999, 100_000, 999_999, 1_000_000, 10_000_000, 30_000_000,
+        ];
+        let rows: Vec<CompletionRow> = sizes.iter().map(|&s| row(s, Some(0.002))).collect();
+        let s = stats(&rows);
+        assert_eq!(s.len(), 3 + SIZE_BUCKETS.len());
+        let counts: Vec<(&str, usize)> = s[3..].iter().map(|c| (c.class.as_str(), c.flows)).collect();
+        assert_eq!(
+            counts,
+            [
+                ("size < 10 KB", 2),
+                ("size 10-100 KB", 2),
+                ("size 100 KB-1 MB", 2),
+                ("size 1-10 MB", 1),
+                ("size >= 10 MB", 2)
+            ]
+        );
+        // Exactly 10 MB is in the last decade but is no elephant (> 10 MB).
+        assert_eq!(s[2].flows, 1);
+        assert!(s[3..].iter().all(|c| c.slowdown == Some([2.0; 3])));
     }
 
     #[test]

@@ -265,8 +265,8 @@ pub struct Summary {
     pub flows: Vec<FlowSummary>,
     /// Per path, averaged over repetitions.
     pub paths: Vec<PathSummary>,
-    /// Completion times of fixed-size transfers (all, mice, elephants), pooled over
-    /// repetitions; empty without transfers.
+    /// Completion times of fixed-size transfers (all, mice, elephants, then each size decade:
+    /// `completion::stats`), pooled over repetitions; empty without transfers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub completion: Vec<crate::completion::CompletionStats>,
     /// Each repetition's figures.

@@ -130,12 +130,20 @@ pub struct RawWorkload {
     /// Seed of the sizes and arrivals (default: the scenario's seed).
     #[serde(default)]
     pub seed: Option<u64>,
-    /// `tcp` (default) or `mptcp`.
+    /// `tcp` (default), `mptcp`, or `udp`: every flow paced by the rate controller of
+    /// `[workload.rate_control]`, a sized one ending when its bytes are delivered.
     #[serde(default)]
     pub protocol: Option<String>,
     /// MPTCP settings of every flow (`protocol = "mptcp"`).
     #[serde(default)]
     pub mptcp: Option<RawMptcp>,
+    /// UDP: every flow's rate controller and transport (`[flow.rate_control]`'s keys).
+    #[serde(default)]
+    pub rate_control: Option<RawRateControl>,
+    /// UDP: the most each flow sends, on payload (its controller's line rate); default the
+    /// client's link rate less the headers of a full datagram.
+    #[serde(default)]
+    pub rate: Option<String>,
 }
 
 /// `[topology]`: a generated data-centre topology.
@@ -383,7 +391,8 @@ pub struct RawFlow {
     /// UDP only.
     #[serde(default)]
     pub rate: Option<String>,
-    /// TCP: transfer this many bytes, then stop (default: bulk until `stop`).
+    /// TCP: transfer this many bytes, then stop (default: bulk until `stop`); UDP with
+    /// `[flow.rate_control]`: deliver this many payload bytes, then end (default: until `stop`).
     #[serde(default)]
     pub size: Option<String>,
     /// TCP request / response: request size (with `response`).
@@ -457,6 +466,12 @@ pub struct RawRateControl {
     pub hyper_increase: Option<String>,
     /// `dcqcn`: the receiver sends at most one CNP per this (default 50us).
     pub cnp_interval: Option<String>,
+    /// A flow of a `size`: how long its sender, having sent its last packet, waits for the
+    /// receiver's completion before it sends that packet again (default 1ms; simulator).
+    pub retransmit_timeout: Option<String>,
+    /// Bytes the sending host's interface queue may hold before the sender waits for room
+    /// (default: it never waits; simulator), as `[tcp] host_queue_limit`.
+    pub host_queue_limit: Option<String>,
 }
 
 /// `[flow.mptcp]`: an MPTCP flow's settings; every key optional.
@@ -502,7 +517,9 @@ pub struct RawVariant {
     #[serde(default)]
     pub subflows: Option<u8>,
     /// `tcp`: every MPTCP flow runs as single-path TCP instead (its coupled congestion control
-    /// becomes Reno, which is what a coupled controller is on one path).
+    /// becomes Reno, which is what a coupled controller is on one path), and every
+    /// rate-controlled UDP flow as a TCP flow with `[tcp]`'s settings (a sized one as a
+    /// transfer of its size).
     #[serde(default)]
     pub protocol: Option<String>,
     /// Scheduler of every tunnel.

@@ -58,9 +58,18 @@ pub struct Link {
     pub rate_bps: u64,
     /// Wire bytes of the packets waiting (kept with `queues`).
     pub queued_bytes: u64,
-    /// TCP connections of the sending host waiting for room in `queues`
-    /// (`tcp.host_queue_limit`), to send in turn as it drains. Empty on switches' links.
-    pub waiting_conns: VecDeque<u32>,
+    /// Senders of the sending host waiting for room in `queues` (`tcp.host_queue_limit`,
+    /// `rate_control.host_queue_limit`), to send in turn as it drains. Empty on switches' links.
+    pub waiting: VecDeque<Waiter>,
+}
+
+/// A sender waiting for room in its host's interface queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waiter {
+    /// A TCP connection, by index.
+    Conn(u32),
+    /// A rate-controlled flow's paced sender, by flow index.
+    Paced(u32),
 }
 
 /// No packet: the end of an [`InFlight`] list.
@@ -231,7 +240,7 @@ impl Link {
             delay_ps,
             queues,
             queued_bytes: 0,
-            waiting_conns: VecDeque::new(),
+            waiting: VecDeque::new(),
             busy_until_ps: 0,
             in_flight: InFlight::default(),
             egress_stage: false,

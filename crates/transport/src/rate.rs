@@ -60,11 +60,17 @@ impl RateSender {
             .map_or(self.next_send_ns, |t| t.min(self.next_send_ns))
     }
 
-    /// Run the controller's clock, then send if a packet is due: its size in bytes.
-    pub fn poll_transmit(&mut self, now: TimeNs) -> Option<u32> {
+    /// Run the controller's clock alone: what a sender with nothing to send does at its
+    /// controller's [`CongestionControl::next_timer`] (a transfer waiting for its receiver).
+    pub fn run_clock(&mut self, now: TimeNs) {
         if self.cc.next_timer().is_some_and(|t| t <= now) {
             self.cc.on_timer(now);
         }
+    }
+
+    /// Run the controller's clock, then send if a packet is due: its size in bytes.
+    pub fn poll_transmit(&mut self, now: TimeNs) -> Option<u32> {
+        self.run_clock(now);
         if now < self.next_send_ns {
             return None;
         }
@@ -202,6 +208,21 @@ mod tests {
         // the rate towards its target at 105 us, after this window).
         assert_eq!(after, [60_000, 80_000]);
         assert_eq!(s.stats().notifications, 1);
+    }
+
+    #[test]
+    fn the_clock_runs_without_sending() {
+        let cc = Box::new(Dcqcn::new(DcqcnParams::for_line_rate(1_000_000_000)));
+        let mut s = RateSender::new(cc, 1250, 0).unwrap();
+        assert_eq!(s.poll_transmit(0), Some(1250));
+        s.on_notification(1_000);
+        assert_eq!(s.controller().pacing_rate_bps(), Some(500_000_000));
+        // The 55 us timer steps the rate up halfway to the target; nothing is sent.
+        let t = s.controller().next_timer().unwrap();
+        s.run_clock(t);
+        assert_eq!(s.controller().pacing_rate_bps(), Some(750_000_000));
+        assert_eq!(s.stats().packets, 1);
+        assert!(s.controller().next_timer().unwrap() > t, "the clock moved on");
     }
 
     #[test]

@@ -179,9 +179,25 @@ pub(super) fn flow_of(
             return Err(ctx.err(format!("{at}.{key}"), "expected a port from 1 to 65535 (0 is no port)"));
         }
     }
-    let rate_control = match (&f.rate_control, protocol) {
-        (None, _) => None,
-        (Some(r), Protocol::Udp) => Some(rate_control_of(ctx, &format!("{at}.rate_control"), r, rate_bps)?),
+    let (rate_control, paced) = match (&f.rate_control, protocol) {
+        (None, _) => (None, None),
+        (Some(r), Protocol::Udp) => {
+            let rc_at = format!("{at}.rate_control");
+            let size = match &f.size {
+                Some(sz) => {
+                    let bytes = ctx.size(&format!("{at}.size"), sz)?;
+                    if bytes == 0 {
+                        return Err(ctx.err(format!("{at}.size"), "expected at least 1B"));
+                    }
+                    Some(bytes)
+                }
+                None => None,
+            };
+            (
+                Some(rate_control_of(ctx, &rc_at, r, rate_bps)?),
+                Some(paced_transport_of(ctx, &rc_at, r, size)?),
+            )
+        }
         (Some(_), _) => {
             return Err(ctx.err(
                 format!("{at}.rate_control"),
@@ -211,6 +227,7 @@ pub(super) fn flow_of(
         src_port: f.src_port.unwrap_or(40_000 + (i % 25_536) as u16),
         dst_port: f.dst_port.unwrap_or(5201),
         rate_control,
+        paced,
     })
 }
 
@@ -241,8 +258,14 @@ pub(super) fn flow_transport(
     }
     let (rate_bps, tcp) = match protocol {
         Protocol::Udp => {
+            if f.size.is_some() && f.rate_control.is_none() {
+                return Err(ctx.err(
+                    format!("{at}.size"),
+                    "a constant-rate UDP flow has no size: a UDP transfer is paced by a rate controller \
+                     (`[flow.rate_control]`), or make it `protocol = \"tcp\"`",
+                ));
+            }
             for (k, v) in [
-                ("size", f.size.is_some()),
                 ("request", f.request.is_some()),
                 ("response", f.response.is_some()),
                 ("requests", f.requests.is_some()),
@@ -383,21 +406,41 @@ pub(super) fn set_subflows(ctx: &Ctx<'_>, at: &str, n: u8, flows: &mut [Flow]) -
 }
 
 /// A variant's `protocol = "tcp"`: every MPTCP flow becomes a single-path TCP flow (a coupled
-/// congestion control becomes Reno, its one-path form). Only `tcp` is accepted: a TCP flow has no
-/// MPTCP settings to become MPTCP with.
+/// congestion control becomes Reno, its one-path form), and every rate-controlled UDP flow a
+/// TCP flow with `tcp`'s settings: a transfer of its size, or bulk until its stop. Constant-rate
+/// UDP flows stay as they are. Only `tcp` is accepted: a TCP flow has no MPTCP settings to
+/// become MPTCP with, nor a rate controller to become paced UDP with.
 pub(super) fn set_single_path(
     ctx: &Ctx<'_>,
     at: &str,
     protocol: &str,
+    tcp: &TcpConfig,
     flows: &mut [Flow],
 ) -> Result<(), ScenarioError> {
     if protocol != "tcp" {
         return Err(ctx.err(
             at.to_string(),
-            format!("expected `tcp` (MPTCP flows run as single-path TCP), got `{protocol}`"),
+            format!("expected `tcp` (MPTCP and rate-controlled UDP flows run as single-path TCP), got `{protocol}`"),
         ));
     }
     let mut any = false;
+    for fl in flows.iter_mut().filter(|x| x.rate_control.is_some()) {
+        let app = match fl.paced_size_bytes() {
+            Some(size_bytes) => TcpApp::Transfer { size_bytes },
+            None => TcpApp::Bulk,
+        };
+        fl.protocol = Protocol::Tcp;
+        fl.tcp = Some(TcpFlow {
+            config: tcp.clone(),
+            app,
+            mptcp: None,
+        });
+        fl.rate_bps = 0;
+        fl.ecn = Ecn::NotEct;
+        fl.rate_control = None;
+        fl.paced = None;
+        any = true;
+    }
     for fl in flows.iter_mut().filter(|x| x.protocol == Protocol::Mptcp) {
         fl.protocol = Protocol::Tcp;
         if let Some(t) = fl.tcp.as_mut() {
@@ -411,7 +454,8 @@ pub(super) fn set_single_path(
     if !any {
         return Err(ctx.err(
             at.to_string(),
-            "the scenario has no MPTCP flow (`protocol = \"mptcp\"`) to run as TCP",
+            "the scenario has no MPTCP flow (`protocol = \"mptcp\"`) and no rate-controlled UDP flow \
+             (`[flow.rate_control]`) to run as TCP",
         ));
     }
     Ok(())

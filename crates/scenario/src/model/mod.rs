@@ -36,7 +36,7 @@ pub use flows::MAX_UDP_OVERLOAD;
 use flows::*;
 use programs::*;
 use rate_control::*;
-pub use rate_control::{RateControl, DEFAULT_CNP_INTERVAL_PS};
+pub use rate_control::{PacedTransport, RateControl, DEFAULT_CNP_INTERVAL_PS, DEFAULT_RETRANSMIT_TIMEOUT_PS};
 use splits::*;
 use sweep::*;
 pub use sweep::{Sweep, SweepPoint, MAX_SWEEP_POINTS};
@@ -248,6 +248,16 @@ pub struct Flow {
     pub dst_port: u16,
     /// UDP: a rate controller paces it (`rate_bps` is then its most).
     pub rate_control: Option<RateControl>,
+    /// UDP paced by a rate controller: its transport (a size, recovery, the host's queue);
+    /// Some exactly when `rate_control` is.
+    pub paced: Option<PacedTransport>,
+}
+
+impl Flow {
+    /// A rate-controlled UDP flow's size, when it is a transfer.
+    pub fn paced_size_bytes(&self) -> Option<u64> {
+        self.paced.and_then(|p| p.size_bytes)
+    }
 }
 
 /// One configuration of the experiment.
@@ -307,6 +317,8 @@ pub struct Scenario {
     pub failures: Vec<LinkFailure>,
     raw_splits: Vec<RawSplitKeep>,
     raw_tunnels: Vec<RawTunnel>,
+    /// `[tcp]`'s settings: what a variant's `protocol = "tcp"` gives the flows it makes TCP.
+    tcp_defaults: TcpConfig,
 }
 
 /// What a variant needs to re-validate a split.
@@ -642,6 +654,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     let program_params = program_params(&ctx, &raw.programs, &programs)?;
     ports_suit_programs(&ctx, &nodes, &links, &programs, &program_params)?;
     splits_run_where_supported(&ctx, "split", &splits, &paths, &nodes, &programs)?;
+    let tcp_defaults = tcp_config(&ctx, "tcp", TcpConfig::default(), &raw.tcp.clone().unwrap_or_default())?;
     let flows = flows_of(&ctx, &raw, &nodes, duration_ps, &node_of, &path_of)?;
     flows_are_routable(&ctx, &flows, &nodes, &links)?;
     udp_rates_are_sendable(&ctx, &flows, &nodes, &links, &|i| format!("flow[{i}].rate"))?;
@@ -680,6 +693,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
         failures,
         raw_splits,
         raw_tunnels: raw.tunnel,
+        tcp_defaults,
     };
     sc.check_bounds()?;
     Ok(sc)

@@ -9,6 +9,78 @@ use mpsched_transport::rate::RateSender;
 /// The receiver's CNPs, at most one per flow per this by default (DCQCN's notification point).
 pub const DEFAULT_CNP_INTERVAL_PS: u64 = 50_000_000;
 
+/// How long by default a sized rate-controlled flow's sender, having sent its last packet,
+/// waits for the receiver's completion before it sends that packet again: 1 ms (ours; RDMA
+/// NICs set theirs as 4.096 us x 2^n, about 1 ms at n = 8).
+pub const DEFAULT_RETRANSMIT_TIMEOUT_PS: u64 = 1_000_000_000;
+
+/// Largest `host_queue_limit` of a rate-controlled flow, as of a TCP flow's.
+const MAX_PACED_HOST_QUEUE_LIMIT_BYTES: u64 = 1 << 30;
+
+/// What a rate-controlled UDP flow's transport does beside its controller (the simulator's;
+/// the kernel's paced sender runs unsized flows only).
+///
+/// A sized flow is a transfer: the sender numbers its packets, the receiver takes them in
+/// order and drops what arrives beyond a gap, answering with a NAK that sends the sender back
+/// to the first missing packet (go-back-N, as RDMA's reliable connections recover), and with
+/// an ACK once it holds every byte, which ends the flow at both ends. A sender that has sent
+/// its last packet and heard nothing for `retransmit_timeout_ps` sends it again, which the
+/// receiver answers with a NAK or, if it is done, the ACK again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacedTransport {
+    /// Payload bytes to deliver (None: send until the flow's `stop`).
+    pub size_bytes: Option<u64>,
+    /// The sender's wait after its last packet, ps (sized flows).
+    pub retransmit_timeout_ps: u64,
+    /// Bytes the sending host's interface queue may hold before the sender waits for room
+    /// (None: it never waits, and the queue drops what overflows), as a TCP flow's
+    /// `host_queue_limit`: an RDMA NIC serves its queue pairs in turn rather than queueing
+    /// what their rate limiters let through.
+    pub host_queue_limit_bytes: Option<u64>,
+}
+
+/// The transport keys of `[flow.rate_control]` for a flow of `size_bytes` (None: unsized).
+pub(super) fn paced_transport_of(
+    ctx: &Ctx<'_>,
+    at: &str,
+    r: &RawRateControl,
+    size_bytes: Option<u64>,
+) -> Result<PacedTransport, ScenarioError> {
+    let retransmit_timeout_ps = match (&r.retransmit_timeout, size_bytes) {
+        (None, _) => DEFAULT_RETRANSMIT_TIMEOUT_PS,
+        (Some(_), None) => {
+            return Err(ctx.err(
+                format!("{at}.retransmit_timeout"),
+                "applies to a flow with a `size` (a transfer); an unsized flow sends until its `stop`",
+            ))
+        }
+        (Some(t), Some(_)) => {
+            let field = format!("{at}.retransmit_timeout");
+            let ps = ctx.time(&field, t)?;
+            if ps < 1000 {
+                return Err(ctx.err(field, "expected at least 1ns"));
+            }
+            ps
+        }
+    };
+    let host_queue_limit_bytes = match &r.host_queue_limit {
+        None => None,
+        Some(q) => {
+            let field = format!("{at}.host_queue_limit");
+            let v = ctx.size(&field, q)?;
+            if !(1..=MAX_PACED_HOST_QUEUE_LIMIT_BYTES).contains(&v) {
+                return Err(ctx.err(field, format!("expected 1B to 1GiB, got {v}B")));
+            }
+            Some(v)
+        }
+    };
+    Ok(PacedTransport {
+        size_bytes,
+        retransmit_timeout_ps,
+        host_queue_limit_bytes,
+    })
+}
+
 /// How a UDP flow's rate is controlled. Serialised (JSON) as `{"cc": "dcqcn", ...}` or
 /// `{"cc": "pmqecn", ...}`: how the kernel backend hands it to its paced sender.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -100,14 +100,15 @@ impl Scenario {
             true => format!("variant[{vi}].rates.{}", out.flows[i].name),
             false => format!("variant[{vi}].link_rates"),
         })?;
+        // The protocol first, so that `cc` reaches the flows it made TCP.
+        if let Some(p) = &raw.protocol {
+            flows::set_single_path(&ctx, &f("protocol"), p, &self.tcp_defaults, &mut out.flows)?;
+        }
         if let Some(cc) = &raw.cc {
             set_cc(&ctx, &f("cc"), cc, &mut out.flows)?;
         }
         if let Some(n) = raw.subflows {
             flows::set_subflows(&ctx, &f("subflows"), n, &mut out.flows)?;
-        }
-        if let Some(p) = &raw.protocol {
-            flows::set_single_path(&ctx, &f("protocol"), p, &mut out.flows)?;
         }
         if let Some(p) = &raw.program {
             set_program(&ctx, &f("program"), p, &mut out)?;

@@ -1,5 +1,6 @@
-//! `[[workload]]`: TCP transfers drawn from a flow-size CDF, Poisson arrivals per client at a
-//! target load, expanded into `[[flow]]` entries before the flows are validated.
+//! `[[workload]]`: TCP transfers (or rate-controlled UDP transfers) drawn from a flow-size CDF,
+//! Poisson arrivals per client at a target load, expanded into `[[flow]]` entries before the
+//! flows are validated.
 
 use super::*;
 use crate::workload::{exponential, EmpiricalCdf};
@@ -19,6 +20,9 @@ pub(super) fn workload_flows(
     node_of: &dyn Fn(String, &str) -> Result<usize, ScenarioError>,
 ) -> Result<Vec<RawFlow>, ScenarioError> {
     let mut out = Vec::new();
+    // Each client's next source port for paced flows, after the file's own flows' defaults
+    // (40 000 + their index), counted across workloads.
+    let mut ports = vec![raw.flow.len() as u64; nodes.len()];
     for (i, w) in raw.workload.iter().enumerate() {
         let at = |k: &str| format!("workload[{i}].{k}");
         check_name(ctx, at("name"), &w.name)?;
@@ -49,16 +53,20 @@ pub(super) fn workload_flows(
         let mut rng = SeededRandom::new(seed);
         let cdf = w.cdf.as_deref().map(|c| cdf_of(ctx, &at("cdf"), c)).transpose()?;
         let protocol = match w.protocol.as_deref().unwrap_or("tcp") {
-            p @ ("tcp" | "mptcp") => p,
-            p => return Err(ctx.err(at("protocol"), format!("expected `tcp` or `mptcp`, got `{p}`"))),
+            p @ ("tcp" | "mptcp" | "udp") => p,
+            p => return Err(ctx.err(at("protocol"), format!("expected `tcp`, `mptcp` or `udp`, got `{p}`"))),
         };
         if w.mptcp.is_some() && protocol != "mptcp" {
             return Err(ctx.err(at("mptcp"), "applies to MPTCP workloads only (`protocol = \"mptcp\"`)"));
         }
+        // Poisson arrivals draw sizes (their missing `cdf` is refused below, at its key).
+        let sized = cdf.is_some() || w.arrivals.as_deref().is_none_or(|a| a == "poisson");
+        let paced = paced_rates(ctx, &at, w, protocol, (&clients, nodes), links, sized)?;
         let drawn = Drawn {
             name: &w.name,
             protocol,
             mptcp: w.mptcp.as_ref(),
+            paced: paced.as_ref(),
             clients: &clients,
             nodes,
             dst_of: &dst_of,
@@ -85,7 +93,7 @@ pub(super) fn workload_flows(
                     None => clients.iter().map(|&c| host_rate(links, c)).collect(),
                 };
                 drawn
-                    .poisson(&cdf, load, &rates, &mut rng, &mut out)
+                    .poisson(&cdf, load, &rates, &mut rng, (&mut out, &mut ports))
                     .map_err(|e| ctx.err(at("load"), e))?;
             }
             "once" => {
@@ -95,7 +103,7 @@ pub(super) fn workload_flows(
                         "`load` sets Poisson arrivals; `once` starts one flow per client",
                     ));
                 }
-                drawn.once(cdf.as_ref(), &mut rng, &mut out);
+                drawn.once(cdf.as_ref(), &mut rng, (&mut out, &mut ports));
             }
             a => return Err(ctx.err(at("arrivals"), format!("expected `poisson` or `once`, got `{a}`"))),
         }
@@ -136,6 +144,77 @@ fn workload_hosts(
     Ok((clients, servers))
 }
 
+/// A UDP workload's rate control and each client's flow rate (bit/s of payload, by client),
+/// checked once here so that an error names the workload's key, not a drawn flow's; None for
+/// TCP and MPTCP workloads, whose `rate` and `[workload.rate_control]` are refused.
+fn paced_rates(
+    ctx: &Ctx<'_>,
+    at: &dyn Fn(&str) -> String,
+    w: &RawWorkload,
+    protocol: &str,
+    (clients, nodes): (&[usize], &[Node]),
+    links: &[Link],
+    sized: bool,
+) -> Result<Option<(RawRateControl, Vec<u64>)>, ScenarioError> {
+    if protocol != "udp" {
+        for (key, set) in [("rate_control", w.rate_control.is_some()), ("rate", w.rate.is_some())] {
+            if set {
+                return Err(ctx.err(
+                    at(key),
+                    "applies to UDP workloads only (`protocol = \"udp\"`: flows paced by a rate controller)",
+                ));
+            }
+        }
+        return Ok(None);
+    }
+    let rc = w.rate_control.clone().ok_or_else(|| {
+        ctx.err(
+            at("rate_control"),
+            "a UDP workload's flows are paced by a rate controller: give `[workload.rate_control]` with `cc`",
+        )
+    })?;
+    let fixed = w.rate.as_deref().map(|r| ctx.rate(&at("rate"), r)).transpose()?;
+    let rates: Vec<u64> = clients
+        .iter()
+        .map(|&c| {
+            fixed.unwrap_or_else(|| {
+                let link = u128::from(host_rate(links, c));
+                let payload = u128::from(DEFAULT_PAYLOAD_BYTES);
+                let wire = payload + u128::from(mpsched_core::packet::UDP_OVERHEAD_BYTES);
+                (link * payload / wire) as u64
+            })
+        })
+        .collect();
+    if let Some(i) = rates.iter().position(|&r| r == 0) {
+        return Err(ctx.err(
+            at("clients"),
+            format!("`{}` has no link to send on", nodes[clients[i]].name),
+        ));
+    }
+    // As a flow's own rate is checked, here so that the error names the workload's key.
+    let overloaded =
+        |c: &&usize| fixed.is_some_and(|r| r > host_capacity_bps(links, **c).saturating_mul(MAX_UDP_OVERLOAD));
+    if let (Some(r), Some(&c)) = (fixed, clients.iter().find(overloaded)) {
+        return Err(ctx.err(
+            at("rate"),
+            format!(
+                "{} is over {MAX_UDP_OVERLOAD} times what `{}`'s links carry ({}): a typo for a smaller unit?",
+                crate::units::format_rate_bps(r),
+                nodes[c].name,
+                crate::units::format_rate_bps(host_capacity_bps(links, c))
+            ),
+        ));
+    }
+    // Each distinct rate once: an error here is the workload's, whichever flow would carry it.
+    let mut seen = HashSet::new();
+    let rc_at = at("rate_control");
+    for &r in rates.iter().filter(|&&r| seen.insert(r)) {
+        rate_control_of(ctx, &rc_at, &rc, r)?;
+        paced_transport_of(ctx, &rc_at, &rc, sized.then_some(1))?;
+    }
+    Ok(Some((rc, rates)))
+}
+
 /// A host's link rate (the fastest of its links), bit/s.
 fn host_rate(links: &[Link], h: usize) -> u64 {
     links
@@ -151,6 +230,8 @@ struct Drawn<'a> {
     name: &'a str,
     protocol: &'a str,
     mptcp: Option<&'a RawMptcp>,
+    /// UDP: the rate control of every flow and each client's rate (by client).
+    paced: Option<&'a (RawRateControl, Vec<u64>)>,
     clients: &'a [usize],
     nodes: &'a [Node],
     dst_of: &'a PickServer,
@@ -159,8 +240,10 @@ struct Drawn<'a> {
 }
 
 impl Drawn<'_> {
-    fn flow(&self, out: &[RawFlow], c: usize, dst: usize, start_ps: u64) -> RawFlow {
-        RawFlow {
+    /// Client `k` (node `c`) starts a flow to `dst` at `start_ps`; a paced one takes the
+    /// client's next port from `ports` (by node).
+    fn flow(&self, (out, ports): (&[RawFlow], &mut [u64]), k: usize, c: usize, dst: usize, start_ps: u64) -> RawFlow {
+        let mut f = RawFlow {
             name: format!("{}-{}", self.name, out.len()),
             src: self.nodes[c].name.clone(),
             dst: self.nodes[dst].name.clone(),
@@ -168,7 +251,19 @@ impl Drawn<'_> {
             mptcp: self.mptcp.cloned(),
             start: Some(format!("{start_ps}ps")),
             ..RawFlow::default()
+        };
+        if let Some((rc, rates)) = self.paced {
+            f.rate = Some(format!("{}bps", rates[k]));
+            f.rate_control = Some(rc.clone());
+            // DCQCN's switches mark, and only an ECN-capable packet can be marked.
+            f.ecn = Some("ect0".into());
+            // Notifications find a paced sender by its host and port: each of a client's flows
+            // its own port (40 000 up, after the file's flows' defaults, wrapping after 25 536
+            // of them, which validation then refuses if two are of one client).
+            f.src_port = Some(40_000 + (ports[c] % 25_536) as u16);
+            ports[c] += 1;
         }
+        f
     }
 
     /// Poisson arrivals at each client at `load` of its link rate (`rates`, by client).
@@ -178,7 +273,7 @@ impl Drawn<'_> {
         load: f64,
         rates: &[u64],
         rng: &mut SeededRandom,
-        out: &mut Vec<RawFlow>,
+        (out, ports): (&mut Vec<RawFlow>, &mut [u64]),
     ) -> Result<(), String> {
         // The expected count first, so that nothing is drawn for a workload too large to run.
         let secs = (self.stop_ps - self.start_ps) as f64 / PS_PER_S;
@@ -202,7 +297,7 @@ impl Drawn<'_> {
                 let size = cdf.sample(rng);
                 // None: this client has no server (it is the only one).
                 let Some(dst) = (self.dst_of)(k, rng) else { break };
-                let mut f = self.flow(out, c, dst, (t * PS_PER_S) as u64);
+                let mut f = self.flow((out, ports), k, c, dst, (t * PS_PER_S) as u64);
                 f.size = Some(format!("{size}B"));
                 out.push(f);
             }
@@ -212,10 +307,10 @@ impl Drawn<'_> {
 
     /// One flow per client at `start`: of a size drawn from `cdf`, else a long flow until
     /// `stop` (a permutation of long flows; every client at one server is an incast).
-    fn once(&self, cdf: Option<&EmpiricalCdf>, rng: &mut SeededRandom, out: &mut Vec<RawFlow>) {
+    fn once(&self, cdf: Option<&EmpiricalCdf>, rng: &mut SeededRandom, (out, ports): (&mut Vec<RawFlow>, &mut [u64])) {
         for (k, &c) in self.clients.iter().enumerate() {
             let Some(dst) = (self.dst_of)(k, rng) else { continue };
-            let mut f = self.flow(out, c, dst, self.start_ps);
+            let mut f = self.flow((out, ports), k, c, dst, self.start_ps);
             match cdf {
                 Some(cdf) => f.size = Some(format!("{}B", cdf.sample(rng))),
                 None => f.stop = Some(format!("{}ps", self.stop_ps)),

@@ -182,7 +182,12 @@ pub(super) fn flows(
                 let start_ps = (f.start_ps + jitter).min(f.stop_ps);
                 let back = wiring.interface_ips[f.dst][usize::from(back_port)];
                 debug_assert_eq!(back, meta.dst_ip);
-                rate::RateFlow::new(rc, f.payload_bytes, start_ps, f.dst as u32, back_port)
+                let paced = f.paced.unwrap_or(mpsched_scenario::PacedTransport {
+                    size_bytes: None,
+                    retransmit_timeout_ps: mpsched_scenario::DEFAULT_RETRANSMIT_TIMEOUT_PS,
+                    host_queue_limit_bytes: None,
+                });
+                rate::RateFlow::new(rc, &paced, f.payload_bytes, start_ps, f.dst as u32, back_port)
             }),
         });
     }

@@ -244,8 +244,11 @@ impl Net<'_> {
             }
             // The queue is empty: those waiting for room in it wait no more (their next ACK or
             // timer lets them send, into a link that drops what it is given).
-            for c in std::mem::take(&mut sim.net.links[l].waiting_conns) {
-                sim.traffic.conns[c as usize].waiting_for_room = false;
+            for w in std::mem::take(&mut sim.net.links[l].waiting) {
+                match w {
+                    crate::link::Waiter::Conn(c) => sim.traffic.conns[c as usize].waiting_for_room = false,
+                    crate::link::Waiter::Paced(fi) => sim.release_paced(fi),
+                }
             }
         }
         Ok(())

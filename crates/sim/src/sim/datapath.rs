@@ -394,8 +394,8 @@ impl Simulation {
                 break;
             }
         }
-        if !self.net.links[l as usize].waiting_conns.is_empty() {
-            self.wake_waiting_conns(l);
+        if !self.net.links[l as usize].waiting.is_empty() {
+            self.wake_waiting(l);
         }
     }
 

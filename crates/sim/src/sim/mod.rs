@@ -548,23 +548,32 @@ impl Simulation {
         let interval = self.monitor.sample_interval_ps;
         let f = &mut self.traffic.flows[pkt.flow as usize];
         f.delivered += 1;
+        f.owd_sum_ps += u128::from(self.net.now - pkt.sent_ps);
+        let k = ((pkt.sent_ps / interval) as usize).min(f.delivered_by_sent_interval.len() - 1);
+        f.delivered_by_sent_interval[k] += 1;
+        let transfer = f.rate.as_ref().is_some_and(|r| r.is_transfer());
+        // A transfer's numbers go back after a loss: its receiver counts what it drops, not
+        // what arrives out of order.
+        if !transfer {
+            match f.max_seq {
+                Some(m) if pkt.seq < m => f.reordered += 1,
+                _ => f.max_seq = Some(pkt.seq),
+            }
+        }
+        // A transfer's payload counts once, in order.
+        let counts = f.rate.is_none() || self.rate_flow_delivered(pkt.flow, pkt.seq, pkt.meta.ecn);
+        if !counts {
+            return;
+        }
+        let f = &mut self.traffic.flows[pkt.flow as usize];
         if self.net.now <= f.stop_ps {
             f.delivered_payload_bytes += u64::from(pkt.payload_bytes);
         }
         f.rx_interval_bytes += u64::from(pkt.payload_bytes);
-        f.owd_sum_ps += u128::from(self.net.now - pkt.sent_ps);
-        match f.max_seq {
-            Some(m) if pkt.seq < m => f.reordered += 1,
-            _ => f.max_seq = Some(pkt.seq),
-        }
+        f.delivered_total_bytes += u64::from(pkt.payload_bytes);
         if pkt.path != NO_PATH {
             f.per_path_bytes[usize::from(pkt.path)] += u64::from(pkt.payload_bytes);
             f.per_path_interval_bytes[usize::from(pkt.path)] += u64::from(pkt.payload_bytes);
-        }
-        let k = ((pkt.sent_ps / interval) as usize).min(f.delivered_by_sent_interval.len() - 1);
-        f.delivered_by_sent_interval[k] += 1;
-        if f.rate.is_some() {
-            self.rate_flow_delivered(pkt.flow, pkt.meta.ecn);
         }
     }
 
@@ -717,9 +726,10 @@ impl Simulation {
                 } else {
                     round(t.cwnd_samples_sum as f64 / t.cwnd_samples as f64 / 1024.0, 3)
                 }),
+                // To the nanosecond: a data centre's mice complete in microseconds.
                 completion_s: t
                     .completion_ps
-                    .map(|c| round((c - f.start_ps) as f64 / PS_PER_S as f64, 6)),
+                    .map(|c| round((c - f.start_ps) as f64 / PS_PER_S as f64, 9)),
                 responses: matches!(t.app, TcpApp::RequestResponse { .. }).then_some(t.responses_done),
                 mean_response_ms: match t.app {
                     TcpApp::RequestResponse { .. } if t.responses_done > 0 => {
@@ -812,10 +822,7 @@ impl Simulation {
                     sent_pkts: sent,
                     delivered_pkts: f.delivered,
                     per_path_mbps,
-                    delivered_mib: round(
-                        f.delivered as f64 * f64::from(f.payload_bytes) / f64::from(1u32 << 20),
-                        4,
-                    ),
+                    delivered_mib: round(f.delivered_total_bytes as f64 / f64::from(1u32 << 20), 4),
                     tcp: None,
                 }
             })
@@ -862,11 +869,11 @@ impl Simulation {
             .traffic
             .flows
             .iter()
-            .filter_map(|f| Some(f.rate.as_ref()?.counters(&f.name)))
+            .filter_map(|f| Some(f.rate.as_ref()?.counters(&f.name, f.start_ps)))
             .flatten()
             .collect();
         if !rate.is_empty() {
-            counters.insert("rate-control".into(), rate);
+            counters.insert(mpsched_scenario::completion::RATE_CONTROL_COUNTERS.into(), rate);
         }
         let captured_frames = self.net.captures.iter().map(|c| c.frames).sum();
         let tunnels = self.tunnel_figures();

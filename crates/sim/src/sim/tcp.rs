@@ -50,7 +50,7 @@ pub(crate) struct Conn {
     /// Bytes the source host's queue may hold before this connection waits for room
     /// (`tcp.host_queue_limit`; `u64::MAX`: never).
     pub host_queue_limit_bytes: u64,
-    /// Whether it is in its host link's `waiting_conns`.
+    /// Whether it is in its host link's `waiting`.
     pub waiting_for_room: bool,
 }
 
@@ -216,18 +216,26 @@ impl Simulation {
         }
         if !conn.waiting_for_room {
             conn.waiting_for_room = true;
-            link.waiting_conns.push_back(c);
+            link.waiting.push_back(crate::link::Waiter::Conn(c));
         }
         true
     }
 
-    /// A packet left host link `l`'s queue: the connections waiting for room send in turn,
-    /// until one fills the queue again (it waits at the back) or none is left.
-    pub(crate) fn wake_waiting_conns(&mut self, l: u32) {
-        while let Some(c) = self.net.links[l as usize].waiting_conns.pop_front() {
-            self.traffic.conns[c as usize].waiting_for_room = false;
-            self.pump(c);
-            if self.traffic.conns[c as usize].waiting_for_room {
+    /// A packet left host link `l`'s queue: the senders waiting for room (connections and
+    /// paced flows) send in turn, until one fills the queue again (it waits at the back) or
+    /// none is left.
+    pub(crate) fn wake_waiting(&mut self, l: u32) {
+        use crate::link::Waiter;
+        while let Some(w) = self.net.links[l as usize].waiting.pop_front() {
+            let again = match w {
+                Waiter::Conn(c) => {
+                    self.traffic.conns[c as usize].waiting_for_room = false;
+                    self.pump(c);
+                    self.traffic.conns[c as usize].waiting_for_room
+                }
+                Waiter::Paced(fi) => self.wake_paced(fi),
+            };
+            if again {
                 break;
             }
         }
