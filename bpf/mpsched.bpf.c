@@ -41,6 +41,7 @@ _Static_assert(sizeof(struct mps_rate_feedback) == MPS_SIZEOF_RATE_FEEDBACK, "st
 _Static_assert(sizeof(struct mps_split) == MPS_SIZEOF_SPLIT, "struct mps_split");
 _Static_assert(sizeof(struct mps_confluence) == MPS_SIZEOF_CONFLUENCE, "struct mps_confluence");
 _Static_assert(sizeof(struct mps_marker) == MPS_SIZEOF_MARKER, "struct mps_marker");
+_Static_assert(sizeof(struct mps_class_rule) == MPS_SIZEOF_CLASS_RULE, "struct mps_class_rule");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -55,6 +56,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct mps_split);
 } splits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MPS_MAX_CLASS_RULES);
+	__type(key, __u32);
+	__type(value, struct mps_class_rule);
+} class_rules SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -535,6 +543,42 @@ struct fwd {
 	__u16 frag_off; /* its IPv4 fragment field, host order */
 };
 
+/* The classifier (mpsched_core::classify::classify): the first of the node's rules the packet
+ * matches rewrites its DSCP, ECN kept, the checksum updated as RFC 1624 says (TOS is the low
+ * byte of the header's first word). Returns the TOS byte it leaves with. */
+static __always_inline __u8 classify(struct iphdr *ip, const struct mps_node *n, __u32 src, __u32 dst)
+{
+	__u32 i, nr = n->n_class_rules;
+	__u8 tos = ip->tos;
+
+	for (i = 0; i < MPS_MAX_CLASS_RULES; i++) {
+		struct mps_class_rule *r;
+		__u32 k = i, c;
+		__u16 old, new;
+
+		if (i >= nr)
+			break;
+		r = bpf_map_lookup_elem(&class_rules, &k);
+		if (!r)
+			break;
+		if (((src ^ r->src) & r->src_mask) || ((dst ^ r->dst) & r->dst_mask) ||
+		    (!r->dscp_any && r->dscp != tos >> 2))
+			continue;
+		old = ((__u16)(*(__u8 *)ip) << 8) | tos;
+		tos = (__u8)(r->dscp_set << 2) | (tos & 3);
+		new = (old & 0xff00) | tos;
+		c = (__u16)~bpf_ntohs(ip->check);
+		c += (__u16)~old;
+		c += new;
+		c = (c & 0xffff) + (c >> 16);
+		c = (c & 0xffff) + (c >> 16);
+		ip->check = bpf_htons((__u16)~c);
+		ip->tos = tos;
+		break;
+	}
+	return tos;
+}
+
 SEC("tc")
 int mps_ingress(struct __sk_buff *skb)
 {
@@ -622,12 +666,14 @@ int mps_ingress(struct __sk_buff *skb)
 		return TC_ACT_SHOT;
 	}
 
-	/* 2. TTL. */
+	/* 2. TTL, then the classifier. */
 	if (ip->ttl <= 1) {
 		count(MPS_C_TTL_EXPIRED);
 		return TC_ACT_SHOT;
 	}
 	decrement_ttl(ip);
+	if (n->n_class_rules)
+		f.tos = classify(ip, n, src, dst);
 
 	/* 3. Confluence table on (src, dst): Confluence::on_arrival. */
 	slot = find_confluence(n, src, dst);

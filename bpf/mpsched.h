@@ -64,9 +64,26 @@ struct mps_node {
 	__u32 test_draws_n;
 	__u64 test_clock_ns;
 	__u32 hash_seed; /* ECMP routing: this switch's seed (MultipathSwitch::hash_seed) */
-	__u32 pad;
+	__u8 n_class_rules; /* the first entries of map "class_rules" in use */
+	__u8 pad[3];
 };
 #define MPS_SIZEOF_NODE 32
+
+/* Map "class_rules": array of MPS_MAX_CLASS_RULES, the classifier (mpsched_core::classify),
+ * first match first. Addresses in host order, pre-masked; a packet matching a rule leaves with
+ * DSCP dscp_set (queue << 3), its ECN as it came. */
+#define MPS_MAX_CLASS_RULES 16
+struct mps_class_rule {
+	__u32 src;
+	__u32 src_mask;
+	__u32 dst;
+	__u32 dst_mask;
+	__u8 dscp;     /* matched unless dscp_any */
+	__u8 dscp_any;
+	__u8 dscp_set;
+	__u8 pad;
+};
+#define MPS_SIZEOF_CLASS_RULE 20
 
 /* Map "ecmp": array of MPS_MAX_ECMP_GROUPS; a group's ports, one chosen per flow. */
 struct mps_ecmp {

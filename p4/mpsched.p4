@@ -191,6 +191,27 @@ control MpsIngress(inout headers_t h, inout metadata_t m, inout standard_metadat
         h.ipv4.checksum = csum_replace(h.ipv4.checksum, old, h.ipv4.ttl ++ h.ipv4.protocol);
     }
 
+    /* The classifier (mpsched_core::classify): the first rule the packet matches (the control
+     * plane gives rule i priority i, and BMv2 takes the lowest among ternary matches) rewrites
+     * its DSCP to the class selector of its queue, ECN kept; the checksum as RFC 1624 says (TOS
+     * is the low byte of the header's first word). */
+    action set_class(bit<6> dscp) {
+        bit<16> old = h.ipv4.version ++ h.ipv4.ihl ++ h.ipv4.tos;
+        h.ipv4.tos = dscp ++ h.ipv4.tos[1:0];
+        h.ipv4.checksum = csum_replace(h.ipv4.checksum, old, h.ipv4.version ++ h.ipv4.ihl ++ h.ipv4.tos);
+    }
+
+    table classify {
+        key = {
+            h.ipv4.src: ternary;
+            h.ipv4.dst: ternary;
+            h.ipv4.tos: ternary; /* the DSCP bits, 0xfc, or none */
+        }
+        actions = { set_class; NoAction; }
+        default_action = NoAction();
+        size = MPS_MAX_CLASS_RULES;
+    }
+
     /* Ask for the feedback packet: a clone to the return port's session, carrying its fields. */
     action send_feedback(in confluence_result_t c) {
         m.fb_src_ip = own_ip;
@@ -243,7 +264,7 @@ control MpsIngress(inout headers_t h, inout metadata_t m, inout standard_metadat
         }
 
         /* 1. Addressed to this node: a feedback packet is counted for its group; consumed.
-         * 2. Otherwise TTL, and 3. the confluence. The switch's own packet skips both. */
+         * 2. Otherwise TTL and the classifier, and 3. the confluence. The switch's own packet skips both. */
         bool fb = false;
         confluence_result_t conf = { false, 0, 0, 0, 0 };
         if (own) {
@@ -260,6 +281,7 @@ control MpsIngress(inout headers_t h, inout metadata_t m, inout standard_metadat
                 return;
             }
             decrement_ttl();
+            classify.apply();
             confluence_stage.apply(h, in_port, conf);
         }
 

@@ -11,6 +11,7 @@
 use crate::cli::SwitchCli;
 use crate::layout::p4;
 use crate::Bmv2Error;
+use mpsched_core::classify::{prefix_mask, ClassRule};
 use mpsched_core::marker::VirtualQueueMarker;
 use mpsched_core::switch::SwitchConfig;
 use mpsched_core::table::ECMP_GROUP;
@@ -19,7 +20,8 @@ use mpsched_netns::layout::COUNTERS;
 use std::collections::BTreeMap;
 
 pub use crate::layout::{
-    MAX_ECMP_GROUPS, MAX_GROUPS, MAX_PATHS, MAX_PORTS, MAX_ROUTES, SESSION_BASE, STACK_PORT, TEST_DRAWS,
+    MAX_CLASS_RULES, MAX_ECMP_GROUPS, MAX_GROUPS, MAX_PATHS, MAX_PORTS, MAX_ROUTES, SESSION_BASE, STACK_PORT,
+    TEST_DRAWS,
 };
 
 const INGRESS: &str = "MpsIngress";
@@ -42,6 +44,7 @@ pub fn check(t: &NodeTables) -> Result<(), Bmv2Error> {
         over("confluence entries", cfg.confluences.len(), MAX_GROUPS),
         over("routes", cfg.routes.len(), MAX_ROUTES),
         over("ECMP groups", cfg.ecmp_groups.len(), MAX_ECMP_GROUPS),
+        over("classifier rules", cfg.classify.len(), MAX_CLASS_RULES),
         over("fixed RS draws", t.test_draws.len(), TEST_DRAWS),
     ];
     if let Some(e) = checks.into_iter().flatten().next() {
@@ -74,6 +77,27 @@ fn table_add(cli: &mut SwitchCli, table: &str, action: &str, entry: &str) -> Res
         .map(|_| ())
 }
 
+/// The classifier's rules in order: rule `i` at priority `i` (BMv2 takes the lowest of the
+/// ternary entries a packet matches).
+fn configure_classifier(cli: &mut SwitchCli, rules: &[ClassRule]) -> Result<(), Bmv2Error> {
+    for (i, r) in rules.iter().enumerate() {
+        let (sm, dm) = (prefix_mask(r.src_len), prefix_mask(r.dst_len));
+        let (tos, tos_mask) = r.dscp.map_or((0, 0), |d| (u32::from(d) << 2, 0xfc));
+        table_add(
+            cli,
+            &format!("{INGRESS}.classify"),
+            "set_class",
+            &format!(
+                "{}&&&{sm} {}&&&{dm} {tos}&&&{tos_mask} => {} {i}",
+                r.src & sm,
+                r.dst & dm,
+                r.dscp_set()
+            ),
+        )?;
+    }
+    Ok(())
+}
+
 /// A MAC address as the CLI takes a 48-bit action parameter.
 fn mac(m: [u8; 6]) -> u64 {
     m.iter().fold(0u64, |acc, b| acc << 8 | u64::from(*b))
@@ -104,6 +128,7 @@ pub fn configure(cli: &mut SwitchCli, t: &NodeTables) -> Result<(), Bmv2Error> {
         cli.run(&format!("mirroring_add {} {p}", p as u16 + SESSION_BASE))?;
     }
     configure_routes(cli, cfg)?;
+    configure_classifier(cli, &cfg.classify)?;
     for (slot, s) in cfg.splits.iter().enumerate() {
         configure_split(cli, slot, s)?;
     }

@@ -20,6 +20,8 @@ pub const MAX_GROUPS: usize = p4::MAX_GROUPS as usize;
 pub const MAX_ROUTES: usize = p4::MAX_ROUTES as usize;
 /// ECMP groups (`MPS_MAX_ECMP_GROUPS`).
 pub const MAX_ECMP_GROUPS: usize = p4::MAX_ECMP_GROUPS as usize;
+/// Classifier rules (`MPS_MAX_CLASS_RULES`).
+pub const MAX_CLASS_RULES: usize = p4::MAX_CLASS_RULES as usize;
 /// Fixed RS draws (`MPS_TEST_DRAWS`).
 pub const TEST_DRAWS: usize = p4::TEST_DRAWS as usize;
 /// The port the node's own traffic leaves by (`MPS_STACK_PORT`).
@@ -63,6 +65,7 @@ mod tests {
             "MAX_GROUPS",
             "MAX_ROUTES",
             "MAX_ECMP_GROUPS",
+            "MAX_CLASS_RULES",
             "TEST_DRAWS",
             "SCHED_SINGLE",
             "SCHED_RS",

@@ -267,7 +267,7 @@ fn step(
             .map_err(err)?;
     }
     let obs = match st.hook {
-        Hook::Ingress => ingress_outcome(set, &frames, prev, &regs)?,
+        Hook::Ingress => ingress_outcome(set, &frame, &frames, prev, &regs)?,
         Hook::Egress | Hook::Timer => egress_outcome(set, node.egress_ecn, &frames, prev, &regs)?,
     };
     Ok((obs, regs))
@@ -483,6 +483,7 @@ fn await_egress(node: &mut Node, port: PortId) -> Result<Outcome, String> {
 
 fn ingress_outcome(
     set: &VectorSet,
+    arrived: &[u8],
     frames: &[(PortId, Vec<u8>)],
     prev: &BTreeMap<String, u64>,
     regs: &BTreeMap<String, u64>,
@@ -538,6 +539,8 @@ fn ingress_outcome(
                 obs.port = Some(*port);
                 obs.ttl = Some(meta.ttl);
                 obs.ecn = Some(meta.ecn);
+                let arrived_dscp = parse_frame(arrived, fb_port).map(|m| m.dscp);
+                obs.dscp = arrived_dscp.is_ok_and(|d| d != meta.dscp).then_some(meta.dscp);
             }
         }
     }

@@ -60,6 +60,9 @@ pub struct FrameOutcome {
     pub ttl: Option<u8>,
     /// Its ECN field after the program.
     pub ecn: Option<Ecn>,
+    /// Its DSCP after the program, when that is not the one it arrived with (the classifier
+    /// gave it a class).
+    pub remarked_dscp: Option<u8>,
     /// A feedback packet generated alongside.
     pub emit: Option<Emit>,
 }
@@ -130,6 +133,7 @@ impl FrameSwitch {
                     action: FrameAction::ToStack,
                     ttl: None,
                     ecn: None,
+                    remarked_dscp: None,
                     emit: None,
                 };
             }
@@ -139,11 +143,13 @@ impl FrameSwitch {
                     action: FrameAction::Drop(DropReason::Malformed),
                     ttl: None,
                     ecn: None,
+                    remarked_dscp: None,
                     emit: None,
                 };
             }
         };
         meta.ingress_port = port;
+        let arrived_dscp = meta.dscp;
         let mut ctx = Ctx::new();
         let verdict = self.sw.ingress(&mut meta, &mut ctx);
         // The switch program generates at most one packet (a feedback packet), as the eBPF
@@ -165,6 +171,7 @@ impl FrameSwitch {
             action,
             ttl: Some(meta.ttl),
             ecn: Some(meta.ecn),
+            remarked_dscp: (meta.dscp != arrived_dscp).then_some(meta.dscp),
             emit,
         }
     }

@@ -9,13 +9,15 @@
 //! 1. addressed to this node: a feedback packet is counted for its splitting group if it arrived
 //!    on a port feedback of that group can arrive on (see [`SplitGroupConfig::feedback_ports`]);
 //!    consumed either way;
-//! 2. TTL check and decrement;
+//! 2. TTL check and decrement, then the classifier ([`crate::classify`]): the first rule the
+//!    packet matches rewrites its DSCP to the class selector of the queue it picks;
 //! 3. confluence table on (src, dst): count CE arrivals, maybe emit a feedback packet;
 //! 4. split table on (src, dst): the group's scheduler picks the path (or drops);
 //! 5. otherwise IPv4 longest-prefix match.
 //!
 //! Egress: ports with a marker mark ECT packets CE on `deq_qdepth`.
 
+use crate::classify::{classify, ClassRule, MAX_CLASS_RULES};
 use crate::control::{ControlError, ControlListing, ProgramControl, TableInfo};
 use crate::feedback::{Confluence, DEFAULT_FEEDBACK_EVERY, DEFAULT_FEEDBACK_PORT};
 use crate::marker::EcnMarker;
@@ -98,6 +100,10 @@ pub struct SwitchConfig {
     /// packet's queue by priority level uses no more than its port has.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub port_queues: Vec<u8>,
+    /// The classifier's rules, first match first ([`crate::classify`]); empty: packets keep
+    /// their DSCP.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classify: Vec<ClassRule>,
 }
 
 impl SwitchConfig {
@@ -114,8 +120,24 @@ impl SwitchConfig {
             hash_seed: 0,
             probe: None,
             port_queues: Vec::new(),
+            classify: Vec::new(),
         }
     }
+}
+
+/// The classifier's rules of `config`, checked.
+fn classify_rules(config: &SwitchConfig) -> Result<Vec<ClassRule>, ConfigError> {
+    if config.classify.len() > MAX_CLASS_RULES {
+        return Err(ConfigError(format!(
+            "{} classifier rules; a switch holds at most {MAX_CLASS_RULES}",
+            config.classify.len()
+        )));
+    }
+    for (i, r) in config.classify.iter().enumerate() {
+        r.check()
+            .map_err(|e| ConfigError(format!("classifier rule {i}: {e}")))?;
+    }
+    Ok(config.classify.clone())
 }
 
 /// Ports a splitting group can trust feedback from are numbered below this (a 64-bit mask).
@@ -168,6 +190,8 @@ pub struct MultipathSwitch {
     markers: Vec<Option<EcnMarker>>,
     ecmp_groups: Vec<Vec<PortId>>,
     hash_seed: u32,
+    /// The classifier's rules (empty: one branch per packet).
+    classify: Vec<ClassRule>,
     counters: SwitchCounters,
 }
 
@@ -256,6 +280,7 @@ impl MultipathSwitch {
             markers,
             ecmp_groups: ecmp_groups_of(config)?,
             hash_seed: config.hash_seed,
+            classify: classify_rules(config)?,
             counters: SwitchCounters::default(),
         })
     }
@@ -540,6 +565,11 @@ impl Program for MultipathSwitch {
             return Verdict::Drop(DropReason::TtlExpired);
         }
         pkt.ttl -= 1;
+        // The switch's own packets (a program's rate feedback routed through here) keep
+        // theirs, as the eBPF and P4 switches route them past the classifier.
+        if !self.classify.is_empty() && pkt.src_ip != self.own_ip {
+            classify(&self.classify, pkt);
+        }
 
         // A plain forwarding node has no flow table: one branch, no hash.
         let roles = if self.roles.is_empty() {

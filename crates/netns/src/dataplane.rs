@@ -208,6 +208,13 @@ impl Dataplane {
                 layout::MAX_GROUPS
             )));
         }
+        if cfg.classify.len() > mpsched_core::classify::MAX_CLASS_RULES {
+            return Err(DataplaneError::Config(format!(
+                "{} classifier rules; the eBPF program holds {}",
+                cfg.classify.len(),
+                mpsched_core::classify::MAX_CLASS_RULES
+            )));
+        }
         if t.test_draws.len() > layout::h::TEST_DRAWS as usize {
             return Err(DataplaneError::Config("too many test draws".into()));
         }
@@ -227,8 +234,12 @@ impl Dataplane {
             test_draws_n: t.test_draws.len() as u32,
             test_clock_ns: 0,
             hash_seed: cfg.hash_seed,
-            pad: 0,
+            n_class_rules: cfg.classify.len() as u8,
+            pad: [0; 3],
         };
+        for (i, r) in cfg.classify.iter().enumerate() {
+            self.update("class_rules", &(i as u32), &layout::ClassRule::from(r))?;
+        }
         self.update("node", &0u32, &node)?;
         for (i, d) in t.test_draws.iter().enumerate() {
             self.update("test_draws", &(i as u32), d)?;

@@ -31,7 +31,39 @@ pub struct Node {
     pub test_draws_n: u32,
     pub test_clock_ns: u64,
     pub hash_seed: u32,
-    pub pad: u32,
+    pub n_class_rules: u8,
+    pub pad: [u8; 3],
+}
+
+/// `struct mps_class_rule`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClassRule {
+    pub src: u32,
+    pub src_mask: u32,
+    pub dst: u32,
+    pub dst_mask: u32,
+    pub dscp: u8,
+    pub dscp_any: u8,
+    pub dscp_set: u8,
+    pub pad: u8,
+}
+
+impl From<&mpsched_core::classify::ClassRule> for ClassRule {
+    fn from(r: &mpsched_core::classify::ClassRule) -> Self {
+        use mpsched_core::classify::prefix_mask;
+        let (src_mask, dst_mask) = (prefix_mask(r.src_len), prefix_mask(r.dst_len));
+        ClassRule {
+            src: r.src & src_mask,
+            src_mask,
+            dst: r.dst & dst_mask,
+            dst_mask,
+            dscp: r.dscp.unwrap_or(0),
+            dscp_any: u8::from(r.dscp.is_none()),
+            dscp_set: r.dscp_set(),
+            pad: 0,
+        }
+    }
 }
 
 /// `struct mps_ecmp`.
@@ -163,6 +195,8 @@ const _: () = {
     assert!(std::mem::size_of::<PortStats>() as u64 == h::SIZEOF_PORT_STATS);
     assert!(std::mem::size_of::<RouteKey>() == 8);
     assert!(std::mem::size_of::<Ecmp>() as u64 == h::SIZEOF_ECMP);
+    assert!(std::mem::size_of::<ClassRule>() as u64 == h::SIZEOF_CLASS_RULE);
+    assert!(h::MAX_CLASS_RULES as usize == mpsched_core::classify::MAX_CLASS_RULES);
     // The paced flows' payloads (crates/core/src/rate_wire.rs).
     use mpsched_core::rate_wire as rw;
     assert!(h::RATE_DATA_MAGIC == rw::DATA_MAGIC as u64);
@@ -208,6 +242,7 @@ unsafe impl Pod for Marker {}
 unsafe impl Pod for PortStats {}
 unsafe impl Pod for RouteKey {}
 unsafe impl Pod for Ecmp {}
+unsafe impl Pod for ClassRule {}
 unsafe impl Pod for u32 {}
 // SAFETY: as u32.
 unsafe impl Pod for u16 {}

@@ -254,6 +254,7 @@ pub fn observed(path: Option<u8>) -> Observed {
         path,
         ttl: None,
         ecn: None,
+        dscp: None,
         emit: None,
         probes: Vec::new(),
         conn: None,
@@ -326,6 +327,8 @@ pub(crate) fn by_test_run(
                 obs.port = Some(out_port);
                 obs.ttl = Some(meta.ttl);
                 obs.ecn = Some(meta.ecn);
+                let arrived = parse_frame(frame, fb_port).map(|m| m.dscp);
+                obs.dscp = (arrived.is_ok_and(|d| d != meta.dscp)).then_some(meta.dscp);
             }
         }
         // A shot frame whose data left by a clone: its rate feedback found no route back.

@@ -117,6 +117,12 @@ pub trait SwitchProgram: Sync {
         false
     }
 
+    /// Whether it runs the classifier of its tables (`[[classify]]`, `SwitchConfig::classify`):
+    /// the programs over the multipath switch do.
+    fn classifies(&self) -> bool {
+        false
+    }
+
     /// The Rust program for one node.
     fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError>;
 

@@ -59,6 +59,10 @@ impl SwitchProgram for Multipath {
         self.splits
     }
 
+    fn classifies(&self) -> bool {
+        true
+    }
+
     fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError> {
         let seed = input.seed;
         // Each splitting group draws from its own stream of the node's seed.

@@ -154,6 +154,7 @@ fn empty_observed(action: &str) -> Observed {
         path: None,
         ttl: None,
         ecn: None,
+        dscp: None,
         emit: None,
         probes: Vec::new(),
         conn: None,
@@ -273,6 +274,7 @@ impl FrameNode {
             }
         };
         meta.ingress_port = port;
+        let arrived_dscp = meta.dscp;
         let mut ctx = Ctx::new();
         ctx.reset(time_ns.saturating_mul(1000));
         if self.program.uses_headers() || !headers.is_empty() {
@@ -300,6 +302,7 @@ impl FrameNode {
                 obs.port = Some(p);
                 obs.ttl = Some(meta.ttl);
                 obs.ecn = Some(meta.ecn);
+                obs.dscp = (meta.dscp != arrived_dscp).then_some(meta.dscp);
                 obs.conn = ctx.headers().routing().map(|r| ConnObserved {
                     conn_id: r.conn_id,
                     subflow: r.path,

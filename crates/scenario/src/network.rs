@@ -44,6 +44,7 @@ impl Scenario {
                 .iter()
                 .map(|t| t.subtunnels.iter().map(|&p| path(p)).collect())
                 .collect(),
+            classify: self.classify.clone(),
         }
     }
 

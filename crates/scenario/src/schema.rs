@@ -50,6 +50,29 @@ pub struct RawScenario {
     /// `[programs.<name>]`: each switch program's parameters, in the scenario's units.
     #[serde(default)]
     pub programs: BTreeMap<String, toml::Table>,
+    /// `[[classify]]` entries: classifier rules at switches.
+    #[serde(default)]
+    pub classify: Vec<RawClassify>,
+}
+
+/// `[[classify]]`: a rule of a switch's classifier, which picks a packet's queue by its
+/// source, destination and DSCP (first match first, in file order).
+#[derive(Debug, Deserialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawClassify {
+    /// The switch.
+    pub at: String,
+    /// Source: a node (any of its addresses), an address or a prefix (`10.0.1.0/24`).
+    #[serde(default)]
+    pub src: Option<String>,
+    /// Destination, as `src`.
+    #[serde(default)]
+    pub dst: Option<String>,
+    /// The DSCP it arrives with, 0 to 63.
+    #[serde(default)]
+    pub dscp: Option<u8>,
+    /// The queue it picks, 0 to 7.
+    pub queue: u8,
 }
 
 /// `[[failure]]`: a link fails at a time; the control plane routes around it after a delay.

@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod addressing;
+pub mod classify;
 pub mod generate;
 pub mod graph;
 pub mod probe;
@@ -28,6 +29,7 @@ pub mod tables;
 #[cfg(test)]
 mod testing;
 
+pub use classify::{ClassMatch, ClassifyIntent};
 pub use graph::{Graph, Link, Node, NodeId, NodeKind, PortEnd, QueueDiscipline, MAX_QUEUES};
 pub use routing::Routes;
 pub use tables::{Intents, PinIntent, Routing, SplitIntent, Wiring};

@@ -71,6 +71,8 @@ pub struct Intents {
     /// Per tunnel, its subtunnels' paths from the entry to the exit (subtunnel `j` of tunnel
     /// `t` is routed by [`subtunnel_addr`] in both directions).
     pub tunnels: Vec<Vec<Vec<NodeId>>>,
+    /// Classifier rules, each at its switch, in order.
+    pub classify: Vec<crate::classify::ClassifyIntent>,
 }
 
 /// Ports, routes and switch tables of a network. Both backends wire a scenario from this, so
@@ -125,6 +127,7 @@ impl Wiring {
         for (i, node) in nodes.iter().enumerate() {
             if node.kind == NodeKind::Switch {
                 let mut cfg = switch_tables(&g, &routes, intents, &tunnel_routes[i], i)?;
+                cfg.classify = crate::classify::switch_rules(nodes, links, &intents.classify, i)?;
                 let routing = intents
                     .node_routing
                     .get(i)

@@ -199,6 +199,10 @@ pub struct Observed {
     /// ECN of a redirected or transmitted IPv4 frame (same exception).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn: Option<Ecn>,
+    /// The DSCP a redirected IPv4 frame leaves with, when it is not the one it arrived with
+    /// (a classifier rule gave it a class: `crate::classify`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dscp: Option<u8>,
     /// A feedback packet generated alongside.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emit: Option<EmitObserved>,
@@ -356,6 +360,7 @@ pub fn run_rust(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
                     path: None,
                     ttl: None,
                     ecn: None,
+                    dscp: None,
                     emit: o.emit.map(|e| EmitObserved {
                         port: e.port,
                         dst_ip: e.meta.dst_ip,
@@ -372,6 +377,7 @@ pub fn run_rust(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
                         obs.port = Some(p);
                         obs.ttl = o.ttl;
                         obs.ecn = o.ecn;
+                        obs.dscp = o.remarked_dscp;
                     }
                     FrameAction::Drop(r) => {
                         obs.action = "drop".into();
@@ -393,6 +399,7 @@ pub fn run_rust(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
                     path: None,
                     ttl: None,
                     ecn,
+                    dscp: None,
                     emit: None,
                     probes: Vec::new(),
                     conn: None,

@@ -154,6 +154,7 @@ pub fn standard_sets() -> Vec<VectorSet> {
     malformed_set(&mut sets);
     vlan_set(&mut sets);
     ecmp_set(&mut sets);
+    classifier_set(&mut sets);
     sets
 }
 
@@ -598,6 +599,86 @@ fn vlan_set(sets: &mut Vec<VectorSet>) {
         "802.1Q / 802.1ad frames are not split: to the node's stack, whether the tag is in the frame or the kernel has moved it to skb->vlan_tci",
         splitter(SchedulerConfig::Wrr { weights: vec![1, 1] }, 2),
         3,
+        steps,
+    ));
+}
+
+/// The classifier: rules on source (a host, a /24), destination and DSCP, first match first;
+/// a matching packet leaves with the class selector of its queue and its ECN as it came.
+fn classifier_set(sets: &mut Vec<VectorSet>) {
+    use crate::classify::ClassRule;
+    const NET1: Ipv4 = 0x0a00_0100;
+    let frame = |src: Ipv4, dst: Ipv4, dscp: u8, ecn: Ecn| {
+        let mut m = PacketMeta::udp(src, dst, 5001, 5201, 0);
+        (m.dscp, m.ecn) = (dscp, ecn);
+        frame_on_port0(&m, &[0u8; 64])
+    };
+    let steps = vec![
+        ingress("H1, DSCP 0: the first rule, CS5", 0, &frame(STA1, STA3, 0, Ecn::Ect0)),
+        ingress(
+            "H1, DSCP 8: no rule (the first wants DSCP 0)",
+            0,
+            &frame(STA1, STA3, 8, Ecn::Ect0),
+        ),
+        ingress(
+            "from 10.0.1.7, CE: the /24's rule, CS3, CE kept",
+            0,
+            &frame(NET1 | 7, STA3, 0, Ecn::Ce),
+        ),
+        ingress(
+            "H2 to H3, EF: the third rule, CS1",
+            0,
+            &frame(STA2, STA3, 46, Ecn::NotEct),
+        ),
+        ingress(
+            "H2 to H1, EF: no rule (the third wants H3)",
+            0,
+            &frame(STA2, STA1, 46, Ecn::Ect1),
+        ),
+        ingress(
+            "from 10.0.1.7, already CS3: unchanged",
+            0,
+            &frame(NET1 | 7, STA1, 24, Ecn::Ect0),
+        ),
+        ingress(
+            "from 10.0.1.7 to H3, EF: the /24's rule and the third match, the first wins (CS3)",
+            0,
+            &frame(NET1 | 7, STA3, 46, Ecn::Ect0),
+        ),
+    ];
+    let mut cfg = SwitchConfig::forwarding(
+        SPLITTER,
+        vec![
+            Route {
+                prefix: STA1,
+                len: 32,
+                port: 0,
+            },
+            Route {
+                prefix: STA3,
+                len: 32,
+                port: 1,
+            },
+        ],
+    );
+    let rule = |src: Ipv4, src_len: u8, dst: Ipv4, dst_len: u8, dscp: Option<u8>, queue: u8| ClassRule {
+        src,
+        src_len,
+        dst,
+        dst_len,
+        dscp,
+        queue,
+    };
+    cfg.classify = vec![
+        rule(STA1, 32, 0, 0, Some(0), 5),
+        rule(NET1, 24, 0, 0, None, 3),
+        rule(0, 0, STA3, 32, Some(46), 1),
+    ];
+    sets.push(set(
+        "classifier",
+        "the classifier: source host with DSCP 0 to queue 5, a source /24 to queue 3, EF to one destination to queue 1; first match first, DSCP rewritten to the class selector, ECN kept",
+        cfg,
+        2,
         steps,
     ));
 }

@@ -510,6 +510,10 @@ impl SwitchProgram for BaselineProgram {
         true
     }
 
+    fn classifies(&self) -> bool {
+        true
+    }
+
     fn check_params(&self, params: &Params) -> Result<(), (&'static str, String)> {
         if self.name == "dcqcn" && params.get("kmin") > params.get("kmax") {
             return Err(("kmax", "must be at least kmin".into()));

@@ -140,6 +140,10 @@ impl SwitchProgram for PmqecnProgram {
         true
     }
 
+    fn classifies(&self) -> bool {
+        true
+    }
+
     fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError> {
         let forwarding = crate::multipath::MULTIPATH.build(input)?;
         let p = input.params;

@@ -130,6 +130,10 @@ impl SwitchProgram for VqWrrProgram {
         true
     }
 
+    fn classifies(&self) -> bool {
+        true
+    }
+
     fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError> {
         let forwarding = crate::multipath::MULTIPATH.build(input)?;
         let mut vq = VqWrr::new(VqWrrConfig::from_params(input.params), forwarding);

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 mod bounds;
+mod classify;
 mod failures;
 mod flows;
 mod programs;
@@ -30,6 +31,8 @@ mod warnings;
 mod workloads;
 
 pub use bounds::{MAX_FLOW_TABLE_ENTRIES, MAX_NODES, MAX_REPETITIONS, MAX_SAMPLES, MAX_SAMPLE_CELLS, MAX_TIME_PS};
+use classify::*;
+pub use classify::{ClassMatch, ClassifyIntent};
 use failures::*;
 pub use failures::{LinkFailure, MAX_FAILURES};
 pub use flows::MAX_UDP_OVERLOAD;
@@ -315,6 +318,8 @@ pub struct Scenario {
     pub sweep: Option<Sweep>,
     /// Links that fail during the run, in file order.
     pub failures: Vec<LinkFailure>,
+    /// Classifier rules at switches (`[[classify]]`), in file order.
+    pub classify: Vec<ClassifyIntent>,
     raw_splits: Vec<RawSplitKeep>,
     raw_tunnels: Vec<RawTunnel>,
     /// `[tcp]`'s settings: what a variant's `protocol = "tcp"` gives the flows it makes TCP.
@@ -660,6 +665,8 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     udp_rates_are_sendable(&ctx, &flows, &nodes, &links, &|i| format!("flow[{i}].rate"))?;
     let tunnels = tunnels_of(&ctx, &raw.tunnel, &nodes, &paths, &splits)?;
     let failures = failures_of(&ctx, &raw.failure, &links, duration_ps, &node_of)?;
+    let classify = classifiers_of(&ctx, &raw.classify, &nodes, &links, &node_of)?;
+    classifiers_run_where_supported(&ctx, "classify", &classify, &nodes, &programs)?;
     let variants = variants_of(&ctx, &raw.variant)?;
     let seed = m.seed.unwrap_or(1);
     let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
@@ -691,6 +698,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
         routing,
         sweep,
         failures,
+        classify,
         raw_splits,
         raw_tunnels: raw.tunnel,
         tcp_defaults,

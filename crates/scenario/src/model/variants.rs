@@ -221,6 +221,7 @@ fn set_program(ctx: &Ctx<'_>, at: &str, p: &str, out: &mut Scenario) -> Result<(
         .entry(prog.name())
         .or_insert_with(|| mpsched_programs::Params::defaults(prog.params()));
     splits_run_where_supported(ctx, at, &out.splits, &out.paths, &out.nodes, &out.programs)?;
+    classifiers_run_where_supported(ctx, at, &out.classify, &out.nodes, &out.programs)?;
     ports_suit_programs(ctx, &out.nodes, &out.links, &out.programs, &out.program_params)?;
     Ok(())
 }

@@ -12,8 +12,9 @@
 //! retransmission timeout sends that packet again: the receiver answers it with a NAK, or, if it
 //! is done, with the ACK again. A sender goes back once per gap: a second NAK for the packet it
 //! already went back to (the receiver's answer to the last packet of the pass before) is passed
-//! over until a timeout, as a NIC's sender waits out its timer when a packet is lost twice. A flow's sender may wait for room in its host's interface queue
-//! (`host_queue_limit`), as a TCP connection may: the flows waiting send in turn as it drains.
+//! over until a timeout, as a NIC's sender waits out its timer when a packet is lost twice. A
+//! flow's sender may wait for room in its host's interface queue (`host_queue_limit`), as a TCP
+//! connection may: the flows waiting send in turn as it drains.
 
 use super::*;
 use crate::packet::CONTROL_FLOW;
