@@ -16,11 +16,12 @@
  *     defining MPS_QUEUE_STAGE and MPS_DEQUEUE_STAGE before it includes this file
  *     (crates/programs/src/pmqecn/vqwrr.p4, virtual-queue WRR).
  *   the switch's own packets: a program's queue stage may ask for a rate feedback to the data
- *     packet's source (pmqecn.p4): it clones the packet to MPS_RECIRC_SESSION with the fields
- *     of field list MPS_FL_RATE_FEEDBACK; egress turns the clone into the feedback and
- *     recirculates it; ingress then routes it as the switch's own packet (no receive count, no
- *     TTL, no confluence or split: the LPM and ECMP on its own 5-tuple) and hands it to
- *     MPS_OWN_STAGE, which picks its queue (by default the port's top one).
+ *     packet's source (pmqecn.p4, p4qcn.p4): it clones the packet to MPS_RECIRC_SESSION with
+ *     the fields of field list MPS_FL_RATE_FEEDBACK (include/rate_feedback.p4); egress turns
+ *     the clone into the feedback and recirculates it; ingress then routes it as the switch's
+ *     own packet (no receive count, no TTL, no confluence or split: the LPM and ECMP on its
+ *     own 5-tuple) and hands it to MPS_OWN_STAGE, which picks its queue (by default the
+ *     port's top one; p4qcn.p4's joins the FIFO, which may drop it).
  *
  * Where v1model forces a difference from the Rust and eBPF programs, p4/README.md says so.
  * The conformance vectors under tests/vectors/ hold all three equal.
@@ -52,11 +53,12 @@ control MpsDscpQueue(inout headers_t h, inout metadata_t m, inout standard_metad
 
 /* The default stage of the switch's own packets (a recirculated rate feedback), once routed:
  * the top queue of its port, so that it never waits behind the congestion it reports. A
- * program counts them in its own (MPS_OWN_STAGE); forward is false when no route led back. */
+ * program counts them in its own (MPS_OWN_STAGE); forward is false when no route led back,
+ * and the stage may refuse the packet as a queue stage may (forward = false). */
 #ifndef MPS_OWN_STAGE
 #define MPS_OWN_STAGE MpsOwnTop
 control MpsOwnTop(inout headers_t h, inout metadata_t m, inout standard_metadata_t sm,
-                  in bit<16> port, in bit<8> queues, in bool forward) {
+                  in bit<16> port, in bit<8> queues, inout bool forward) {
     apply {
         sm.priority = MPS_CLAMP_QUEUE(7, queues);
     }
@@ -314,7 +316,7 @@ control MpsIngress(inout headers_t h, inout metadata_t m, inout standard_metadat
             forward = false;
         }
         /* 6. The port queue (a program's stage may refuse the packet; the switch's own packet
-         * is the own stage's, routed or not). */
+         * is the own stage's, routed or not, which may refuse it too). */
         bit<8> queues = 0;
         if (forward) {
             port_queues.read(queues, (bit<32>)out_port);

@@ -54,7 +54,7 @@ header feedback_pad_h {
 }
 
 /* A switch's rate feedback to a paced sender (crates/core/src/rate_wire.rs, "MPRF"), the UDP
- * payload a program's feedback carries (PMQECN's, pmqecn.p4): never parsed, only built in
+ * payload a program's feedback carries (pmqecn.p4's, p4qcn.p4's): never parsed, only built in
  * egress (MpsEgress.make_rate_feedback). */
 header rate_feedback_h {
     bit<32> magic;

@@ -1,11 +1,13 @@
-//! The control plane of the marking baselines' P4 programs (`crates/programs/src/pmqecn/
-//! dcqcn.p4`, `tcn.p4`, over `p4/include/baseline.p4`): the multipath switch's tables as
-//! [`crate::control`] fills them (both include `p4/mpsched.p4` whole), the port queue's limit,
+//! The control plane of the baselines' P4 programs (`crates/programs/src/pmqecn/dcqcn.p4`,
+//! `tcn.p4` and `p4qcn.p4`, over `p4/include/baseline.p4`): the multipath switch's tables as
+//! [`crate::control`] fills them (each includes `p4/mpsched.p4` whole), the port queue's limit,
 //! each rule's parameters, and the registers back under the names of the Rust twin's counters
-//! (`counter.baseline.marked`, `counter.baseline.tail_drops`).
+//! (`counter.baseline.marked`, `counter.baseline.tail_drops`; P4QCN's `counter.qcn.*`).
 //!
 //! Units: DCQCN's `pmax_pct` becomes millionths (`dcqcn_pmax_ppm`); TCN's `sojourn` (ps)
-//! becomes whole microseconds, BMv2's unit for `deq_timedelta`, by [`sojourn_threshold_us`].
+//! becomes whole microseconds, BMv2's unit for `deq_timedelta`, by [`sojourn_threshold_us`];
+//! P4QCN's `feedback_gap` (ps, whole microseconds by its declaration) becomes microseconds,
+//! BMv2's ingress clock (`qcn_gap_us`), as the eBPF loader writes it in nanoseconds.
 
 use crate::cli::SwitchCli;
 use crate::control;
@@ -17,8 +19,22 @@ use std::collections::BTreeMap;
 pub const COUNTERS_REGISTER: &str = "baseline_counters";
 /// The counters, in the data plane's order, as results and vectors name them.
 pub const COUNTERS: [&str; 2] = ["counter.baseline.marked", "counter.baseline.tail_drops"];
-/// `baseline_test_flags`: under the vectors only their egress steps meet the rule, with the
-/// step's figures, and ingress counts and drops nothing (`BL_F_VECTORS`).
+/// P4QCN's register of the `qcn.*` counters (indices as `QCN_C_*` in p4qcn.p4).
+pub const QCN_COUNTERS_REGISTER: &str = "qcn_counters";
+/// P4QCN's counters, in the data plane's order, as results and vectors name them. The
+/// register's next entry counts attempts (feedback asked of the data plane), which the twin
+/// has not.
+pub const QCN_COUNTERS: [&str; 3] = [
+    "counter.qcn.samples",
+    "counter.qcn.feedback",
+    "counter.qcn.feedback_no_route",
+];
+/// The index of the attempts in [`QCN_COUNTERS_REGISTER`] (`QCN_C_ATTEMPTS`).
+const QCN_ATTEMPTS: usize = 3;
+/// `baseline_test_flags`: under the vectors a packet finds the step's depth at ingress (which
+/// alone decides the tail drop, nothing counted), and only their egress steps meet the rule,
+/// with the step's figures (`BL_F_VECTORS`); `qcn_test_flags`: P4QCN's ingress clock is the
+/// step's (`QCN_F_TEST_CLOCK`).
 const VECTORS: u64 = 1;
 /// BMv2's own queue is this much deeper than `fifo_pkts`, so that the program's count, not
 /// BMv2, drops (packets the program does not count, feedback clones, share the queue).
@@ -80,6 +96,11 @@ fn configure_common(cli: &mut SwitchCli, t: &NodeTables) -> Result<(), Bmv2Error
     cli.register_write("baseline_test_flags", 0, flags)
 }
 
+/// [`check`] (P4QCN's gap is whole microseconds by its declaration, BMv2's clock).
+pub fn check_p4qcn(t: &NodeTables) -> Result<(), Bmv2Error> {
+    check(t)
+}
+
 /// `dcqcn.p4`: [`configure_common`], `kmin`, `kmax`, `pmax_pct` as millionths, and the
 /// vectors' fixed draws.
 pub fn configure_dcqcn(cli: &mut SwitchCli, t: &NodeTables) -> Result<(), Bmv2Error> {
@@ -103,8 +124,28 @@ pub fn configure_tcn(cli: &mut SwitchCli, t: &NodeTables) -> Result<(), Bmv2Erro
     cli.register_write("tcn_sojourn_us", 0, u64::from(us))
 }
 
-/// A vector's egress step: the depth the frame found and its sojourn, which BMv2 counts in
-/// whole microseconds (a step of another sojourn is refused: BMv2 cannot present it).
+/// `p4qcn.p4`: [`configure_common`], `q_eq`, `w`, the gap in microseconds, the feedback's
+/// mirror session ([`control::add_rate_feedback_session`]) and, under the vectors, the ingress
+/// clock from `qcn_test_clock_us`.
+pub fn configure_p4qcn(cli: &mut SwitchCli, t: &NodeTables) -> Result<(), Bmv2Error> {
+    check_p4qcn(t)?;
+    configure_common(cli, t)?;
+    cli.register_write("qcn_q_eq", 0, t.params.get("q_eq"))?;
+    cli.register_write("qcn_w", 0, t.params.get("w"))?;
+    cli.register_write("qcn_gap_us", 0, t.params.get("feedback_gap") / PS_PER_US)?;
+    control::add_rate_feedback_session(cli)?;
+    let flags = if t.test_clock { VECTORS } else { 0 };
+    cli.register_write("qcn_test_flags", 0, flags)
+}
+
+/// P4QCN's ingress test clock (with [`NodeTables::test_clock`]): BMv2 counts microseconds.
+pub fn set_qcn_clock(cli: &mut SwitchCli, now_ns: u64) -> Result<(), Bmv2Error> {
+    cli.register_write("qcn_test_clock_us", 0, now_ns / 1000)
+}
+
+/// A vector's step: the depth the frame found (joining its queue at ingress, or leaving it at
+/// egress) and its sojourn, which BMv2 counts in whole microseconds (a step of another sojourn
+/// is refused: BMv2 cannot present it).
 pub fn set_test_queue(cli: &mut SwitchCli, enq_qdepth_pkts: u32, sojourn_ns: u64) -> Result<(), Bmv2Error> {
     if sojourn_ns % 1000 != 0 || sojourn_ns / 1000 > u64::from(u32::MAX) {
         return Err(Bmv2Error::Config(format!(
@@ -128,6 +169,30 @@ pub fn snapshot(cli: &mut SwitchCli, t: &NodeTables) -> Result<BTreeMap<String, 
 /// The name of counter `i` of [`COUNTERS_REGISTER`] in snapshots.
 pub fn counter_name(i: usize) -> Option<String> {
     COUNTERS.get(i).map(|n| n.to_string())
+}
+
+/// [`snapshot`] and P4QCN's `qcn.*` counters.
+pub fn snapshot_p4qcn(cli: &mut SwitchCli, t: &NodeTables) -> Result<BTreeMap<String, u64>, Bmv2Error> {
+    let mut out = snapshot(cli, t)?;
+    let counters = cli.register_read_all(QCN_COUNTERS_REGISTER)?;
+    for (i, name) in QCN_COUNTERS.iter().enumerate() {
+        out.insert(name.to_string(), counters.get(i).copied().unwrap_or(0));
+    }
+    Ok(out)
+}
+
+/// The name of counter `i` of [`QCN_COUNTERS_REGISTER`] in snapshots (the attempts have none).
+pub fn qcn_counter_name(i: usize) -> Option<String> {
+    QCN_COUNTERS.get(i).map(|n| n.to_string())
+}
+
+/// Whether every feedback P4QCN asked for has been through ingress again (sent, or dropped
+/// for want of a route): it is recirculated, so it may still be on its way when the data
+/// packet that caused it has left.
+pub fn qcn_settled(cli: &mut SwitchCli) -> Result<bool, Bmv2Error> {
+    let c = cli.register_read_all(QCN_COUNTERS_REGISTER)?;
+    let at = |i: usize| c.get(i).copied().unwrap_or(0);
+    Ok(at(QCN_ATTEMPTS) == at(1) + at(2))
 }
 
 #[cfg(test)]
@@ -206,5 +271,19 @@ mod tests {
             .map(|(k, _)| format!("counter.{k}"))
             .collect();
         assert_eq!(names, COUNTERS);
+        let qcn = Rule::Qcn {
+            q_eq: 11,
+            w: 2,
+            gap_ps: 0,
+        };
+        let twin = Baseline::new(Box::new(Nothing), qcn, 64, 0, 0);
+        let names: Vec<String> = twin
+            .counters()
+            .into_iter()
+            .map(|(k, _)| format!("counter.{k}"))
+            .collect();
+        assert_eq!(names[..2], COUNTERS);
+        assert_eq!(names[2..], QCN_COUNTERS);
+        assert_eq!(qcn_counter_name(QCN_ATTEMPTS), None);
     }
 }

@@ -103,6 +103,18 @@ fn mac(m: [u8; 6]) -> u64 {
     m.iter().fold(0u64, |acc, b| acc << 8 | u64::from(*b))
 }
 
+/// The mirror session a program's rate feedback clones take (`MPS_RECIRC_SESSION`, to
+/// `MPS_RECIRC_PORT`, which has no interface: there egress builds the feedback and
+/// recirculates it), for the programs that send one (PMQECN's, P4QCN's).
+pub fn add_rate_feedback_session(cli: &mut SwitchCli) -> Result<(), Bmv2Error> {
+    cli.run(&format!(
+        "mirroring_add {} {}",
+        crate::layout::RECIRC_SESSION,
+        crate::layout::RECIRC_PORT
+    ))
+    .map(|_| ())
+}
+
 /// Fill every table, register and mirror session from `t` (checked with [`check`] first).
 pub fn configure(cli: &mut SwitchCli, t: &NodeTables) -> Result<(), Bmv2Error> {
     check(t)?;

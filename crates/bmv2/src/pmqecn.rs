@@ -10,7 +10,6 @@
 //! `vq_rate_kbps` and `vq_target_kbps` through [`write_register`], as the Rust twin takes them.
 
 use crate::cli::SwitchCli;
-use crate::layout::{RECIRC_PORT, RECIRC_SESSION};
 use crate::{vqwrr, Bmv2Error};
 use mpsched_core::control::ControlError;
 use mpsched_netns::dataplane::NodeTables;
@@ -51,9 +50,9 @@ pub fn check(t: &NodeTables) -> Result<(), Bmv2Error> {
 }
 
 /// vq-wrr's configuration ([`vqwrr::configure`]), then every class's threshold from
-/// `threshold`, the gap in microseconds, the feedback's mirror session (its clones go to
-/// [`RECIRC_PORT`], where egress builds and recirculates them) and, under the vectors' test
-/// clock, the ingress clock from `pmq_test_clock_us`.
+/// `threshold`, the gap in microseconds, the feedback's mirror session
+/// ([`crate::control::add_rate_feedback_session`]) and, under the vectors' test clock, the
+/// ingress clock from `pmq_test_clock_us`.
 pub fn configure(cli: &mut SwitchCli, t: &NodeTables) -> Result<(), Bmv2Error> {
     check(t)?;
     vqwrr::configure(cli, t)?;
@@ -62,7 +61,7 @@ pub fn configure(cli: &mut SwitchCli, t: &NodeTables) -> Result<(), Bmv2Error> {
         cli.register_write("vq_threshold", v, threshold)?;
     }
     cli.register_write("pmq_feedback_gap_us", 0, t.params.get("feedback_gap") / PS_PER_US)?;
-    cli.run(&format!("mirroring_add {RECIRC_SESSION} {RECIRC_PORT}"))?;
+    crate::control::add_rate_feedback_session(cli)?;
     let flags = if t.test_clock { TEST_CLOCK } else { 0 };
     cli.register_write("pmq_test_flags", 0, flags)
 }

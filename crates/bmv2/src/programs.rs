@@ -58,8 +58,10 @@ pub struct Bmv2Program {
     /// Whether it picks packets' priority queues itself whatever the ports' queues (vq-wrr's
     /// levels), so that its switch always starts with priority queues.
     pub own_priorities: bool,
-    /// Present a vector egress step's `enq_qdepth_pkts` and `sojourn_ns`, for programs whose
-    /// egress reads them (the marking baselines); None: a step giving them is refused.
+    /// Present a vector step's `enq_qdepth_pkts` and `sojourn_ns`, for programs that read them
+    /// (the baselines: at egress, and at ingress, where a packet joins its queue); None: an
+    /// egress step giving them is refused (an ingress step's are the Rust runner's only for
+    /// programs with an enqueue stage, the baselines).
     pub set_test_queue: Option<TestQueueFn>,
     /// Whether the packets it makes itself and sends through the switch again (PMQECN's
     /// recirculated feedback) have all been through ingress: the vector runner waits for it
@@ -181,6 +183,24 @@ pub static BMV2_PROGRAMS: &[Bmv2Program] = &[
         set_test_queue: Some(baselines::set_test_queue),
         settled: None,
     },
+    Bmv2Program {
+        p4: "p4qcn",
+        check: baselines::check_p4qcn,
+        configure: baselines::configure_p4qcn,
+        snapshot: baselines::snapshot_p4qcn,
+        counters: &[
+            ("MpsIngress.counters", control::counter_name),
+            (baselines::COUNTERS_REGISTER, baselines::counter_name),
+            (baselines::QCN_COUNTERS_REGISTER, baselines::qcn_counter_name),
+        ],
+        set_ingress_clock: Some(baselines::set_qcn_clock),
+        write_register: None,
+        writable_registers: &[],
+        port_queues_register: control::PORT_QUEUES_REGISTER,
+        own_priorities: false,
+        set_test_queue: Some(baselines::set_test_queue),
+        settled: Some(baselines::qcn_settled),
+    },
 ];
 
 /// BMv2's control plane of `program`, or why there is none (for messages, without the node).
@@ -209,17 +229,7 @@ mod tests {
 
     #[test]
     fn every_registered_program_has_a_bmv2_control_plane() {
-        // Registered programs without a P4 program yet (issue #30 is building them): listed on
-        // purpose, refused by name.
-        const NOT_YET_ON_BMV2: &[&str] = &["p4qcn"];
         for p in SWITCH_PROGRAMS {
-            if NOT_YET_ON_BMV2.contains(&p.name()) {
-                let e = bmv2_program(*p)
-                    .err()
-                    .expect("listed as missing, yet it has a control plane");
-                assert!(e.contains("has no P4 program"), "{e}");
-                continue;
-            }
             let b = bmv2_program(*p).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(Some(b.p4), p.p4_program());
         }

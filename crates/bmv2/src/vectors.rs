@@ -229,6 +229,11 @@ fn step(
     if let (Hook::Ingress, Some(set_clock)) = (st.hook, node.prog.set_ingress_clock) {
         set_clock(cli, st.time_ns).map_err(err)?;
     }
+    // The depth a packet finds as it joins its port's queue, for a program with an enqueue
+    // stage (the baselines': P4QCN's sample and the tail drop), as the Rust runner gives it.
+    if let (Hook::Ingress, Some(set_queue)) = (st.hook, node.prog.set_test_queue) {
+        set_queue(cli, st.enq_qdepth_pkts, st.sojourn_ns).map_err(err)?;
+    }
     if st.hook == Hook::Egress {
         cli.register_write("MpsEgress.test_clock_ns", 0, st.time_ns)
             .map_err(err)?;

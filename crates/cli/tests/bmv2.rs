@@ -2,8 +2,8 @@
 //! and P4 programs; Motohashi's scenarios 1, 2 and 3b with BMv2 as the switches agree with the
 //! simulator within 10 %, and DWRR moves flow1 off path2 there too; PMQECN's Table 1 on BMv2's
 //! priority queues (strict priority starves the low class, vq-wrr shares the port); PMQECN's
-//! rate feedback reaches the paced senders from BMv2; nothing is left behind (switch processes, namespaces, files) after a normal, an interrupted or a failed
-//! run.
+//! and P4QCN's rate feedback reaches the paced senders from BMv2; nothing is left behind
+//! (switch processes, namespaces, files) after a normal, an interrupted or a failed run.
 //!
 //! These tests need root and the P4 toolchain (BMv2, p4c at build time). Without either they
 //! are reported as ignored, with the reason, except under CI=true, where each of them fails
@@ -75,6 +75,10 @@ const TESTS: &[(&str, fn())] = &[
     (
         "pmqecn_on_bmv2_sends_rate_feedback_that_the_paced_senders_take",
         pmqecn_on_bmv2_sends_rate_feedback_that_the_paced_senders_take,
+    ),
+    (
+        "p4qcn_on_bmv2_sends_rate_feedback_that_the_paced_senders_take",
+        p4qcn_on_bmv2_sends_rate_feedback_that_the_paced_senders_take,
     ),
 ];
 
@@ -207,20 +211,41 @@ fn table1_on_bmv2_strict_priority_starves_the_low_class_and_vq_wrr_shares_the_po
 }
 
 /// PMQECN's congestion point on BMv2 (pmqecn.p4, its feedback a clone the switch rebuilds and
-/// recirculates): its vector sets in process, then scenario 1's PMQECN variant for 5 s
-/// (`mpsched run pmqecn2024/s1-performance --backend bmv2 --ignore-delay --variant PMQECN`):
-/// S1 sends rate feedback, every paced sender takes some, and the control loops run at least
-/// half their steps (a step's reads share one snapshot, crates/bmv2/src/plane.rs: with one
-/// each they ran 7 of 100 in 10 s). Not a measurement: BMv2 on two shared cores cannot carry the
-/// three senders' start (the program's README, "The P4 program").
+/// recirculates): [`rate_feedback_on_bmv2`] for its sets and scenario 1's PMQECN variant, and
+/// the control loops run at least half their steps (a step's reads share one snapshot,
+/// crates/bmv2/src/plane.rs: with one each they ran 7 of 100 in 10 s).
 fn pmqecn_on_bmv2_sends_rate_feedback_that_the_paced_senders_take() {
+    rate_feedback_on_bmv2("pmqecn-", "PMQECN", "counter.pmqecn.feedback", |counters| {
+        for node in ["control:S1", "control:S2"] {
+            let steps = counters[node]["steps"].as_u64().unwrap_or(0);
+            assert!(steps >= 25, "{node} ran few of its 50 steps: {counters}");
+        }
+    });
+}
+
+/// P4QCN's congestion point on BMv2 (p4qcn.p4, PMQECN's feedback mechanism over the baselines'
+/// FIFO): [`rate_feedback_on_bmv2`] for its sets and scenario 1's P4QCN variant, S1 sampling.
+fn p4qcn_on_bmv2_sends_rate_feedback_that_the_paced_senders_take() {
+    rate_feedback_on_bmv2("p4qcn-", "P4QCN", "counter.qcn.feedback", |counters| {
+        let samples = counters["S1"]["counter.qcn.samples"].as_u64().unwrap_or(0);
+        assert!(samples > 0, "S1 sampled nothing: {counters}");
+    });
+}
+
+/// A congestion point that reflects rate feedback, on BMv2: the vector sets named
+/// `<sets>*.json` in process (each agreeing with the twin and reflecting some feedback), then
+/// scenario 1's `variant` for 5 s (`mpsched run pmqecn2024/s1-performance --backend bmv2
+/// --ignore-delay --variant <variant>`): S1 counts feedback sent (`feedback`), every paced
+/// sender takes some, and `more` checks the run's counters. Not a measurement: BMv2 on two
+/// shared cores cannot carry the three senders' start (the programs' README, "The P4 program").
+fn rate_feedback_on_bmv2(sets: &str, variant: &str, feedback: &str, more: impl Fn(&serde_json::Value)) {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let before = switch_processes();
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors");
-    let mut sets = 0;
+    let mut found = 0;
     for e in std::fs::read_dir(&dir).unwrap().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if !(name.starts_with("pmqecn-") && name.ends_with(".json")) {
+        if !(name.starts_with(sets) && name.ends_with(".json")) {
             continue;
         }
         let set: mpsched_core::vectors::VectorSet =
@@ -229,12 +254,12 @@ fn pmqecn_on_bmv2_sends_rate_feedback_that_the_paced_senders_take() {
         let errs = mpsched_core::vectors::compare(&set, &init, &res);
         assert!(errs.is_empty(), "{name}: {errs:#?}");
         assert!(res.iter().any(|r| r.observed.rate_feedback.is_some()), "{name}");
-        sets += 1;
+        found += 1;
     }
-    assert!(sets >= 1, "no pmqecn-* set in {}", dir.display());
-    assert_clean("after pmqecn's sets", before);
+    assert!(found >= 1, "no {sets}* set in {}", dir.display());
+    assert_clean(&format!("after the {sets}* sets"), before);
 
-    let out = tmp("pmqecn-s1");
+    let out = tmp(&format!("{}-s1", variant.to_lowercase()));
     let o = mpsched()
         .args([
             "run",
@@ -243,7 +268,7 @@ fn pmqecn_on_bmv2_sends_rate_feedback_that_the_paced_senders_take() {
             "bmv2",
             "--ignore-delay",
             "--variant",
-            "PMQECN",
+            variant,
             "--duration",
             "5",
             "--no-plot",
@@ -258,24 +283,19 @@ fn pmqecn_on_bmv2_sends_rate_feedback_that_the_paced_senders_take() {
     let counters = &summary["repetitions"][0]["counters"];
     let c = |node: &str, k: &str| counters[node][k].as_u64().unwrap_or(0);
     eprintln!(
-        "PMQECN on BMv2, 5 s: S1 {}, rate control {}",
+        "{variant} on BMv2, 5 s: S1 {}, rate control {}",
         counters["S1"], counters["rate-control"]
     );
-    assert!(
-        c("S1", "counter.pmqecn.feedback") > 0,
-        "S1 sent no feedback: {counters}"
-    );
+    assert!(c("S1", feedback) > 0, "S1 sent no feedback: {counters}");
     for flow in ["A", "B", "C"] {
         assert!(
             c("rate-control", &format!("{flow}.notifications")) > 0,
             "flow {flow} took no feedback: {counters}"
         );
     }
-    for node in ["control:S1", "control:S2"] {
-        assert!(c(node, "steps") >= 25, "{node} ran few of its 50 steps: {counters}");
-    }
+    more(counters);
     let _ = std::fs::remove_dir_all(&out);
-    assert_clean("after PMQECN's scenario 1", before);
+    assert_clean(&format!("after {variant}'s scenario 1"), before);
 }
 
 /// A port of weighted queues (`wrr`) at a switch is refused on BMv2 before anything is made,
@@ -588,19 +608,14 @@ fn every_vector_agrees_across_rust_ebpf_and_bmv2() {
     let rows: Vec<&str> = text.lines().skip(1).filter(|l| !l.starts_with(' ')).collect();
     assert!(rows.len() >= 12, "{text}");
     let mut steps = 0;
-    // P4QCN has no P4 program yet (issue #30): its sets read `none` on BMv2, saying why.
-    let without_p4 = ["p4qcn-"];
+    // Every program has its eBPF and P4 twins: no set reads `none`.
+    assert!(!text.contains("none:"), "{text}");
     for row in &rows {
         let cells: Vec<&str> = row.split_whitespace().collect();
-        let expected = if without_p4.iter().any(|p| row.starts_with(p)) {
-            assert!(text.contains("program `p4qcn` has no P4 program"), "{text}");
-            ["agree", "agree", "none"]
-        } else {
-            ["agree", "agree", "agree"]
-        };
-        assert_eq!(cells[2..], expected, "{row}");
+        assert_eq!(cells[2..], ["agree", "agree", "agree"], "{row}");
         steps += cells[1].parse::<usize>().unwrap();
     }
+    assert!(rows.iter().any(|r| r.starts_with("p4qcn-")), "P4QCN's sets: {text}");
     assert!(steps >= 250, "only {steps} steps");
     // LetFlow's sets run on letflow.p4 and letflow.bpf.o, in the same three columns.
     let letflow = rows.iter().filter(|r| r.starts_with("letflow-")).count();

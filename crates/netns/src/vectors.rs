@@ -226,7 +226,7 @@ fn replay(
 /// Counters whose move ends a frame's way through the switch's ingress (to the stack, dropped,
 /// consumed, or a failed redirect): with a transmit counter, what says a frame sent on the
 /// wire has been handled.
-pub const OUTCOME_COUNTERS: [&str; 11] = [
+pub const OUTCOME_COUNTERS: [&str; 12] = [
     "counter.not_ipv4",
     "counter.local",
     "counter.no_route",
@@ -238,6 +238,7 @@ pub const OUTCOME_COUNTERS: [&str; 11] = [
     "counter.feedback_untrusted_port",
     "counter.redirect_failed",
     "counter.vq.drops",
+    "counter.baseline.tail_drops",
 ];
 
 /// The increment of counter `k` from `prev` to `regs`.

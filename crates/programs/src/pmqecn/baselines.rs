@@ -550,12 +550,9 @@ impl SwitchProgram for BaselineProgram {
         Some("baseline")
     }
 
-    /// `dcqcn.p4` and `tcn.p4` beside this file; P4QCN's feedback is not built in P4 yet.
+    /// `dcqcn.p4`, `tcn.p4` and `p4qcn.p4` beside this file (over `p4/include/baseline.p4`).
     fn p4_program(&self) -> Option<&'static str> {
-        match self.name {
-            "dcqcn" | "tcn" => Some(self.name),
-            _ => None,
-        }
+        Some(self.name)
     }
 }
 

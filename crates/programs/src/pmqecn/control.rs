@@ -293,9 +293,12 @@ mod tests {
         }
     }
 
+    /// A millisecond in the loop's picoseconds: steps are at the times the run gives them.
+    const MS: u64 = 1_000_000_000;
+
     fn config() -> ControlConfig {
         ControlConfig {
-            period_ps: 100_000_000_000,
+            period_ps: 100 * MS,
             capacity_pkts: 64,
             class_a: 2,
             class_b: 1,
@@ -330,7 +333,7 @@ mod tests {
         c.step(0, "s1", &mut r).unwrap();
         assert!(r.values.keys().all(|(k, _)| k.starts_with("vq_arrival")));
         arrive(&mut r, [200, 200, 200]);
-        c.step(100, "s1", &mut r).unwrap();
+        c.step(100 * MS, "s1", &mut r).unwrap();
         // What the optimiser answers for the same measurements, in packets of 1500 bytes.
         let gamma = 10e6 / 12_000.0;
         let goals = [Goal::DelayAndLoss, Goal::DelayAndJitter, Goal::DelayAndBandwidth];
@@ -373,7 +376,7 @@ mod tests {
         );
         // The next period counts only what arrived since.
         arrive(&mut r, [0, 400, 0]);
-        c.step(200, "s1", &mut r).unwrap();
+        c.step(200 * MS, "s1", &mut r).unwrap();
         assert_eq!(r.values[&("vq_rate_kbps".to_string(), 1)], 4_800);
         assert_eq!(c.counters()[0], ("pmqecn.solved".to_string(), 2));
     }
@@ -396,7 +399,7 @@ mod tests {
             r.values.insert(("vq_arrival_pkts".into(), i), pkts);
             r.values.insert(("vq_arrival_bytes".into(), i), pkts * 1500);
         }
-        c.step(100, "s1", &mut r).unwrap();
+        c.step(100 * MS, "s1", &mut r).unwrap();
         assert_eq!(r.values[&("vq_rate_kbps".to_string(), 0)], 6_000, "port 1's class 0");
     }
 

@@ -10,11 +10,9 @@
  *     vq_arrival_pkts by one), and if vq_len[p][v] after the placement is above
  *     vq_threshold[v] a rate feedback goes to the packet's source, unless one was attempted
  *     for (p, v) before and now < last + gap (pmqecn.feedback_held). An attempt is recorded
- *     (the gap runs from it, routed back or not) and asked of mpsched.p4: the fields of field
- *     list MPS_FL_RATE_FEEDBACK (the class, vq_len capped at 65535, vq_rate_kbps[v] and
- *     vq_target_kbps[v], the source's address and port as the Rust parser gives it: 0 for a
- *     non-first fragment or a protocol other than UDP and TCP) and an ingress-to-egress clone
- *     to MPS_RECIRC_SESSION. The data packet goes on unchanged, or is dropped when full.
+ *     (the gap runs from it, routed back or not) and asked of mpsched.p4 through
+ *     include/rate_feedback.p4 (the class, vq_len, vq_rate_kbps[v] and vq_target_kbps[v]).
+ *     The data packet goes on unchanged, or is dropped when full.
  *   egress of the clone (mpsched.p4): it becomes the 58-byte feedback and is recirculated.
  *   ingress of the feedback (MPS_OWN_STAGE): routed by the switch's routes, ECMP on its own
  *     5-tuple; with a route it leaves from its port's top level (vq_levels - 1, clamped to
@@ -39,6 +37,7 @@
 #include "include/headers.p4"
 #include "include/queues.p4"
 #include "include/vqwrr.p4"
+#include "include/rate_feedback.p4"
 
 /* Register pmq_counters: pmqecn.* as the Rust twin names them, then the attempts (feedback
  * asked of mpsched.p4; once every attempt is through ingress again, attempts = feedback +
@@ -69,6 +68,7 @@ register<bit<64>>(1) pmq_test_clock_us;
 control PmqEnqueue(inout headers_t h, inout metadata_t m, inout standard_metadata_t sm,
                    in bit<16> port, in bit<8> queues, inout bool forward) {
     VqWrrPlace() place;
+    RateFeedbackAsk() ask;
     bit<8> level;
     bool full;
     bit<32> len;
@@ -125,32 +125,16 @@ control PmqEnqueue(inout headers_t h, inout metadata_t m, inout standard_metadat
         default_action = arrive();
     }
 
-    /* The feedback's fields, for egress to build it from (field list MPS_FL_RATE_FEEDBACK),
-     * and the clone that carries them there. */
-    action ask_feedback() {
-        bit<32> v = (bit<32>)h.ipv4.tos[7:5];
-        m.rf_dst_ip = h.ipv4.src;
-        /* The source port of a first fragment of UDP with its 8 header bytes, or of TCP with
-         * 20, inside the total length (wire::parse_frame); else 0. */
-        bit<32> need = 20;
-        if (h.ipv4.protocol == 17) { need = 8; }
-        m.rf_dst_port = 0;
-        if (h.l4.isValid() && (bit<32>)h.ipv4.total_len >= (bit<32>)h.ipv4.ihl * 4 + need) {
-            m.rf_dst_port = h.l4.src_port;
-        }
-        m.rf_queue = (bit<8>)h.ipv4.tos[7:5];
-        m.rf_qlen_pkts = 0xffff;
-        if (len < 0xffff) { m.rf_qlen_pkts = (bit<16>)len; }
-        vq_rate_kbps.read(m.rf_measured_kbps, v);
-        vq_target_kbps.read(m.rf_target_kbps, v);
-        clone_preserving_field_list(CloneType.I2E, MPS_RECIRC_SESSION, MPS_FL_RATE_FEEDBACK);
-    }
-
     apply {
         place.apply(h, port, level, full, len);
         arrival.apply();
         if (send) {
-            ask_feedback();
+            bit<32> v = (bit<32>)h.ipv4.tos[7:5];
+            bit<32> rate;
+            bit<32> target;
+            vq_rate_kbps.read(rate, v);
+            vq_target_kbps.read(target, v);
+            ask.apply(h, m, (bit<8>)h.ipv4.tos[7:5], len, rate, target);
         }
         if (full) {
             forward = false;
@@ -161,7 +145,7 @@ control PmqEnqueue(inout headers_t h, inout metadata_t m, inout standard_metadat
 }
 
 control PmqOwn(inout headers_t h, inout metadata_t m, inout standard_metadata_t sm,
-               in bit<16> port, in bit<8> queues, in bool forward) {
+               in bit<16> port, in bit<8> queues, inout bool forward) {
     action count(bit<32> which) {
         bit<64> c;
         pmq_counters.read(c, which);
