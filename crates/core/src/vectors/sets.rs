@@ -613,39 +613,31 @@ fn classifier_set(sets: &mut Vec<VectorSet>) {
         (m.dscp, m.ecn) = (dscp, ecn);
         frame_on_port0(&m, &[0u8; 64])
     };
-    let steps = vec![
-        ingress("H1, DSCP 0: the first rule, CS5", 0, &frame(STA1, STA3, 0, Ecn::Ect0)),
-        ingress(
-            "H1, DSCP 8: no rule (the first wants DSCP 0)",
-            0,
-            &frame(STA1, STA3, 8, Ecn::Ect0),
-        ),
-        ingress(
+    let cases = [
+        ("H1, DSCP 0: the first rule, CS5", STA1, STA3, 0, Ecn::Ect0),
+        ("H1, DSCP 8: no rule (the first wants DSCP 0)", STA1, STA3, 8, Ecn::Ect0),
+        (
             "from 10.0.1.7, CE: the /24's rule, CS3, CE kept",
+            NET1 | 7,
+            STA3,
             0,
-            &frame(NET1 | 7, STA3, 0, Ecn::Ce),
+            Ecn::Ce,
         ),
-        ingress(
-            "H2 to H3, EF: the third rule, CS1",
-            0,
-            &frame(STA2, STA3, 46, Ecn::NotEct),
-        ),
-        ingress(
-            "H2 to H1, EF: no rule (the third wants H3)",
-            0,
-            &frame(STA2, STA1, 46, Ecn::Ect1),
-        ),
-        ingress(
-            "from 10.0.1.7, already CS3: unchanged",
-            0,
-            &frame(NET1 | 7, STA1, 24, Ecn::Ect0),
-        ),
-        ingress(
+        ("H2 to H3, EF: the third rule, CS1", STA2, STA3, 46, Ecn::NotEct),
+        ("H2 to H1, EF: no rule (the third wants H3)", STA2, STA1, 46, Ecn::Ect1),
+        ("from 10.0.1.7, already CS3: unchanged", NET1 | 7, STA1, 24, Ecn::Ect0),
+        (
             "from 10.0.1.7 to H3, EF: the /24's rule and the third match, the first wins (CS3)",
-            0,
-            &frame(NET1 | 7, STA3, 46, Ecn::Ect0),
+            NET1 | 7,
+            STA3,
+            46,
+            Ecn::Ect0,
         ),
     ];
+    let steps = cases
+        .iter()
+        .map(|&(note, src, dst, dscp, ecn)| ingress(note, 0, &frame(src, dst, dscp, ecn)))
+        .collect();
     let mut cfg = SwitchConfig::forwarding(
         SPLITTER,
         vec![
