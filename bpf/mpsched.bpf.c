@@ -4,7 +4,7 @@
  *
  *   mps_ingress: the multipath switch of crates/core/src/switch.rs, per packet:
  *     frame checks (as wire::parse_frame) -> feedback addressed to this node (DWRR counting)
- *     -> TTL -> confluence (CE counting, feedback every 16th) -> split (RS / WRR / DWRR)
+ *     -> TTL -> classifier (DSCP by class_rules) -> confluence (CE counting, feedback every 16th) -> split (RS / WRR / DWRR)
  *     -> IPv4 LPM; forwarding rewrites the MACs and bpf_redirect()s to the port's interface.
  *   mps_egress: the ECN marker, on a virtual queue drained at the link rate (TC egress runs
  *     before the qdisc and cannot see its depth), marking with bpf_skb_ecn_set_ce().
@@ -538,19 +538,21 @@ struct fwd {
 	int fb_port;   /* return port of a feedback packet to emit, or -1 */
 	__u32 fb_path; /* the path the feedback reports */
 	__u32 fb_conf; /* confluence slot */
-	__u8 tos;      /* the packet's TOS byte as it arrived (the queue stage's class) */
+	__u8 tos;      /* the packet's TOS byte once classified (the queue stage's class) */
 	__u8 proto;    /* its IPv4 protocol */
 	__u16 frag_off; /* its IPv4 fragment field, host order */
 };
 
-/* The classifier (mpsched_core::classify::classify): the first of the node's rules the packet
- * matches rewrites its DSCP, ECN kept, the checksum updated as RFC 1624 says (TOS is the low
+/* The classifier (mpsched_core::classify::classify): unless the packet is the switch's own or
+ * network control, the first of the node's rules it matches rewrites its DSCP, ECN kept, the checksum updated as RFC 1624 says (TOS is the low
  * byte of the header's first word). Returns the TOS byte it leaves with. */
 static __always_inline __u8 classify(struct iphdr *ip, const struct mps_node *n, __u32 src, __u32 dst)
 {
 	__u32 i, nr = n->n_class_rules;
 	__u8 tos = ip->tos;
 
+	if (src == n->own_ip || tos >> 2 == MPS_NETWORK_CONTROL_DSCP)
+		return tos;
 	for (i = 0; i < MPS_MAX_CLASS_RULES; i++) {
 		struct mps_class_rule *r;
 		__u32 k = i, c;

@@ -71,8 +71,10 @@ struct mps_node {
 
 /* Map "class_rules": array of MPS_MAX_CLASS_RULES, the classifier (mpsched_core::classify),
  * first match first. Addresses in host order, pre-masked; a packet matching a rule leaves with
- * DSCP dscp_set (queue << 3), its ECN as it came. */
+ * DSCP dscp_set (queue << 3), its ECN as it came. The switch's own packets and network control
+ * (CS7) are never classified. */
 #define MPS_MAX_CLASS_RULES 16
+#define MPS_NETWORK_CONTROL_DSCP 56 /* CS7: never classified (classify::NETWORK_CONTROL_DSCP) */
 struct mps_class_rule {
 	__u32 src;
 	__u32 src_mask;

@@ -193,7 +193,8 @@ control MpsIngress(inout headers_t h, inout metadata_t m, inout standard_metadat
         h.ipv4.checksum = csum_replace(h.ipv4.checksum, old, h.ipv4.ttl ++ h.ipv4.protocol);
     }
 
-    /* The classifier (mpsched_core::classify): the first rule the packet matches (the control
+    /* The classifier (mpsched_core::classify), for packets neither the switch's own nor network
+     * control (CS7): the first rule the packet matches (the control
      * plane gives rule i priority i, and BMv2 takes the lowest among ternary matches) rewrites
      * its DSCP to the class selector of its queue, ECN kept; the checksum as RFC 1624 says (TOS
      * is the low byte of the header's first word). */
@@ -283,7 +284,9 @@ control MpsIngress(inout headers_t h, inout metadata_t m, inout standard_metadat
                 return;
             }
             decrement_ttl();
-            classify.apply();
+            if (h.ipv4.src != own_ip && h.ipv4.tos[7:2] != MPS_NETWORK_CONTROL_DSCP) {
+                classify.apply();
+            }
             confluence_stage.apply(h, in_port, conf);
         }
 

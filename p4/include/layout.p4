@@ -20,6 +20,7 @@
 #define MPS_MAX_ROUTES 1024
 #define MPS_MAX_ECMP_GROUPS 64
 #define MPS_MAX_CLASS_RULES 16 /* classifier rules (mpsched_core::classify::MAX_CLASS_RULES) */
+#define MPS_NETWORK_CONTROL_DSCP 56 /* CS7: never classified */
 #define MPS_TEST_DRAWS 64
 
 /* The node's own IP stack: ARP, IPv6 and packets addressed to the node leave by this port

@@ -66,6 +66,7 @@ mod tests {
             "MAX_ROUTES",
             "MAX_ECMP_GROUPS",
             "MAX_CLASS_RULES",
+            "NETWORK_CONTROL_DSCP",
             "TEST_DRAWS",
             "SCHED_SINGLE",
             "SCHED_RS",

@@ -8,6 +8,13 @@
 //! reads it: every port and program after it, on this switch and the next, sees the new class.
 //! The two ECN bits are left as they were. The first rule that matches wins; a packet no rule
 //! matches keeps its DSCP.
+//!
+//! Two kinds of packet are never classified, on every backend: those from the switch's own
+//! address (a program's rate feedback routed through it), and those that arrive as CS7
+//! ([`NETWORK_CONTROL_DSCP`], network control, RFC 4594), which is what every switch's rate
+//! feedback carries, so that no rule at a later switch demotes another's feedback into a data
+//! class. A rule may pick queue 7: the packet is then network control everywhere after (P4QCN,
+//! for one, never samples it).
 
 use crate::packet::{Ipv4, PacketMeta};
 use serde::{Deserialize, Serialize};
@@ -18,6 +25,10 @@ pub const MAX_CLASS_RULES: usize = 16;
 
 /// Queues a rule can name: the eight class selectors.
 pub const MAX_CLASS_QUEUES: u8 = 8;
+
+/// CS7, network control: the DSCP the classifier leaves alone (and the programs' rate feedback
+/// carries: `mpsched_programs::pmqecn::cp::FEEDBACK_DSCP`).
+pub const NETWORK_CONTROL_DSCP: u8 = 56;
 
 /// One classifier rule. An unset field matches anything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,10 +87,14 @@ impl ClassRule {
     }
 }
 
-/// Classify `pkt` by the first of `rules` it matches: its new DSCP, or None when no rule
-/// matches (the DSCP is left alone).
+/// Classify `pkt`, arriving at the switch of address `own_ip`, by the first of `rules` it
+/// matches: its new DSCP, or None when no rule matches or the packet is not classified (its own,
+/// or network control): the DSCP is left alone.
 #[inline]
-pub fn classify(rules: &[ClassRule], pkt: &mut PacketMeta) -> Option<u8> {
+pub fn classify(rules: &[ClassRule], own_ip: Ipv4, pkt: &mut PacketMeta) -> Option<u8> {
+    if pkt.src_ip == own_ip || pkt.dscp == NETWORK_CONTROL_DSCP {
+        return None;
+    }
     let r = rules.iter().find(|r| r.matches(pkt.src_ip, pkt.dst_ip, pkt.dscp))?;
     pkt.dscp = r.dscp_set();
     Some(pkt.dscp)
@@ -117,15 +132,23 @@ mod tests {
             rule((0x0a00_0001, 32), (0, 0), None, 5),
             rule((0, 0), (0x0a00_0009, 32), None, 1),
         ];
+        const OWN: Ipv4 = 0x0aff_0001;
         let mut m = PacketMeta::udp(0x0a00_0001, 0x0a00_0002, 1, 2, 100);
-        assert_eq!(classify(&rules, &mut m), Some(16));
+        assert_eq!(classify(&rules, OWN, &mut m), Some(16));
         assert_eq!(m.dscp, 16);
         // Now CS2, it no longer matches the first rule's DSCP 0: the second takes it.
-        assert_eq!(classify(&rules, &mut m), Some(40));
+        assert_eq!(classify(&rules, OWN, &mut m), Some(40));
         let mut m = PacketMeta::udp(0x0a00_0003, 0x0a00_0004, 1, 2, 100);
         m.dscp = 46;
-        assert_eq!(classify(&rules, &mut m), None);
+        assert_eq!(classify(&rules, OWN, &mut m), None);
         assert_eq!(m.dscp, 46, "no rule: the DSCP stays");
+        let any = [rule((0, 0), (0, 0), None, 1)];
+        let mut m = PacketMeta::udp(0x0a00_0003, 0x0a00_0004, 1, 2, 100);
+        m.dscp = NETWORK_CONTROL_DSCP;
+        assert_eq!(classify(&any, OWN, &mut m), None, "network control is left alone");
+        let mut m = PacketMeta::udp(OWN, 0x0a00_0004, 1, 2, 100);
+        assert_eq!(classify(&any, OWN, &mut m), None, "the switch's own packet too");
+        assert_eq!(m.dscp, 0);
     }
 
     #[test]

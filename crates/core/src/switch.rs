@@ -565,10 +565,8 @@ impl Program for MultipathSwitch {
             return Verdict::Drop(DropReason::TtlExpired);
         }
         pkt.ttl -= 1;
-        // The switch's own packets (a program's rate feedback routed through here) keep
-        // theirs, as the eBPF and P4 switches route them past the classifier.
-        if !self.classify.is_empty() && pkt.src_ip != self.own_ip {
-            classify(&self.classify, pkt);
+        if !self.classify.is_empty() {
+            classify(&self.classify, self.own_ip, pkt);
         }
 
         // A plain forwarding node has no flow table: one branch, no hash.

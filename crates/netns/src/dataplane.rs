@@ -215,6 +215,10 @@ impl Dataplane {
                 mpsched_core::classify::MAX_CLASS_RULES
             )));
         }
+        for (i, r) in cfg.classify.iter().enumerate() {
+            r.check()
+                .map_err(|e| DataplaneError::Config(format!("classifier rule {i}: {e}")))?;
+        }
         if t.test_draws.len() > layout::h::TEST_DRAWS as usize {
             return Err(DataplaneError::Config("too many test draws".into()));
         }

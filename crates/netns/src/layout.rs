@@ -197,6 +197,8 @@ const _: () = {
     assert!(std::mem::size_of::<Ecmp>() as u64 == h::SIZEOF_ECMP);
     assert!(std::mem::size_of::<ClassRule>() as u64 == h::SIZEOF_CLASS_RULE);
     assert!(h::MAX_CLASS_RULES as usize == mpsched_core::classify::MAX_CLASS_RULES);
+    assert!(h::NETWORK_CONTROL_DSCP == mpsched_core::classify::NETWORK_CONTROL_DSCP as u64);
+    assert!(h::NETWORK_CONTROL_DSCP == h::RATE_FEEDBACK_DSCP);
     // The paced flows' payloads (crates/core/src/rate_wire.rs).
     use mpsched_core::rate_wire as rw;
     assert!(h::RATE_DATA_MAGIC == rw::DATA_MAGIC as u64);

@@ -304,7 +304,7 @@ pub(crate) fn by_test_run(
             if let Some(rf) = mpsched_programs::vectors::rate_feedback_of(set, &out_frame, out_port) {
                 // The frame left is a rate feedback; the data packet left by a clone, or not.
                 obs.rate_feedback = Some(rf);
-                data_clone(&mut obs, set, taps, &delta, Some(out_port))?;
+                data_clone(&mut obs, set, taps, &delta, Some(out_port), frame)?;
             } else if let Some(fb) = meta.feedback().filter(|_| meta.src_ip == set.config.own_ip) {
                 obs.emit = Some(EmitObserved {
                     port: out_port,
@@ -321,19 +321,17 @@ pub(crate) fn by_test_run(
                 obs.port = sent.first().copied();
                 // The data copy left by bpf_clone_redirect: read it where it arrived.
                 if let Some(p) = obs.port {
-                    let (ttl, ecn) = arrived_at(taps, p, fb_port)?;
-                    (obs.ttl, obs.ecn) = (Some(ttl), Some(ecn));
+                    observe_arrival(&mut obs, taps, p, fb_port, frame)?;
                 }
             } else {
                 obs.port = Some(out_port);
                 obs.ttl = Some(meta.ttl);
                 obs.ecn = Some(meta.ecn);
-                let arrived = parse_frame(frame, fb_port).map(|m| m.dscp);
-                obs.dscp = (arrived.is_ok_and(|d| d != meta.dscp)).then_some(meta.dscp);
+                obs.dscp = remarked(frame, fb_port, meta.dscp);
             }
         }
         // A shot frame whose data left by a clone: its rate feedback found no route back.
-        (Hook::Ingress, TC_ACT_SHOT) => data_clone(&mut obs, set, taps, &delta, None)?,
+        (Hook::Ingress, TC_ACT_SHOT) => data_clone(&mut obs, set, taps, &delta, None, frame)?,
         (Hook::Ingress, TC_ACT_OK) => obs.action = "to_stack".into(),
         (_, r) => return Err(format!("unexpected return code {r}")),
     }
@@ -341,30 +339,29 @@ pub(crate) fn by_test_run(
 }
 
 /// The data packet of a frame the program turned into feedback or shot: redirected, if a port
-/// other than `besides` (the feedback's) sent a packet, with the TTL and ECN of the copy that
-/// arrived at that port's peer; otherwise what [`shot`] says.
+/// other than `besides` (the feedback's) sent a packet, with the TTL, ECN and DSCP of the copy
+/// that arrived at that port's peer; otherwise what [`shot`] says. `sent` is the step's frame.
 fn data_clone(
     obs: &mut Observed,
     set: &VectorSet,
     taps: &[Tap],
     delta: &impl Fn(&str) -> u64,
     besides: Option<PortId>,
+    sent: &[u8],
 ) -> Result<(), String> {
-    let mut sent: Vec<PortId> = (0..set.n_ports as PortId)
+    let mut ports: Vec<PortId> = (0..set.n_ports as PortId)
         .flat_map(|p| (0..delta(&format!("port{p}.tx_pkts"))).map(move |_| p))
         .collect();
-    if let Some(k) = besides.and_then(|b| sent.iter().position(|&p| p == b)) {
-        sent.remove(k);
+    if let Some(k) = besides.and_then(|b| ports.iter().position(|&p| p == b)) {
+        ports.remove(k);
     }
-    let Some(&p) = sent.first() else {
+    let Some(&p) = ports.first() else {
         shot(obs, delta);
         return Ok(());
     };
     obs.action = "redirect".into();
     obs.port = Some(p);
-    let (ttl, ecn) = arrived_at(taps, p, set.config.feedback_port)?;
-    (obs.ttl, obs.ecn) = (Some(ttl), Some(ecn));
-    Ok(())
+    observe_arrival(obs, taps, p, set.config.feedback_port, sent)
 }
 
 /// A shot frame: consumed if a feedback counter moved, otherwise dropped for the drop counter
@@ -394,13 +391,22 @@ pub fn shot(obs: &mut Observed, delta: &impl Fn(&str) -> u64) {
 }
 
 /// The TTL and ECN of the frame that arrived at port `p`'s veth peer.
-fn arrived_at(taps: &[Tap], p: PortId, fb_port: u16) -> Result<(u8, mpsched_core::packet::Ecn), String> {
+/// The TTL, ECN and (when the switch rewrote it) DSCP of the copy of `sent` that arrived at
+/// port `p`'s peer.
+fn observe_arrival(obs: &mut Observed, taps: &[Tap], p: PortId, fb_port: u16, sent: &[u8]) -> Result<(), String> {
     let copy = taps[usize::from(p)]
         .next(1000)
         .ok_or_else(|| format!("nothing reached port {p}'s peer"))?;
     check_ipv4_checksum(&copy)?;
     let m = parse_frame(&copy, fb_port).map_err(|e| format!("frame at port {p}'s peer: {e:?}"))?;
-    Ok((m.ttl, m.ecn))
+    (obs.ttl, obs.ecn, obs.dscp) = (Some(m.ttl), Some(m.ecn), remarked(sent, fb_port, m.dscp));
+    Ok(())
+}
+
+/// `left`, the DSCP a frame left with, when the frame `sent` did not carry it (the classifier
+/// rewrote it).
+fn remarked(sent: &[u8], fb_port: u16, left: u8) -> Option<u8> {
+    parse_frame(sent, fb_port).is_ok_and(|m| m.dscp != left).then_some(left)
 }
 
 /// One frame sent into port `port`'s veth peer, so that the kernel's receive path runs before
@@ -435,8 +441,7 @@ fn on_the_wire(
     if let Some(p) = (0..set.n_ports as PortId).find(|&p| delta(&tx(p)) > 0) {
         obs.action = "redirect".into();
         obs.port = Some(p);
-        let (ttl, ecn) = arrived_at(taps, p, set.config.feedback_port)?;
-        (obs.ttl, obs.ecn) = (Some(ttl), Some(ecn));
+        observe_arrival(&mut obs, taps, p, set.config.feedback_port, frame)?;
     } else if delta("counter.not_ipv4") + delta("counter.local") > 0 {
         obs.action = "to_stack".into();
     } else if delta("counter.redirect_failed") > 0 {

@@ -173,6 +173,19 @@ pub static SWITCH_PROGRAMS: &[&dyn SwitchProgram] = &[
     &pmqecn::baselines::P4QCN,
 ];
 
+/// Refuse classifier rules in the tables of a program without a classifier (`program`), which
+/// would otherwise pass every packet with its DSCP as it came.
+pub fn refuse_classifier(program: &str, input: &BuildInput<'_>) -> Result<(), ConfigError> {
+    if input.tables.classify.is_empty() {
+        return Ok(());
+    }
+    Err(ConfigError(format!(
+        "node `{}`: {program} has no classifier, and its tables hold {} classifier rules",
+        input.node,
+        input.tables.classify.len()
+    )))
+}
+
 /// The program a switch runs when the scenario names none.
 pub const DEFAULT_PROGRAM: &str = "multipath";
 

@@ -88,7 +88,7 @@ fn what_no_data_plane_holds_is_refused_at_its_field() {
     }
     let seventeen = "[[classify]]\nat = \"S1\"\nqueue = 1\n".repeat(17);
     let e = table1(&seventeen).unwrap_err();
-    assert!(e.contains("at most 16"), "{e}");
+    assert!(e.contains("more than 16"), "{e}");
 }
 
 #[test]

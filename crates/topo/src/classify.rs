@@ -4,6 +4,7 @@
 use crate::graph::{Link, Node, NodeId};
 use mpsched_core::classify::{ClassRule, MAX_CLASS_RULES};
 use mpsched_core::packet::Ipv4;
+use std::collections::{HashMap, HashSet};
 
 /// What a rule matches a packet's source or destination by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,40 +30,56 @@ pub struct ClassifyIntent {
     pub queue: u8,
 }
 
-/// Every address of node `n`: its own, then each interface's own, without repeats.
-pub fn node_addresses(nodes: &[Node], links: &[Link], n: NodeId) -> Vec<Ipv4> {
-    let mut out = vec![nodes[n].ip];
+/// Each node's addresses beyond its own: those its interfaces hold (a multi-homed host's), in
+/// link order without repeats. One pass over the links.
+fn interface_addresses(nodes: &[Node], links: &[Link]) -> HashMap<NodeId, Vec<Ipv4>> {
+    let mut out: HashMap<NodeId, Vec<Ipv4>> = HashMap::new();
+    let mut seen: HashSet<(NodeId, Ipv4)> = HashSet::new();
     for l in links {
         for (end, ip) in [(l.a, l.a_ip), (l.b, l.b_ip)] {
-            if let Some(ip) = ip.filter(|ip| end == n && !out.contains(ip)) {
-                out.push(ip);
+            if let Some(ip) = ip.filter(|&ip| ip != nodes[end].ip && seen.insert((end, ip))) {
+                out.entry(end).or_default().push(ip);
             }
         }
     }
     out
 }
 
-fn prefixes(nodes: &[Node], links: &[Link], m: Option<ClassMatch>) -> Vec<(Ipv4, u8)> {
+/// The (network, prefix length) pairs a rule's source or destination stands for.
+fn prefixes(nodes: &[Node], extra: &HashMap<NodeId, Vec<Ipv4>>, m: Option<ClassMatch>) -> Vec<(Ipv4, u8)> {
     match m {
         None => vec![(0, 0)],
         Some(ClassMatch::Prefix(ip, len)) => vec![(ip, len)],
-        Some(ClassMatch::Node(n)) => node_addresses(nodes, links, n).into_iter().map(|ip| (ip, 32)).collect(),
+        Some(ClassMatch::Node(n)) => std::iter::once(nodes[n].ip)
+            .chain(extra.get(&n).into_iter().flatten().copied())
+            .map(|ip| (ip, 32))
+            .collect(),
     }
 }
 
-/// Switch `at`'s rules, in order: a rule naming a node with several addresses becomes one rule
-/// per address (per source and destination pair). Refused beyond [`MAX_CLASS_RULES`].
-pub fn switch_rules(
+/// Every classifying switch's rules, in order: a rule naming a node with several addresses
+/// becomes one rule per address (per source and destination pair). A switch that would hold
+/// more than [`MAX_CLASS_RULES`] is refused before its rules are made.
+pub fn rules_by_switch(
     nodes: &[Node],
     links: &[Link],
     intents: &[ClassifyIntent],
-    at: NodeId,
-) -> Result<Vec<ClassRule>, String> {
-    let mut out = Vec::new();
-    for c in intents.iter().filter(|c| c.at == at) {
-        for (src, src_len) in prefixes(nodes, links, c.src) {
-            for (dst, dst_len) in prefixes(nodes, links, c.dst) {
-                out.push(ClassRule {
+) -> Result<HashMap<NodeId, Vec<ClassRule>>, String> {
+    let extra = interface_addresses(nodes, links);
+    let mut out: HashMap<NodeId, Vec<ClassRule>> = HashMap::new();
+    for c in intents {
+        let (srcs, dsts) = (prefixes(nodes, &extra, c.src), prefixes(nodes, &extra, c.dst));
+        let rules = out.entry(c.at).or_default();
+        if rules.len().saturating_add(srcs.len().saturating_mul(dsts.len())) > MAX_CLASS_RULES {
+            return Err(format!(
+                "`{}` has more than {MAX_CLASS_RULES} classifier rules once its hosts' addresses are counted, \
+                 the most a switch holds",
+                nodes[c.at].name
+            ));
+        }
+        for &(src, src_len) in &srcs {
+            for &(dst, dst_len) in &dsts {
+                rules.push(ClassRule {
                     src,
                     src_len,
                     dst,
@@ -72,13 +89,6 @@ pub fn switch_rules(
                 });
             }
         }
-    }
-    if out.len() > MAX_CLASS_RULES {
-        return Err(format!(
-            "`{}` has {} classifier rules once its hosts' addresses are counted; a switch holds at most {MAX_CLASS_RULES}",
-            nodes[at].name,
-            out.len()
-        ));
     }
     Ok(out)
 }

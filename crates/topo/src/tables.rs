@@ -118,6 +118,7 @@ impl Wiring {
         let tunnel_routes = tunnel_routes(&g, &intents.tunnels)?;
         let pinned = pinned_hops(&intents.pins);
         let node_of_ip: HashMap<u32, NodeId> = (0..g.len()).map(|d| (g.nodes[d].ip, d)).collect();
+        let mut class_rules = crate::classify::rules_by_switch(nodes, links, &intents.classify)?;
         let mut switches = vec![None; nodes.len()];
         let probe_cfgs = if intents.node_probe.iter().any(|&p| p) {
             crate::probe::probe_configs(&g)
@@ -127,7 +128,7 @@ impl Wiring {
         for (i, node) in nodes.iter().enumerate() {
             if node.kind == NodeKind::Switch {
                 let mut cfg = switch_tables(&g, &routes, intents, &tunnel_routes[i], i)?;
-                cfg.classify = crate::classify::switch_rules(nodes, links, &intents.classify, i)?;
+                cfg.classify = class_rules.remove(&i).unwrap_or_default();
                 let routing = intents
                     .node_routing
                     .get(i)

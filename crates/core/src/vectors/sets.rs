@@ -633,6 +633,20 @@ fn classifier_set(sets: &mut Vec<VectorSet>) {
             46,
             Ecn::Ect0,
         ),
+        (
+            "from 10.0.1.7, CS7: network control, never classified",
+            NET1 | 7,
+            STA3,
+            56,
+            Ecn::Ect0,
+        ),
+        (
+            "from the switch's own address: never classified",
+            SPLITTER,
+            STA3,
+            46,
+            Ecn::Ect0,
+        ),
     ];
     let steps = cases
         .iter()
@@ -668,7 +682,7 @@ fn classifier_set(sets: &mut Vec<VectorSet>) {
     ];
     sets.push(set(
         "classifier",
-        "the classifier: source host with DSCP 0 to queue 5, a source /24 to queue 3, EF to one destination to queue 1; first match first, DSCP rewritten to the class selector, ECN kept",
+        "the classifier: source host with DSCP 0 to queue 5, a source /24 to queue 3, EF to one destination to queue 1; first match first, DSCP rewritten to the class selector, ECN kept; network control (CS7) and the switch's own address never classified",
         cfg,
         2,
         steps,

@@ -187,6 +187,7 @@ impl SwitchProgram for HulaProgram {
     }
 
     fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError> {
+        crate::refuse_classifier(self.name(), input)?;
         let err = |e: String| ConfigError(format!("node `{}`: {}: {e}", input.node, self.name()));
         let cfg = HulaConfig::from_params(input.params, self.mp).map_err(err)?;
         Ok(Box::new(Hula::new(input.tables, cfg).map_err(err)?))

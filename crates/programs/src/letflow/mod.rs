@@ -105,6 +105,7 @@ impl SwitchProgram for LetFlowProgram {
         input: &BuildInput<'_>,
         rng: Box<dyn RandomSource>,
     ) -> Result<Box<dyn Program>, ConfigError> {
+        crate::refuse_classifier(self.name(), input)?;
         let cfg = LetFlowConfig::from_params(input.params);
         let lf =
             LetFlow::new(input.tables, cfg, rng).map_err(|e| ConfigError(format!("node `{}`: {e}", input.node)))?;

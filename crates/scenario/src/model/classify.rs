@@ -43,9 +43,7 @@ pub(super) fn classifiers_of(
         });
     }
     // Counted as the control plane will write them: a host of several addresses is a rule each.
-    for at in out.iter().map(|c| c.at).collect::<std::collections::BTreeSet<_>>() {
-        mpsched_topo::classify::switch_rules(nodes, links, &out, at).map_err(|e| ctx.err("classify", e))?;
-    }
+    mpsched_topo::classify::rules_by_switch(nodes, links, &out).map_err(|e| ctx.err("classify", e))?;
     Ok(out)
 }
 
