@@ -50,10 +50,7 @@ pub fn check(t: &NodeTables) -> Result<(), Bmv2Error> {
     if let Some(e) = checks.into_iter().flatten().next() {
         return Err(e);
     }
-    for (i, r) in cfg.classify.iter().enumerate() {
-        r.check()
-            .map_err(|e| Bmv2Error::Config(format!("classifier rule {i}: {e}")))?;
-    }
+    mpsched_core::classify::check_rules(&cfg.classify).map_err(Bmv2Error::Config)?;
     for s in &cfg.splits {
         mpsched_netns::dataplane::split_registers(s).map_err(|e| Bmv2Error::Config(e.to_string()))?;
     }

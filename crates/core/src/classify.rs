@@ -87,6 +87,21 @@ impl ClassRule {
     }
 }
 
+/// Refuse a switch's rules that no data plane can hold: more than [`MAX_CLASS_RULES`], or one
+/// that fails [`ClassRule::check`]. Every backend's loader calls this one.
+pub fn check_rules(rules: &[ClassRule]) -> Result<(), String> {
+    if rules.len() > MAX_CLASS_RULES {
+        return Err(format!(
+            "{} classifier rules; a switch holds at most {MAX_CLASS_RULES}",
+            rules.len()
+        ));
+    }
+    for (i, r) in rules.iter().enumerate() {
+        r.check().map_err(|e| format!("classifier rule {i}: {e}"))?;
+    }
+    Ok(())
+}
+
 /// Classify `pkt`, arriving at the switch of address `own_ip`, by the first of `rules` it
 /// matches: its new DSCP, or None when no rule matches or the packet is not classified (its own,
 /// or network control): the DSCP is left alone.
@@ -157,5 +172,12 @@ mod tests {
         assert!(rule((0, 0), (0, 0), Some(64), 0).check().is_err());
         assert!(rule((0, 0), (0, 0), None, 8).check().is_err());
         assert!(rule((0, 0), (0, 0), Some(63), 7).check().is_ok());
+        let ok = rule((0, 0), (0, 0), None, 1);
+        assert!(check_rules(&[ok; MAX_CLASS_RULES]).is_ok());
+        assert!(check_rules(&[ok; MAX_CLASS_RULES + 1])
+            .unwrap_err()
+            .contains("at most 16"));
+        let e = check_rules(&[ok, rule((0, 0), (0, 0), None, 9)]).unwrap_err();
+        assert!(e.contains("rule 1") && e.contains("queue 9"), "{e}");
     }
 }

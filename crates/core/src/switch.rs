@@ -17,7 +17,7 @@
 //!
 //! Egress: ports with a marker mark ECT packets CE on `deq_qdepth`.
 
-use crate::classify::{classify, ClassRule, MAX_CLASS_RULES};
+use crate::classify::{check_rules, classify, ClassRule};
 use crate::control::{ControlError, ControlListing, ProgramControl, TableInfo};
 use crate::feedback::{Confluence, DEFAULT_FEEDBACK_EVERY, DEFAULT_FEEDBACK_PORT};
 use crate::marker::EcnMarker;
@@ -127,16 +127,7 @@ impl SwitchConfig {
 
 /// The classifier's rules of `config`, checked.
 fn classify_rules(config: &SwitchConfig) -> Result<Vec<ClassRule>, ConfigError> {
-    if config.classify.len() > MAX_CLASS_RULES {
-        return Err(ConfigError(format!(
-            "{} classifier rules; a switch holds at most {MAX_CLASS_RULES}",
-            config.classify.len()
-        )));
-    }
-    for (i, r) in config.classify.iter().enumerate() {
-        r.check()
-            .map_err(|e| ConfigError(format!("classifier rule {i}: {e}")))?;
-    }
+    check_rules(&config.classify).map_err(ConfigError)?;
     Ok(config.classify.clone())
 }
 

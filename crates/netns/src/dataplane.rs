@@ -208,17 +208,7 @@ impl Dataplane {
                 layout::MAX_GROUPS
             )));
         }
-        if cfg.classify.len() > mpsched_core::classify::MAX_CLASS_RULES {
-            return Err(DataplaneError::Config(format!(
-                "{} classifier rules; the eBPF program holds {}",
-                cfg.classify.len(),
-                mpsched_core::classify::MAX_CLASS_RULES
-            )));
-        }
-        for (i, r) in cfg.classify.iter().enumerate() {
-            r.check()
-                .map_err(|e| DataplaneError::Config(format!("classifier rule {i}: {e}")))?;
-        }
+        mpsched_core::classify::check_rules(&cfg.classify).map_err(DataplaneError::Config)?;
         if t.test_draws.len() > layout::h::TEST_DRAWS as usize {
             return Err(DataplaneError::Config("too many test draws".into()));
         }
