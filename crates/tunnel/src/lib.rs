@@ -14,10 +14,18 @@
 //! - [`exit::TunnelExit`]: decapsulation and the reordering measure, with bounded flow state.
 //! - [`framing`]: the outer headers' sizes, the UDP encapsulation, and the TCP subtunnels'
 //!   stream framing (a length-prefixed record per packet).
+//! - [`wire`]: the messages between the two ends of a real tunnel (data with per-path and
+//!   tunnel sequence numbers and a send time, acknowledgements echoing it, keepalives).
+//! - [`path`]: each path's sender (RTT, minimum RTT, in-flight, loss, liveness) and receiver
+//!   (when to acknowledge what).
+//! - [`reorder`]: the receiver's bounded reordering buffer with a timeout.
 
 pub mod entry;
 pub mod exit;
 pub mod framing;
+pub mod path;
+pub mod reorder;
+pub mod wire;
 
 pub use entry::{EntryStats, Scheduled, TunnelEntry};
 pub use exit::{DecapError, ExitStats, TunnelExit};

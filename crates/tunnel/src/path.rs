@@ -1,0 +1,379 @@
+//! One path of a tunnel, seen from each end: what the sender knows of it (sequence numbers,
+//! RTT, minimum RTT, in-flight, loss, liveness) and what the receiver acknowledges.
+//!
+//! The sender numbers every message it sends on a path (data and keepalives). The receiver
+//! acknowledges the highest number received, with the count received and the echoed send time
+//! ([`crate::wire::Ack`]), at least every [`PathConfig::ack_every`] messages and at most
+//! [`PathConfig::ack_delay_max_ns`] after a message arrived. From acknowledgements the sender
+//! takes an RTT sample (smoothed as RFC 6298 does, and its minimum), in-flight (highest sent
+//! minus highest acknowledged) and a loss estimate (numbers below the highest that never
+//! arrived). A path with messages in flight and no acknowledgement for
+//! [`PathConfig::dead_after_ns`] is down; any acknowledgement brings it back up. An idle path is
+//! sent a keepalive every [`PathConfig::keepalive_ns`], so liveness is known before traffic
+//! needs the path.
+
+use crate::wire::{extend_seq, Ack};
+
+/// Timing of acknowledgements, keepalives and liveness (the same at both ends).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathConfig {
+    /// Acknowledge after this many messages (at least 1).
+    pub ack_every: u32,
+    /// Acknowledge at most this long after a message arrived, ns.
+    pub ack_delay_max_ns: u64,
+    /// Send a keepalive on a path that sent nothing for this long, ns.
+    pub keepalive_ns: u64,
+    /// A path with messages in flight and no acknowledgement for this long is down, ns.
+    pub dead_after_ns: u64,
+}
+
+impl Default for PathConfig {
+    /// Acks every 2 messages or 5 ms; keepalives every 200 ms; down after 600 ms of silence
+    /// (three keepalives).
+    fn default() -> Self {
+        PathConfig {
+            ack_every: 2,
+            ack_delay_max_ns: 5_000_000,
+            keepalive_ns: 200_000_000,
+            dead_after_ns: 600_000_000,
+        }
+    }
+}
+
+/// A send time on the wire: microseconds, wrapping.
+pub fn wire_us(now_ns: u64) -> u32 {
+    (now_ns / 1_000) as u32
+}
+
+/// What a path's sender knows, for schedulers and counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct PathView {
+    /// Whether the path is up (acknowledged recently, or nothing outstanding).
+    pub up: bool,
+    /// Smoothed RTT, ns (0 before the first sample).
+    pub srtt_ns: u64,
+    /// Minimum RTT sampled, ns (0 before the first sample).
+    pub min_rtt_ns: u64,
+    /// Latest RTT sample, ns.
+    pub latest_rtt_ns: u64,
+    /// Messages sent and not yet acknowledged (highest sent minus highest acknowledged).
+    pub in_flight: u64,
+    /// Messages sent in all.
+    pub sent: u64,
+    /// Messages the receiver reported received in all.
+    pub acked: u64,
+    /// Messages below the highest acknowledged that the receiver never received.
+    pub lost: u64,
+    /// Times the path went down.
+    pub downs: u64,
+}
+
+/// The sending side of one path.
+#[derive(Clone, Debug)]
+pub struct PathSender {
+    cfg: PathConfig,
+    /// Number of the next message (64-bit; the wire carries the low 32 bits).
+    next_seq: u64,
+    /// Highest number acknowledged, if any.
+    highest_acked: Option<u64>,
+    /// Send time of the oldest message not yet acknowledged, ns.
+    oldest_unacked_ns: Option<u64>,
+    last_send_ns: u64,
+    last_ack_ns: u64,
+    srtt_ns: u64,
+    rttvar_ns: u64,
+    min_rtt_ns: u64,
+    latest_rtt_ns: u64,
+    received: u64,
+    lost: u64,
+    up: bool,
+    downs: u64,
+}
+
+impl PathSender {
+    /// A path that has sent nothing, up until proven otherwise.
+    pub fn new(cfg: PathConfig) -> Self {
+        PathSender {
+            cfg,
+            next_seq: 0,
+            highest_acked: None,
+            oldest_unacked_ns: None,
+            last_send_ns: 0,
+            last_ack_ns: 0,
+            srtt_ns: 0,
+            rttvar_ns: 0,
+            min_rtt_ns: 0,
+            latest_rtt_ns: 0,
+            received: 0,
+            lost: 0,
+            up: true,
+            downs: 0,
+        }
+    }
+
+    /// A message leaves on this path at `now_ns`: its path sequence number and send time as the
+    /// wire carries them.
+    pub fn on_send(&mut self, now_ns: u64) -> (u32, u32) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.last_send_ns = now_ns;
+        self.oldest_unacked_ns.get_or_insert(now_ns);
+        (seq as u32, wire_us(now_ns))
+    }
+
+    /// An acknowledgement of this path arrived at `now_ns`. Acknowledgements of numbers never
+    /// sent, and older than one already taken, are ignored (returns false).
+    pub fn on_ack(&mut self, ack: &Ack, now_ns: u64) -> bool {
+        let Some(sent_highest) = self.next_seq.checked_sub(1) else {
+            return false;
+        };
+        let highest = extend_seq(ack.highest_seq, sent_highest);
+        if highest > sent_highest || self.highest_acked.is_some_and(|h| highest < h) {
+            return false;
+        }
+        let rtt_us = wire_us(now_ns)
+            .wrapping_sub(ack.echo_us)
+            .saturating_sub(ack.ack_delay_us);
+        self.sample_rtt(u64::from(rtt_us) * 1_000);
+        self.highest_acked = Some(highest);
+        // The count received is 32 bits on the wire: extend it next to what it was.
+        self.received = extend_seq(ack.received, self.received).min(highest + 1);
+        self.lost = highest + 1 - self.received;
+        self.last_ack_ns = now_ns;
+        // With more outstanding, the silence that judges liveness starts now.
+        self.oldest_unacked_ns = (highest < sent_highest).then_some(now_ns);
+        self.up = true;
+        true
+    }
+
+    /// RFC 6298's smoothing (alpha 1/8, beta 1/4) in integers, and the minimum.
+    fn sample_rtt(&mut self, rtt_ns: u64) {
+        let rtt_ns = rtt_ns.max(1);
+        self.latest_rtt_ns = rtt_ns;
+        if self.srtt_ns == 0 {
+            self.srtt_ns = rtt_ns;
+            self.rttvar_ns = rtt_ns / 2;
+            self.min_rtt_ns = rtt_ns;
+            return;
+        }
+        self.rttvar_ns = (3 * self.rttvar_ns + self.srtt_ns.abs_diff(rtt_ns)) / 4;
+        self.srtt_ns = (7 * self.srtt_ns + rtt_ns) / 8;
+        self.min_rtt_ns = self.min_rtt_ns.min(rtt_ns);
+    }
+
+    /// Advance the path's liveness to `now_ns`; returns true when the path just went down.
+    pub fn poll_liveness(&mut self, now_ns: u64) -> bool {
+        let silent_since = match self.oldest_unacked_ns {
+            Some(t) => t.max(self.last_ack_ns),
+            None => return false,
+        };
+        if self.up && now_ns.saturating_sub(silent_since) >= self.cfg.dead_after_ns {
+            self.up = false;
+            self.downs += 1;
+            return true;
+        }
+        false
+    }
+
+    /// Whether a keepalive is due at `now_ns` (nothing sent for the keepalive interval).
+    pub fn keepalive_due(&self, now_ns: u64) -> bool {
+        now_ns.saturating_sub(self.last_send_ns) >= self.cfg.keepalive_ns
+    }
+
+    /// When the next keepalive falls due, ns.
+    pub fn keepalive_at_ns(&self) -> u64 {
+        self.last_send_ns + self.cfg.keepalive_ns
+    }
+
+    /// Whether the path is up.
+    pub fn is_up(&self) -> bool {
+        self.up
+    }
+
+    /// What the sender knows now.
+    pub fn view(&self) -> PathView {
+        let in_flight = match self.highest_acked {
+            Some(h) => self.next_seq - 1 - h,
+            None => self.next_seq,
+        };
+        PathView {
+            up: self.up,
+            srtt_ns: self.srtt_ns,
+            min_rtt_ns: self.min_rtt_ns,
+            latest_rtt_ns: self.latest_rtt_ns,
+            in_flight,
+            sent: self.next_seq,
+            acked: self.received,
+            lost: self.lost,
+            downs: self.downs,
+        }
+    }
+
+    /// Retransmission-style timeout of the path, ns: SRTT + 4 RTTVAR (RFC 6298), 0 before a
+    /// sample.
+    pub fn rto_ns(&self) -> u64 {
+        self.srtt_ns + 4 * self.rttvar_ns
+    }
+}
+
+/// The receiving side of one path: what to acknowledge, and when.
+#[derive(Clone, Debug, Default)]
+pub struct PathReceiver {
+    ack_every: u32,
+    ack_delay_max_ns: u64,
+    /// Highest number received (64-bit) and its send time and arrival.
+    highest: Option<(u64, u32, u64)>,
+    received: u64,
+    /// Messages received since the last acknowledgement, and when the first of them arrived.
+    unacked: u32,
+    first_unacked_ns: u64,
+}
+
+impl PathReceiver {
+    /// A receiver acknowledging as `cfg` says.
+    pub fn new(cfg: &PathConfig) -> Self {
+        PathReceiver {
+            ack_every: cfg.ack_every.max(1),
+            ack_delay_max_ns: cfg.ack_delay_max_ns,
+            ..PathReceiver::default()
+        }
+    }
+
+    /// A message numbered `path_seq`, sent at `sent_us`, arrived at `now_ns`. Returns whether an
+    /// acknowledgement is due now (keepalives are acknowledged at once, so liveness and RTT do
+    /// not wait for the ack delay).
+    pub fn on_message(&mut self, path_seq: u32, sent_us: u32, now_ns: u64, keepalive: bool) -> bool {
+        let near = self.highest.map_or(0, |(h, _, _)| h);
+        let seq = extend_seq(path_seq, near);
+        if self.highest.is_none_or(|(h, _, _)| seq > h) {
+            self.highest = Some((seq, sent_us, now_ns));
+        }
+        self.received += 1;
+        if self.unacked == 0 {
+            self.first_unacked_ns = now_ns;
+        }
+        self.unacked += 1;
+        keepalive || self.unacked >= self.ack_every
+    }
+
+    /// When an acknowledgement falls due if nothing more arrives, ns (None with nothing to
+    /// acknowledge).
+    pub fn ack_deadline_ns(&self) -> Option<u64> {
+        (self.unacked > 0).then_some(self.first_unacked_ns + self.ack_delay_max_ns)
+    }
+
+    /// The acknowledgement to send at `now_ns` (None before any message arrived).
+    pub fn ack(&mut self, now_ns: u64) -> Option<Ack> {
+        let (seq, sent_us, arrived_ns) = self.highest?;
+        self.unacked = 0;
+        Some(Ack {
+            highest_seq: seq as u32,
+            received: self.received as u32,
+            echo_us: sent_us,
+            ack_delay_us: (now_ns.saturating_sub(arrived_ns) / 1_000) as u32,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn rtt_in_flight_and_loss_come_from_acknowledgements() {
+        let cfg = PathConfig::default();
+        let (mut tx, mut rx) = (PathSender::new(cfg), PathReceiver::new(&cfg));
+        // Five messages 1 ms apart; the third is lost; one-way delay 10 ms.
+        let mut sent = Vec::new();
+        for i in 0..5 {
+            sent.push(tx.on_send(i * MS));
+        }
+        assert_eq!(tx.view().in_flight, 5);
+        for (i, &(seq, us)) in sent.iter().enumerate() {
+            if i != 2 {
+                rx.on_message(seq, us, i as u64 * MS + 10 * MS, false);
+            }
+        }
+        // The receiver acks 1 ms after the last arrival (14 ms): the sender sees it at 25 ms.
+        let ack = rx.ack(15 * MS).unwrap();
+        assert_eq!((ack.highest_seq, ack.received, ack.ack_delay_us), (4, 4, 1_000));
+        assert!(tx.on_ack(&ack, 25 * MS));
+        let v = tx.view();
+        assert_eq!((v.in_flight, v.lost, v.acked, v.sent), (0, 1, 4, 5));
+        assert_eq!(v.latest_rtt_ns, 20 * MS, "RTT is the delay both ways, ack delay excluded");
+        assert_eq!((v.srtt_ns, v.min_rtt_ns), (20 * MS, 20 * MS));
+        assert!(!tx.on_ack(&Ack { highest_seq: 9, ..ack }, 26 * MS), "never sent");
+    }
+
+    #[test]
+    fn smoothing_follows_rfc_6298_and_the_minimum_holds() {
+        let mut tx = PathSender::new(PathConfig::default());
+        for (i, rtt) in [40, 20, 80].iter().enumerate() {
+            let t = i as u64 * 100 * MS;
+            let (seq, us) = tx.on_send(t);
+            let ack = Ack {
+                highest_seq: seq,
+                received: seq + 1,
+                echo_us: us,
+                ack_delay_us: 0,
+            };
+            tx.on_ack(&ack, t + rtt * MS);
+        }
+        // srtt: 40, then 7/8*40 + 20/8 = 37.5, then 7/8*37.5 + 80/8 = 42.8125 ms.
+        assert_eq!(tx.view().srtt_ns, 42_812_500);
+        assert_eq!(tx.view().min_rtt_ns, 20 * MS);
+    }
+
+    #[test]
+    fn a_silent_path_goes_down_and_an_ack_brings_it_back() {
+        let cfg = PathConfig::default();
+        let mut tx = PathSender::new(cfg);
+        assert!(!tx.poll_liveness(10_000 * MS), "nothing outstanding: nothing to judge");
+        let (seq, us) = tx.on_send(0);
+        assert!(!tx.poll_liveness(cfg.dead_after_ns - 1));
+        assert!(tx.poll_liveness(cfg.dead_after_ns));
+        assert!(!tx.is_up() && !tx.poll_liveness(cfg.dead_after_ns + MS), "down once");
+        let ack = Ack {
+            highest_seq: seq,
+            received: 1,
+            echo_us: us,
+            ack_delay_us: 0,
+        };
+        tx.on_ack(&ack, cfg.dead_after_ns + 2 * MS);
+        assert!(tx.is_up());
+        assert_eq!(tx.view().downs, 1);
+    }
+
+    #[test]
+    fn acknowledgements_fall_due_by_count_delay_or_keepalive() {
+        let cfg = PathConfig::default();
+        let mut rx = PathReceiver::new(&cfg);
+        assert_eq!(rx.ack_deadline_ns(), None);
+        assert!(!rx.on_message(0, 0, MS, false));
+        assert_eq!(rx.ack_deadline_ns(), Some(MS + cfg.ack_delay_max_ns));
+        assert!(rx.on_message(1, 0, 2 * MS, false), "every second message");
+        rx.ack(2 * MS);
+        assert_eq!(rx.ack_deadline_ns(), None);
+        assert!(rx.on_message(2, 0, 3 * MS, true), "a keepalive at once");
+    }
+
+    #[test]
+    fn numbers_and_counts_survive_the_32_bit_wrap() {
+        let cfg = PathConfig::default();
+        let (mut tx, mut rx) = (PathSender::new(cfg), PathReceiver::new(&cfg));
+        tx.next_seq = u64::from(u32::MAX) - 1;
+        tx.received = tx.next_seq;
+        rx.highest = Some((tx.next_seq - 1, 0, 0));
+        rx.received = tx.next_seq;
+        for t in 0..4 {
+            let (seq, us) = tx.on_send(t * MS);
+            rx.on_message(seq, us, t * MS + MS, false);
+        }
+        let ack = rx.ack(5 * MS).unwrap();
+        assert!(tx.on_ack(&ack, 6 * MS));
+        let v = tx.view();
+        assert_eq!((v.in_flight, v.lost, v.sent), (0, 0, u64::from(u32::MAX) + 3));
+    }
+}
