@@ -14,10 +14,12 @@
 //! - [`exit::TunnelExit`]: decapsulation and the reordering measure, with bounded flow state.
 //! - [`framing`]: the outer headers' sizes, the UDP encapsulation, and the TCP subtunnels'
 //!   stream framing (a length-prefixed record per packet).
+//! - [`seal`]: the daemon's datagrams sealed (ChaCha20-Poly1305, pre-shared key), replays refused.
 
 pub mod entry;
 pub mod exit;
 pub mod framing;
+pub mod seal;
 
 pub use entry::{EntryStats, Scheduled, TunnelEntry};
 pub use exit::{DecapError, ExitStats, TunnelExit};
