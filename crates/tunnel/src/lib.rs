@@ -19,6 +19,7 @@
 //! - [`path`]: each path's sender (RTT, minimum RTT, in-flight, loss, liveness) and receiver
 //!   (when to acknowledge what).
 //! - [`reorder`]: the receiver's bounded reordering buffer with a timeout.
+//! - [`seal`]: the daemon's datagrams sealed (ChaCha20-Poly1305, pre-shared key), replays refused.
 
 pub mod entry;
 pub mod exit;
@@ -26,6 +27,7 @@ pub mod framing;
 pub mod path;
 pub mod reorder;
 pub mod wire;
+pub mod seal;
 
 pub use entry::{EntryStats, Scheduled, TunnelEntry};
 pub use exit::{DecapError, ExitStats, TunnelExit};
