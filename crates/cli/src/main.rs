@@ -41,6 +41,7 @@ mod run;
 mod sweep;
 mod trace;
 mod trafficgen;
+mod tunnel;
 mod vectors;
 
 /// Multipath packet scheduling on programmable data planes: RS, WRR, DWRR and more, in a
@@ -80,6 +81,9 @@ enum Command {
     /// The traffic generator the kernel backend runs fixed-size transfers with (a server per
     /// receiving host, a client per sending host).
     Trafficgen(trafficgen::TrafficgenArgs),
+    /// One end of a multipath tunnel between two machines: a TUN device, a UDP socket per
+    /// path, a tunnel scheduler, authenticated datagrams, Prometheus counters (root).
+    Tunnel(tunnel::TunnelArgs),
 }
 
 /// An error the user caused with an input (exit code 2).
@@ -136,6 +140,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench::bench(a),
         Command::Vectors(a) => vectors::vectors(a),
         Command::Trafficgen(a) => trafficgen::trafficgen(a),
+        Command::Tunnel(a) => tunnel::tunnel(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

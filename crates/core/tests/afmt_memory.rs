@@ -49,16 +49,19 @@ fn one_million_flows_stay_within_the_bound() {
             fill_bytes: 10_000,
             cwnd_bytes: 60_000,
             srtt_ns: 20_000_000,
+            ..SubtunnelView::default()
         },
         SubtunnelView {
             fill_bytes: 4_000,
             cwnd_bytes: 90_000,
             srtt_ns: 12_000_000,
+            ..SubtunnelView::default()
         },
         SubtunnelView {
             fill_bytes: 0,
             cwnd_bytes: 30_000,
             srtt_ns: 30_000_000,
+            ..SubtunnelView::default()
         },
     ];
     COUNTED.with(|c| c.set(true));

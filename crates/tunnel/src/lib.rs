@@ -26,8 +26,8 @@ pub mod exit;
 pub mod framing;
 pub mod path;
 pub mod reorder;
-pub mod wire;
 pub mod seal;
+pub mod wire;
 
 pub use entry::{EntryStats, Scheduled, TunnelEntry};
 pub use exit::{DecapError, ExitStats, TunnelExit};

@@ -302,7 +302,11 @@ mod tests {
         assert!(tx.on_ack(&ack, 25 * MS));
         let v = tx.view();
         assert_eq!((v.in_flight, v.lost, v.acked, v.sent), (0, 1, 4, 5));
-        assert_eq!(v.latest_rtt_ns, 20 * MS, "RTT is the delay both ways, ack delay excluded");
+        assert_eq!(
+            v.latest_rtt_ns,
+            20 * MS,
+            "RTT is the delay both ways, ack delay excluded"
+        );
         assert_eq!((v.srtt_ns, v.min_rtt_ns), (20 * MS, 20 * MS));
         assert!(!tx.on_ack(&Ack { highest_seq: 9, ..ack }, 26 * MS), "never sent");
     }

@@ -218,7 +218,10 @@ mod tests {
         assert_eq!(b.deadline_ns(), Some(101 * MS));
         assert_eq!(push(&mut b, 1, 5 * MS), [1, 2, 3]);
         let s = b.stats();
-        assert_eq!((s.in_order, s.held, s.late, s.occupancy, s.max_occupancy), (2, 2, 0, 0, 2));
+        assert_eq!(
+            (s.in_order, s.held, s.late, s.occupancy, s.max_occupancy),
+            (2, 2, 0, 0, 2)
+        );
         assert_eq!((s.held_ns_sum, s.held_ns_max), (7 * MS, 4 * MS));
         assert_eq!(b.deadline_ns(), None);
     }

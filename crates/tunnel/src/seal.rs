@@ -2,48 +2,49 @@
 //!
 //! Both ends of a tunnel hold the same pre-shared key (PSK) and a [`Role`] each, set in their
 //! configs: one end is the [`Role::Initiator`], the other the [`Role::Responder`].
-//! [`Keys::derive`] turns the PSK into one ChaCha20-Poly1305 key per direction (HKDF-SHA256), so
-//! the two directions never share a key and both can number their packets from 0. A
-//! [`Sealer`] seals what an end sends; an [`Opener`] opens what it receives, refusing forged,
-//! replayed and malformed datagrams, each for a distinct reason ([`SealError`]) that it counts
-//! ([`OpenStats`]).
+//! [`Keys::derive`] turns the PSK into one base key per direction (HKDF-SHA256), so the two
+//! directions never share a key. Each run of a sender is a **session**, named by an epoch the
+//! sender picks when it starts (the daemon: the wall clock in nanoseconds, so a restarted end
+//! has a larger one); the session's key is derived from the direction's base key and the epoch,
+//! and packets are numbered from 0 within it. So a restart never reuses a nonce under a key,
+//! and the peer, seeing an authentic packet of a newer session, moves to it; packets of an
+//! older session are refused as replays. A [`Sealer`] seals what an end sends; an [`Opener`]
+//! opens what it receives, refusing forged, replayed and malformed datagrams, each for a
+//! distinct reason ([`SealError`]) that it counts ([`OpenStats`]).
 //!
 //! # Datagram
 //!
 //! ```text
-//! offset  0        1        2        3        4 .. 11
-//!        +--------+--------+--------+--------+--------------------------------+
-//!      0 |  kind  |  path  |    reserved     | packet_number (u64 big-endian) |
-//!        +--------+--------+--------+--------+--------------------------------+
-//!     12 | ciphertext of the payload (as long as the payload)                 |
-//!        +--------------------------------------------------------------------+
-//! len-16 | Poly1305 tag over header and ciphertext (16 bytes)                 |
-//!        +--------------------------------------------------------------------+
+//! offset  0        1        2        3        4 .. 11         12 .. 19
+//!        +--------+--------+--------+--------+---------------+------------------+
+//!      0 |  kind  |  path  |    reserved     | epoch (u64 BE)| packet_number BE |
+//!        +--------+--------+--------+--------+---------------+------------------+
+//!     20 | ciphertext of the payload (as long as the payload)                   |
+//!        +----------------------------------------------------------------------+
+//! len-16 | Poly1305 tag over header and ciphertext (16 bytes)                   |
+//!        +----------------------------------------------------------------------+
 //! ```
 //!
 //! - `kind` (u8): what the payload is; the daemon's to define, this module only carries it.
 //! - `path` (u8): the subtunnel that carried the datagram.
 //! - `reserved` (u16): 0; anything else is refused ([`SealError::BadHeader`]), to leave room for
 //!   a later version.
-//! - `packet_number` (u64, big-endian): per sending end, one counter across all its paths,
-//!   from 0, never reused under one key.
+//! - `epoch` (u64, big-endian): the sender's session.
+//! - `packet_number` (u64, big-endian): per session, one counter across all the sender's paths,
+//!   from 0, never reused.
 //!
-//! The 12-byte header travels in clear (the receiver needs the number before it can open the
-//! payload) and is the AEAD's associated data, so kind, path and number are authenticated too.
-//! The nonce is 4 zero bytes followed by the packet number, big-endian (96 bits): unique per key
-//! as long as the number is. A datagram is [`OVERHEAD_BYTES`] longer than its payload.
+//! The 20-byte header travels in clear (the receiver needs epoch and number before it can open
+//! the payload) and is the AEAD's associated data, so all of it is authenticated. The nonce is
+//! 4 zero bytes followed by the packet number, big-endian (96 bits): unique per session key.
+//! A datagram is [`OVERHEAD_BYTES`] longer than its payload.
 //!
 //! # Keys
 //!
 //! A PSK is written in a config as 64 hexadecimal digits or as standard base64 (with or without
 //! its `=` padding), both for 32 bytes ([`parse_psk`]). [`Keys::derive`] takes any PSK of at
-//! least [`PSK_MIN_BYTES`] bytes.
-//!
-//! The number starting at 0 means that an end restarted with the same PSK would reuse nonces
-//! under the same key, which breaks ChaCha20-Poly1305 (keystream reuse, Poly1305 forgeries); its
-//! peer would also refuse the restarted numbers as replays. A daemon must therefore not restart
-//! a [`Sealer`] from 0 under a PSK it has already used: change the PSK, or derive fresh keys
-//! per session.
+//! least [`PSK_MIN_BYTES`] bytes. Two runs of a sender must not use the same epoch (the
+//! daemon's clock would have to step back to the nanosecond); a sender whose clock stepped back
+//! below its previous epoch is refused by its peer until the peer restarts too.
 
 use chacha20poly1305::aead::AeadInPlace;
 use chacha20poly1305::{ChaCha20Poly1305, Key, KeyInit, Nonce, Tag};
@@ -51,8 +52,8 @@ use hkdf::Hkdf;
 use sha2::Sha256;
 use std::fmt;
 
-/// Bytes of the clear header: kind, path, reserved, packet number.
-pub const HEADER_BYTES: usize = 12;
+/// Bytes of the clear header: kind, path, reserved, epoch, packet number.
+pub const HEADER_BYTES: usize = 20;
 /// Bytes of the Poly1305 tag at the end of a datagram.
 pub const TAG_BYTES: usize = 16;
 /// Bytes a datagram has beyond its payload: the header and the tag.
@@ -77,6 +78,22 @@ const HKDF_SALT: &[u8] = b"mpsched tunnel v1";
 const INFO_INITIATOR_TO_RESPONDER: &[u8] = b"mpsched tunnel v1 i->r";
 /// HKDF info of the key that seals what the responder sends.
 const INFO_RESPONDER_TO_INITIATOR: &[u8] = b"mpsched tunnel v1 r->i";
+/// HKDF info of a session key, before the session's epoch (8 bytes, big-endian).
+const INFO_SESSION: &[u8] = b"mpsched tunnel v1 session";
+
+/// The key of the session `epoch` under a direction's base key.
+fn session_cipher(base: &[u8; 32], epoch: u64) -> ChaCha20Poly1305 {
+    let mut info = [0u8; INFO_SESSION.len() + 8];
+    info[..INFO_SESSION.len()].copy_from_slice(INFO_SESSION);
+    info[INFO_SESSION.len()..].copy_from_slice(&epoch.to_be_bytes());
+    let mut key = [0u8; 32];
+    // A base key is a uniformly random 32-byte PRK; 32 bytes of output always fit.
+    Hkdf::<Sha256>::from_prk(base)
+        .expect("a 32-byte PRK is long enough for HKDF-SHA256")
+        .expand(&info, &mut key)
+        .expect("32 bytes is within HKDF-SHA256's output limit");
+    ChaCha20Poly1305::new(&Key::from(key))
+}
 
 /// Why a key could not be made, a datagram sealed, or a datagram opened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,7 +113,8 @@ pub enum SealError {
     BadHeader,
     /// Authentication failed: damaged, forged, or sealed with another key (or the same role).
     Forged,
-    /// The packet number was already accepted, or is older than the replay window.
+    /// The packet number was already accepted, or is older than the replay window, or the
+    /// packet belongs to a session older than the current one.
     Replayed,
 }
 
@@ -248,9 +266,10 @@ fn nonce(packet_number: u64) -> Nonce {
     Nonce::from(n)
 }
 
-/// Seals the datagrams one end sends, numbering them.
+/// Seals the datagrams one end sends in one session, numbering them.
 pub struct Sealer {
     cipher: ChaCha20Poly1305,
+    epoch: u64,
     /// The number of the next datagram; [`u64::MAX`] is never used, so this never wraps.
     next: u64,
 }
@@ -264,12 +283,19 @@ impl fmt::Debug for Sealer {
 }
 
 impl Sealer {
-    /// A sealer with the send key of `keys`, numbering from 0.
-    pub fn new(keys: &Keys) -> Sealer {
+    /// A sealer for the session `epoch` under the send key of `keys`, numbering from 0. Each
+    /// run of a sender must use a larger epoch than the last (see the module's docs).
+    pub fn new(keys: &Keys, epoch: u64) -> Sealer {
         Sealer {
-            cipher: ChaCha20Poly1305::new(&Key::from(keys.send)),
+            cipher: session_cipher(&keys.send, epoch),
+            epoch,
             next: 0,
         }
+    }
+
+    /// The session's epoch.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// The packet number the next sealed datagram will carry.
@@ -290,7 +316,7 @@ impl Sealer {
             return Err(SealError::Oversized);
         }
         let number = self.next;
-        let header = encode_header(kind, path, number);
+        let header = encode_header(kind, path, self.epoch, number);
         out.reserve(payload.len() + OVERHEAD_BYTES);
         out.extend_from_slice(&header);
         out.extend_from_slice(payload);
@@ -308,12 +334,13 @@ impl Sealer {
     }
 }
 
-fn encode_header(kind: u8, path: u8, packet_number: u64) -> [u8; HEADER_BYTES] {
+fn encode_header(kind: u8, path: u8, epoch: u64, packet_number: u64) -> [u8; HEADER_BYTES] {
     let mut h = [0u8; HEADER_BYTES];
     h[0] = kind;
     h[1] = path;
     // h[2..4]: reserved, 0.
-    h[4..].copy_from_slice(&packet_number.to_be_bytes());
+    h[4..12].copy_from_slice(&epoch.to_be_bytes());
+    h[12..].copy_from_slice(&packet_number.to_be_bytes());
     h
 }
 
@@ -344,11 +371,18 @@ pub struct OpenStats {
     pub forged: u64,
     /// Refused as [`SealError::Replayed`].
     pub replayed: u64,
+    /// Sessions the peer started (the first included): authentic packets of a newer epoch.
+    pub sessions: u64,
 }
 
-/// Opens the datagrams one end receives: checks, authenticates, decrypts, and refuses replays.
+/// Opens the datagrams one end receives: checks, authenticates, decrypts, and refuses replays
+/// and older sessions.
 pub struct Opener {
-    cipher: ChaCha20Poly1305,
+    base: [u8; 32],
+    /// The peer's current session and its key; None before the first authentic packet.
+    session: Option<(u64, ChaCha20Poly1305)>,
+    /// The key of the last newer epoch tried, so a burst of a new session derives it once.
+    candidate: Option<(u64, ChaCha20Poly1305)>,
     window: ReplayWindow,
     max_datagram_bytes: usize,
     stats: OpenStats,
@@ -357,6 +391,7 @@ pub struct Opener {
 impl fmt::Debug for Opener {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Opener")
+            .field("epoch", &self.epoch())
             .field("window", &self.window)
             .field("max_datagram_bytes", &self.max_datagram_bytes)
             .field("stats", &self.stats)
@@ -368,7 +403,9 @@ impl Opener {
     /// An opener with the receive key of `keys`, taking datagrams up to [`MAX_DATAGRAM_BYTES`].
     pub fn new(keys: &Keys) -> Opener {
         Opener {
-            cipher: ChaCha20Poly1305::new(&Key::from(keys.receive)),
+            base: keys.receive,
+            session: None,
+            candidate: None,
             window: ReplayWindow::new(),
             max_datagram_bytes: MAX_DATAGRAM_BYTES,
             stats: OpenStats::default(),
@@ -387,7 +424,12 @@ impl Opener {
         &self.stats
     }
 
-    /// Its replay window.
+    /// The peer's current session, if one has started.
+    pub fn epoch(&self) -> Option<u64> {
+        self.session.as_ref().map(|(e, _)| *e)
+    }
+
+    /// Its replay window (of the current session).
     pub fn window(&self) -> &ReplayWindow {
         &self.window
     }
@@ -429,17 +471,43 @@ impl Opener {
         if header[2..4] != [0, 0] {
             return Err(SealError::BadHeader);
         }
-        let mut number = [0u8; 8];
-        number.copy_from_slice(&header[4..]);
-        let packet_number = u64::from_be_bytes(number);
+        let field = |r: std::ops::Range<usize>| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&header[r]);
+            u64::from_be_bytes(b)
+        };
+        let (epoch, packet_number) = (field(4..12), field(12..20));
+        let current = self.epoch();
+        if current.is_some_and(|c| epoch < c) {
+            return Err(SealError::Replayed);
+        }
+        let newer = current != Some(epoch);
         // Refuse a replay before spending the work of authentication on it.
-        if !self.window.check(packet_number) {
+        if !newer && !self.window.check(packet_number) {
             return Err(SealError::Replayed);
         }
         out.extend_from_slice(ciphertext);
-        self.cipher
+        let cipher = match (&self.session, newer) {
+            (Some((_, c)), false) => c,
+            _ => {
+                if self.candidate.as_ref().is_none_or(|(e, _)| *e != epoch) {
+                    self.candidate = Some((epoch, session_cipher(&self.base, epoch)));
+                }
+                let Some((_, c)) = &self.candidate else {
+                    return Err(SealError::Forged);
+                };
+                c
+            }
+        };
+        cipher
             .decrypt_in_place_detached(&nonce(packet_number), &header, out, &Tag::from(tag))
             .map_err(|_| SealError::Forged)?;
+        if newer {
+            // Only an authentic packet starts a session: a forged epoch moves nothing.
+            self.session = self.candidate.take();
+            self.window = ReplayWindow::new();
+            self.stats.sessions += 1;
+        }
         self.window.accept(packet_number);
         Ok(Opened {
             kind: header[0],
@@ -542,7 +610,7 @@ mod tests {
     fn pair() -> (Sealer, Opener) {
         let i = Keys::derive(&PSK, Role::Initiator).unwrap();
         let r = Keys::derive(&PSK, Role::Responder).unwrap();
-        (Sealer::new(&i), Opener::new(&r))
+        (Sealer::new(&i, 1), Opener::new(&r))
     }
 
     fn sealed(sealer: &mut Sealer, payload: &[u8]) -> Vec<u8> {
@@ -560,7 +628,7 @@ mod tests {
             assert_eq!(s.seal(7, 2, payload, &mut d), Ok(i as u64));
             assert_eq!(d.len(), payload.len() + OVERHEAD_BYTES);
             assert_eq!(&d[..4], &[7, 2, 0, 0]);
-            assert_eq!(&d[4..12], &(i as u64).to_be_bytes());
+            assert_eq!(&d[12..20], &(i as u64).to_be_bytes());
             let opened = o.open(&d, &mut p).unwrap();
             assert_eq!(
                 opened,
@@ -718,11 +786,41 @@ mod tests {
         let mut p = Vec::new();
         assert!(o.open(&d0, &mut p).is_ok());
         let mut forged = d1.clone();
-        forged[4..12].copy_from_slice(&(u64::MAX - 1).to_be_bytes());
+        forged[12..20].copy_from_slice(&(u64::MAX - 1).to_be_bytes());
         assert_eq!(o.open(&forged, &mut p), Err(SealError::Forged));
         assert_eq!(o.window().highest(), Some(0));
         assert!(o.open(&d1, &mut p).is_ok());
         assert_eq!(p, b"one");
+    }
+
+    #[test]
+    fn a_restarted_sender_starts_a_newer_session_and_older_ones_are_refused() {
+        let i = Keys::derive(&PSK, Role::Initiator).unwrap();
+        let r = Keys::derive(&PSK, Role::Responder).unwrap();
+        let mut o = Opener::new(&r);
+        let mut p = Vec::new();
+        let mut first = Sealer::new(&i, 100);
+        let old0 = sealed(&mut first, b"run 1, packet 0");
+        let old1 = sealed(&mut first, b"run 1, packet 1");
+        assert!(o.open(&old0, &mut p).is_ok());
+        // The restart numbers from 0 again, under another key: no nonce is reused.
+        let mut second = Sealer::new(&i, 200);
+        let new0 = sealed(&mut second, b"run 2, packet 0");
+        assert_ne!(new0[HEADER_BYTES..], old0[HEADER_BYTES..]);
+        // A forged packet of a still newer session moves nothing.
+        let mut forged = new0.clone();
+        forged[4..12].copy_from_slice(&300u64.to_be_bytes());
+        assert_eq!(o.open(&forged, &mut p), Err(SealError::Forged));
+        assert_eq!(o.epoch(), Some(100));
+        assert!(o.open(&new0, &mut p).is_ok());
+        assert_eq!((o.epoch(), p.as_slice()), (Some(200), &b"run 2, packet 0"[..]));
+        assert_eq!(
+            o.open(&old1, &mut p),
+            Err(SealError::Replayed),
+            "the old session is over"
+        );
+        assert_eq!(o.open(&new0, &mut p), Err(SealError::Replayed));
+        assert_eq!((o.stats().sessions, o.stats().replayed, o.stats().forged), (2, 2, 1));
     }
 
     #[test]
@@ -742,13 +840,13 @@ mod tests {
     fn roles_interoperate_and_directions_differ() {
         let i = Keys::derive(&PSK, Role::Initiator).unwrap();
         let r = Keys::derive(&PSK, Role::Responder).unwrap();
-        let (mut si, mut oi) = (Sealer::new(&i), Opener::new(&i));
-        let (mut sr, mut or) = (Sealer::new(&r), Opener::new(&r));
+        let (mut si, mut oi) = (Sealer::new(&i, 1), Opener::new(&i));
+        let (mut sr, mut or) = (Sealer::new(&r, 1), Opener::new(&r));
         let mut p = Vec::new();
         let to_r = sealed(&mut si, b"to responder");
         let to_i = sealed(&mut sr, b"to initiator");
         // Both start at 0: the nonces repeat across directions, the keys do not.
-        assert_eq!(to_r[4..12], to_i[4..12]);
+        assert_eq!(to_r[12..20], to_i[12..20]);
         assert_eq!(oi.open(&to_r, &mut p), Err(SealError::Forged));
         assert_eq!(or.open(&to_i, &mut p), Err(SealError::Forged));
         assert!(or.open(&to_r, &mut p).is_ok());
@@ -841,7 +939,7 @@ mod tests {
         ) {
             // Past the length and header checks, so authentication is what refuses.
             let (_, mut o) = pair();
-            let mut d = encode_header(kind, path, number).to_vec();
+            let mut d = encode_header(kind, path, 1, number).to_vec();
             d.extend_from_slice(&body);
             let mut p = Vec::new();
             prop_assert_eq!(o.open(&d, &mut p), Err(SealError::Forged));

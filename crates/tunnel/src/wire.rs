@@ -76,9 +76,16 @@ impl DataHeader {
 
     /// Append the header to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.path_seq.to_be_bytes());
-        out.extend_from_slice(&self.tunnel_seq.to_be_bytes());
-        out.extend_from_slice(&self.sent_us.to_be_bytes());
+        out.extend_from_slice(&self.to_bytes());
+    }
+
+    /// The header's bytes (for writing in front of a packet already in a buffer).
+    pub fn to_bytes(&self) -> [u8; Self::BYTES] {
+        let mut b = [0; Self::BYTES];
+        b[..4].copy_from_slice(&self.path_seq.to_be_bytes());
+        b[4..8].copy_from_slice(&self.tunnel_seq.to_be_bytes());
+        b[8..].copy_from_slice(&self.sent_us.to_be_bytes());
+        b
     }
 
     /// The header at the start of `bytes` and the inner packet after it.
@@ -223,7 +230,10 @@ mod tests {
         let mut b = Vec::new();
         d.encode(&mut b);
         b.extend_from_slice(b"inner");
-        assert_eq!(Message::decode(KIND_DATA, &b), Ok(Message::Data(d, b"inner".as_slice())));
+        assert_eq!(
+            Message::decode(KIND_DATA, &b),
+            Ok(Message::Data(d, b"inner".as_slice()))
+        );
         let a = Ack {
             highest_seq: 1,
             received: 2,
@@ -249,7 +259,10 @@ mod tests {
         assert_eq!(Message::decode(KIND_DATA, &[0; 11]), Err(WireError::Truncated));
         assert_eq!(Message::decode(KIND_ACK, &[0; 15]), Err(WireError::Truncated));
         assert_eq!(Message::decode(KIND_KEEPALIVE, &[0; 7]), Err(WireError::Truncated));
-        assert!(Message::decode(KIND_DATA, &[0; 12]).is_ok(), "an empty inner packet decodes");
+        assert!(
+            Message::decode(KIND_DATA, &[0; 12]).is_ok(),
+            "an empty inner packet decodes"
+        );
     }
 
     #[test]

@@ -207,7 +207,10 @@ impl Config {
         let (scheduler, scheduler_params) = scheduler_of(&ctx, &raw)?;
         let metrics = match &raw.metrics {
             None => None,
-            Some(m) => Some(m.parse().map_err(|_| ctx.err("metrics", format!("`{m}` is not an address:port")))?),
+            Some(m) => Some(
+                m.parse()
+                    .map_err(|_| ctx.err("metrics", format!("`{m}` is not an address:port")))?,
+            ),
         };
         let device = device_of(&ctx, &raw.device)?;
         let (path_timing, reorder_capacity, reorder_timeout_ns) = timing_of(&ctx, &raw.timing)?;
@@ -237,8 +240,7 @@ fn read_key(ctx: &Ctx<'_>, raw: &RawConfig, dir: &Path) -> Result<Vec<u8>, Confi
         (Some(k), None) => ("key", k.clone()),
         (None, Some(f)) => {
             let p = dir.join(f);
-            let t = std::fs::read_to_string(&p)
-                .map_err(|e| ctx.err("key_file", format!("{}: {e}", p.display())))?;
+            let t = std::fs::read_to_string(&p).map_err(|e| ctx.err("key_file", format!("{}: {e}", p.display())))?;
             ("key_file", t)
         }
         _ => return Err(ctx.err("key_file", "give exactly one of `key_file` and `key`")),
@@ -250,7 +252,11 @@ fn scheduler_of(ctx: &Ctx<'_>, raw: &RawConfig) -> Result<(String, Params), Conf
     let prog = tunnel_scheduler(&raw.scheduler).ok_or_else(|| {
         ctx.err(
             "scheduler",
-            format!("unknown scheduler `{}` (expected one of {})", raw.scheduler, tunnel_scheduler_names()),
+            format!(
+                "unknown scheduler `{}` (expected one of {})",
+                raw.scheduler,
+                tunnel_scheduler_names()
+            ),
         )
     })?;
     let declared = prog.params();
@@ -277,8 +283,17 @@ fn prefix(ctx: &Ctx<'_>, field: &str, text: &str) -> Result<(Ipv4Addr, u8), Conf
 }
 
 fn device_of(ctx: &Ctx<'_>, d: &RawDevice) -> Result<DeviceSpec, ConfigError> {
-    if d.name.is_empty() || d.name.len() > 15 || !d.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.') {
-        return Err(ctx.err("device.name", "an interface name of 1 to 15 letters, digits, `-`, `_` or `.`"));
+    if d.name.is_empty()
+        || d.name.len() > 15
+        || !d
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+    {
+        return Err(ctx.err(
+            "device.name",
+            "an interface name of 1 to 15 letters, digits, `-`, `_` or `.`",
+        ));
     }
     let mtu = match &d.mtu {
         None => 1400,
@@ -321,7 +336,10 @@ fn timing_of(ctx: &Ctx<'_>, t: &RawTiming) -> Result<(PathConfig, usize, u64), C
     }
     let cap = t.reorder_capacity.unwrap_or(1024);
     if !(1..=MAX_REORDER_CAPACITY).contains(&cap) {
-        return Err(ctx.err("timing.reorder_capacity", format!("expected 1 to {MAX_REORDER_CAPACITY} packets")));
+        return Err(ctx.err(
+            "timing.reorder_capacity",
+            format!("expected 1 to {MAX_REORDER_CAPACITY} packets"),
+        ));
     }
     let timeout = ctx.time_ns("timing.reorder_timeout", &t.reorder_timeout, 100_000_000)?;
     if timeout > 10_000_000_000 {
@@ -332,13 +350,17 @@ fn timing_of(ctx: &Ctx<'_>, t: &RawTiming) -> Result<(PathConfig, usize, u64), C
 
 fn paths_of(ctx: &Ctx<'_>, role: Role, raw: &[RawPath]) -> Result<Vec<PathSpec>, ConfigError> {
     if raw.is_empty() || raw.len() > MAX_PATHS {
-        return Err(ctx.err("path", format!("expected 1 to {MAX_PATHS} [[path]] tables, got {}", raw.len())));
+        return Err(ctx.err(
+            "path",
+            format!("expected 1 to {MAX_PATHS} [[path]] tables, got {}", raw.len()),
+        ));
     }
     let mut out: Vec<PathSpec> = Vec::new();
     for (i, p) in raw.iter().enumerate() {
         let f = |k: &str| format!("path[{i}].{k}");
         let addr = |k: &str, t: &str| -> Result<SocketAddr, ConfigError> {
-            t.parse().map_err(|_| ctx.err(f(k), format!("`{t}` is not an address:port")))
+            t.parse()
+                .map_err(|_| ctx.err(f(k), format!("`{t}` is not an address:port")))
         };
         let local = addr("local", &p.local)?;
         let remote = p.remote.as_deref().map(|r| addr("remote", r)).transpose()?;
@@ -410,16 +432,28 @@ remote = "10.0.2.2:4789"
         assert_eq!(c.reorder_timeout_ns, 50_000_000);
         assert_eq!(c.paths.len(), 2);
         assert_eq!(c.paths[1].interface.as_deref(), Some("veth1"));
-        assert_eq!(c.max_datagram_bytes(), 1400 + 40);
+        assert_eq!(c.max_datagram_bytes(), 1400 + 48);
     }
 
     #[test]
     fn each_mistake_names_its_field() {
         let cases = [
             ("scheduler = \"rr\"", "scheduler = \"fastest\"", "scheduler"),
-            ("routes = [\"10.2.0.0/16\"]", "routes = [\"10.2.0.0/33\"]", "device.routes[0]"),
-            ("reorder_timeout = \"50ms\"", "reorder_timeout = \"50 parsecs\"", "timing.reorder_timeout"),
-            ("reorder_timeout = \"50ms\"", "reorder_capacity = 0", "timing.reorder_capacity"),
+            (
+                "routes = [\"10.2.0.0/16\"]",
+                "routes = [\"10.2.0.0/33\"]",
+                "device.routes[0]",
+            ),
+            (
+                "reorder_timeout = \"50ms\"",
+                "reorder_timeout = \"50 parsecs\"",
+                "timing.reorder_timeout",
+            ),
+            (
+                "reorder_timeout = \"50ms\"",
+                "reorder_capacity = 0",
+                "timing.reorder_capacity",
+            ),
             ("remote = \"10.0.1.2:4789\"", "", "path[0].remote"),
             ("name = \"b\"", "name = \"a\"", "path[1].name"),
             ("name = \"mpt0\"", "name = \"a-name-far-too-long\"", "device.name"),
@@ -437,7 +471,9 @@ remote = "10.0.2.2:4789"
 
     #[test]
     fn the_responder_may_learn_remote_addresses() {
-        let t = good().replace("role = \"initiator\"", "role = \"responder\"").replace("remote = \"10.0.1.2:4789\"", "");
+        let t = good()
+            .replace("role = \"initiator\"", "role = \"responder\"")
+            .replace("remote = \"10.0.1.2:4789\"", "");
         assert_eq!(parse(&t).unwrap().paths[0].remote, None);
     }
 }

@@ -40,7 +40,12 @@ impl Tun {
             ));
         }
         // SAFETY: a plain open(2) of a constant path; the result is checked.
-        let raw = unsafe { libc::open(c"/dev/net/tun".as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
+        let raw = unsafe {
+            libc::open(
+                c"/dev/net/tun".as_ptr(),
+                libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            )
+        };
         if raw < 0 {
             return Err(with_context(io::Error::last_os_error(), "open /dev/net/tun"));
         }

@@ -128,6 +128,7 @@ mod tests {
             fill_bytes: fill,
             cwnd_bytes: cwnd,
             srtt_ns: srtt_ms * 1_000_000,
+            ..SubtunnelView::default()
         }
     }
 
@@ -174,6 +175,7 @@ mod tests {
             fill_bytes: (1 << 46) + 1,
             cwnd_bytes: (1 << 40) - 1,
             srtt_ns: (1 << 40) - 1,
+            ..SubtunnelView::default()
         };
         let b = SubtunnelView {
             fill_bytes: 1 << 46,
@@ -186,6 +188,7 @@ mod tests {
             fill_bytes: u64::MAX / 2,
             cwnd_bytes: u64::MAX,
             srtt_ns: u64::MAX,
+            ..SubtunnelView::default()
         };
         assert!(!weighted_fill_less(&m, &m, u32::MAX));
     }

@@ -2,7 +2,8 @@
 //!
 //! At a tunnel's entry every payload packet is handed to a [`TunnelScheduler`] together with a
 //! view of each subtunnel ([`SubtunnelView`]: bytes queued, congestion window, smoothed RTT, as
-//! `SIOCOUTQ` and `TCP_INFO` give them on Linux). The scheduler answers with a subtunnel index.
+//! `SIOCOUTQ` and `TCP_INFO` give them on Linux; minimum RTT and in-flight where the tunnel's
+//! own acknowledgements measure them). The scheduler answers with a subtunnel index.
 //! Like every program here it has no clock (time is passed in), no I/O, bounded state and no
 //! floating point on the per-packet path.
 //!
@@ -54,8 +55,14 @@ pub struct SubtunnelView {
     pub fill_bytes: u64,
     /// Congestion window in bytes (TCP subtunnels).
     pub cwnd_bytes: u64,
-    /// Smoothed round-trip time in nanoseconds (TCP subtunnels; 0 before the first sample).
+    /// Smoothed round-trip time in nanoseconds (TCP subtunnels, and the tunnel daemon's
+    /// acknowledged paths; 0 before the first sample).
     pub srtt_ns: u64,
+    /// Smallest round-trip time sampled, ns (the daemon's paths; 0 where unknown).
+    pub min_rtt_ns: u64,
+    /// Messages sent and not yet acknowledged: highest sent minus highest acknowledged (the
+    /// daemon's paths; 0 where unknown).
+    pub in_flight_pkts: u64,
 }
 
 /// A tunnel scheduler.

@@ -78,6 +78,7 @@ impl Simulation {
                         fill_bytes: c.sender.unacked_bytes(),
                         cwnd_bytes: c.sender.cwnd_bytes(),
                         srtt_ns: c.sender.rtt().srtt_ns().unwrap_or(0),
+                        ..SubtunnelView::default()
                     }
                 }
                 SubtunnelTransport::Udp => {
@@ -87,6 +88,7 @@ impl Simulation {
                         fill_bytes: self.net.links[l].queued_bytes,
                         cwnd_bytes: 0,
                         srtt_ns: 0,
+                        ..SubtunnelView::default()
                     }
                 }
             };

@@ -1,0 +1,89 @@
+//! `mpsched tunnel`: run one end of a multipath tunnel (`mpsched_tunneld`), check its
+//! configuration, or make a key.
+
+use crate::UsageError;
+use std::io::Read;
+use std::path::PathBuf;
+
+/// Arguments of `mpsched tunnel`.
+#[derive(clap::Args)]
+#[command(after_long_help = "\
+Between two Linux machines A and B with two paths (say 192.168.1.0/24 and 10.8.0.0/24):
+
+  1. mpsched tunnel --genkey > tunnel.key        (copy the file to both machines)
+  2. On A (initiator), a.toml:
+       role = \"initiator\"
+       key_file = \"tunnel.key\"
+       scheduler = \"afmt\"
+       [device]
+       name = \"mpt0\"
+       address = \"10.99.0.1/30\"
+       [[path]]
+       name = \"wifi\"
+       local = \"192.168.1.10:4789\"
+       remote = \"192.168.1.20:4789\"
+       [[path]]
+       name = \"lte\"
+       local = \"10.8.0.10:4789\"
+       remote = \"10.8.0.20:4789\"
+     On B (responder), the same with role = \"responder\", address = \"10.99.0.2/30\" and the
+     local and remote addresses swapped (B may leave `remote` out: it learns it).
+  3. On both, as root: mpsched tunnel a.toml   (b.toml on B)
+  4. ping 10.99.0.2 from A; iperf3 through it. Counters: add metrics = \"127.0.0.1:9120\" and
+     curl http://127.0.0.1:9120/metrics. SIGINT or SIGTERM ends it; the device goes with it.
+
+docs/tunnel.md has every field, the wire format and the measurements.")]
+pub struct TunnelArgs {
+    /// The configuration file of this end.
+    #[arg(required_unless_present = "genkey")]
+    config: Option<PathBuf>,
+    /// Check the configuration and say what it holds; create nothing.
+    #[arg(long)]
+    check: bool,
+    /// Print a new random pre-shared key (64 hex digits) for `key_file`.
+    #[arg(long, conflicts_with_all = ["config", "check"])]
+    genkey: bool,
+}
+
+/// Run `mpsched tunnel`.
+pub fn tunnel(a: TunnelArgs) -> anyhow::Result<()> {
+    if a.genkey {
+        let mut key = [0u8; 32];
+        std::fs::File::open("/dev/urandom")?.read_exact(&mut key)?;
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        outln!("{hex}");
+        return Ok(());
+    }
+    let Some(path) = a.config else {
+        return Err(UsageError("give a configuration file (or --genkey)".into()).into());
+    };
+    let cfg = mpsched_tunneld::Config::load(&path).map_err(|e| UsageError(e.to_string()))?;
+    if a.check {
+        outln!(
+            "{}: {:?}, scheduler {}, device {} {}/{} mtu {} B, {} route(s), reorder {} packets / {} ms",
+            path.display(),
+            cfg.role,
+            cfg.scheduler,
+            cfg.device.name,
+            cfg.device.address.0,
+            cfg.device.address.1,
+            cfg.device.mtu,
+            cfg.device.routes.len(),
+            cfg.reorder_capacity,
+            cfg.reorder_timeout_ns / 1_000_000
+        );
+        for p in &cfg.paths {
+            let remote = p.remote.map_or("learned".to_string(), |r| r.to_string());
+            let dev = p.interface.as_deref().map(|d| format!(" on {d}")).unwrap_or_default();
+            outln!("  path {}: {}{dev} -> {remote}", p.name, p.local);
+        }
+        return Ok(());
+    }
+    if !mpsched_netns::ns::is_root() {
+        return Err(
+            UsageError("mpsched tunnel creates a TUN device: run it as root (or with CAP_NET_ADMIN)".into()).into(),
+        );
+    }
+    mpsched_tunneld::run(cfg)?;
+    Ok(())
+}

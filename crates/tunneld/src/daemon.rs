@@ -1,0 +1,517 @@
+//! The daemon's event loop: inner packets from the TUN device scheduled onto paths, tunnel
+//! datagrams from the paths opened, acknowledged, reordered and written to the TUN device,
+//! and the timers (acknowledgements, keepalives, liveness, the reordering timeout).
+//!
+//! One thread, one `ppoll` over the TUN device, the path sockets and the metrics listener;
+//! every descriptor non-blocking, every read a batch. The protocol lives in `mpsched-tunnel`
+//! (state machines without I/O): this file only moves bytes and reads the clock.
+
+use crate::config::{Config, PathSpec};
+use crate::inner::flow_of;
+use crate::metrics::MetricsServer;
+use crate::tun::Tun;
+use mpsched_core::tunnel::{SubtunnelView, TunnelScheduler};
+use mpsched_programs::tunnel::tunnel_scheduler;
+use mpsched_tunnel::path::{PathReceiver, PathSender};
+use mpsched_tunnel::reorder::ReorderBuffer;
+use mpsched_tunnel::seal::{self, Keys, Opener, Sealer};
+use mpsched_tunnel::wire::{Ack, DataHeader, Keepalive, Message, KIND_ACK, KIND_DATA, KIND_KEEPALIVE};
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// Most packets read from one descriptor before the others get a turn.
+const BATCH: usize = 64;
+/// Longest the loop sleeps without looking at its timers, ns.
+const MAX_SLEEP_NS: u64 = 100_000_000;
+/// Packet buffers kept for reuse.
+const POOL_BUFFERS: usize = 1024;
+/// `SIOCOUTQ` (= `TIOCOUTQ`): bytes in a socket's send queue.
+const SIOCOUTQ: libc::c_ulong = 0x5411;
+
+/// Counters of one path.
+#[derive(Clone, Debug, Default)]
+pub struct PathStats {
+    /// Data datagrams sent.
+    pub tx_data: u64,
+    /// Bytes of data datagrams sent.
+    pub tx_bytes: u64,
+    /// Data datagrams received (authentic).
+    pub rx_data: u64,
+    /// Bytes of authentic datagrams received.
+    pub rx_bytes: u64,
+    /// Acknowledgements sent.
+    pub acks_sent: u64,
+    /// Keepalives sent.
+    pub keepalives_sent: u64,
+    /// Sends the socket refused (full queue, unreachable network).
+    pub send_errors: u64,
+    /// Times an authentic datagram came from a new remote address.
+    pub remote_changes: u64,
+}
+
+/// One path's socket and state.
+#[derive(Debug)]
+pub struct PathIo {
+    /// Its configuration.
+    pub spec: PathSpec,
+    sock: UdpSocket,
+    remote: Option<SocketAddr>,
+    /// The sending side's state.
+    pub tx: PathSender,
+    rx: PathReceiver,
+    was_up: bool,
+    /// Counters.
+    pub stats: PathStats,
+}
+
+/// Counters of the daemon as a whole.
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    /// Packets read from the TUN device.
+    pub tun_rx: u64,
+    /// Packets written to the TUN device.
+    pub tun_tx: u64,
+    /// Writes to the TUN device that failed.
+    pub tun_write_errors: u64,
+    /// Packets from the TUN device dropped because no path had a remote address.
+    pub no_path_drops: u64,
+    /// Packets from the TUN device that were no IP packet.
+    pub not_ip: u64,
+    /// Authentic datagrams that arrived on another path's socket than they name.
+    pub wrong_path: u64,
+    /// Authentic datagrams whose message did not decode.
+    pub malformed: u64,
+    /// Acknowledgements of numbers never sent or older than one taken.
+    pub stale_acks: u64,
+    /// Times a path went down.
+    pub path_downs: u64,
+}
+
+/// The running daemon.
+pub struct Daemon {
+    /// The configuration it runs.
+    pub cfg: Config,
+    tun: Tun,
+    /// The paths, by wire index.
+    pub paths: Vec<PathIo>,
+    sealer: Sealer,
+    /// Opens what arrives (its counters: forged, replayed, truncated, oversized...).
+    pub opener: Opener,
+    scheduler: Box<dyn TunnelScheduler>,
+    reads_fill: bool,
+    next_tunnel_seq: u64,
+    /// The reordering buffer of what arrives.
+    pub reorder: ReorderBuffer<Vec<u8>>,
+    pool: Vec<Vec<u8>>,
+    /// Counters.
+    pub counters: Counters,
+    metrics: Option<MetricsServer>,
+    start: Instant,
+    plain: Vec<u8>,
+    sealed: Vec<u8>,
+    rxbuf: Vec<u8>,
+    deliver: Vec<Vec<u8>>,
+    views: Vec<SubtunnelView>,
+    view_paths: Vec<usize>,
+}
+
+impl std::fmt::Debug for Daemon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Daemon").field("tun", &self.tun).finish_non_exhaustive()
+    }
+}
+
+fn bind_path(spec: &PathSpec) -> io::Result<UdpSocket> {
+    let sock = UdpSocket::bind(spec.local)
+        .map_err(|e| io::Error::new(e.kind(), format!("path `{}`: bind {}: {e}", spec.name, spec.local)))?;
+    if let Some(dev) = &spec.interface {
+        // SAFETY: the option value is the name's bytes, of the length given.
+        let r = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_BINDTODEVICE,
+                dev.as_ptr().cast(),
+                dev.len() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(
+                e.kind(),
+                format!("path `{}`: bind to interface {dev}: {e}", spec.name),
+            ));
+        }
+    }
+    sock.set_nonblocking(true)?;
+    for opt in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
+        let bytes: libc::c_int = 4 << 20;
+        // SAFETY: an int option of its size. A refusal only leaves the default buffer.
+        unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&bytes as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    }
+    Ok(sock)
+}
+
+/// The session's epoch: the wall clock in ns, so that a restarted daemon's is larger.
+fn session_epoch() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+}
+
+impl Daemon {
+    /// Bind the sockets and the metrics port, then create the TUN device: what can fail
+    /// without leaving anything behind comes first.
+    pub fn start(cfg: Config) -> io::Result<Daemon> {
+        let keys = Keys::derive(&cfg.psk, to_seal_role(cfg.role))
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        let prog = tunnel_scheduler(&cfg.scheduler)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "unknown scheduler"))?;
+        let mut paths = Vec::new();
+        for spec in &cfg.paths {
+            paths.push(PathIo {
+                spec: spec.clone(),
+                sock: bind_path(spec)?,
+                remote: spec.remote,
+                tx: PathSender::new(cfg.path_timing),
+                rx: PathReceiver::new(&cfg.path_timing),
+                was_up: true,
+                stats: PathStats::default(),
+            });
+        }
+        let metrics = cfg
+            .metrics
+            .map(MetricsServer::bind)
+            .transpose()
+            .map_err(|e| io::Error::new(e.kind(), format!("metrics: {e}")))?;
+        let tun = Tun::create(&cfg.device)?;
+        let max = cfg.max_datagram_bytes();
+        Ok(Daemon {
+            scheduler: prog.build(&cfg.scheduler_params),
+            reads_fill: prog.name() != "rr",
+            sealer: Sealer::new(&keys, session_epoch()),
+            opener: Opener::new(&keys).with_max_datagram_bytes(max),
+            reorder: ReorderBuffer::new(cfg.reorder_capacity, cfg.reorder_timeout_ns),
+            tun,
+            paths,
+            next_tunnel_seq: 0,
+            pool: Vec::new(),
+            counters: Counters::default(),
+            metrics,
+            start: Instant::now(),
+            plain: Vec::with_capacity(max),
+            sealed: Vec::with_capacity(max),
+            rxbuf: vec![0; seal::MAX_DATAGRAM_BYTES + 1],
+            deliver: Vec::new(),
+            views: Vec::new(),
+            view_paths: Vec::new(),
+            cfg,
+        })
+    }
+
+    /// The TUN device's name.
+    pub fn device(&self) -> &str {
+        self.tun.name()
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// Run until `stop` is set (by a signal handler).
+    pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
+        let mut fds: Vec<libc::pollfd> = std::iter::once(self.tun.as_raw_fd())
+            .chain(self.paths.iter().map(|p| p.sock.as_raw_fd()))
+            .chain(self.metrics.iter().map(|m| m.listener().as_raw_fd()))
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        while !stop.load(Ordering::Relaxed) {
+            let now = self.now_ns();
+            let sleep = self.next_deadline_ns(now).saturating_sub(now).min(MAX_SLEEP_NS);
+            let ts = libc::timespec {
+                tv_sec: (sleep / 1_000_000_000) as libc::time_t,
+                tv_nsec: (sleep % 1_000_000_000) as libc::c_long,
+            };
+            // SAFETY: `fds` is a valid array of its length; no signal mask is changed.
+            let n = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if fds[0].revents != 0 {
+                self.read_tun()?;
+            }
+            for i in 0..self.paths.len() {
+                if fds[1 + i].revents != 0 {
+                    self.read_path(i);
+                }
+            }
+            if fds.len() > 1 + self.paths.len() && fds[1 + self.paths.len()].revents != 0 {
+                if let Some(m) = &self.metrics {
+                    m.serve(|| crate::report::exposition(self));
+                }
+            }
+            self.timers(self.now_ns());
+        }
+        Ok(())
+    }
+
+    /// The earliest timer: reordering timeout, acknowledgement, keepalive.
+    fn next_deadline_ns(&mut self, now: u64) -> u64 {
+        let mut t = now + MAX_SLEEP_NS;
+        if let Some(d) = self.reorder.deadline_ns() {
+            t = t.min(d);
+        }
+        for p in &self.paths {
+            if let Some(d) = p.rx.ack_deadline_ns() {
+                t = t.min(d);
+            }
+            if p.remote.is_some() {
+                t = t.min(p.tx.keepalive_at_ns());
+            }
+        }
+        t
+    }
+
+    /// Read a batch of inner packets and send each on the path the scheduler picks.
+    fn read_tun(&mut self) -> io::Result<()> {
+        let mtu = self.cfg.device.mtu as usize;
+        for _ in 0..BATCH {
+            self.plain.clear();
+            self.plain.resize(DataHeader::BYTES + mtu, 0);
+            let n = match self.tun.recv(&mut self.plain[DataHeader::BYTES..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io::Error::new(e.kind(), format!("read from {}: {e}", self.tun.name()))),
+            };
+            self.counters.tun_rx += 1;
+            self.plain.truncate(DataHeader::BYTES + n);
+            let Some(flow) = flow_of(&self.plain[DataHeader::BYTES..]) else {
+                self.counters.not_ip += 1;
+                continue;
+            };
+            let now = self.now_ns();
+            let Some(i) = self.pick_path(&flow, n as u32, now) else {
+                self.counters.no_path_drops += 1;
+                continue;
+            };
+            let (path_seq, sent_us) = self.paths[i].tx.on_send(now);
+            let h = DataHeader {
+                path_seq,
+                tunnel_seq: self.next_tunnel_seq as u32,
+                sent_us,
+            };
+            self.next_tunnel_seq += 1;
+            self.plain[..DataHeader::BYTES].copy_from_slice(&h.to_bytes());
+            if self.send(i, KIND_DATA) {
+                self.paths[i].stats.tx_data += 1;
+                self.paths[i].stats.tx_bytes += self.sealed.len() as u64;
+            }
+        }
+        Ok(())
+    }
+
+    /// The path for a packet: the scheduler's choice among the paths that are up and have a
+    /// remote address (among all with an address when none is up).
+    fn pick_path(&mut self, flow: &mpsched_core::tunnel::FlowKey, bytes: u32, now: u64) -> Option<usize> {
+        self.views.clear();
+        self.view_paths.clear();
+        for want_up in [true, false] {
+            for (i, p) in self.paths.iter().enumerate() {
+                if p.remote.is_none() || (want_up && !p.tx.is_up()) {
+                    continue;
+                }
+                let v = p.tx.view();
+                self.views.push(SubtunnelView {
+                    fill_bytes: if self.reads_fill { outq_bytes(&p.sock) } else { 0 },
+                    cwnd_bytes: 0,
+                    srtt_ns: v.srtt_ns,
+                    min_rtt_ns: v.min_rtt_ns,
+                    in_flight_pkts: v.in_flight,
+                });
+                self.view_paths.push(i);
+            }
+            if !self.views.is_empty() {
+                break;
+            }
+        }
+        if self.views.is_empty() {
+            return None;
+        }
+        let k = self.scheduler.select(flow, bytes, now, &self.views);
+        self.view_paths.get(k).copied()
+    }
+
+    /// Seal `self.plain` as a message of `kind` and send it on path `i`; false if not sent.
+    fn send(&mut self, i: usize, kind: u8) -> bool {
+        let p = &mut self.paths[i];
+        let Some(remote) = p.remote else { return false };
+        if self.sealer.seal(kind, i as u8, &self.plain, &mut self.sealed).is_err() {
+            p.stats.send_errors += 1;
+            return false;
+        }
+        match p.sock.send_to(&self.sealed, remote) {
+            Ok(_) => true,
+            Err(_) => {
+                p.stats.send_errors += 1;
+                false
+            }
+        }
+    }
+
+    fn send_ack(&mut self, i: usize, now: u64) {
+        let Some(ack) = self.paths[i].rx.ack(now) else { return };
+        self.plain.clear();
+        ack.encode(&mut self.plain);
+        if self.send(i, KIND_ACK) {
+            self.paths[i].stats.acks_sent += 1;
+        }
+    }
+
+    fn send_keepalive(&mut self, i: usize, now: u64) {
+        let (path_seq, sent_us) = self.paths[i].tx.on_send(now);
+        self.plain.clear();
+        Keepalive { path_seq, sent_us }.encode(&mut self.plain);
+        if self.send(i, KIND_KEEPALIVE) {
+            self.paths[i].stats.keepalives_sent += 1;
+        }
+    }
+
+    /// Read a batch of datagrams from path `i`'s socket.
+    fn read_path(&mut self, i: usize) {
+        for _ in 0..BATCH {
+            let (n, from) = match self.paths[i].sock.recv_from(&mut self.rxbuf) {
+                Ok(r) => r,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // WouldBlock, or an ICMP error queued on the socket: nothing to read now.
+                Err(_) => return,
+            };
+            let mut plain = std::mem::take(&mut self.plain);
+            let opened = self.opener.open(&self.rxbuf[..n], &mut plain);
+            if let Ok(o) = opened {
+                self.on_datagram(i, o.kind, o.path, from, n, &plain);
+            }
+            self.plain = plain;
+        }
+    }
+
+    fn on_datagram(&mut self, i: usize, kind: u8, path: u8, from: SocketAddr, bytes: usize, plain: &[u8]) {
+        if usize::from(path) != i {
+            self.counters.wrong_path += 1;
+            return;
+        }
+        let now = self.now_ns();
+        let p = &mut self.paths[i];
+        p.stats.rx_bytes += bytes as u64;
+        if p.remote != Some(from) {
+            // Authentic, so the peer is there now (it roamed, or the responder learns it).
+            p.remote = Some(from);
+            p.stats.remote_changes += 1;
+        }
+        match Message::decode(kind, plain) {
+            Err(_) => self.counters.malformed += 1,
+            Ok(Message::Ack(a)) => self.on_ack(i, &a, now),
+            Ok(Message::Keepalive(k)) => {
+                self.paths[i].rx.on_message(k.path_seq, k.sent_us, now, true);
+                self.send_ack(i, now);
+            }
+            Ok(Message::Data(h, inner)) => {
+                self.paths[i].stats.rx_data += 1;
+                if self.paths[i].rx.on_message(h.path_seq, h.sent_us, now, false) {
+                    self.send_ack(i, now);
+                }
+                let mut buf = self.pool.pop().unwrap_or_default();
+                buf.clear();
+                buf.extend_from_slice(inner);
+                let mut out = std::mem::take(&mut self.deliver);
+                self.reorder.push(h.tunnel_seq, now, buf, &mut out);
+                self.write_out(&mut out);
+                self.deliver = out;
+            }
+        }
+    }
+
+    fn on_ack(&mut self, i: usize, a: &Ack, now: u64) {
+        if !self.paths[i].tx.on_ack(a, now) {
+            self.counters.stale_acks += 1;
+        }
+    }
+
+    /// Write released packets to the TUN device and keep their buffers.
+    fn write_out(&mut self, out: &mut Vec<Vec<u8>>) {
+        for pkt in out.drain(..) {
+            match self.tun.send(&pkt) {
+                Ok(_) => self.counters.tun_tx += 1,
+                Err(_) => self.counters.tun_write_errors += 1,
+            }
+            if self.pool.len() < POOL_BUFFERS {
+                self.pool.push(pkt);
+            }
+        }
+    }
+
+    /// Acknowledgements due, keepalives due, liveness, and the reordering timeout.
+    fn timers(&mut self, now: u64) {
+        let mut out = std::mem::take(&mut self.deliver);
+        self.reorder.poll(now, &mut out);
+        self.write_out(&mut out);
+        self.deliver = out;
+        for i in 0..self.paths.len() {
+            if self.paths[i].rx.ack_deadline_ns().is_some_and(|d| d <= now) {
+                self.send_ack(i, now);
+            }
+            if self.paths[i].remote.is_some() && self.paths[i].tx.keepalive_due(now) {
+                self.send_keepalive(i, now);
+            }
+            let p = &mut self.paths[i];
+            if p.tx.poll_liveness(now) {
+                self.counters.path_downs += 1;
+            }
+            let up = p.tx.is_up();
+            if up != p.was_up {
+                p.was_up = up;
+                let secs = now as f64 / 1e9;
+                let state = if up { "up" } else { "down" };
+                eprintln!("mpsched tunnel: {secs:.3} s: path `{}` {state}", p.spec.name);
+            }
+        }
+    }
+}
+
+fn to_seal_role(r: crate::config::Role) -> seal::Role {
+    match r {
+        crate::config::Role::Initiator => seal::Role::Initiator,
+        crate::config::Role::Responder => seal::Role::Responder,
+    }
+}
+
+/// Bytes in a socket's send queue (0 if the kernel will not say).
+fn outq_bytes(sock: &UdpSocket) -> u64 {
+    let mut v: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ writes one int.
+    let r = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCOUTQ, &mut v) };
+    if r < 0 {
+        0
+    } else {
+        v.max(0) as u64
+    }
+}

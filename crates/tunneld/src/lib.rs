@@ -1,0 +1,53 @@
+//! `mpsched tunnel`: the multipath tunnel as a Linux daemon.
+//!
+//! A TUN device takes the packets routed into the tunnel; each is handed to a registered
+//! tunnel scheduler (`rr`, `afmt`, ...) that sees every path's state from the tunnel's own
+//! acknowledgements (RTT, minimum RTT, in-flight, loss, liveness) and picks a path; it leaves
+//! in one authenticated UDP datagram on that path's socket. At the far end datagrams are
+//! opened (forged, replayed, truncated and oversized ones counted and dropped), acknowledged,
+//! put back in tunnel order by a bounded reordering buffer and written to its TUN device.
+//! The protocol is `mpsched-tunnel`'s state machines, the same the simulator drives.
+//!
+//! - [`config`]: the configuration file, checked before anything is created.
+//! - [`tun`]: the TUN device (removed by the kernel however the daemon ends).
+//! - [`daemon`]: the event loop.
+//! - [`inner`]: flows of inner packets.
+//! - [`metrics`], [`report`]: counters in Prometheus' text format.
+
+pub mod config;
+pub mod daemon;
+pub mod inner;
+pub mod metrics;
+pub mod report;
+pub mod tun;
+
+pub use config::{Config, ConfigError};
+pub use daemon::Daemon;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Run the daemon of `cfg` until SIGINT, SIGTERM or SIGHUP; print its counters when it ends.
+pub fn run(cfg: Config) -> std::io::Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    let mut d = Daemon::start(cfg)?;
+    let paths: Vec<String> = d.paths.iter().map(|p| p.spec.name.clone()).collect();
+    eprintln!(
+        "mpsched tunnel: {} up, scheduler {}, paths {}",
+        d.device(),
+        d.cfg.scheduler,
+        paths.join(", ")
+    );
+    let r = d.run(&stop);
+    // The counters on stdout; a closed stdout must not turn a clean exit into a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), report::exposition(&d).as_bytes());
+    eprintln!("mpsched tunnel: {} removed", d.device());
+    r
+}
