@@ -9,6 +9,15 @@
 //! of the gap that arrives later leaves at once, out of order (counted as `late`). Memory is
 //! the ring and a queue of arrival times, both bounded by `capacity`; no packet waits longer
 //! than `timeout_ns` once [`ReorderBuffer::poll`] runs at [`ReorderBuffer::deadline_ns`].
+//!
+//! A gap is also given up as soon as it is certainly lost. Each path delivers in order, so
+//! once a path has delivered tunnel number `n` (or a keepalive saying its sender's next number
+//! was `n + 1`), nothing below `n + 1` is still on its way on that path: the path's **floor**.
+//! A missing number below the floor of every path can no longer arrive, and waiting for it
+//! would only delay what follows (counted as `losses`). Floors are kept once the paths are
+//! declared ([`ReorderBuffer::track_paths`]); a path silent for longer than the declared
+//! silence (the tunnel's liveness horizon: a live path carries a keepalive at least every
+//! keepalive interval) is taken as dead and does not hold the floor back.
 
 use crate::wire::extend_seq;
 use std::collections::VecDeque;
@@ -28,6 +37,8 @@ pub struct ReorderStats {
     pub timeouts: u64,
     /// Gaps given up because the ring was full.
     pub overflows: u64,
+    /// Gaps given up because every recently active path had delivered past them.
+    pub losses: u64,
     /// Packets dropped as duplicates of one waiting.
     pub duplicates: u64,
     /// Packets waiting now.
@@ -50,8 +61,16 @@ pub struct ReorderBuffer<T> {
     /// The next number to deliver; None before the first packet.
     next: Option<u64>,
     timeout_ns: u64,
+    /// Per path: the floor (every number below it has arrived or is lost on that path) and
+    /// when the path last delivered, ns (its declaration at first).
+    floors: Vec<(u64, u64)>,
+    /// A path silent this long no longer holds the floor back, ns.
+    silence_ns: u64,
     stats: ReorderStats,
 }
+
+/// Most paths whose floors a buffer tracks (as many as a tunnel has).
+pub const MAX_FLOOR_PATHS: usize = mpsched_core::MAX_PATHS;
 
 impl<T> ReorderBuffer<T> {
     /// A buffer of `capacity` packets (at least 1) that holds none longer than `timeout_ns`.
@@ -62,6 +81,8 @@ impl<T> ReorderBuffer<T> {
             arrivals: VecDeque::with_capacity(capacity),
             next: None,
             timeout_ns,
+            floors: Vec::new(),
+            silence_ns: 0,
             stats: ReorderStats::default(),
         }
     }
@@ -108,6 +129,39 @@ impl<T> ReorderBuffer<T> {
             self.compact_arrivals();
         }
         self.arrivals.push_back((now_ns, seq));
+    }
+
+    /// Keep the floors of `paths` paths (at most [`MAX_FLOOR_PATHS`]) from `now_ns`: a path
+    /// that has delivered nothing for `silence_ns` is taken as dead.
+    pub fn track_paths(&mut self, paths: usize, silence_ns: u64, now_ns: u64) {
+        self.floors = vec![(0, now_ns); paths.min(MAX_FLOOR_PATHS)];
+        self.silence_ns = silence_ns;
+    }
+
+    /// [`ReorderBuffer::push`] for a packet that arrived on `path`: also raises the path's
+    /// floor past it, and gives up gaps every live path has passed.
+    pub fn push_on(&mut self, path: usize, wire_seq: u32, now_ns: u64, item: T, out: &mut Vec<T>) {
+        self.push(wire_seq, now_ns, item, out);
+        self.raise_floor(path, wire_seq.wrapping_add(1), now_ns, out);
+    }
+
+    /// Path `path` said (a keepalive) that nothing below tunnel number `wire_next` is still on
+    /// its way on it; give up gaps every live path has passed. Untracked paths are ignored.
+    pub fn raise_floor(&mut self, path: usize, wire_next: u32, now_ns: u64, out: &mut Vec<T>) {
+        let Some(next) = self.next else { return };
+        let silence = self.silence_ns;
+        let Some(f) = self.floors.get_mut(path) else { return };
+        *f = (f.0.max(extend_seq(wire_next, next)), now_ns);
+        let active = self
+            .floors
+            .iter()
+            .filter(|&&(_, last)| last.saturating_add(silence) >= now_ns)
+            .map(|&(fl, _)| fl)
+            .min();
+        if let Some(passed) = active.filter(|&fl| fl > next && self.stats.occupancy > 0) {
+            self.stats.losses += 1;
+            self.give_up_to(passed, now_ns, out);
+        }
     }
 
     /// Release what has waited `timeout_ns` by `now_ns` (and everything before it), in order.
@@ -260,6 +314,42 @@ mod tests {
         assert_eq!(s.overflows, 2);
         assert_eq!(s.skipped, 1 + 2 + (997 - 7), "1; 4 and 5; 7 to 996");
         assert_eq!(s.occupancy, 1, "1000 waits for 998 and 999");
+    }
+
+    #[test]
+    fn a_gap_every_path_has_passed_is_lost_and_given_up_at_once() {
+        let mut b = ReorderBuffer::new(16, 100 * MS);
+        b.track_paths(2, 600 * MS, 0);
+        let mut out = Vec::new();
+        // Path 0 carries 0, 2, 4; path 1 carries 1, 3 and loses 1.
+        b.push_on(0, 0, 0, 0, &mut out);
+        b.push_on(0, 2, MS, 2, &mut out);
+        b.push_on(0, 4, 2 * MS, 4, &mut out);
+        assert_eq!(out, [0], "1 may still be on path 1");
+        b.push_on(1, 3, 3 * MS, 3, &mut out);
+        assert_eq!(out, [0, 2, 3, 4], "path 1 delivered 3, so its 1 is lost");
+        assert_eq!((b.stats().losses, b.stats().skipped, b.stats().timeouts), (1, 1, 0));
+    }
+
+    #[test]
+    fn a_keepalive_moves_an_idle_paths_floor_and_a_silent_path_does_not_hold_it() {
+        let mut b = ReorderBuffer::new(16, 1_000 * MS);
+        b.track_paths(2, 600 * MS, 0);
+        let mut out = Vec::new();
+        b.push_on(0, 0, 0, 0, &mut out);
+        b.push_on(0, 2, MS, 2, &mut out);
+        assert_eq!(out, [0], "1 may be on path 1");
+        // Path 1's keepalive: its sender's next number was 1, so 1 was never on path 1.
+        b.raise_floor(1, 1, 2 * MS, &mut out);
+        assert_eq!(out, [0], "1 may still be sent on path 1 after the keepalive");
+        b.raise_floor(1, 3, 3 * MS, &mut out);
+        assert_eq!(out, [0, 2], "path 1's next was 3 and it never carried 1: 1 is lost");
+        // Path 1 falls silent past the silence: path 0 alone sets the floor.
+        b.push_on(0, 5, 4 * MS, 5, &mut out);
+        assert_eq!(out, [0, 2], "4 may be on path 1");
+        b.push_on(0, 6, 700 * MS, 6, &mut out);
+        assert_eq!(out, [0, 2, 5, 6], "path 1 is silent: 4 given up");
+        assert_eq!((b.stats().losses, b.stats().timeouts), (2, 0));
     }
 
     #[test]

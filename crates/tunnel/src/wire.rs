@@ -13,9 +13,9 @@
 //!   0          4           8         12             16
 //!   | highest_seq | received | echo_us | ack_delay_us |
 //!
-//! Keepalive (kind 3), 8 bytes:
-//!   0       4        8
-//!   | path_seq | sent_us |
+//! Keepalive (kind 3), 12 bytes:
+//!   0       4        8            12
+//!   | path_seq | sent_us | tunnel_next |
 //! ```
 //!
 //! - `path_seq`: the sender's sequence number on this path (data and keepalives share it), so
@@ -24,6 +24,9 @@
 //!   all paths): the receiver's reordering buffer restores it.
 //! - `sent_us`: the sender's clock in microseconds when it sent the message (wrapping u32, 71
 //!   minutes; only differences are used).
+//! - `tunnel_next`: the `tunnel_seq` the sender's next data packet will carry. Paths deliver in
+//!   order, so when a keepalive arrives every packet sent before it on its path has arrived or
+//!   is lost: the receiver's reordering buffer need not wait for numbers below it on that path.
 //! - An ack, sent back on the path it acknowledges: the highest `path_seq` received, how many
 //!   messages the path delivered in all (wrapping u32), the `sent_us` of the highest one and how
 //!   long the receiver held it before acknowledging. The sender's RTT sample is
@@ -144,24 +147,28 @@ pub struct Keepalive {
     pub path_seq: u32,
     /// Sender's clock at sending, microseconds (wrapping).
     pub sent_us: u32,
+    /// The tunnel sequence number of the sender's next data packet (low 32 bits).
+    pub tunnel_next: u32,
 }
 
 impl Keepalive {
     /// Encoded size.
-    pub const BYTES: usize = 8;
+    pub const BYTES: usize = 12;
 
     /// Append the keepalive to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.path_seq.to_be_bytes());
-        out.extend_from_slice(&self.sent_us.to_be_bytes());
+        for w in [self.path_seq, self.sent_us, self.tunnel_next] {
+            out.extend_from_slice(&w.to_be_bytes());
+        }
     }
 
     /// The keepalive in `bytes`.
     pub fn decode(bytes: &[u8]) -> Result<Keepalive, WireError> {
-        let [a, b] = words::<2>(bytes)?;
+        let [a, b, c] = words::<3>(bytes)?;
         Ok(Keepalive {
             path_seq: a,
             sent_us: b,
+            tunnel_next: c,
         })
     }
 }
@@ -247,6 +254,7 @@ mod tests {
         let k = Keepalive {
             path_seq: 9,
             sent_us: 10,
+            tunnel_next: 11,
         };
         b.clear();
         k.encode(&mut b);
@@ -258,7 +266,7 @@ mod tests {
     fn short_bodies_are_truncated() {
         assert_eq!(Message::decode(KIND_DATA, &[0; 11]), Err(WireError::Truncated));
         assert_eq!(Message::decode(KIND_ACK, &[0; 15]), Err(WireError::Truncated));
-        assert_eq!(Message::decode(KIND_KEEPALIVE, &[0; 7]), Err(WireError::Truncated));
+        assert_eq!(Message::decode(KIND_KEEPALIVE, &[0; 11]), Err(WireError::Truncated));
         assert!(
             Message::decode(KIND_DATA, &[0; 12]).is_ok(),
             "an empty inner packet decodes"

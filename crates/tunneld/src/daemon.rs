@@ -197,12 +197,16 @@ impl Daemon {
             .map_err(|e| io::Error::new(e.kind(), format!("metrics: {e}")))?;
         let tun = Tun::create(&cfg.device)?;
         let max = cfg.max_datagram_bytes();
+        let mut reorder = ReorderBuffer::new(cfg.reorder_capacity, cfg.reorder_timeout_ns);
+        // A live path carries a keepalive at least every keepalive interval; one silent for
+        // dead_after is dead at the far end too, and must not hold back the floor.
+        reorder.track_paths(paths.len(), cfg.path_timing.dead_after_ns, 0);
         Ok(Daemon {
             scheduler: prog.build(&cfg.scheduler_params),
             reads_fill: prog.name() != "rr",
             sealer: Sealer::new(&keys, session_epoch()),
             opener: Opener::new(&keys).with_max_datagram_bytes(max),
-            reorder: ReorderBuffer::new(cfg.reorder_capacity, cfg.reorder_timeout_ns),
+            reorder,
             tun,
             paths,
             next_tunnel_seq: 0,
@@ -390,7 +394,12 @@ impl Daemon {
     fn send_keepalive(&mut self, i: usize, now: u64) {
         let (path_seq, sent_us) = self.paths[i].tx.on_send(now);
         self.plain.clear();
-        Keepalive { path_seq, sent_us }.encode(&mut self.plain);
+        Keepalive {
+            path_seq,
+            sent_us,
+            tunnel_next: self.next_tunnel_seq as u32,
+        }
+        .encode(&mut self.plain);
         if self.send(i, KIND_KEEPALIVE) {
             self.paths[i].stats.keepalives_sent += 1;
         }
@@ -433,6 +442,10 @@ impl Daemon {
             Ok(Message::Keepalive(k)) => {
                 self.paths[i].rx.on_message(k.path_seq, k.sent_us, now, true);
                 self.send_ack(i, now);
+                let mut out = std::mem::take(&mut self.deliver);
+                self.reorder.raise_floor(i, k.tunnel_next, now, &mut out);
+                self.write_out(&mut out);
+                self.deliver = out;
             }
             Ok(Message::Data(h, inner)) => {
                 self.paths[i].stats.rx_data += 1;
@@ -443,7 +456,7 @@ impl Daemon {
                 buf.clear();
                 buf.extend_from_slice(inner);
                 let mut out = std::mem::take(&mut self.deliver);
-                self.reorder.push(h.tunnel_seq, now, buf, &mut out);
+                self.reorder.push_on(i, h.tunnel_seq, now, buf, &mut out);
                 self.write_out(&mut out);
                 self.deliver = out;
             }

@@ -215,6 +215,12 @@ pub fn families(d: &Daemon) -> Vec<Family> {
             r.overflows,
         ),
         one(
+            "mpsched_tunnel_reorder_losses_total",
+            "counter",
+            "Gaps given up because every live path had delivered past them.",
+            r.losses,
+        ),
+        one(
             "mpsched_tunnel_reorder_duplicates_total",
             "counter",
             "Duplicates of a waiting packet dropped.",
