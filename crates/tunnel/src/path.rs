@@ -128,7 +128,14 @@ impl PathSender {
             return false;
         };
         let highest = extend_seq(ack.highest_seq, sent_highest);
-        if highest > sent_highest || self.highest_acked.is_some_and(|h| highest < h) {
+        let received = extend_seq(ack.received, self.received).min(highest + 1);
+        // An acknowledgement that reports nothing new (acknowledgements can be reordered too)
+        // must not take back what a newer one said.
+        let stale = match self.highest_acked {
+            Some(h) => highest < h || (highest == h && received < self.received),
+            None => false,
+        };
+        if highest > sent_highest || stale {
             return false;
         }
         let rtt_us = wire_us(now_ns)
@@ -136,8 +143,8 @@ impl PathSender {
             .saturating_sub(ack.ack_delay_us);
         self.sample_rtt(u64::from(rtt_us) * 1_000);
         self.highest_acked = Some(highest);
-        // The count received is 32 bits on the wire: extend it next to what it was.
-        self.received = extend_seq(ack.received, self.received).min(highest + 1);
+        // The count received is 32 bits on the wire: extended next to what it was.
+        self.received = self.received.max(received);
         self.lost = highest + 1 - self.received;
         self.last_ack_ns = now_ns;
         // With more outstanding, the silence that judges liveness starts now.

@@ -17,9 +17,8 @@
 //! In the test suite each target runs for `FUZZ_SECONDS` (default 1); `FUZZ_SEED` picks the
 //! sequence, and a failure names the seed and round that replay it.
 //!
-//! The end-to-end target found two bugs, in `reorder` and `path`: the two tests at the end of
-//! this file show each in its smallest case and fail until it is fixed, and the end-to-end
-//! checks that would catch them are commented out until then (each says where).
+//! The end-to-end target found two bugs, in `reorder` and `path` (both fixed): the two tests at
+//! the end of this file keep each in its smallest case.
 
 use mpsched_testkit::fuzz::Fuzz;
 use mpsched_tunnel::path::{wire_us, PathConfig, PathReceiver, PathSender};
@@ -555,6 +554,7 @@ fn decode_round(r: &mut Fuzz) {
                 let k = Keepalive {
                     path_seq: w[0],
                     sent_us: w[1],
+                    tunnel_next: w[2],
                 };
                 k.encode(&mut b);
                 b.extend_from_slice(&tail);
@@ -831,7 +831,12 @@ impl Tunnel {
         book.sent_ns.push(now);
         let mut body = Vec::new();
         let kind = if keepalive {
-            Keepalive { path_seq, sent_us }.encode(&mut body);
+            Keepalive {
+                path_seq,
+                sent_us,
+                tunnel_next: self.data.len() as u32,
+            }
+            .encode(&mut body);
             self.sent.push(Sent::Keepalive);
             KIND_KEEPALIVE
         } else {
@@ -1002,7 +1007,11 @@ impl Tunnel {
         let info = &self.acks[number as usize];
         assert_eq!((info.path, u64::from(ack.highest_seq)), (path, info.highest), "{what}");
         let b = &mut self.sender_books[path];
-        let fresh = b.max_acked.is_none_or(|m| info.highest >= m);
+        // Taken unless it reports less than one taken before: a lower highest number, or the
+        // same with fewer received (an older acknowledgement overtaken by a newer one).
+        let fresh = b
+            .max_acked
+            .is_none_or(|m| info.highest > m || (info.highest == m && info.received >= b.max_received));
         let took = self.senders[path].on_ack(&ack, now);
         assert_eq!(
             took, fresh,
@@ -1050,13 +1059,8 @@ impl Tunnel {
         assert_eq!(v.in_flight, sent - acked_through, "path {path}: in flight");
         assert_eq!(v.acked, b.last_received, "path {path}: acked");
         assert_eq!(v.lost, acked_through - b.last_received, "path {path}: lost");
-        // BUG (path.rs, PathSender::on_ack): an older acknowledgement with the same highest number
-        // but a smaller count, arriving after a newer one, is taken: `acked` goes back and `lost`
-        // counts messages the receiver already reported received. See
-        // `a_reordered_acknowledgement_does_not_take_back_what_a_newer_one_reported` below,
-        // which fails on it; this check would fail in most rounds, so it waits for the fix:
-        // assert_eq!(v.acked, b.max_received, "path {path}: acked went back");
-        let _ = b.max_received;
+        // An older acknowledgement arriving after a newer one takes nothing back.
+        assert_eq!(v.acked, b.max_received, "path {path}: acked went back");
     }
 
     /// The exit's reordering buffer takes data packet `k`.
@@ -1124,20 +1128,15 @@ impl Tunnel {
         assert!(s.held_ns_max <= self.timeout_ns, "{what}: held {} ns", s.held_ns_max);
         // A packet waits only behind a gap: a number after everything delivered and before it
         // that has not arrived. (The first packet always leaves at once.)
-        //
-        // BUG (reorder.rs, `ReorderBuffer::push`): a packet that makes room in a full ring, when
-        // giving up the gap delivers everything before it, is stored at the next expected number
-        // and waits for the timeout. See
-        // `a_packet_that_makes_room_is_delivered_when_nothing_is_missing_before_it` below, which
-        // fails on it; this check fails in the first rounds, so it waits for the fix:
-        //
-        // if let Some(&w) = self.waiting.first() {
-        //     let m = self.max_delivered.unwrap_or_else(|| panic!("{what}: {w} waits, nothing left yet"));
-        //     assert!(
-        //         (m + 1..w).any(|n| self.pushed_ns[n].is_none()),
-        //         "{what}: packet {w} waits with no gap before it (everything after {m}, the last delivered, has arrived)"
-        //     );
-        // }
+        if let Some(&w) = self.waiting.first() {
+            let m = self
+                .max_delivered
+                .unwrap_or_else(|| panic!("{what}: {w} waits, nothing left yet"));
+            assert!(
+                (m + 1..w).any(|n| self.pushed_ns[n].is_none()),
+                "{what}: packet {w} waits with no gap before it (everything after {m}, the last delivered, has arrived)"
+            );
+        }
     }
 
     fn run(&mut self, r: &mut Fuzz) {
@@ -1269,12 +1268,10 @@ fn over_lossy_reordering_paths_each_packet_leaves_once_in_order_or_late_within_t
 }
 
 // ---------------------------------------------------------------------------------------------
-// Bugs found by the targets above, as the smallest cases that show them. Both tests fail until
-// the bug is fixed; then the checks commented out above (in `Tunnel::deliver` and
-// `Tunnel::check_sender`) can be restored: the end-to-end target hits both in its first rounds.
+// Bugs the targets above found (fixed), as the smallest cases that showed them.
 // ---------------------------------------------------------------------------------------------
 
-/// BUG (reorder.rs, `ReorderBuffer::push`): when a packet a ring ahead of the gap makes room, and
+/// Found (reorder.rs, `ReorderBuffer::push`, fixed): when a packet a ring ahead of the gap makes room, and
 /// giving up the gap delivers everything up to it, the packet itself is stored in the ring at
 /// the next expected number instead of being delivered: it waits for the timeout (or for a
 /// duplicate of it) with nothing missing before it.
@@ -1296,7 +1293,7 @@ fn a_packet_that_makes_room_is_delivered_when_nothing_is_missing_before_it() {
     );
 }
 
-/// BUG (path.rs, `PathSender::on_ack`): an acknowledgement with the same highest number as the
+/// Found (path.rs, `PathSender::on_ack`, fixed): an acknowledgement with the same highest number as the
 /// one taken last, but sent before it (a smaller count received), is taken when the two arrive
 /// out of order: `acked` goes back, and `lost` counts a message the receiver already reported.
 #[test]
