@@ -46,8 +46,7 @@
 //! daemon's clock would have to step back to the nanosecond); a sender whose clock stepped back
 //! below its previous epoch is refused by its peer until the peer restarts too.
 
-use chacha20poly1305::aead::AeadInPlace;
-use chacha20poly1305::{ChaCha20Poly1305, Key, KeyInit, Nonce, Tag};
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305};
 use hkdf::Hkdf;
 use sha2::Sha256;
 use std::fmt;
@@ -82,7 +81,7 @@ const INFO_RESPONDER_TO_INITIATOR: &[u8] = b"mpsched tunnel v1 r->i";
 const INFO_SESSION: &[u8] = b"mpsched tunnel v1 session";
 
 /// The key of the session `epoch` under a direction's base key.
-fn session_cipher(base: &[u8; 32], epoch: u64) -> ChaCha20Poly1305 {
+fn session_cipher(base: &[u8; 32], epoch: u64) -> LessSafeKey {
     let mut info = [0u8; INFO_SESSION.len() + 8];
     info[..INFO_SESSION.len()].copy_from_slice(INFO_SESSION);
     info[INFO_SESSION.len()..].copy_from_slice(&epoch.to_be_bytes());
@@ -92,7 +91,7 @@ fn session_cipher(base: &[u8; 32], epoch: u64) -> ChaCha20Poly1305 {
         .expect("a 32-byte PRK is long enough for HKDF-SHA256")
         .expand(&info, &mut key)
         .expect("32 bytes is within HKDF-SHA256's output limit");
-    ChaCha20Poly1305::new(&Key::from(key))
+    LessSafeKey::new(UnboundKey::new(&CHACHA20_POLY1305, &key).expect("a 32-byte key is ChaCha20-Poly1305's"))
 }
 
 /// Why a key could not be made, a datagram sealed, or a datagram opened.
@@ -263,12 +262,12 @@ fn decode_base64(text: &[u8]) -> Option<Vec<u8>> {
 fn nonce(packet_number: u64) -> Nonce {
     let mut n = [0u8; 12];
     n[4..].copy_from_slice(&packet_number.to_be_bytes());
-    Nonce::from(n)
+    Nonce::assume_unique_for_key(n)
 }
 
 /// Seals the datagrams one end sends in one session, numbering them.
 pub struct Sealer {
-    cipher: ChaCha20Poly1305,
+    cipher: LessSafeKey,
     epoch: u64,
     /// The number of the next datagram; [`u64::MAX`] is never used, so this never wraps.
     next: u64,
@@ -321,14 +320,15 @@ impl Sealer {
         out.extend_from_slice(&header);
         out.extend_from_slice(payload);
         // Only a payload beyond ChaCha20's 256 GiB limit fails, far above the check above.
-        let Ok(tag) = self
-            .cipher
-            .encrypt_in_place_detached(&nonce(number), &header, &mut out[HEADER_BYTES..])
-        else {
+        let Ok(tag) = self.cipher.seal_in_place_separate_tag(
+            nonce(number),
+            Aad::from(&header),
+            &mut out[HEADER_BYTES..],
+        ) else {
             out.clear();
             return Err(SealError::Oversized);
         };
-        out.extend_from_slice(&tag);
+        out.extend_from_slice(tag.as_ref());
         self.next += 1;
         Ok(number)
     }
@@ -380,9 +380,9 @@ pub struct OpenStats {
 pub struct Opener {
     base: [u8; 32],
     /// The peer's current session and its key; None before the first authentic packet.
-    session: Option<(u64, ChaCha20Poly1305)>,
+    session: Option<(u64, LessSafeKey)>,
     /// The key of the last newer epoch tried, so a burst of a new session derives it once.
-    candidate: Option<(u64, ChaCha20Poly1305)>,
+    candidate: Option<(u64, LessSafeKey)>,
     window: ReplayWindow,
     max_datagram_bytes: usize,
     stats: OpenStats,
@@ -487,6 +487,7 @@ impl Opener {
             return Err(SealError::Replayed);
         }
         out.extend_from_slice(ciphertext);
+        out.extend_from_slice(&tag);
         let cipher = match (&self.session, newer) {
             (Some((_, c)), false) => c,
             _ => {
@@ -499,9 +500,11 @@ impl Opener {
                 c
             }
         };
-        cipher
-            .decrypt_in_place_detached(&nonce(packet_number), &header, out, &Tag::from(tag))
-            .map_err(|_| SealError::Forged)?;
+        let plain_len = cipher
+            .open_in_place(nonce(packet_number), Aad::from(&header), out)
+            .map_err(|_| SealError::Forged)?
+            .len();
+        out.truncate(plain_len);
         if newer {
             // Only an authentic packet starts a session: a forged epoch moves nothing.
             self.session = self.candidate.take();
