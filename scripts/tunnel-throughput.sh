@@ -30,7 +30,7 @@ trap cleanup EXIT INT TERM
 
 ip netns add "$A"; ip netns add "$B"
 ip -n "$A" link set lo up; ip -n "$B" link set lo up
-echo 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f > "$DIR/key"
+echo 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f > "$DIR/key"; chmod 600 "$DIR/key"
 for end in a b; do
   role=initiator; addr=10.99.0.1; [ $end = b ] && role=responder && addr=10.99.0.2
   printf 'role = "%s"\nkey_file = "key"\nscheduler = "%s"\n[device]\nname = "mpt0"\naddress = "%s/30"\n' \

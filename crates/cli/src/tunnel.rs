@@ -10,7 +10,7 @@ use std::path::PathBuf;
 #[command(after_long_help = "\
 Between two Linux machines A and B with two paths (say 192.168.1.0/24 and 10.8.0.0/24):
 
-  1. mpsched tunnel --genkey > tunnel.key        (copy the file to both machines)
+  1. (umask 077; mpsched tunnel --genkey > tunnel.key)   (copy it to both machines, mode 600)
   2. On A (initiator), a.toml:
        role = \"initiator\"
        key_file = \"tunnel.key\"
@@ -60,7 +60,7 @@ pub fn tunnel(a: TunnelArgs) -> anyhow::Result<()> {
     let cfg = mpsched_tunneld::Config::load(&path).map_err(|e| UsageError(e.to_string()))?;
     if a.check {
         outln!(
-            "{}: {:?}, scheduler {}, device {} {}/{} mtu {} B, {} route(s), reorder {} packets / {} ms",
+            "{}: {:?}, scheduler {}, device {} {}/{} mtu {} B, {} route(s), reorder {} packets / {}",
             path.display(),
             cfg.role,
             cfg.scheduler,
@@ -70,7 +70,7 @@ pub fn tunnel(a: TunnelArgs) -> anyhow::Result<()> {
             cfg.device.mtu,
             cfg.device.routes.len(),
             cfg.reorder_capacity,
-            cfg.reorder_timeout_ns / 1_000_000
+            mpsched_scenario::units::format_time_ps(cfg.reorder_timeout_ns * 1_000)
         );
         for p in &cfg.paths {
             let remote = p.remote.map_or("learned".to_string(), |r| r.to_string());

@@ -347,7 +347,22 @@ fn sigint_sigterm_and_sigkill_leave_no_device_or_route_and_a_restart_is_a_new_se
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(net.iperf(1) > 1e6, "no traffic after the restart");
+    assert!(net.iperf(2) > 1e6, "no traffic after the restart");
+    // b started afresh with a's new session: its acknowledgements are taken, paths stay up,
+    // and its reordering buffer orders the new session's packets.
+    for n in 1..=2 {
+        assert_eq!(
+            net.counter('a', &format!("mpsched_tunnel_path_up{{path=\"p{n}\"}}")),
+            1.0,
+            "{}",
+            net.log('a')
+        );
+    }
+    assert_eq!(net.counter('b', "mpsched_tunnel_peer_restarts_total"), 1.0);
+    let late = net.counter('b', "mpsched_tunnel_reorder_late_total");
+    let delivered = net.counter('b', "mpsched_tunnel_tun_tx_packets_total");
+    assert!(late < 0.01 * delivered, "{late} of {delivered} late after the restart");
+    assert!(net.log('b').contains("the peer restarted"), "{}", net.log('b'));
     assert_eq!(
         net.counter('b', "mpsched_tunnel_rejected_datagrams_total{reason=\"forged\"}"),
         0.0

@@ -7,8 +7,8 @@
 //! its order compared with what its flow delivered before.
 //!
 //! Nothing here sends, receives or reads a clock: the simulator (`mpsched-sim`) drives these
-//! types with simulated time and its own links and TCP connections, and a tunnel daemon will
-//! drive the same types with sockets and the system clock, so both measure the same thing.
+//! types with simulated time and its own links and TCP connections, and the tunnel daemon
+//! (`mpsched-tunneld`, `mpsched tunnel`) drives them with sockets and the system clock.
 //!
 //! - [`entry::TunnelEntry`]: which packets enter, which subtunnel carries each, counters.
 //! - [`exit::TunnelExit`]: decapsulation and the reordering measure, with bounded flow state.

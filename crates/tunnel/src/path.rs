@@ -86,6 +86,9 @@ pub struct PathSender {
     latest_rtt_ns: u64,
     received: u64,
     lost: u64,
+    /// Messages numbered below this went to an earlier session of the peer, whose counts its
+    /// acknowledgements no longer include.
+    count_base: u64,
     up: bool,
     downs: u64,
 }
@@ -106,9 +109,20 @@ impl PathSender {
             latest_rtt_ns: 0,
             received: 0,
             lost: 0,
+            count_base: 0,
             up: true,
             downs: 0,
         }
+    }
+
+    /// The peer restarted (a new session): its receiver counts from nothing, so forget what
+    /// was acknowledged and count from the next message. RTTs and liveness stay.
+    pub fn peer_restarted(&mut self) {
+        self.highest_acked = None;
+        self.received = 0;
+        self.lost = 0;
+        self.count_base = self.next_seq;
+        self.oldest_unacked_ns = None;
     }
 
     /// A message leaves on this path at `now_ns`: its path sequence number and send time as the
@@ -128,7 +142,7 @@ impl PathSender {
             return false;
         };
         let highest = extend_seq(ack.highest_seq, sent_highest);
-        let received = extend_seq(ack.received, self.received).min(highest + 1);
+        let received = extend_seq(ack.received, self.received).min(highest + 1 - self.count_base.min(highest + 1));
         // An acknowledgement that reports nothing new (acknowledgements can be reordered too)
         // must not take back what a newer one said.
         let stale = match self.highest_acked {
@@ -145,7 +159,9 @@ impl PathSender {
         self.highest_acked = Some(highest);
         // The count received is 32 bits on the wire: extended next to what it was.
         self.received = self.received.max(received);
-        self.lost = highest + 1 - self.received;
+        self.lost = (highest + 1)
+            .saturating_sub(self.count_base)
+            .saturating_sub(self.received);
         self.last_ack_ns = now_ns;
         // With more outstanding, the silence that judges liveness starts now.
         self.oldest_unacked_ns = (highest < sent_highest).then_some(now_ns);
@@ -201,7 +217,7 @@ impl PathSender {
     pub fn view(&self) -> PathView {
         let in_flight = match self.highest_acked {
             Some(h) => self.next_seq - 1 - h,
-            None => self.next_seq,
+            None => self.next_seq - self.count_base,
         };
         PathView {
             up: self.up,
@@ -368,6 +384,32 @@ mod tests {
         rx.ack(2 * MS);
         assert_eq!(rx.ack_deadline_ns(), None);
         assert!(rx.on_message(2, 0, 3 * MS, true), "a keepalive at once");
+    }
+
+    #[test]
+    fn after_the_peer_restarts_its_fresh_counts_are_taken() {
+        let cfg = PathConfig::default();
+        let (mut tx, mut rx) = (PathSender::new(cfg), PathReceiver::new(&cfg));
+        for t in 0..10 {
+            let (seq, us) = tx.on_send(t * MS);
+            rx.on_message(seq, us, t * MS + MS, false);
+        }
+        assert!(tx.on_ack(&rx.ack(11 * MS).unwrap(), 12 * MS));
+        tx.peer_restarted();
+        let mut fresh = PathReceiver::new(&cfg);
+        // Of the next four, the first is lost: the new receiver never saw it.
+        for t in 20..24 {
+            let (seq, us) = tx.on_send(t * MS);
+            if t != 20 {
+                fresh.on_message(seq, us, t * MS + MS, false);
+            }
+        }
+        assert!(
+            tx.on_ack(&fresh.ack(25 * MS).unwrap(), 26 * MS),
+            "a count of 3 is not stale"
+        );
+        let v = tx.view();
+        assert_eq!((v.acked, v.lost, v.in_flight), (3, 1, 0));
     }
 
     #[test]

@@ -31,9 +31,9 @@ pub struct ReorderStats {
     pub held: u64,
     /// Packets that arrived after their place was given up, delivered out of order.
     pub late: u64,
-    /// Sequence numbers given up (by timeout or for room) before they arrived.
+    /// Sequence numbers given up (by timeout, for room, or as lost) before they arrived.
     pub skipped: u64,
-    /// Packets given up by a timeout, and for room.
+    /// Gaps given up by the timeout.
     pub timeouts: u64,
     /// Gaps given up because the ring was full.
     pub overflows: u64,
@@ -156,10 +156,12 @@ impl<T> ReorderBuffer<T> {
     /// Path `path` said (a keepalive) that nothing below tunnel number `wire_next` is still on
     /// its way on it; give up gaps every live path has passed. Untracked paths are ignored.
     pub fn raise_floor(&mut self, path: usize, wire_next: u32, now_ns: u64, out: &mut Vec<T>) {
-        let Some(next) = self.next else { return };
+        // Before the first packet, numbers start near 0 (a session numbers from 0).
+        let near = self.next.unwrap_or(0);
         let silence = self.silence_ns;
         let Some(f) = self.floors.get_mut(path) else { return };
-        *f = (f.0.max(extend_seq(wire_next, next)), now_ns);
+        *f = (f.0.max(extend_seq(wire_next, near)), now_ns);
+        let Some(next) = self.next else { return };
         let active = self
             .floors
             .iter()

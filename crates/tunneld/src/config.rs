@@ -54,10 +54,21 @@ pub struct ConfigError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
-    /// The end that knows every path's remote address.
+    /// The end that is told every path's remote address, and keeps it.
     Initiator,
-    /// The end that may learn remote addresses from authenticated packets.
+    /// The end that may be told none: it follows the newest authentic packet of each path (so
+    /// an initiator behind NAT, or one that moves, is found).
     Responder,
+}
+
+/// The pre-shared key; its `Debug` shows none of it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Psk(pub Vec<u8>);
+
+impl std::fmt::Debug for Psk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Psk({} bytes)", self.0.len())
+    }
 }
 
 /// One path: a UDP socket and where it sends.
@@ -92,7 +103,7 @@ pub struct Config {
     /// This end's role.
     pub role: Role,
     /// The pre-shared key.
-    pub psk: Vec<u8>,
+    pub psk: Psk,
     /// The scheduler's registered name.
     pub scheduler: String,
     /// Its parameters.
@@ -217,7 +228,7 @@ impl Config {
         let paths = paths_of(&ctx, raw.role, &raw.path)?;
         Ok(Config {
             role: raw.role,
-            psk,
+            psk: Psk(psk),
             scheduler,
             scheduler_params,
             metrics,
@@ -241,11 +252,26 @@ fn read_key(ctx: &Ctx<'_>, raw: &RawConfig, dir: &Path) -> Result<Vec<u8>, Confi
         (None, Some(f)) => {
             let p = dir.join(f);
             let t = std::fs::read_to_string(&p).map_err(|e| ctx.err("key_file", format!("{}: {e}", p.display())))?;
+            warn_if_readable_by_others(&p);
             ("key_file", t)
         }
         _ => return Err(ctx.err("key_file", "give exactly one of `key_file` and `key`")),
     };
     seal::parse_psk(&text).map_err(|e| ctx.err(field, e.to_string()))
+}
+
+/// Say so when the key file can be read by others than its owner (it is the tunnel's only
+/// secret).
+fn warn_if_readable_by_others(p: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(m) = std::fs::metadata(p) {
+        if m.permissions().mode() & 0o077 != 0 {
+            eprintln!(
+                "mpsched tunnel: warning: {} can be read by others than its owner (chmod 600 it)",
+                p.display()
+            );
+        }
+    }
 }
 
 fn scheduler_of(ctx: &Ctx<'_>, raw: &RawConfig) -> Result<(String, Params), ConfigError> {
@@ -426,7 +452,8 @@ remote = "10.0.2.2:4789"
     fn a_full_configuration_is_read_in_the_scenarios_units() {
         let c = parse(&good()).unwrap();
         assert_eq!(c.role, Role::Initiator);
-        assert_eq!(c.psk.len(), 32);
+        assert_eq!(c.psk.0.len(), 32);
+        assert_eq!(format!("{:?}", c.psk), "Psk(32 bytes)", "no key in logs");
         assert_eq!(c.device.mtu, 1400);
         assert_eq!(c.device.routes, [("10.2.0.0".parse().unwrap(), 16)]);
         assert_eq!(c.reorder_timeout_ns, 50_000_000);

@@ -2,8 +2,9 @@
 //! datagrams from the paths opened, acknowledged, reordered and written to the TUN device,
 //! and the timers (acknowledgements, keepalives, liveness, the reordering timeout).
 //!
-//! One thread, one `ppoll` over the TUN device, the path sockets and the metrics listener;
-//! every descriptor non-blocking, every read a batch. The protocol lives in `mpsched-tunnel`
+//! One thread, one `ppoll` over the TUN device and the path sockets, every descriptor
+//! non-blocking, every read a batch; a second thread only answers metrics requests from a
+//! snapshot the loop refreshes every [`SNAPSHOT_NS`], so a slow client never stalls packets. The protocol lives in `mpsched-tunnel`
 //! (state machines without I/O): this file only moves bytes and reads the clock.
 
 use crate::config::{Config, PathSpec};
@@ -28,6 +29,12 @@ const BATCH: usize = 64;
 const MAX_SLEEP_NS: u64 = 100_000_000;
 /// Packet buffers kept for reuse.
 const POOL_BUFFERS: usize = 1024;
+/// How often the metrics snapshot is refreshed, ns.
+pub const SNAPSHOT_NS: u64 = 100_000_000;
+/// Least time between two warnings of one kind, ns.
+const WARN_EVERY_NS: u64 = 10_000_000_000;
+/// Largest inner packet read from the TUN device (an MTU raised after start still fits).
+const TUN_READ_BYTES: usize = 65_535;
 /// `SIOCOUTQ` (= `TIOCOUTQ`): bytes in a socket's send queue.
 const SIOCOUTQ: libc::c_ulong = 0x5411;
 
@@ -88,6 +95,11 @@ pub struct Counters {
     pub stale_acks: u64,
     /// Times a path went down.
     pub path_downs: u64,
+    /// Authentic datagrams from another address than the path's remote, not followed (the
+    /// initiator's remotes are fixed; the responder follows only the newest packet).
+    pub foreign_source: u64,
+    /// Times the peer restarted (a new session after the first).
+    pub peer_restarts: u64,
 }
 
 /// The running daemon.
@@ -109,6 +121,9 @@ pub struct Daemon {
     /// Counters.
     pub counters: Counters,
     metrics: Option<MetricsServer>,
+    snapshot_at_ns: u64,
+    /// When each kind of warning was last printed, ns (forged, wrong path, oversized).
+    warned_ns: [Option<u64>; 3],
     start: Instant,
     plain: Vec<u8>,
     sealed: Vec<u8>,
@@ -116,6 +131,13 @@ pub struct Daemon {
     deliver: Vec<Vec<u8>>,
     views: Vec<SubtunnelView>,
     view_paths: Vec<usize>,
+}
+
+impl PathIo {
+    /// The far end's address, if known.
+    pub fn remote(&self) -> Option<SocketAddr> {
+        self.remote
+    }
 }
 
 impl std::fmt::Debug for Daemon {
@@ -163,21 +185,31 @@ fn bind_path(spec: &PathSpec) -> io::Result<UdpSocket> {
     Ok(sock)
 }
 
-/// The session's epoch: the wall clock in ns, so that a restarted daemon's is larger.
-fn session_epoch() -> u64 {
-    std::time::SystemTime::now()
+/// The session's epoch: the wall clock in ns, so that a restarted daemon's is larger. A clock
+/// before 2020 is refused: every run would take a similar epoch, and the peer would refuse
+/// (or, after its own restart, confuse) the sessions.
+fn session_epoch() -> io::Result<u64> {
+    const Y2020_NS: u128 = 1_577_836_800 * 1_000_000_000;
+    let ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64)
+        .map_or(0, |d| d.as_nanos());
+    if ns < Y2020_NS {
+        return Err(io::Error::other(
+            "the system clock is before 2020: set it (the tunnel's sessions are numbered by it)",
+        ));
+    }
+    Ok(ns as u64)
 }
 
 impl Daemon {
     /// Bind the sockets and the metrics port, then create the TUN device: what can fail
     /// without leaving anything behind comes first.
     pub fn start(cfg: Config) -> io::Result<Daemon> {
-        let keys = Keys::derive(&cfg.psk, to_seal_role(cfg.role))
+        let keys = Keys::derive(&cfg.psk.0, to_seal_role(cfg.role))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         let prog = tunnel_scheduler(&cfg.scheduler)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "unknown scheduler"))?;
+        let epoch = session_epoch()?;
         let mut paths = Vec::new();
         for spec in &cfg.paths {
             paths.push(PathIo {
@@ -200,11 +232,11 @@ impl Daemon {
         let mut reorder = ReorderBuffer::new(cfg.reorder_capacity, cfg.reorder_timeout_ns);
         // A live path carries a keepalive at least every keepalive interval; one silent for
         // dead_after is dead at the far end too, and must not hold back the floor.
-        reorder.track_paths(paths.len(), cfg.path_timing.dead_after_ns, 0);
+        reorder.track_paths(paths.len(), silence_ns(&cfg), 0);
         Ok(Daemon {
             scheduler: prog.build(&cfg.scheduler_params),
             reads_fill: prog.name() != "rr",
-            sealer: Sealer::new(&keys, session_epoch()),
+            sealer: Sealer::new(&keys, epoch),
             opener: Opener::new(&keys).with_max_datagram_bytes(max),
             reorder,
             tun,
@@ -213,8 +245,10 @@ impl Daemon {
             pool: Vec::new(),
             counters: Counters::default(),
             metrics,
+            snapshot_at_ns: 0,
+            warned_ns: [None; 3],
             start: Instant::now(),
-            plain: Vec::with_capacity(max),
+            plain: Vec::with_capacity(DataHeader::BYTES + TUN_READ_BYTES),
             sealed: Vec::with_capacity(max),
             rxbuf: vec![0; seal::MAX_DATAGRAM_BYTES + 1],
             deliver: Vec::new(),
@@ -237,7 +271,6 @@ impl Daemon {
     pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
         let mut fds: Vec<libc::pollfd> = std::iter::once(self.tun.as_raw_fd())
             .chain(self.paths.iter().map(|p| p.sock.as_raw_fd()))
-            .chain(self.metrics.iter().map(|m| m.listener().as_raw_fd()))
             .map(|fd| libc::pollfd {
                 fd,
                 events: libc::POLLIN,
@@ -268,12 +301,14 @@ impl Daemon {
                     self.read_path(i);
                 }
             }
-            if fds.len() > 1 + self.paths.len() && fds[1 + self.paths.len()].revents != 0 {
+            let now = self.now_ns();
+            self.timers(now);
+            if now >= self.snapshot_at_ns + SNAPSHOT_NS {
+                self.snapshot_at_ns = now;
                 if let Some(m) = &self.metrics {
-                    m.serve(|| crate::report::exposition(self));
+                    m.publish(crate::report::exposition(self));
                 }
             }
-            self.timers(self.now_ns());
         }
         Ok(())
     }
@@ -297,10 +332,9 @@ impl Daemon {
 
     /// Read a batch of inner packets and send each on the path the scheduler picks.
     fn read_tun(&mut self) -> io::Result<()> {
-        let mtu = self.cfg.device.mtu as usize;
         for _ in 0..BATCH {
             self.plain.clear();
-            self.plain.resize(DataHeader::BYTES + mtu, 0);
+            self.plain.resize(DataHeader::BYTES + TUN_READ_BYTES, 0);
             let n = match self.tun.recv(&mut self.plain[DataHeader::BYTES..]) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
@@ -414,27 +448,93 @@ impl Daemon {
                 // WouldBlock, or an ICMP error queued on the socket: nothing to read now.
                 Err(_) => return,
             };
+            // The path byte is authenticated, but a copy sent to another path's socket must be
+            // refused before it is opened: opening would mark its number seen, and the genuine
+            // datagram, still on its way on its own path, would then be refused as a replay.
+            if n > 1 && usize::from(self.rxbuf[1]) != i {
+                self.counters.wrong_path += 1;
+                self.warn(
+                    1,
+                    "a datagram on another path's socket (are the paths listed in the same order at both ends?)",
+                );
+                continue;
+            }
+            let sessions = self.opener.stats().sessions;
             let mut plain = std::mem::take(&mut self.plain);
-            let opened = self.opener.open(&self.rxbuf[..n], &mut plain);
-            if let Ok(o) = opened {
-                self.on_datagram(i, o.kind, o.path, from, n, &plain);
+            match self.opener.open(&self.rxbuf[..n], &mut plain) {
+                Ok(o) => {
+                    if self.opener.stats().sessions > sessions && sessions > 0 {
+                        self.peer_restarted();
+                    }
+                    let newest = self.opener.window().highest() == Some(o.packet_number);
+                    self.on_datagram(i, o.kind, from, newest, n, &plain);
+                }
+                Err(seal::SealError::Forged) => {
+                    self.warn(0, "a datagram failed authentication (the same key at both ends, and one initiator and one responder?)")
+                }
+                Err(seal::SealError::Oversized) => {
+                    self.warn(2, "a datagram longer than this end's MTU allows (the same MTU at both ends?)")
+                }
+                Err(_) => {}
             }
             self.plain = plain;
         }
     }
 
-    fn on_datagram(&mut self, i: usize, kind: u8, path: u8, from: SocketAddr, bytes: usize, plain: &[u8]) {
-        if usize::from(path) != i {
-            self.counters.wrong_path += 1;
+    /// Print `what` unless a warning of `kind` was printed in the last [`WARN_EVERY_NS`].
+    fn warn(&mut self, kind: usize, what: &str) {
+        let now = self.now_ns();
+        if self.warned_ns[kind].is_some_and(|t| now < t + WARN_EVERY_NS) {
             return;
         }
+        self.warned_ns[kind] = Some(now);
+        eprintln!(
+            "mpsched tunnel: {:.3} s: {what}; counted, and said again at most every 10 s",
+            now as f64 / 1e9
+        );
+    }
+
+    /// The peer started a new session: its receivers and sender count from nothing, so ours
+    /// start afresh too (RTTs and liveness stay).
+    fn peer_restarted(&mut self) {
         let now = self.now_ns();
+        self.counters.peer_restarts += 1;
+        eprintln!(
+            "mpsched tunnel: {:.3} s: the peer restarted (a new session)",
+            now as f64 / 1e9
+        );
+        for p in &mut self.paths {
+            p.rx = PathReceiver::new(&self.cfg.path_timing);
+            p.tx.peer_restarted();
+        }
+        let mut out = std::mem::take(&mut self.deliver);
+        self.reorder.poll(u64::MAX, &mut out);
+        self.write_out(&mut out);
+        self.deliver = out;
+        self.reorder = ReorderBuffer::new(self.cfg.reorder_capacity, self.cfg.reorder_timeout_ns);
+        self.reorder.track_paths(self.paths.len(), silence_ns(&self.cfg), now);
+    }
+
+    fn on_datagram(&mut self, i: usize, kind: u8, from: SocketAddr, newest: bool, bytes: usize, plain: &[u8]) {
+        let now = self.now_ns();
+        let responder = self.cfg.role == crate::config::Role::Responder;
         let p = &mut self.paths[i];
         p.stats.rx_bytes += bytes as u64;
         if p.remote != Some(from) {
-            // Authentic, so the peer is there now (it roamed, or the responder learns it).
-            p.remote = Some(from);
-            p.stats.remote_changes += 1;
+            // Authentic, but a copy can be raced ahead of the genuine datagram from any address:
+            // only the responder follows, and only the newest packet (the peer roamed, or it
+            // learns the peer's address); the initiator's remotes are what it was told.
+            if responder && (newest || p.remote.is_none()) {
+                eprintln!(
+                    "mpsched tunnel: {:.3} s: path `{}`: the peer is at {from}",
+                    now as f64 / 1e9,
+                    p.spec.name
+                );
+                p.remote = Some(from);
+                p.stats.remote_changes += 1;
+            } else {
+                self.counters.foreign_source += 1;
+            }
         }
         match Message::decode(kind, plain) {
             Err(_) => self.counters.malformed += 1,
@@ -483,6 +583,7 @@ impl Daemon {
     }
 
     /// Acknowledgements due, keepalives due, liveness, and the reordering timeout.
+    /// (Liveness judges the paths this end sends on.)
     fn timers(&mut self, now: u64) {
         let mut out = std::mem::take(&mut self.deliver);
         self.reorder.poll(now, &mut out);
@@ -508,6 +609,13 @@ impl Daemon {
             }
         }
     }
+}
+
+/// How long a path may be silent before the reordering buffer stops waiting for it: the
+/// sender's dead_after starts an ack's flight later, and a keepalive may be lost, so one
+/// keepalive interval more.
+fn silence_ns(cfg: &Config) -> u64 {
+    cfg.path_timing.dead_after_ns + cfg.path_timing.keepalive_ns
 }
 
 fn to_seal_role(r: crate::config::Role) -> seal::Role {

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// One metric family: name, help, type, and its samples (labels, value).
@@ -60,42 +61,52 @@ pub fn render(families: &[Family]) -> String {
     out
 }
 
-/// The listening socket of the metrics endpoint (non-blocking).
+/// The metrics endpoint: a thread that answers each connection with the latest snapshot the
+/// daemon published, so that a slow or idle client costs the data path nothing.
 #[derive(Debug)]
 pub struct MetricsServer {
-    listener: TcpListener,
+    snapshot: Arc<Mutex<String>>,
+    addr: std::net::SocketAddr,
 }
 
 impl MetricsServer {
-    /// Listen on `addr`.
+    /// Listen on `addr` and answer from a thread (one connection at a time, each given 1 s).
     pub fn bind(addr: std::net::SocketAddr) -> io::Result<MetricsServer> {
         let listener = TcpListener::bind(addr)?;
-        listener.set_nonblocking(true)?;
-        Ok(MetricsServer { listener })
-    }
-
-    /// The listening socket, for polling.
-    pub fn listener(&self) -> &TcpListener {
-        &self.listener
-    }
-
-    /// Answer every connection waiting with `body()`. A client gets 50 ms to send its request
-    /// line, so a stalled one costs the data path at most that.
-    pub fn serve(&self, body: impl Fn() -> String) -> usize {
-        let mut served = 0;
-        while let Ok((stream, _)) = self.listener.accept() {
-            if answer(stream, &body()).is_ok() {
-                served += 1;
+        let addr = listener.local_addr()?;
+        let snapshot = Arc::new(Mutex::new(String::new()));
+        let shared = Arc::clone(&snapshot);
+        std::thread::Builder::new().name("metrics".into()).spawn(move || {
+            for stream in listener.incoming() {
+                match stream {
+                    Ok(s) => {
+                        let body = shared.lock().map(|b| b.clone()).unwrap_or_default();
+                        let _ = answer(s, &body);
+                    }
+                    // Out of descriptors, say: wait rather than spin.
+                    Err(_) => std::thread::sleep(Duration::from_millis(100)),
+                }
             }
+        })?;
+        Ok(MetricsServer { snapshot, addr })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+
+    /// Replace what clients get.
+    pub fn publish(&self, text: String) {
+        if let Ok(mut s) = self.snapshot.lock() {
+            *s = text;
         }
-        served
     }
 }
 
 fn answer(mut s: TcpStream, body: &str) -> io::Result<()> {
-    s.set_nonblocking(false)?;
-    s.set_read_timeout(Some(Duration::from_millis(50)))?;
-    s.set_write_timeout(Some(Duration::from_millis(200)))?;
+    s.set_read_timeout(Some(Duration::from_secs(1)))?;
+    s.set_write_timeout(Some(Duration::from_secs(1)))?;
     let mut req = [0u8; 1024];
     let _ = s.read(&mut req);
     write!(
@@ -123,26 +134,22 @@ mod tests {
     }
 
     #[test]
-    fn a_client_gets_the_counters_over_http() {
+    fn a_client_gets_the_latest_snapshot_over_http() {
         let m = MetricsServer::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let addr = m.listener().local_addr().unwrap();
-        let client = std::thread::spawn(move || {
-            let mut c = TcpStream::connect(addr).unwrap();
+        m.publish("x 1\n".into());
+        let get = || {
+            let mut c = TcpStream::connect(m.local_addr()).unwrap();
             c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
             let mut r = String::new();
             c.read_to_string(&mut r).unwrap();
             r
-        });
-        let mut served = 0;
-        for _ in 0..200 {
-            served += m.serve(|| "x 1\n".into());
-            if served > 0 {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let r = client.join().unwrap();
+        };
+        let r = get();
         assert!(r.starts_with("HTTP/1.0 200 OK"), "{r}");
         assert!(r.ends_with("\r\n\r\nx 1\n"), "{r}");
+        // An idle client does not hold the next one back for more than its second.
+        let _idle = TcpStream::connect(m.local_addr()).unwrap();
+        m.publish("x 2\n".into());
+        assert!(get().ends_with("x 2\n"));
     }
 }

@@ -48,8 +48,8 @@ pub fn families(d: &Daemon) -> Vec<Family> {
             d,
             "mpsched_tunnel_path_up",
             "gauge",
-            "Whether the path is up (acknowledged within dead_after).",
-            |p| f64::from(u8::from(p.tx.is_up())),
+            "Whether the path is up: its far end known and acknowledging within dead_after.",
+            |p| f64::from(u8::from(p.tx.is_up() && p.remote().is_some())),
         ),
         per_path(
             d,
@@ -136,6 +136,18 @@ pub fn families(d: &Daemon) -> Vec<Family> {
             |p| p.stats.remote_changes as f64,
         ),
         rejected,
+        one(
+            "mpsched_tunnel_foreign_source_total",
+            "counter",
+            "Authentic datagrams from another address than the path's remote, not followed.",
+            c.foreign_source,
+        ),
+        one(
+            "mpsched_tunnel_peer_restarts_total",
+            "counter",
+            "Times the peer restarted (a new session after the first).",
+            c.peer_restarts,
+        ),
         one(
             "mpsched_tunnel_sessions_total",
             "counter",

@@ -175,6 +175,8 @@ impl Net {
             "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
         )
         .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(net.dir.join("key"), std::fs::Permissions::from_mode(0o600)).unwrap();
         net
     }
 
