@@ -497,6 +497,19 @@ remote = "10.0.2.2:4789"
     }
 
     #[test]
+    fn the_example_configurations_are_valid() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tunnel");
+        let key = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+        for (f, role) in [("a.toml", Role::Initiator), ("b.toml", Role::Responder)] {
+            let text = std::fs::read_to_string(dir.join(f)).unwrap();
+            // The key file is the user's to make: the example's key stands in for it.
+            let text = text.replace("key_file = \"tunnel.key\"", &format!("key = \"{key}\""));
+            let c = Config::parse(&text, f, &dir).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!((c.role, c.paths.len()), (role, 2), "{f}");
+        }
+    }
+
+    #[test]
     fn the_responder_may_learn_remote_addresses() {
         let t = good()
             .replace("role = \"initiator\"", "role = \"responder\"")
