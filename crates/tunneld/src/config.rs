@@ -19,7 +19,14 @@
 //! keepalive = "200ms"
 //! dead_after = "600ms"
 //! reorder_timeout = "100ms"
-//! reorder_capacity = 1024
+//! reorder_capacity = 1024           # packets; 0: none (deliver as they arrive)
+//!
+//! transport = "udp"                # or "tcp": one TCP connection per path (optional)
+//! [tcp]                              # with transport = "tcp"; every field optional
+//! congestion = "cubic"
+//! send_buffer = "128KiB"
+//! receive_buffer = "128KiB"
+//! nodelay = true
 //!
 //! [[path]]
 //! name = "wifi"
@@ -84,6 +91,43 @@ pub struct PathSpec {
     pub remote: Option<SocketAddr>,
 }
 
+/// What carries a path's messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// One UDP datagram per message.
+    #[default]
+    Udp,
+    /// One TCP connection per path, messages as length-prefixed records
+    /// ([`crate::stream`]).
+    Tcp,
+}
+
+/// Settings of TCP paths; None leaves the system's default.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TcpSpec {
+    /// Congestion control (`TCP_CONGESTION`), e.g. `reno`, `cubic`, `bbr`.
+    pub congestion: Option<String>,
+    /// `SO_SNDBUF`, bytes (the kernel doubles it for its bookkeeping).
+    pub send_buffer_bytes: Option<u32>,
+    /// `SO_RCVBUF`, bytes (likewise doubled).
+    pub receive_buffer_bytes: Option<u32>,
+    /// `TCP_NODELAY`: send each record at once (default true: a tunnel must not add Nagle's
+    /// delay to what it carries).
+    pub nodelay: bool,
+}
+
+impl Default for TcpSpec {
+    fn default() -> Self {
+        TcpSpec {
+            congestion: None,
+            send_buffer_bytes: None,
+            receive_buffer_bytes: None,
+            nodelay: true,
+        }
+    }
+}
+
 /// The TUN device.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceSpec {
@@ -114,10 +158,15 @@ pub struct Config {
     pub device: DeviceSpec,
     /// Acknowledgement, keepalive and liveness timing.
     pub path_timing: PathConfig,
-    /// Reordering buffer: packets, and longest wait in ns.
+    /// Reordering buffer, packets; 0: none, packets are delivered as they arrive (the AFMT
+    /// paper's tunnel: reordering is measured, not repaired).
     pub reorder_capacity: usize,
     /// Longest a packet waits in the reordering buffer, ns.
     pub reorder_timeout_ns: u64,
+    /// What carries the paths' messages.
+    pub transport: Transport,
+    /// TCP settings (TCP transport).
+    pub tcp: TcpSpec,
     /// The paths, in the order their indices go on the wire.
     pub paths: Vec<PathSpec>,
 }
@@ -143,7 +192,19 @@ struct RawConfig {
     #[serde(default)]
     timing: RawTiming,
     #[serde(default)]
+    transport: Transport,
+    tcp: Option<RawTcp>,
+    #[serde(default)]
     path: Vec<RawPath>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTcp {
+    congestion: Option<String>,
+    send_buffer: Option<String>,
+    receive_buffer: Option<String>,
+    nodelay: Option<bool>,
 }
 
 fn default_scheduler() -> String {
@@ -226,7 +287,10 @@ impl Config {
         let device = device_of(&ctx, &raw.device)?;
         let (path_timing, reorder_capacity, reorder_timeout_ns) = timing_of(&ctx, &raw.timing)?;
         let paths = paths_of(&ctx, raw.role, &raw.path)?;
+        let tcp = tcp_of(&ctx, raw.transport, raw.tcp.as_ref())?;
         Ok(Config {
+            transport: raw.transport,
+            tcp,
             role: raw.role,
             psk: Psk(psk),
             scheduler,
@@ -361,10 +425,10 @@ fn timing_of(ctx: &Ctx<'_>, t: &RawTiming) -> Result<(PathConfig, usize, u64), C
         ));
     }
     let cap = t.reorder_capacity.unwrap_or(1024);
-    if !(1..=MAX_REORDER_CAPACITY).contains(&cap) {
+    if cap > MAX_REORDER_CAPACITY {
         return Err(ctx.err(
             "timing.reorder_capacity",
-            format!("expected 1 to {MAX_REORDER_CAPACITY} packets"),
+            format!("expected 0 (no reordering buffer) to {MAX_REORDER_CAPACITY} packets"),
         ));
     }
     let timeout = ctx.time_ns("timing.reorder_timeout", &t.reorder_timeout, 100_000_000)?;
@@ -372,6 +436,32 @@ fn timing_of(ctx: &Ctx<'_>, t: &RawTiming) -> Result<(PathConfig, usize, u64), C
         return Err(ctx.err("timing.reorder_timeout", "at most 10s"));
     }
     Ok((cfg, cap, timeout))
+}
+
+fn tcp_of(ctx: &Ctx<'_>, transport: Transport, raw: Option<&RawTcp>) -> Result<TcpSpec, ConfigError> {
+    let Some(raw) = raw else { return Ok(TcpSpec::default()) };
+    if transport != Transport::Tcp {
+        return Err(ctx.err("tcp", "TCP settings need transport = \"tcp\""));
+    }
+    let buffer = |field: &str, text: &Option<String>| -> Result<Option<u32>, ConfigError> {
+        let Some(t) = text else { return Ok(None) };
+        let b = parse_size_bytes(t).map_err(|e| ctx.err(field, e))?;
+        if !(4096..=1 << 30).contains(&b) {
+            return Err(ctx.err(field, format!("{b} B: expected 4KiB to 1GiB")));
+        }
+        Ok(Some(b as u32))
+    };
+    if let Some(cc) = &raw.congestion {
+        if cc.is_empty() || cc.len() > 15 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(ctx.err("tcp.congestion", format!("`{cc}` is not a congestion control's name")));
+        }
+    }
+    Ok(TcpSpec {
+        congestion: raw.congestion.clone(),
+        send_buffer_bytes: buffer("tcp.send_buffer", &raw.send_buffer)?,
+        receive_buffer_bytes: buffer("tcp.receive_buffer", &raw.receive_buffer)?,
+        nodelay: raw.nodelay.unwrap_or(true),
+    })
 }
 
 fn paths_of(ctx: &Ctx<'_>, role: Role, raw: &[RawPath]) -> Result<Vec<PathSpec>, ConfigError> {
@@ -478,7 +568,7 @@ remote = "10.0.2.2:4789"
             ),
             (
                 "reorder_timeout = \"50ms\"",
-                "reorder_capacity = 0",
+                "reorder_capacity = 65537",
                 "timing.reorder_capacity",
             ),
             ("remote = \"10.0.1.2:4789\"", "", "path[0].remote"),
@@ -488,6 +578,7 @@ remote = "10.0.2.2:4789"
             ("metrics = \"127.0.0.1:9120\"", "metrics = \"localhost\"", "metrics"),
             ("[timing]", "[timing]\nack_every = 0", "timing.ack_every"),
             ("[timing]", "[timing]\nwhat = 1", "-"),
+            ("[timing]", "[tcp]\ncongestion = \"reno\"\n[timing]", "tcp"),
         ];
         for (from, to, field) in cases {
             let t = good().replacen(from, to, 1);
@@ -507,6 +598,27 @@ remote = "10.0.2.2:4789"
             let c = Config::parse(&text, f, &dir).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!((c.role, c.paths.len()), (role, 2), "{f}");
         }
+    }
+
+    #[test]
+    fn tcp_paths_take_their_settings_in_the_scenarios_units() {
+        let t = good().replace(
+            "[timing]",
+            "transport = \"tcp\"\n[tcp]\ncongestion = \"reno\"\nsend_buffer = \"128KiB\"\nnodelay = false\n[timing]",
+        );
+        // `transport` must come before the first table.
+        let t = t.replace("transport = \"tcp\"\n", "");
+        let t = format!("transport = \"tcp\"\n{t}");
+        let c = parse(&t).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.transport, Transport::Tcp);
+        assert_eq!(c.tcp.congestion.as_deref(), Some("reno"));
+        assert_eq!(c.tcp.send_buffer_bytes, Some(131_072));
+        assert_eq!(c.tcp.receive_buffer_bytes, None);
+        assert!(!c.tcp.nodelay);
+        let bad = t.replace("send_buffer = \"128KiB\"", "send_buffer = \"1B\"");
+        assert_eq!(parse(&bad).unwrap_err().field, "tcp.send_buffer");
+        let bad = t.replace("\"reno\"", "\"re no\"");
+        assert_eq!(parse(&bad).unwrap_err().field, "tcp.congestion");
     }
 
     #[test]

@@ -7,19 +7,21 @@
 //! snapshot the loop refreshes every [`SNAPSHOT_NS`], so a slow client never stalls packets. The protocol lives in `mpsched-tunnel`
 //! (state machines without I/O): this file only moves bytes and reads the clock.
 
-use crate::config::{Config, PathSpec};
+use crate::config::{Config, PathSpec, Role, Transport};
 use crate::inner::flow_of;
 use crate::metrics::MetricsServer;
+use crate::stream::{Record, StreamPath, StreamStats};
 use crate::tun::Tun;
 use mpsched_core::tunnel::{SubtunnelView, TunnelScheduler};
 use mpsched_programs::tunnel::tunnel_scheduler;
 use mpsched_tunnel::path::{PathReceiver, PathSender};
 use mpsched_tunnel::reorder::ReorderBuffer;
 use mpsched_tunnel::seal::{self, Keys, Opener, Sealer};
-use mpsched_tunnel::wire::{Ack, DataHeader, Keepalive, Message, KIND_ACK, KIND_DATA, KIND_KEEPALIVE};
+use mpsched_tunnel::wire::{extend_seq, Ack, DataHeader, Keepalive, Message, KIND_ACK, KIND_DATA, KIND_KEEPALIVE};
+use mpsched_tunnel::TunnelExit;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -29,6 +31,8 @@ const BATCH: usize = 64;
 const MAX_SLEEP_NS: u64 = 100_000_000;
 /// Packet buffers kept for reuse.
 const POOL_BUFFERS: usize = 1024;
+/// Flows whose arrival order is tracked (the least recently seen forgotten first).
+const ORDER_FLOWS: usize = 65_536;
 /// How often the metrics snapshot is refreshed, ns.
 pub const SNAPSHOT_NS: u64 = 100_000_000;
 /// Least time between two warnings of one kind, ns.
@@ -59,12 +63,21 @@ pub struct PathStats {
     pub remote_changes: u64,
 }
 
+/// What carries a path's messages.
+#[derive(Debug)]
+enum Carrier {
+    /// A UDP socket.
+    Datagram(UdpSocket),
+    /// A TCP connection.
+    Stream(Box<StreamPath>),
+}
+
 /// One path's socket and state.
 #[derive(Debug)]
 pub struct PathIo {
     /// Its configuration.
     pub spec: PathSpec,
-    sock: UdpSocket,
+    carrier: Carrier,
     remote: Option<SocketAddr>,
     /// The sending side's state.
     pub tx: PathSender,
@@ -117,6 +130,12 @@ pub struct Daemon {
     next_tunnel_seq: u64,
     /// The reordering buffer of what arrives.
     pub reorder: ReorderBuffer<Vec<u8>>,
+    /// Whether packets are delivered as they arrive (`reorder_capacity = 0`): no buffer.
+    passthrough: bool,
+    /// Per-flow order of arrival against the order of entry, before any buffer.
+    pub arrival_order: TunnelExit,
+    /// The highest tunnel number received, extended to 64 bits.
+    highest_tunnel_seq: u64,
     pool: Vec<Vec<u8>>,
     /// Counters.
     pub counters: Counters,
@@ -131,12 +150,22 @@ pub struct Daemon {
     deliver: Vec<Vec<u8>>,
     views: Vec<SubtunnelView>,
     view_paths: Vec<usize>,
+    records: Vec<Record>,
+    poll_fds: Vec<(RawFd, i16)>,
 }
 
 impl PathIo {
-    /// The far end's address, if known.
+    /// The far end's address, if known (for a TCP path: while connected).
     pub fn remote(&self) -> Option<SocketAddr> {
         self.remote
+    }
+
+    /// The TCP path's counters (all zero for a UDP path).
+    pub fn stream_stats(&self) -> StreamStats {
+        match &self.carrier {
+            Carrier::Stream(s) => s.stats.clone(),
+            Carrier::Datagram(_) => StreamStats::default(),
+        }
     }
 }
 
@@ -212,10 +241,18 @@ impl Daemon {
         let epoch = session_epoch()?;
         let mut paths = Vec::new();
         for spec in &cfg.paths {
+            let (carrier, remote) = match cfg.transport {
+                Transport::Udp => (Carrier::Datagram(bind_path(spec)?), spec.remote),
+                Transport::Tcp => {
+                    let listen = cfg.role == Role::Responder;
+                    let s = StreamPath::new(spec, &cfg.tcp, listen, cfg.path_timing.keepalive_ns)?;
+                    (Carrier::Stream(Box::new(s)), None)
+                }
+            };
             paths.push(PathIo {
                 spec: spec.clone(),
-                sock: bind_path(spec)?,
-                remote: spec.remote,
+                carrier,
+                remote,
                 tx: PathSender::new(cfg.path_timing),
                 rx: PathReceiver::new(&cfg.path_timing),
                 was_up: true,
@@ -239,6 +276,9 @@ impl Daemon {
             sealer: Sealer::new(&keys, epoch),
             opener: Opener::new(&keys).with_max_datagram_bytes(max),
             reorder,
+            passthrough: cfg.reorder_capacity == 0,
+            arrival_order: TunnelExit::new(ORDER_FLOWS),
+            highest_tunnel_seq: 0,
             tun,
             paths,
             next_tunnel_seq: 0,
@@ -254,6 +294,8 @@ impl Daemon {
             deliver: Vec::new(),
             views: Vec::new(),
             view_paths: Vec::new(),
+            records: Vec::new(),
+            poll_fds: Vec::new(),
             cfg,
         })
     }
@@ -269,15 +311,10 @@ impl Daemon {
 
     /// Run until `stop` is set (by a signal handler).
     pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
-        let mut fds: Vec<libc::pollfd> = std::iter::once(self.tun.as_raw_fd())
-            .chain(self.paths.iter().map(|p| p.sock.as_raw_fd()))
-            .map(|fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
+        let mut fds: Vec<libc::pollfd> = Vec::new();
+        let mut owner: Vec<usize> = Vec::new();
         while !stop.load(Ordering::Relaxed) {
+            self.poll_set(&mut fds, &mut owner);
             let now = self.now_ns();
             let sleep = self.next_deadline_ns(now).saturating_sub(now).min(MAX_SLEEP_NS);
             let ts = libc::timespec {
@@ -296,9 +333,12 @@ impl Daemon {
             if fds[0].revents != 0 {
                 self.read_tun()?;
             }
-            for i in 0..self.paths.len() {
-                if fds[1 + i].revents != 0 {
+            let mut last = usize::MAX;
+            for (f, &i) in fds.iter().zip(&owner).skip(1) {
+                // A TCP path may have two descriptors: one turn for both.
+                if f.revents != 0 && i != last {
                     self.read_path(i);
+                    last = i;
                 }
             }
             let now = self.now_ns();
@@ -313,6 +353,27 @@ impl Daemon {
         Ok(())
     }
 
+    /// The descriptors to wait on, and the path each belongs to (the TUN device first): a TCP
+    /// path's change as its connection comes and goes.
+    fn poll_set(&mut self, fds: &mut Vec<libc::pollfd>, owner: &mut Vec<usize>) {
+        fds.clear();
+        owner.clear();
+        let pollfd = |fd, events| libc::pollfd { fd, events, revents: 0 };
+        fds.push(pollfd(self.tun.as_raw_fd(), libc::POLLIN));
+        owner.push(usize::MAX);
+        for (i, p) in self.paths.iter().enumerate() {
+            self.poll_fds.clear();
+            match &p.carrier {
+                Carrier::Datagram(s) => self.poll_fds.push((s.as_raw_fd(), libc::POLLIN)),
+                Carrier::Stream(s) => s.poll_fds(&mut self.poll_fds),
+            }
+            for &(fd, ev) in &self.poll_fds {
+                fds.push(pollfd(fd, ev));
+                owner.push(i);
+            }
+        }
+    }
+
     /// The earliest timer: reordering timeout, acknowledgement, keepalive.
     fn next_deadline_ns(&mut self, now: u64) -> u64 {
         let mut t = now + MAX_SLEEP_NS;
@@ -325,6 +386,9 @@ impl Daemon {
             }
             if p.remote.is_some() {
                 t = t.min(p.tx.keepalive_at_ns());
+            }
+            if let Carrier::Stream(s) = &p.carrier {
+                t = t.min(s.connect_at_ns().unwrap_or(u64::MAX));
             }
         }
         t
@@ -379,13 +443,24 @@ impl Daemon {
                     continue;
                 }
                 let v = p.tx.view();
-                self.views.push(SubtunnelView {
-                    fill_bytes: if self.reads_fill { outq_bytes(&p.sock) } else { 0 },
+                let mut view = SubtunnelView {
+                    fill_bytes: 0,
                     cwnd_bytes: 0,
                     srtt_ns: v.srtt_ns,
                     min_rtt_ns: v.min_rtt_ns,
                     in_flight_pkts: v.in_flight,
-                });
+                };
+                if self.reads_fill {
+                    match &p.carrier {
+                        Carrier::Datagram(s) => view.fill_bytes = outq_bytes_fd(s.as_raw_fd()),
+                        // What the paper's AFMT weighs: the kernel's own queue, window and RTT.
+                        Carrier::Stream(s) => {
+                            let k = s.view();
+                            (view.fill_bytes, view.cwnd_bytes, view.srtt_ns) = (k.fill_bytes, k.cwnd_bytes, k.srtt_ns);
+                        }
+                    }
+                }
+                self.views.push(view);
                 self.view_paths.push(i);
             }
             if !self.views.is_empty() {
@@ -401,19 +476,25 @@ impl Daemon {
 
     /// Seal `self.plain` as a message of `kind` and send it on path `i`; false if not sent.
     fn send(&mut self, i: usize, kind: u8) -> bool {
+        let now = self.now_ns();
         let p = &mut self.paths[i];
         let Some(remote) = p.remote else { return false };
         if self.sealer.seal(kind, i as u8, &self.plain, &mut self.sealed).is_err() {
             p.stats.send_errors += 1;
             return false;
         }
-        match p.sock.send_to(&self.sealed, remote) {
-            Ok(_) => true,
-            Err(_) => {
-                p.stats.send_errors += 1;
-                false
+        let sent = match &mut p.carrier {
+            Carrier::Datagram(s) => s.send_to(&self.sealed, remote).is_ok(),
+            Carrier::Stream(s) => {
+                let sent = s.send_record(&self.sealed, now);
+                p.remote = s.peer();
+                sent
             }
+        };
+        if !sent {
+            p.stats.send_errors += 1;
         }
+        sent
     }
 
     fn send_ack(&mut self, i: usize, now: u64) {
@@ -439,46 +520,87 @@ impl Daemon {
         }
     }
 
-    /// Read a batch of datagrams from path `i`'s socket.
+    /// Read what path `i` has: a batch of datagrams, or a TCP path's records (and its
+    /// connection's comings and goings).
     fn read_path(&mut self, i: usize) {
+        if let Carrier::Stream(_) = self.paths[i].carrier {
+            return self.read_stream(i);
+        }
         for _ in 0..BATCH {
-            let (n, from) = match self.paths[i].sock.recv_from(&mut self.rxbuf) {
+            let Carrier::Datagram(sock) = &self.paths[i].carrier else {
+                return;
+            };
+            let (n, from) = match sock.recv_from(&mut self.rxbuf) {
                 Ok(r) => r,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // WouldBlock, or an ICMP error queued on the socket: nothing to read now.
                 Err(_) => return,
             };
-            // The path byte is authenticated, but a copy sent to another path's socket must be
-            // refused before it is opened: opening would mark its number seen, and the genuine
-            // datagram, still on its way on its own path, would then be refused as a replay.
-            if n > 1 && usize::from(self.rxbuf[1]) != i {
-                self.counters.wrong_path += 1;
-                self.warn(
-                    1,
-                    "a datagram on another path's socket (are the paths listed in the same order at both ends?)",
-                );
-                continue;
-            }
-            let sessions = self.opener.stats().sessions;
-            let mut plain = std::mem::take(&mut self.plain);
-            match self.opener.open(&self.rxbuf[..n], &mut plain) {
-                Ok(o) => {
-                    if self.opener.stats().sessions > sessions && sessions > 0 {
-                        self.peer_restarted();
-                    }
-                    let newest = self.opener.window().highest() == Some(o.packet_number);
-                    self.on_datagram(i, o.kind, from, newest, n, &plain);
-                }
-                Err(seal::SealError::Forged) => {
-                    self.warn(0, "a datagram failed authentication (the same key at both ends, and one initiator and one responder?)")
-                }
-                Err(seal::SealError::Oversized) => {
-                    self.warn(2, "a datagram longer than this end's MTU allows (the same MTU at both ends?)")
-                }
-                Err(_) => {}
-            }
-            self.plain = plain;
+            self.on_sealed(i, n, from);
         }
+    }
+
+    fn read_stream(&mut self, i: usize) {
+        let now = self.now_ns();
+        let max = self.cfg.max_datagram_bytes();
+        let mut records = std::mem::take(&mut self.records);
+        let p = &mut self.paths[i];
+        let Carrier::Stream(s) = &mut p.carrier else { return };
+        if s.on_ready(now, max, &mut records) {
+            eprintln!(
+                "mpsched tunnel: {:.3} s: path `{}`: connected to {}",
+                now as f64 / 1e9,
+                p.spec.name,
+                s.peer().map_or("?".into(), |a| a.to_string())
+            );
+            p.stats.remote_changes += 1;
+        }
+        p.remote = s.peer();
+        let from = p.remote;
+        for r in records.drain(..) {
+            self.rxbuf[..r.len()].copy_from_slice(&r);
+            if let Some(from) = from {
+                self.on_sealed(i, r.len(), from);
+            }
+        }
+        self.records = records;
+    }
+
+    /// A sealed datagram of `n` bytes in `self.rxbuf` from `from` on path `i`: check, open and
+    /// handle it.
+    fn on_sealed(&mut self, i: usize, n: usize, from: SocketAddr) {
+        // The path byte is authenticated, but a copy sent to another path's socket must be
+        // refused before it is opened: opening would mark its number seen, and the genuine
+        // datagram, still on its way on its own path, would then be refused as a replay.
+        if n > 1 && usize::from(self.rxbuf[1]) != i {
+            self.counters.wrong_path += 1;
+            self.warn(
+                1,
+                "a datagram on another path's socket (are the paths listed in the same order at both ends?)",
+            );
+            return;
+        }
+        let sessions = self.opener.stats().sessions;
+        let mut plain = std::mem::take(&mut self.plain);
+        match self.opener.open(&self.rxbuf[..n], &mut plain) {
+            Ok(o) => {
+                if self.opener.stats().sessions > sessions && sessions > 0 {
+                    self.peer_restarted();
+                }
+                let newest = self.opener.window().highest() == Some(o.packet_number);
+                self.on_datagram(i, o.kind, from, newest, n, &plain);
+            }
+            Err(seal::SealError::Forged) => self.warn(
+                0,
+                "a datagram failed authentication (the same key at both ends, and one initiator and one responder?)",
+            ),
+            Err(seal::SealError::Oversized) => self.warn(
+                2,
+                "a datagram longer than this end's MTU allows (the same MTU at both ends?)",
+            ),
+            Err(_) => {}
+        }
+        self.plain = plain;
     }
 
     /// Print `what` unless a warning of `kind` was printed in the last [`WARN_EVERY_NS`].
@@ -513,6 +635,9 @@ impl Daemon {
         self.deliver = out;
         self.reorder = ReorderBuffer::new(self.cfg.reorder_capacity, self.cfg.reorder_timeout_ns);
         self.reorder.track_paths(self.paths.len(), silence_ns(&self.cfg), now);
+        // The new session numbers from zero again.
+        self.highest_tunnel_seq = 0;
+        self.arrival_order = TunnelExit::new(ORDER_FLOWS);
     }
 
     fn on_datagram(&mut self, i: usize, kind: u8, from: SocketAddr, newest: bool, bytes: usize, plain: &[u8]) {
@@ -552,14 +677,29 @@ impl Daemon {
                 if self.paths[i].rx.on_message(h.path_seq, h.sent_us, now, false) {
                     self.send_ack(i, now);
                 }
+                self.note_arrival(h.tunnel_seq, inner);
                 let mut buf = self.pool.pop().unwrap_or_default();
                 buf.clear();
                 buf.extend_from_slice(inner);
                 let mut out = std::mem::take(&mut self.deliver);
-                self.reorder.push_on(i, h.tunnel_seq, now, buf, &mut out);
+                if self.passthrough {
+                    out.push(buf);
+                } else {
+                    self.reorder.push_on(i, h.tunnel_seq, now, buf, &mut out);
+                }
                 self.write_out(&mut out);
                 self.deliver = out;
             }
+        }
+    }
+
+    /// Count an inner packet that arrives after one of its flow that entered later (RFC 4737
+    /// on the order of entry, before the reordering buffer): the AFMT paper's measure.
+    fn note_arrival(&mut self, tunnel_seq: u32, inner: &[u8]) {
+        let seq = extend_seq(tunnel_seq, self.highest_tunnel_seq);
+        self.highest_tunnel_seq = self.highest_tunnel_seq.max(seq);
+        if let Some(flow) = flow_of(inner) {
+            self.arrival_order.forward(&flow, seq);
         }
     }
 
@@ -585,6 +725,11 @@ impl Daemon {
     /// Acknowledgements due, keepalives due, liveness, and the reordering timeout.
     /// (Liveness judges the paths this end sends on.)
     fn timers(&mut self, now: u64) {
+        for p in &mut self.paths {
+            if let Carrier::Stream(s) = &mut p.carrier {
+                s.poll_connect(now);
+            }
+        }
         let mut out = std::mem::take(&mut self.deliver);
         self.reorder.poll(now, &mut out);
         self.write_out(&mut out);
@@ -625,11 +770,12 @@ fn to_seal_role(r: crate::config::Role) -> seal::Role {
     }
 }
 
-/// Bytes in a socket's send queue (0 if the kernel will not say).
-fn outq_bytes(sock: &UdpSocket) -> u64 {
+/// Bytes in a socket's send queue (0 if the kernel will not say): for TCP, written and not
+/// yet acknowledged.
+pub(crate) fn outq_bytes_fd(fd: RawFd) -> u64 {
     let mut v: libc::c_int = 0;
     // SAFETY: SIOCOUTQ writes one int.
-    let r = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCOUTQ, &mut v) };
+    let r = unsafe { libc::ioctl(fd, SIOCOUTQ, &mut v) };
     if r < 0 {
         0
     } else {

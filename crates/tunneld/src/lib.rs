@@ -11,6 +11,7 @@
 //! - [`config`]: the configuration file, checked before anything is created.
 //! - [`tun`]: the TUN device (removed by the kernel however the daemon ends).
 //! - [`daemon`]: the event loop.
+//! - [`stream`]: TCP paths (messages as records on one connection per path).
 //! - [`inner`]: flows of inner packets.
 //! - [`metrics`], [`report`]: counters in Prometheus' text format.
 
@@ -19,6 +20,7 @@ pub mod daemon;
 pub mod inner;
 pub mod metrics;
 pub mod report;
+pub mod stream;
 pub mod tun;
 
 pub use config::{Config, ConfigError};

@@ -92,8 +92,32 @@ const PATH_METRICS: &[PathMetric] = &[
     (
         "mpsched_tunnel_path_remote_changes_total",
         "counter",
-        "Times the far end's address changed (learned or roamed).",
+        "Times the far end's address changed (learned or roamed), or a TCP path connected.",
         |p| p.stats.remote_changes as f64,
+    ),
+    (
+        "mpsched_tunnel_path_tcp_connections_total",
+        "counter",
+        "TCP paths: connections made or accepted.",
+        |p| p.stream_stats().connections as f64,
+    ),
+    (
+        "mpsched_tunnel_path_tcp_breaks_total",
+        "counter",
+        "TCP paths: connections that broke.",
+        |p| p.stream_stats().breaks as f64,
+    ),
+    (
+        "mpsched_tunnel_path_tcp_send_buffer_drops_total",
+        "counter",
+        "TCP paths: messages dropped because the connection's send buffer was full.",
+        |p| p.stream_stats().send_buffer_drops as f64,
+    ),
+    (
+        "mpsched_tunnel_path_tcp_framing_errors_total",
+        "counter",
+        "TCP paths: records of a length no message has (the connection is dropped).",
+        |p| p.stream_stats().framing_errors as f64,
     ),
 ];
 
@@ -131,7 +155,14 @@ fn rejected(d: &Daemon) -> Family {
 /// The daemon's own counters and its reordering buffer's.
 fn daemon_families(d: &Daemon) -> Vec<Family> {
     let (o, r, c) = (d.opener.stats(), d.reorder.stats(), &d.counters);
-    let counts: [(&'static str, &'static str, &'static str, u64); 19] = [
+    let counts: [(&'static str, &'static str, &'static str, u64); 20] = [
+        (
+            "mpsched_tunnel_arrived_reordered_total",
+            "counter",
+            "Inner packets that arrived after a packet of their flow that entered the tunnel later \
+             (RFC 4737 on the order of entry, before the reordering buffer).",
+            d.arrival_order.stats().reordered,
+        ),
         (
             "mpsched_tunnel_foreign_source_total",
             "counter",

@@ -44,6 +44,8 @@ pub struct Net {
     pub daemons: Vec<(String, Child)>,
     relays_stop: Arc<AtomicBool>,
     pub paths: usize,
+    /// The daemons' `transport` (`udp` unless a test sets it before starting them).
+    pub transport: &'static str,
 }
 
 impl Drop for Net {
@@ -169,6 +171,7 @@ impl Net {
             daemons: Vec::new(),
             relays_stop: stop,
             paths: p.delay_ms.len(),
+            transport: "udp",
         };
         std::fs::write(
             net.dir.join("key"),
@@ -190,7 +193,9 @@ impl Net {
         };
         let mut t = format!(
             "role = \"{role}\"\nkey_file = \"key\"\nscheduler = \"{scheduler}\"\nmetrics = \"{METRICS}\"\n\
-             [device]\nname = \"mpt0\"\naddress = \"{addr}/30\"\n[timing]\n{timing}\n"
+             transport = \"{}\"\n\
+             [device]\nname = \"mpt0\"\naddress = \"{addr}/30\"\n[timing]\n{timing}\n",
+            self.transport
         );
         for n in 1..=self.paths {
             let delayed = self.m.is_some();

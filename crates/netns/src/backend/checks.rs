@@ -26,12 +26,16 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             )));
         }
     }
-    if let Some(t) = sc.tunnels.first() {
-        return Err(NetnsError::Unsupported(format!(
-            "tunnel `{}`: multipath tunnels run in the simulator only for now (the kernel tunnel daemon is a later \
-             milestone); use --backend sim",
-            t.name
-        )));
+    if !sc.tunnels.is_empty() {
+        let w = sc.wiring().map_err(NetnsError::Unsupported)?;
+        super::tunnels::ends(sc, &w).map_err(NetnsError::Unsupported)?;
+        if !std::path::Path::new("/dev/net/tun").exists() {
+            return Err(NetnsError::Missing(
+                "the scenario has tunnels, whose daemons need TUN devices, and /dev/net/tun is missing (modprobe tun); \
+                 use --backend sim"
+                    .into(),
+            ));
+        }
     }
     if sc.flows.iter().any(|f| f.protocol == Protocol::Mptcp) {
         if ns::run("sh", &["-c", "command -v mptcpize"]).is_err() {
@@ -79,6 +83,21 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
         )));
     }
     let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
+    for t in sc
+        .tunnels
+        .iter()
+        .filter(|t| t.transport == mpsched_scenario::SubtunnelTransport::Tcp)
+    {
+        let cc = t.tcp.cc.linux_name();
+        if !available.split_whitespace().any(|x| x == cc) {
+            return Err(NetnsError::Missing(format!(
+                "tunnel `{}`'s TCP subtunnels use `{cc}`, which this kernel does not offer \
+                 (tcp_available_congestion_control: {}); load its module (modprobe tcp_{cc}) or use --backend sim",
+                t.name,
+                available.trim()
+            )));
+        }
+    }
     for f in &sc.flows {
         if let Some(t) = &f.tcp {
             if let TcpApp::RequestResponse { .. } = t.app {

@@ -30,6 +30,7 @@ mod queues;
 mod results;
 mod setup;
 mod traffic;
+mod tunnels;
 
 pub use checks::{
     check_flow_ports, check_kernel_limits, check_port_queues, check_programs, ignored_on_the_kernel,
@@ -40,6 +41,7 @@ pub use cleanup::{clean, leftovers, owner_pid, Cleaned};
 pub use control::{ControlFn, Controller, KernelControl};
 pub use queues::{StrictPriority, STRICT_GUARANTEE_BPS};
 pub use setup::{link_model, netem_limit_pkts, OWN_QUEUES_SHAPER_PKTS};
+pub use tunnels::{MAX_KERNEL_TUNNELS, SUBTUNNEL_MTU};
 
 use checks::warn_ignored;
 use measure::drive;
@@ -168,6 +170,12 @@ struct Live {
     ended_late_s: Vec<Option<f64>>,
     /// Time zero on the wall clock, seconds since the Unix epoch (iperf3 stamps its reports so).
     t0_unix_s: f64,
+    /// The tunnel daemons' ends and their logs ([`tunnels`]).
+    tunnel_ends: Vec<(tunnels::End, std::path::PathBuf)>,
+    /// The tunnel daemons: they run until the run's figures are read, then are killed.
+    daemons: Vec<Child>,
+    /// Files written for the run (the tunnel daemons' configurations and key), removed with it.
+    files: Vec<std::path::PathBuf>,
 }
 
 impl Drop for Live {
@@ -175,6 +183,7 @@ impl Drop for Live {
         for c in self
             .children
             .iter_mut()
+            .chain(self.daemons.iter_mut())
             .chain(self.captures.iter_mut().map(|c| &mut c.0))
         {
             let _ = c.kill();
@@ -185,6 +194,9 @@ impl Drop for Live {
         // when the data planes close their descriptors).
         self.dataplanes.clear();
         self.nss.clear();
+        for f in &self.files {
+            let _ = std::fs::remove_file(f);
+        }
     }
 }
 
@@ -309,11 +321,15 @@ pub fn run(sc: &Scenario, run_id: &str, opts: &NetnsOptions) -> Result<NetnsRun,
         captures: Vec::new(),
         ended_late_s: Vec::new(),
         t0_unix_s: 0.0,
+        tunnel_ends: Vec::new(),
+        daemons: Vec::new(),
+        files: Vec::new(),
     };
     b.namespaces(&mut live)?;
     b.links(&live)?;
     b.hosts(&live)?;
     b.switches(&mut live)?;
+    b.tunnel_ends(&mut live)?;
     for (req, &(node, port)) in opts.captures.iter().zip(&capture_ports) {
         live.captures
             .push((capture::start(&live.nss[node], port, req)?, req.path.clone()));

@@ -169,7 +169,7 @@ pub(super) fn figures(b: &Build, live: &Live, samples: Samples, outputs: &[Strin
     }
     Ok(NetnsRun {
         figures: RunFigures {
-            tunnels: Vec::new(),
+            tunnels: super::tunnels::figures(b, live),
             seed: sc.seed,
             flows,
             paths,

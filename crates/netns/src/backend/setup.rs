@@ -19,7 +19,8 @@ impl Build<'_> {
             let n = Netns::create(&b.ns_name(i))?;
             n.sysctl("net.ipv6.conf.all.disable_ipv6", "1")?;
             n.sysctl("net.ipv6.conf.default.disable_ipv6", "1")?;
-            // Switches forward only through their program.
+            // Switches forward only through their program (a tunnel's end turns the kernel's
+            // forwarding on: it runs the daemon, not a program).
             n.sysctl("net.ipv4.ip_forward", "0")?;
             if sc.nodes[i].kind == NodeKind::Host {
                 tcp_sysctls(&n, sc, i)?;
@@ -33,6 +34,7 @@ impl Build<'_> {
     /// Links: veth pairs made inside both namespaces, shaped in each direction.
     pub(super) fn links(&self, live: &Live) -> Result<(), NetnsError> {
         let (b, sc, w) = (self, self.sc, self.w);
+        let tunnel_links = super::tunnels::subtunnel_links(sc, w);
 
         for (li, l) in sc.links.iter().enumerate() {
             let pa = w.ports[l.a].iter().position(|e| e.link == li).unwrap() as PortId;
@@ -52,9 +54,14 @@ impl Build<'_> {
                 "netns",
                 &b.ns_name(l.b),
             ])?;
+            let mtu = tunnel_links.contains(&li).then(|| super::SUBTUNNEL_MTU.to_string());
             for (node, port, ifname) in [(l.a, pa, &ea), (l.b, pb, &eb)] {
                 let n = &live.nss[node];
                 n.ip(&["link", "set", ifname, "address", &mac_string(mac_of(node, port))])?;
+                if let Some(mtu) = &mtu {
+                    // Room for the tunnel's headers on a full-size inner packet.
+                    n.ip(&["link", "set", ifname, "mtu", mtu])?;
+                }
                 n.ip(&["link", "set", ifname, "up"])?;
                 // Offloads would let TCP hand htb 64 KB super-packets.
                 n.frames_as_on_the_wire(ifname, b.opts.planes().needs_checksummed_frames());
@@ -110,6 +117,9 @@ impl Build<'_> {
             let Some(cfg) = cfg else {
                 continue;
             };
+            if super::tunnels::is_end(sc, i) {
+                continue;
+            }
             let n = &live.nss[i];
             let mut ports = Vec::new();
             for (p, e) in w.ports[i].iter().enumerate() {
@@ -273,6 +283,18 @@ pub(super) fn tcp_sysctls(n: &Netns, sc: &Scenario, host: usize) -> Result<(), N
     // tcp_limit_output_bytes), which a separate machine would not: a flow that starts into a
     // full queue stays throttled (measured: 2.9 against 45 Mbit/s). Without fq or BBR nothing
     // paces, so the pacing ratios only scale that limit; raise them and the cap to the maximum.
+    n.sysctl("net.ipv4.tcp_pacing_ss_ratio", "1000")?;
+    n.sysctl("net.ipv4.tcp_pacing_ca_ratio", "1000")?;
+    n.sysctl("net.ipv4.tcp_limit_output_bytes", "268435456")?;
+    Ok(())
+}
+
+/// TCP settings of a tunnel end's namespace, for its daemon's TCP subtunnels: as a host's
+/// ([`tcp_sysctls`]) without ECN.
+pub(super) fn tunnel_tcp_sysctls(n: &Netns) -> Result<(), NetnsError> {
+    n.sysctl("net.ipv4.tcp_ecn", "0")?;
+    n.sysctl("net.ipv4.tcp_sack", "0")?;
+    n.sysctl("net.ipv4.tcp_no_metrics_save", "1")?;
     n.sysctl("net.ipv4.tcp_pacing_ss_ratio", "1000")?;
     n.sysctl("net.ipv4.tcp_pacing_ca_ratio", "1000")?;
     n.sysctl("net.ipv4.tcp_limit_output_bytes", "268435456")?;

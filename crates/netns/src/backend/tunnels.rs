@@ -1,0 +1,513 @@
+//! Multipath tunnels on the kernel: `mpsched tunnel` (the daemon of `mpsched-tunneld`) at each
+//! end of each `[[tunnel]]`.
+//!
+//! A tunnel's end is a switch node. On the kernel it runs no switch program: its namespace
+//! forwards with the kernel's routing (static /32 routes and neighbours, as the hosts have),
+//! and routes the hosts behind the far end into the daemon's TUN device. The daemon sends each
+//! packet on the subtunnel its scheduler picks, from the subtunnel's own address on the port
+//! where the subtunnel's path starts, to the far end's address of that subtunnel
+//! ([`subtunnel_addr`]), which the switches along the path route along it, as in the
+//! simulator. UDP subtunnels carry one datagram per packet; TCP subtunnels one kernel TCP
+//! connection each, with the tunnel's congestion control, buffers and `TCP_NODELAY`, and its
+//! minimum RTO as the route's `rto_min`.
+//!
+//! The daemons run without a reordering buffer, as the simulator's tunnel and the AFMT paper's
+//! do: reordering is measured at the exit (RFC 4737 on the order of entry), not repaired.
+//! Their headers (authenticated header, tag and data header, 48 bytes) ride on top of the
+//! outer UDP/IP headers the simulator counts, so the links of every subtunnel path get an MTU
+//! of [`SUBTUNNEL_MTU`] and the TUN device the hosts' 1500 bytes.
+
+use super::{mac_of, mac_string, Build, Live, NetnsError};
+use crate::ns::Netns;
+use mpsched_core::packet::{Ipv4, PortId};
+use mpsched_scenario::results::{round, TunnelFigures};
+use mpsched_scenario::{NodeKind, Scenario, SubtunnelTransport};
+use mpsched_topo::addressing::{subtunnel_addr, TunnelDir};
+use mpsched_topo::Wiring;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The daemons' UDP or TCP port on every subtunnel address.
+const TUNNEL_PORT: u16 = 4789;
+/// Where each daemon serves its counters, inside its own namespace.
+const METRICS_ADDR: &str = "127.0.0.1:9120";
+/// MTU of the links along subtunnel paths: a 1500-byte inner packet, the tunnel's 48 bytes
+/// and outer UDP/IP (28), or TCP/IP with a record's length, fit.
+pub const SUBTUNNEL_MTU: u32 = 1600;
+/// The inner packets' MTU (the hosts').
+const INNER_MTU: u32 = 1500;
+/// Most tunnels a kernel run starts (two daemon processes each).
+pub const MAX_KERNEL_TUNNELS: usize = 16;
+/// How long the daemons may take to see every subtunnel up.
+const UP_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// One end of a tunnel on the kernel.
+#[derive(Clone, Debug)]
+pub(super) struct End {
+    /// Tunnel index.
+    pub tunnel: usize,
+    /// 0 at the entry (sends down), 1 at the exit.
+    pub side: usize,
+    /// The node.
+    pub node: usize,
+    /// Per subtunnel: the port where its path leaves this end.
+    pub ports: Vec<PortId>,
+    /// The hosts behind the far end, reached through the tunnel: their addresses.
+    pub far_addrs: Vec<Ipv4>,
+}
+
+impl End {
+    /// This end's address of subtunnel `j` (where the far end sends) and the far end's.
+    fn addrs(&self, j: usize) -> (Ipv4, Ipv4) {
+        let (here, there) = match self.side {
+            0 => (TunnelDir::Up, TunnelDir::Down),
+            _ => (TunnelDir::Down, TunnelDir::Up),
+        };
+        (
+            subtunnel_addr(self.tunnel, j, here),
+            subtunnel_addr(self.tunnel, j, there),
+        )
+    }
+}
+
+/// Whether node `i` ends a tunnel (it then runs the daemon, not a switch program).
+pub(super) fn is_end(sc: &Scenario, i: usize) -> bool {
+    sc.tunnels.iter().any(|t| t.entry == i || t.exit == i)
+}
+
+/// Every tunnel's two ends, or why the kernel cannot run them.
+pub(super) fn ends(sc: &Scenario, w: &Wiring) -> Result<Vec<End>, String> {
+    if sc.tunnels.len() > MAX_KERNEL_TUNNELS {
+        return Err(format!(
+            "{} tunnels: a kernel run starts two daemons per tunnel and takes at most {MAX_KERNEL_TUNNELS}; use \
+             --backend sim",
+            sc.tunnels.len()
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for (t, tun) in sc.tunnels.iter().enumerate() {
+        let ends = [tun.entry, tun.exit];
+        for (side, &node) in ends.iter().enumerate() {
+            let name = &sc.nodes[node].name;
+            if sc.nodes[node].kind != NodeKind::Switch {
+                return Err(format!(
+                    "tunnel `{}` ends at host `{name}`: on the kernel a tunnel ends at a switch (its namespace runs \
+                     the daemon); use --backend sim",
+                    tun.name
+                ));
+            }
+            if !seen.insert(node) {
+                return Err(format!(
+                    "`{name}` ends two tunnels: on the kernel a node runs one tunnel daemon; use --backend sim"
+                ));
+            }
+            if sc
+                .program_of(node)
+                .is_some_and(|(p, _)| p.name() != mpsched_programs::DEFAULT_PROGRAM)
+            {
+                return Err(format!(
+                    "`{name}` ends tunnel `{}` and has a switch program: on the kernel a tunnel's end runs the \
+                     tunnel daemon and the kernel's forwarding, no switch program; remove its program",
+                    tun.name
+                ));
+            }
+            let far = ends[1 - side];
+            let hop = |pn: &[usize], from_start: bool| if from_start { pn[1] } else { pn[pn.len() - 2] };
+            let port_to = |from: usize, to: usize| -> Result<PortId, String> {
+                w.ports[from]
+                    .iter()
+                    .position(|e| e.peer == to)
+                    .map(|p| p as PortId)
+                    .ok_or_else(|| format!("tunnel `{}`: no link from `{}`", tun.name, sc.nodes[from].name))
+            };
+            let ports = tun
+                .subtunnels
+                .iter()
+                .map(|&p| port_to(node, hop(&sc.paths[p].nodes, side == 0)))
+                .collect::<Result<Vec<_>, _>>()?;
+            let far_ports = tun
+                .subtunnels
+                .iter()
+                .map(|&p| port_to(far, hop(&sc.paths[p].nodes, side == 1)))
+                .collect::<Result<Vec<_>, _>>()?;
+            // As in the simulator: the hosts the far end reaches by another port than a
+            // subtunnel's.
+            let far_addrs = (0..sc.nodes.len())
+                .filter(|&h| sc.nodes[h].kind == NodeKind::Host)
+                .filter(|&h| w.routes.port(far, h).is_some_and(|p| !far_ports.contains(&p)))
+                .flat_map(|h| host_addrs(sc, w, h))
+                .collect();
+            out.push(End {
+                tunnel: t,
+                side,
+                node,
+                ports,
+                far_addrs,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Every address of host `h`: its own and its interfaces'.
+fn host_addrs(sc: &Scenario, w: &Wiring, h: usize) -> Vec<Ipv4> {
+    let mut a: BTreeSet<Ipv4> = w.interface_ips[h].iter().copied().collect();
+    a.insert(sc.nodes[h].ip);
+    a.into_iter().collect()
+}
+
+/// The links along the tunnels' subtunnel paths (they get [`SUBTUNNEL_MTU`]).
+pub(super) fn subtunnel_links(sc: &Scenario, w: &Wiring) -> BTreeSet<usize> {
+    let mut links = BTreeSet::new();
+    for tun in &sc.tunnels {
+        for &p in &tun.subtunnels {
+            for pair in sc.paths[p].nodes.windows(2) {
+                if let Some(e) = w.ports[pair[0]].iter().find(|e| e.peer == pair[1]) {
+                    links.insert(e.link);
+                }
+            }
+        }
+    }
+    links
+}
+
+fn ip(a: Ipv4) -> String {
+    std::net::Ipv4Addr::from(a).to_string()
+}
+
+/// The daemon's configuration for end `e` (TOML, as a user would write it).
+fn daemon_config(sc: &Scenario, e: &End, key_file: &str) -> String {
+    let tun = &sc.tunnels[e.tunnel];
+    let role = if e.side == 0 { "initiator" } else { "responder" };
+    let dev_addr = format!("169.254.{}.{}/30", e.tunnel / 64, (e.tunnel % 64) * 4 + 1 + e.side);
+    let routes: Vec<String> = e.far_addrs.iter().map(|&a| format!("\"{}/32\"", ip(a))).collect();
+    let transport = match tun.transport {
+        SubtunnelTransport::Udp => "udp",
+        SubtunnelTransport::Tcp => "tcp",
+    };
+    let mut t = format!(
+        "# Written by mpsched for tunnel `{}` ({}) of scenario `{}`.\nrole = \"{role}\"\nkey_file = \"{key_file}\"\n\
+         scheduler = \"{}\"\nmetrics = \"{METRICS_ADDR}\"\ntransport = \"{transport}\"\n",
+        tun.name,
+        ["entry", "exit"][e.side],
+        sc.name,
+        tun.scheduler
+    );
+    let params: Vec<(&str, u64)> = tun.scheduler_params.iter().collect();
+    if !params.is_empty() {
+        t += "[scheduler_params]\n";
+        for (k, v) in params {
+            t += &format!("{k} = {v}\n");
+        }
+    }
+    t += &format!(
+        "[device]\nname = \"mpt{}\"\naddress = \"{dev_addr}\"\nmtu = \"{INNER_MTU}B\"\nroutes = [{}]\n",
+        e.tunnel,
+        routes.join(", ")
+    );
+    // No reordering buffer: the simulator's tunnel and the paper's deliver as packets arrive.
+    t += "[timing]\nreorder_capacity = 0\n";
+    if tun.transport == SubtunnelTransport::Tcp {
+        t += &format!(
+            "[tcp]\ncongestion = \"{}\"\nsend_buffer = \"{}B\"\nreceive_buffer = \"{}B\"\nnodelay = {}\n",
+            tun.tcp.cc.linux_name(),
+            tun.send_buffer_bytes,
+            tun.tcp.receive_window_bytes,
+            tun.tcp.nodelay
+        );
+    }
+    for (j, &port) in e.ports.iter().enumerate() {
+        let (here, there) = e.addrs(j);
+        t += &format!(
+            "[[path]]\nname = \"{}\"\nlocal = \"{}:{TUNNEL_PORT}\"\ninterface = \"e{port}\"\nremote = \"{}:{TUNNEL_PORT}\"\n",
+            sc.paths[tun.subtunnels[j]].name,
+            ip(here),
+            ip(there)
+        );
+    }
+    t
+}
+
+impl Build<'_> {
+    /// Each tunnel end: kernel forwarding, routes and neighbours to every host (those behind
+    /// the far end through the daemon's device), the subtunnel addresses, and the daemon;
+    /// then wait until every subtunnel is up at both ends.
+    pub(super) fn tunnel_ends(&self, live: &mut Live) -> Result<(), NetnsError> {
+        let ends = ends(self.sc, self.w).map_err(NetnsError::Unsupported)?;
+        if ends.is_empty() {
+            return Ok(());
+        }
+        let key: String = {
+            let mut k = [0u8; 32];
+            std::fs::File::open("/dev/urandom")
+                .and_then(|mut f| f.read_exact(&mut k))
+                .map_err(|e| NetnsError::Missing(format!("/dev/urandom for the tunnel's key: {e}")))?;
+            k.iter().map(|b| format!("{b:02x}")).collect()
+        };
+        for e in &ends {
+            self.route_end(&live.nss[e.node], e)?;
+            let name = self.ns_name(e.node);
+            let dir = std::env::temp_dir();
+            let key_file = dir.join(format!("{name}.tunnel.key"));
+            let cfg_file = dir.join(format!("{name}.tunnel.toml"));
+            let err_file = dir.join(format!("{name}.tunnel.err"));
+            write_private(&key_file, &key)?;
+            write_private(&cfg_file, &daemon_config(self.sc, e, &key_file.to_string_lossy()))?;
+            live.files.extend([key_file, cfg_file, err_file.clone()]);
+            let child = Command::new("ip")
+                .args(["netns", "exec", &name])
+                .arg(super::trafficgen_exe()?)
+                .arg("tunnel")
+                .arg(dir.join(format!("{name}.tunnel.toml")))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&err_file).map_err(|e| NetnsError::Traffic(e.to_string()))?)
+                .spawn()
+                .map_err(|e| NetnsError::Traffic(format!("cannot start the tunnel daemon: {e}")))?;
+            live.daemons.push(child);
+            live.tunnel_ends.push((e.clone(), err_file));
+            self.check_stop()?;
+        }
+        self.wait_until_up(live)
+    }
+
+    /// Kernel forwarding at end `e`: routes and static neighbours to every host not behind
+    /// the far end and to the far end's subtunnel addresses, the subtunnel addresses here.
+    fn route_end(&self, n: &Netns, e: &End) -> Result<(), NetnsError> {
+        let (sc, w) = (self.sc, self.w);
+        n.sysctl("net.ipv4.ip_forward", "1")?;
+        for key in ["all", "default"] {
+            n.sysctl(&format!("net.ipv4.conf.{key}.rp_filter"), "0")?;
+        }
+        super::setup::tunnel_tcp_sysctls(n)?;
+        let neigh = |addr: Ipv4, port: PortId| -> Result<(), NetnsError> {
+            let peer = &w.ports[e.node][usize::from(port)];
+            let mac = mac_string(mac_of(peer.peer, peer.peer_port));
+            let dev = format!("e{port}");
+            n.ip(&[
+                "neigh",
+                "replace",
+                &ip(addr),
+                "lladdr",
+                &mac,
+                "dev",
+                &dev,
+                "nud",
+                "permanent",
+            ])?;
+            Ok(())
+        };
+        for h in (0..sc.nodes.len()).filter(|&h| sc.nodes[h].kind == NodeKind::Host) {
+            let Some(port) = w.routes.port(e.node, h) else { continue };
+            for a in host_addrs(sc, w, h).into_iter().filter(|a| !e.far_addrs.contains(a)) {
+                n.ip(&["route", "replace", &format!("{}/32", ip(a)), "dev", &format!("e{port}")])?;
+                neigh(a, port)?;
+            }
+        }
+        let tun = &sc.tunnels[e.tunnel];
+        let rto_min = format!("{}ms", (tun.tcp.min_rto_ns / 1_000_000).max(1));
+        for (j, &port) in e.ports.iter().enumerate() {
+            let (here, there) = e.addrs(j);
+            let dev = format!("e{port}");
+            n.ip(&["addr", "add", &format!("{}/32", ip(here)), "dev", &dev])?;
+            let dst = format!("{}/32", ip(there));
+            let mut route = vec!["route", "replace", &dst, "dev", &dev];
+            if tun.transport == SubtunnelTransport::Tcp {
+                route.extend(["rto_min", &rto_min]);
+            }
+            n.ip(&route)?;
+            neigh(there, port)?;
+        }
+        Ok(())
+    }
+
+    /// Wait until each daemon answers and sees every subtunnel's RTT.
+    fn wait_until_up(&self, live: &Live) -> Result<(), NetnsError> {
+        let deadline = Instant::now() + UP_TIMEOUT;
+        for (e, err_file) in &live.tunnel_ends {
+            let paths = self.sc.tunnels[e.tunnel].subtunnels.len();
+            loop {
+                let m = scrape(&live.nss[e.node]).unwrap_or_default();
+                let up = m
+                    .keys()
+                    .filter(|k| k.starts_with("mpsched_tunnel_path_srtt_seconds{"))
+                    .count()
+                    == paths
+                    && m.iter()
+                        .filter(|(k, _)| k.starts_with("mpsched_tunnel_path_srtt_seconds{"))
+                        .all(|(_, &v)| v > 0.0);
+                if up {
+                    break;
+                }
+                self.check_stop()?;
+                if Instant::now() > deadline {
+                    let log = std::fs::read_to_string(err_file).unwrap_or_default();
+                    return Err(NetnsError::Traffic(format!(
+                        "tunnel `{}`: the daemon at `{}` did not see every subtunnel up within {} s:\n{}",
+                        self.sc.tunnels[e.tunnel].name,
+                        self.sc.nodes[e.node].name,
+                        UP_TIMEOUT.as_secs(),
+                        log.trim_end()
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Write `text` to a file only its owner can read (the key, and the configuration naming it).
+fn write_private(path: &PathBuf, text: &str) -> Result<(), NetnsError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| NetnsError::Traffic(format!("{}: {e}", path.display())))
+}
+
+/// A daemon's counters (its metrics port, inside its namespace).
+fn scrape(n: &Netns) -> Option<BTreeMap<String, f64>> {
+    let text = n
+        .enter(|| -> Option<String> {
+            let addr = METRICS_ADDR.parse().ok()?;
+            let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
+            s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+            s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").ok()?;
+            let mut r = String::new();
+            s.read_to_string(&mut r).ok()?;
+            Some(r)
+        })
+        .ok()??;
+    let body = text.split_once("\r\n\r\n")?.1;
+    Some(
+        body.lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let (k, v) = l.rsplit_once(' ')?;
+                Some((k.to_string(), v.parse().ok()?))
+            })
+            .collect(),
+    )
+}
+
+/// The tunnels' figures from their daemons' counters: per direction, what the entry read from
+/// its device and sent on each subtunnel, what the exit wrote to its device and how much of
+/// it arrived reordered, and what a full TCP send buffer dropped.
+pub(super) fn figures(b: &Build<'_>, live: &Live) -> Vec<TunnelFigures> {
+    let counters: Vec<(&End, BTreeMap<String, f64>)> = live
+        .tunnel_ends
+        .iter()
+        .map(|(e, _)| (e, scrape(&live.nss[e.node]).unwrap_or_default()))
+        .collect();
+    let mut out = Vec::new();
+    for (t, tun) in b.sc.tunnels.iter().enumerate() {
+        let at = |side: usize| {
+            counters
+                .iter()
+                .find(|(e, _)| e.tunnel == t && e.side == side)
+                .map(|(_, m)| m)
+        };
+        let (Some(down), Some(up)) = (at(0), at(1)) else {
+            continue;
+        };
+        for (dir, entry, exit) in [("down", down, up), ("up", up, down)] {
+            let get = |m: &BTreeMap<String, f64>, k: &str| m.get(k).copied().unwrap_or(0.0) as u64;
+            let per_path = |what: &str| -> BTreeMap<String, u64> {
+                tun.subtunnels
+                    .iter()
+                    .map(|&p| {
+                        let name = &b.sc.paths[p].name;
+                        (
+                            name.clone(),
+                            get(entry, &format!("mpsched_tunnel_path_{what}{{path=\"{name}\"}}")),
+                        )
+                    })
+                    .collect()
+            };
+            let forwarded = get(exit, "mpsched_tunnel_tun_tx_packets_total");
+            let reordered = get(exit, "mpsched_tunnel_arrived_reordered_total");
+            out.push(TunnelFigures {
+                id: format!("{}.{dir}", tun.name),
+                scheduler: tun.scheduler.to_string(),
+                transport: match tun.transport {
+                    SubtunnelTransport::Udp => "udp".into(),
+                    SubtunnelTransport::Tcp => "tcp".into(),
+                },
+                scheduled_pkts: per_path("tx_packets_total").values().sum(),
+                forwarded_pkts: forwarded,
+                reordered_pkts: reordered,
+                reordered_pct: round(100.0 * reordered as f64 / forwarded.max(1) as f64, 2),
+                send_buffer_drops: per_path("tcp_send_buffer_drops_total").values().sum(),
+                per_subtunnel_pkts: per_path("tx_packets_total"),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn afmt(variant: &str) -> Scenario {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/afmt");
+        let text = std::fs::read_to_string(dir.join("three-subtunnels.toml")).unwrap();
+        Scenario::from_toml(&text, "three-subtunnels.toml")
+            .unwrap()
+            .with_variant(variant)
+            .unwrap()
+    }
+
+    /// The entry routes the clients into the tunnel and the exit the server; each sends on a
+    /// subtunnel to the other's address of it, from the port where the subtunnel's path starts.
+    #[test]
+    fn each_end_routes_the_far_hosts_into_the_tunnel_and_names_both_addresses_of_each_subtunnel() {
+        let sc = afmt("AFMT");
+        let w = sc.wiring().unwrap();
+        let ends = ends(&sc, &w).unwrap();
+        assert_eq!(ends.len(), 2);
+        let addrs = |names: &[&str]| -> Vec<Ipv4> {
+            let mut v: Vec<Ipv4> = names
+                .iter()
+                .flat_map(|n| host_addrs(&sc, &w, sc.node_index(n).unwrap()))
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        let mut far0 = ends[0].far_addrs.clone();
+        far0.sort_unstable();
+        assert_eq!(far0, addrs(&["c0", "c1", "c2"]), "behind the exit: the clients");
+        assert_eq!(ends[1].far_addrs, addrs(&["s"]), "behind the entry: the server");
+        for j in 0..3 {
+            let (a_here, a_there) = ends[0].addrs(j);
+            let (b_here, b_there) = ends[1].addrs(j);
+            assert_eq!((a_here, a_there), (b_there, b_here));
+        }
+        let cfg = daemon_config(&sc, &ends[0], "/k");
+        assert!(
+            cfg.contains("transport = \"tcp\"") && cfg.contains("congestion = \"reno\""),
+            "{cfg}"
+        );
+        assert!(cfg.contains("reorder_capacity = 0"), "{cfg}");
+        assert!(cfg.contains("name = \"up16\""), "{cfg}");
+        assert_eq!(subtunnel_links(&sc, &w).len(), 9, "three links on each of three paths");
+    }
+
+    #[test]
+    fn what_the_kernel_cannot_run_is_refused_with_the_node() {
+        let mut sc = afmt("RR");
+        sc.tunnels.push(sc.tunnels[0].clone());
+        let w = sc.wiring().unwrap();
+        let e = ends(&sc, &w).unwrap_err();
+        assert!(e.contains("ends two tunnels"), "{e}");
+    }
+}
