@@ -32,6 +32,10 @@ Between two Linux machines A and B with two paths (say 192.168.1.0/24 and 10.8.0
   4. ping 10.99.0.2 from A; iperf3 through it. Counters: add metrics = \"127.0.0.1:9120\" and
      curl http://127.0.0.1:9120/metrics. SIGINT or SIGTERM ends it; the device goes with it.
 
+Paths over TCP instead (one kernel connection per path, as the AFMT paper's subtunnels; AFMT
+then weighs the kernel's queue, window and RTT): add transport = \"tcp\" at the top, and
+optionally [tcp] with congestion, send_buffer, receive_buffer, nodelay.
+
 docs/tunnel.md has every field, the wire format and the measurements.")]
 pub struct TunnelArgs {
     /// The configuration file of this end.

@@ -194,6 +194,32 @@ pub fn ignored_on_the_kernel(sc: &Scenario) -> Vec<String> {
             crate::programs::SEND_RATE_FEEDBACK.join(", ")
         ));
     }
+    let settings: [(&str, fn(&TcpFlow) -> bool, &str); 3] = [
+        (
+            "tcp.min_rto",
+            |t| t.config.min_rto_ns != mpsched_transport::tcp::TcpConfig::default().min_rto_ns,
+            "the kernel's hosts keep Linux's 200 ms",
+        ),
+        (
+            "tcp.delayed_ack",
+            |t| t.config.delayed_ack_ns != mpsched_transport::tcp::TcpConfig::default().delayed_ack_ns,
+            "Linux chooses its own delayed-ACK timeout, 40 ms at least",
+        ),
+        (
+            "tcp.receive_window",
+            |t| t.config.receive_window_bytes != mpsched_transport::tcp::TcpConfig::default().receive_window_bytes,
+            "Linux tunes the receive buffer itself",
+        ),
+    ];
+    for (key, set, why) in settings {
+        let v = with(set);
+        if !v.is_empty() {
+            out.push(format!(
+                "{key} (flows {}) applies in the simulator only: {why}",
+                names(&v)
+            ));
+        }
+    }
     let a = with(|t| t.config.abc_limit_segments.is_some());
     if !a.is_empty() {
         out.push(format!(
