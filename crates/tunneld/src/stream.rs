@@ -291,25 +291,19 @@ impl StreamPath {
             }
         };
         self.inbuf.truncate(start + n);
-        let mut at = 0;
-        while self.inbuf.len() - at >= RECORD_PREFIX_BYTES {
-            let len = usize::from(u16::from_be_bytes([self.inbuf[at], self.inbuf[at + 1]]));
-            if len == 0 || len > max_record {
+        match split_records(&self.inbuf, max_record, records) {
+            Ok(at) => {
+                self.inbuf.drain(..at);
+                Ok(())
+            }
+            Err(len) => {
                 self.stats.framing_errors += 1;
-                return Err(io::Error::new(
+                Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!("a record of {len} B (most {max_record} B): not a tunnel peer, or another MTU"),
-                ));
+                ))
             }
-            if self.inbuf.len() - at < RECORD_PREFIX_BYTES + len {
-                break;
-            }
-            let body = &self.inbuf[at + RECORD_PREFIX_BYTES..at + RECORD_PREFIX_BYTES + len];
-            records.push(body.to_vec());
-            at += RECORD_PREFIX_BYTES + len;
         }
-        self.inbuf.drain(..at);
-        Ok(())
     }
 
     fn drop_conn(&mut self, now_ns: u64) {
@@ -330,6 +324,24 @@ impl StreamPath {
             eprintln!("mpsched tunnel: path `{}`: {what} (trying again)", self.spec.name);
         }
     }
+}
+
+/// Cut the whole records at the front of `buf` into `records`; the bytes taken (a partial
+/// record stays), or the impossible length found (0, or above `max_record`).
+pub fn split_records(buf: &[u8], max_record: usize, records: &mut Vec<Record>) -> Result<usize, usize> {
+    let mut at = 0;
+    while buf.len() - at >= RECORD_PREFIX_BYTES {
+        let len = usize::from(u16::from_be_bytes([buf[at], buf[at + 1]]));
+        if len == 0 || len > max_record {
+            return Err(len);
+        }
+        if buf.len() - at < RECORD_PREFIX_BYTES + len {
+            break;
+        }
+        records.push(buf[at + RECORD_PREFIX_BYTES..at + RECORD_PREFIX_BYTES + len].to_vec());
+        at += RECORD_PREFIX_BYTES + len;
+    }
+    Ok(at)
 }
 
 /// A TCP socket with the path's options, bound to its local address (and interface).
@@ -408,6 +420,41 @@ mod tests {
             local: local.parse().unwrap(),
             interface: None,
             remote: remote.map(|r| r.parse().unwrap()),
+        }
+    }
+
+    proptest::proptest! {
+        /// Records framed and cut anywhere come out whole and in order, however the stream
+        /// is cut; bytes of any kind never panic, and give either records or the bad length.
+        #[test]
+        fn records_survive_any_cut_and_garbage_is_refused_not_a_panic(
+            recs in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 1..300), 0..20),
+            cuts in proptest::collection::vec(1usize..700, 1..30),
+            garbage in proptest::collection::vec(proptest::num::u8::ANY, 0..2000),
+        ) {
+            let mut stream = Vec::new();
+            for r in &recs {
+                stream.extend_from_slice(&(r.len() as u16).to_be_bytes());
+                stream.extend_from_slice(r);
+            }
+            let (mut buf, mut got, mut fed) = (Vec::new(), Vec::new(), 0);
+            for c in cuts.iter().cycle() {
+                if fed == stream.len() {
+                    break;
+                }
+                let end = (fed + c).min(stream.len());
+                buf.extend_from_slice(&stream[fed..end]);
+                fed = end;
+                let at = split_records(&buf, 300, &mut got).unwrap();
+                buf.drain(..at);
+            }
+            proptest::prop_assert_eq!(got, recs);
+            proptest::prop_assert!(buf.is_empty());
+            let mut out = Vec::new();
+            match split_records(&garbage, 300, &mut out) {
+                Ok(at) => proptest::prop_assert!(at <= garbage.len()),
+                Err(len) => proptest::prop_assert!(len == 0 || len > 300),
+            }
         }
     }
 
