@@ -1,9 +1,10 @@
 //! Multipath tunnels on the kernel: `mpsched tunnel` (the daemon of `mpsched-tunneld`) at each
 //! end of each `[[tunnel]]`.
 //!
-//! A tunnel's end is a switch node. On the kernel it runs no switch program: its namespace
-//! forwards with the kernel's routing (static /32 routes and neighbours, as the hosts have),
-//! and routes the hosts behind the far end into the daemon's TUN device. The daemon sends each
+//! A tunnel's end at a switch node runs no switch program on the kernel: its namespace forwards
+//! with the kernel's routing (static /32 routes and neighbours, as the hosts have), and routes
+//! the hosts behind the far end into the daemon's TUN device. A tunnel's end at a host runs the
+//! daemon beside the host's own traffic, whose routes to the far end go into the device. The daemon sends each
 //! packet on the subtunnel its scheduler picks, from the subtunnel's own address on the port
 //! where the subtunnel's path starts, to the far end's address of that subtunnel
 //! ([`subtunnel_addr`]), which the switches along the path route along it, as in the
@@ -93,13 +94,6 @@ pub(super) fn ends(sc: &Scenario, w: &Wiring) -> Result<Vec<End>, String> {
         let ends = [tun.entry, tun.exit];
         for (side, &node) in ends.iter().enumerate() {
             let name = &sc.nodes[node].name;
-            if sc.nodes[node].kind != NodeKind::Switch {
-                return Err(format!(
-                    "tunnel `{}` ends at host `{name}`: on the kernel a tunnel ends at a switch (its namespace runs \
-                     the daemon); use --backend sim",
-                    tun.name
-                ));
-            }
             if !seen.insert(node) {
                 return Err(format!(
                     "`{name}` ends two tunnels: on the kernel a node runs one tunnel daemon; use --backend sim"
@@ -134,13 +128,16 @@ pub(super) fn ends(sc: &Scenario, w: &Wiring) -> Result<Vec<End>, String> {
                 .iter()
                 .map(|&p| port_to(far, hop(&sc.paths[p].nodes, side == 1)))
                 .collect::<Result<Vec<_>, _>>()?;
-            // As in the simulator: the hosts the far end reaches by another port than a
-            // subtunnel's.
-            let far_addrs = (0..sc.nodes.len())
-                .filter(|&h| sc.nodes[h].kind == NodeKind::Host)
-                .filter(|&h| w.routes.port(far, h).is_some_and(|p| !far_ports.contains(&p)))
-                .flat_map(|h| host_addrs(sc, w, h))
-                .collect();
+            // As in the simulator: a far end that is a host is itself behind it; a switch has
+            // the hosts it reaches by another port than a subtunnel's.
+            let far_addrs = match sc.nodes[far].kind {
+                NodeKind::Host => host_addrs(sc, w, far),
+                NodeKind::Switch => (0..sc.nodes.len())
+                    .filter(|&h| sc.nodes[h].kind == NodeKind::Host)
+                    .filter(|&h| w.routes.port(far, h).is_some_and(|p| !far_ports.contains(&p)))
+                    .flat_map(|h| host_addrs(sc, w, h))
+                    .collect(),
+            };
             out.push(End {
                 tunnel: t,
                 side,
@@ -184,7 +181,12 @@ fn daemon_config(sc: &Scenario, e: &End, key_file: &str) -> String {
     let tun = &sc.tunnels[e.tunnel];
     let role = if e.side == 0 { "initiator" } else { "responder" };
     let dev_addr = format!("169.254.{}.{}/30", e.tunnel / 64, (e.tunnel % 64) * 4 + 1 + e.side);
-    let routes: Vec<String> = e.far_addrs.iter().map(|&a| format!("\"{}/32\"", ip(a))).collect();
+    // A host already has routes to the far hosts (by its links): those are replaced once the
+    // device is up ([`Build::route_host_end_into_the_tunnel`]).
+    let routes: Vec<String> = match sc.nodes[e.node].kind {
+        NodeKind::Switch => e.far_addrs.iter().map(|&a| format!("\"{}/32\"", ip(a))).collect(),
+        NodeKind::Host => Vec::new(),
+    };
     let transport = match tun.transport {
         SubtunnelTransport::Udp => "udp",
         SubtunnelTransport::Tcp => "tcp",
@@ -272,43 +274,64 @@ impl Build<'_> {
             live.tunnel_ends.push((e.clone(), err_file));
             self.check_stop()?;
         }
-        self.wait_until_up(live)
+        self.wait_until_up(live)?;
+        for (e, _) in live
+            .tunnel_ends
+            .iter()
+            .filter(|(e, _)| self.sc.nodes[e.node].kind == NodeKind::Host)
+        {
+            self.route_host_end_into_the_tunnel(&live.nss[e.node], e)?;
+        }
+        Ok(())
+    }
+
+    /// At a host end, once the device exists: the far addresses through it, ahead of the
+    /// per-interface source rules a host with several links has (`hosts::configure`).
+    fn route_host_end_into_the_tunnel(&self, n: &Netns, e: &End) -> Result<(), NetnsError> {
+        let dev = format!("mpt{}", e.tunnel);
+        for &a in &e.far_addrs {
+            let dst = format!("{}/32", ip(a));
+            n.ip(&["route", "replace", &dst, "dev", &dev])?;
+            n.ip(&["rule", "add", "to", &dst, "lookup", "main", "pref", "100"])?;
+        }
+        Ok(())
     }
 
     /// Kernel forwarding at end `e`: routes and static neighbours to every host not behind
     /// the far end and to the far end's subtunnel addresses, the subtunnel addresses here.
     fn route_end(&self, n: &Netns, e: &End) -> Result<(), NetnsError> {
         let (sc, w) = (self.sc, self.w);
-        n.sysctl("net.ipv4.ip_forward", "1")?;
         for key in ["all", "default"] {
             n.sysctl(&format!("net.ipv4.conf.{key}.rp_filter"), "0")?;
         }
-        super::setup::tunnel_tcp_sysctls(n)?;
-        let neigh = |addr: Ipv4, port: PortId| -> Result<(), NetnsError> {
-            let peer = &w.ports[e.node][usize::from(port)];
-            let mac = mac_string(mac_of(peer.peer, peer.peer_port));
-            let dev = format!("e{port}");
-            n.ip(&[
-                "neigh",
-                "replace",
-                &ip(addr),
-                "lladdr",
-                &mac,
-                "dev",
-                &dev,
-                "nud",
-                "permanent",
-            ])?;
-            Ok(())
-        };
+        let host = sc.nodes[e.node].kind == NodeKind::Host;
+        let own_tcp = sc
+            .flows
+            .iter()
+            .any(|f| f.tcp.is_some() && (f.src == e.node || f.dst == e.node));
+        if !own_tcp {
+            // A host with TCP flows keeps the settings they need (`setup::tcp_sysctls`).
+            super::setup::tunnel_tcp_sysctls(n)?;
+        }
+        self.route_subtunnels(n, e)?;
+        if host {
+            // A host forwards nothing; its routes to other hosts are `hosts::configure`'s.
+            return Ok(());
+        }
+        n.sysctl("net.ipv4.ip_forward", "1")?;
         for h in (0..sc.nodes.len()).filter(|&h| sc.nodes[h].kind == NodeKind::Host) {
             let Some(port) = w.routes.port(e.node, h) else { continue };
             for a in host_addrs(sc, w, h).into_iter().filter(|a| !e.far_addrs.contains(a)) {
                 n.ip(&["route", "replace", &format!("{}/32", ip(a)), "dev", &format!("e{port}")])?;
-                neigh(a, port)?;
+                self.static_neighbour(n, e.node, a, port)?;
             }
         }
-        let tun = &sc.tunnels[e.tunnel];
+        Ok(())
+    }
+
+    /// The subtunnels' addresses at end `e`, and routes and neighbours to the far end's.
+    fn route_subtunnels(&self, n: &Netns, e: &End) -> Result<(), NetnsError> {
+        let tun = &self.sc.tunnels[e.tunnel];
         let rto_min = format!("{}ms", (tun.tcp.min_rto_ns / 1_000_000).max(1));
         for (j, &port) in e.ports.iter().enumerate() {
             let (here, there) = e.addrs(j);
@@ -320,8 +343,27 @@ impl Build<'_> {
                 route.extend(["rto_min", &rto_min]);
             }
             n.ip(&route)?;
-            neigh(there, port)?;
+            self.static_neighbour(n, e.node, there, port)?;
         }
+        Ok(())
+    }
+
+    /// A permanent neighbour entry: `addr` is reached through the peer of `node`'s `port`.
+    fn static_neighbour(&self, n: &Netns, node: usize, addr: Ipv4, port: PortId) -> Result<(), NetnsError> {
+        let peer = &self.w.ports[node][usize::from(port)];
+        let mac = mac_string(mac_of(peer.peer, peer.peer_port));
+        let dev = format!("e{port}");
+        n.ip(&[
+            "neigh",
+            "replace",
+            &ip(addr),
+            "lladdr",
+            &mac,
+            "dev",
+            &dev,
+            "nud",
+            "permanent",
+        ])?;
         Ok(())
     }
 
