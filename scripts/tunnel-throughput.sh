@@ -9,12 +9,13 @@
 # both iperf3 processes' CPU time. Rounds alternate tunnel and plain runs. Root; needs the
 # release binary (cargo build --release -p mpsched-cli).
 #
-# usage: scripts/tunnel-throughput.sh [ROUNDS=3] [SECONDS=8] [PATHS=2] [SCHEDULER=rr]
+# usage: scripts/tunnel-throughput.sh [ROUNDS=3] [SECONDS=8] [PATHS=2] [SCHEDULER=rr] [TRANSPORT=udp]
 set -euo pipefail
 ROUNDS=${1:-3}
 SECONDS_RUN=${2:-8}
 PATHS=${3:-2}
 SCHED=${4:-rr}
+TRANSPORT=${5:-udp}
 BIN=${MPSCHED:-$(cd "$(dirname "$0")/.." && pwd)/target/release/mpsched}
 A=mps-$$xtput-a
 B=mps-$$xtput-b
@@ -33,8 +34,8 @@ ip -n "$A" link set lo up; ip -n "$B" link set lo up
 echo 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f > "$DIR/key"; chmod 600 "$DIR/key"
 for end in a b; do
   role=initiator; addr=10.99.0.1; [ $end = b ] && role=responder && addr=10.99.0.2
-  printf 'role = "%s"\nkey_file = "key"\nscheduler = "%s"\n[device]\nname = "mpt0"\naddress = "%s/30"\n' \
-    $role "$SCHED" $addr > "$DIR/$end.toml"
+  printf 'role = "%s"\nkey_file = "key"\nscheduler = "%s"\ntransport = "%s"\n[device]\nname = "mpt0"\naddress = "%s/30"\n' \
+    $role "$SCHED" "$TRANSPORT" $addr > "$DIR/$end.toml"
 done
 for n in $(seq 1 "$PATHS"); do
   ip link add a$n netns "$A" type veth peer name b$n netns "$B"
@@ -69,7 +70,7 @@ tunnel_run() {
   db=$(awk -v x="$(cpu_of $PB)" -v y="$cb" 'BEGIN { print x - y }')
   wait $srv
   awk -v b="$bps" -v a="$da" -v c="$db" -v s="$SECONDS_RUN" 'BEGIN {
-    g = b / 1e9; printf "tunnel (%s paths, '"$SCHED"'): %.3f Gbit/s TCP goodput; daemons CPU %.2f s (entry) + %.2f s (exit) in %d s = %.2f CPU-s per Gbit\n",
+    g = b / 1e9; printf "tunnel (%s paths, '"$SCHED"' over '"$TRANSPORT"'): %.3f Gbit/s TCP goodput; daemons CPU %.2f s (entry) + %.2f s (exit) in %d s = %.2f CPU-s per Gbit\n",
       '"$PATHS"', g, a, c, s, (a + c) / (g * s) }'
 }
 
