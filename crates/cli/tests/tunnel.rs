@@ -47,6 +47,10 @@ const TESTS: &[(&str, fn())] = &[
         "afmt_scenario_runs_on_the_kernel_with_a_daemon_at_each_tunnel_end",
         afmt_scenario_runs_on_the_kernel_with_a_daemon_at_each_tunnel_end,
     ),
+    (
+        "a_tunnel_ending_at_a_two_link_host_runs_on_the_kernel",
+        a_tunnel_ending_at_a_two_link_host_runs_on_the_kernel,
+    ),
 ];
 
 fn main() {
@@ -524,4 +528,63 @@ fn afmt_scenario_runs_on_the_kernel_with_a_daemon_at_each_tunnel_end() {
         .collect();
     assert!(left.is_empty(), "files left: {left:?}");
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// A tunnel from a gateway switch to a host with two links (a phone on Wi-Fi and cellular), on
+/// the kernel: the host's daemon runs beside its own traffic. A TCP download from the server
+/// behind the gateway and a TCP upload from the device both cross the tunnel, over both paths.
+fn a_tunnel_ending_at_a_two_link_host_runs_on_the_kernel() {
+    let _g = serial();
+    let dir = common::scratch("mps-tunnel-host", "dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut t = String::from(
+        "[scenario]\nname = \"host-end\"\nduration = \"6s\"\n\
+         [[node]]\nname = \"srv\"\nkind = \"host\"\n[[node]]\nname = \"upf\"\nkind = \"switch\"\n\
+         [[node]]\nname = \"wifi\"\nkind = \"switch\"\n[[node]]\nname = \"cell\"\nkind = \"switch\"\n\
+         [[node]]\nname = \"ue\"\nkind = \"host\"\n",
+    );
+    for (a, b, rate) in [
+        ("srv", "upf", "1Gbps"),
+        ("upf", "wifi", "1Gbps"),
+        ("upf", "cell", "1Gbps"),
+        ("ue", "wifi", "20Mbps"),
+        ("ue", "cell", "10Mbps"),
+    ] {
+        t += &format!("[[link]]\na = \"{a}\"\nb = \"{b}\"\nrate = \"{rate}\"\n");
+    }
+    t += "[[path]]\nname = \"wifi\"\nnodes = [\"upf\", \"wifi\", \"ue\"]\n\
+          [[path]]\nname = \"cell\"\nnodes = [\"upf\", \"cell\", \"ue\"]\n\
+          [[tunnel]]\nname = \"t\"\nentry = \"upf\"\nexit = \"ue\"\nsubtunnels = [\"wifi\", \"cell\"]\n\
+          scheduler = \"rr\"\ntransport = \"udp\"\n\
+          [[flow]]\nname = \"down\"\nsrc = \"srv\"\ndst = \"ue\"\nprotocol = \"tcp\"\nstart = \"0s\"\nstop = \"5s\"\ndst_port = 5201\n\
+          [[flow]]\nname = \"up\"\nsrc = \"ue\"\ndst = \"srv\"\nprotocol = \"tcp\"\nstart = \"0s\"\nstop = \"5s\"\ndst_port = 5202\n";
+    let file = dir.join("host-end.toml");
+    std::fs::write(&file, t).unwrap();
+    let out = dir.join("out");
+    let o = common::mpsched()
+        .args(["run", "--backend", "netns", "--no-plot", "--out"])
+        .arg(&out)
+        .arg(&file)
+        .output()
+        .unwrap();
+    common::ok(&o);
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let run = &s["repetitions"][0];
+    for f in run["flows"].as_array().unwrap() {
+        // Round robin over 20 and 10 Mbit/s: about twice the slower path, less TCP's share.
+        let mbps = f["delivered_mbps"].as_f64().unwrap();
+        eprintln!("{}: {mbps:.1} Mbit/s", f["id"]);
+        assert!(mbps > 5.0, "{f}");
+    }
+    for t in run["tunnels"].as_array().unwrap() {
+        eprintln!("{t}");
+        let per: Vec<u64> = t["per_subtunnel_pkts"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|n| n.as_u64().unwrap())
+            .collect();
+        assert!(per.len() == 2 && per.iter().all(|&n| n > 500), "{t}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
