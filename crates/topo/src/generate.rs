@@ -37,9 +37,11 @@ pub struct Generated {
     pub links: Vec<GeneratedLink>,
 }
 
-/// The largest generated topology, in nodes (a k = 28 fat tree has 6 468): the control plane's
-/// routes are dense, 4 bytes for every pair of nodes, so this bounds them at 256 MiB.
-pub const MAX_GENERATED_NODES: usize = 8_192;
+/// The largest generated topology, in nodes (a k = 48 fat tree has 55 872), checked before
+/// anything is generated. What its routes and switch tables would take is bounded after, by the
+/// scenario's validation (`MAX_CONTROL_PLANE_BYTES`): routes take 4 bytes a node per switch and
+/// per rack, no longer per node.
+pub const MAX_GENERATED_NODES: usize = 65_536;
 
 impl Generated {
     fn add(&mut self, name: String, kind: NodeKind) -> usize {
