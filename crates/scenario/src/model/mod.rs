@@ -172,9 +172,10 @@ impl SubtunnelTransport {
 pub struct Tunnel {
     /// Name.
     pub name: String,
-    /// The switch where the subtunnel paths start.
+    /// The node where the subtunnel paths start: a switch, or a host that encapsulates its own
+    /// traffic.
     pub entry: usize,
-    /// The switch where they end.
+    /// The node where they end: a switch, or a host that decapsulates what it receives.
     pub exit: usize,
     /// Path indices, entry to exit (the opposite direction uses them reversed).
     pub subtunnels: Vec<usize>,
@@ -687,7 +688,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     let flows = flows_of(&ctx, &raw, &nodes, duration_ps, &node_of, &path_of)?;
     flows_are_routable(&ctx, &flows, &nodes, &links)?;
     udp_rates_are_sendable(&ctx, &flows, &nodes, &links, &|i| format!("flow[{i}].rate"))?;
-    let tunnels = tunnels_of(&ctx, &raw.tunnel, &nodes, &paths, &splits)?;
+    let tunnels = tunnels_of(&ctx, &raw.tunnel, &nodes, &links, &paths, &splits)?;
     let failures = failures_of(&ctx, &raw.failure, &links, duration_ps, &node_of)?;
     let classify = classifiers_of(&ctx, &raw.classify, &nodes, &links, &node_of)?;
     classifiers_run_where_supported(&ctx, "classify", &classify, &nodes, &programs)?;

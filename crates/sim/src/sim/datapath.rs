@@ -2,6 +2,7 @@
 //! programs' stages and what they ask for (emitted packets, timers, headers), and the dispatch
 //! of an arriving packet to its node.
 
+use super::tunnel::TunnelEnds;
 use super::{NodeExtra, SimError, Simulation};
 use crate::event::EventKind;
 use crate::packet::{Packet, PacketId, StackRef, CONTROL_FLOW, NO_INNER, NO_TCP};
@@ -33,6 +34,15 @@ impl Simulation {
     /// Send `pkt` out of `port` of `node`, in the queue its DSCP class selects.
     #[inline]
     pub(super) fn output(&mut self, node: u32, port: PortId, pkt: Packet) {
+        // A host that ends a tunnel encapsulates what it sends to the hosts behind the far end.
+        let pkt = if self.net.nodes[node as usize].host_tunnel_end {
+            match self.tunnel_ingress(node, pkt) {
+                Ok(()) => return,
+                Err(pkt) => pkt,
+            }
+        } else {
+            pkt
+        };
         let id = self.net.pool.insert(pkt);
         self.output_to(node, port, None, id);
     }
@@ -437,8 +447,33 @@ impl Simulation {
         self.input(to, to_port, id);
     }
 
-    fn input(&mut self, node: u32, port: PortId, id: PacketId) {
+    pub(super) fn input(&mut self, node: u32, port: PortId, id: PacketId) {
         let ni = node as usize;
+        if self.net.nodes[ni].tunnel_ends != TunnelEnds::None {
+            let dst = self.net.pool.at(id).meta.dst_ip;
+            if self.traffic.tunnel_addrs.get(&dst) == Some(&node) {
+                self.strip_headers(id);
+                let pkt = self.net.pool.take(id);
+                if pkt.tcp != NO_TCP {
+                    self.on_tcp_packet(pkt);
+                } else if pkt.inner != NO_INNER {
+                    self.udp_subtunnel_arrival(node, port, pkt);
+                } else {
+                    self.net.nodes[ni].dropped += 1;
+                    self.release(&pkt);
+                }
+                return;
+            }
+            if self.net.nodes[ni].kind != NodeKind::Host {
+                let pkt = self.net.pool.take(id);
+                let pkt = match self.tunnel_ingress(node, pkt) {
+                    Ok(()) => return,
+                    Err(p) => p,
+                };
+                self.route_packet(node, port, pkt);
+                return;
+            }
+        }
         if self.net.nodes[ni].kind == NodeKind::Host {
             if self.net.extras_used && self.rate_flow_feedback(id) {
                 self.strip_headers(id);
@@ -464,29 +499,6 @@ impl Simulation {
                 self.net.nodes[ni].dropped += 1;
                 self.release(&pkt);
             }
-            return;
-        }
-        if self.net.nodes[ni].tunnel_side.is_some() {
-            let dst = self.net.pool.at(id).meta.dst_ip;
-            if self.traffic.tunnel_addrs.get(&dst) == Some(&node) {
-                self.strip_headers(id);
-                let pkt = self.net.pool.take(id);
-                if pkt.tcp != NO_TCP {
-                    self.on_tcp_packet(pkt);
-                } else if pkt.inner != NO_INNER {
-                    self.udp_subtunnel_arrival(node, port, pkt);
-                } else {
-                    self.net.nodes[ni].dropped += 1;
-                    self.release(&pkt);
-                }
-                return;
-            }
-            let pkt = self.net.pool.take(id);
-            let pkt = match self.tunnel_ingress(node, pkt) {
-                Ok(()) => return,
-                Err(p) => p,
-            };
-            self.route_packet(node, port, pkt);
             return;
         }
         self.route(node, port, id);

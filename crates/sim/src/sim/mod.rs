@@ -28,11 +28,12 @@ use mpsched_scenario::{SubtunnelTransport, TcpApp};
 use mpsched_topo::addressing::{subtunnel_addr, TunnelDir};
 use mpsched_tunnel::{TunnelEntry, TunnelExit};
 pub use mpsched_tunnel::{TCP_FRAMING_BYTES, TUNNEL_UDP_PORT, UDP_ENCAP_BYTES};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::sync::Arc;
 use tcp::{Conn, Owner, TcpFlowState};
-use tunnel::{TunnelRef, TunnelSide, TunnelState};
+use tunnel::{TunnelEnds, TunnelRef, TunnelSide, TunnelState};
 
 /// How long the simulation runs past the scenario's end so that packets in flight are delivered
 /// rather than counted lost.
@@ -83,8 +84,10 @@ struct NodeState {
     /// Per port: the outgoing link.
     out_links: Vec<u32>,
     program: Option<Box<dyn Program>>,
-    /// For a tunnel end: (tunnel, direction it encapsulates in: 0 down, 1 up).
-    tunnel_side: Option<(u32, u8)>,
+    /// The tunnels that end here.
+    tunnel_ends: TunnelEnds,
+    /// A host that ends a tunnel: what it sends is offered to the tunnel first.
+    host_tunnel_end: bool,
     ip: Ipv4,
     kind: NodeKind,
     /// Whether the program has an enqueue stage (asked once, not per packet).
@@ -254,6 +257,9 @@ struct Traffic {
     view_buf: Vec<SubtunnelView>,
     /// Subtunnel address -> the node that terminates it.
     tunnel_addrs: FxHashMap<Ipv4, u32>,
+    /// At nodes ending several tunnels ([`TunnelEnds::Many`]): (node, destination address) ->
+    /// (tunnel, direction encapsulated there), the far ends' addresses.
+    tunnel_by_dst: FxHashMap<(u32, Ipv4), (u32, u8)>,
     /// Components, each taken out while it runs.
     components: Vec<Option<Box<dyn Component>>>,
     /// Pending component timers: (component, token).
@@ -300,7 +306,7 @@ impl Simulation {
         let intervals = sc.duration_ps.div_ceil(sc.sample_interval_ps) as usize;
         let mut flows = build::flows(sc, &wiring, &mut rng, intervals);
         let (mut conns, mptcp) = build::flow_connections(sc, &wiring, &mut flows, intervals, opts.seed);
-        let (tunnels, tunnel_addrs) = build::tunnels(sc, &wiring, &mut nodes, &mut conns)?;
+        let (tunnels, tunnel_addrs, tunnel_by_dst) = build::tunnels(sc, &wiring, &mut nodes, &mut conns)?;
         let captures = build::captures(opts, sc, &nodes, &mut links)?;
         let (mut columns, register_columns) = build::series_columns(sc, &flows, &tunnels, &nodes);
         let (queue_links, queue_columns) = build::queue_monitors(sc, &nodes);
@@ -345,6 +351,7 @@ impl Simulation {
             tunnels,
             view_buf: Vec::new(),
             tunnel_addrs,
+            tunnel_by_dst,
             components: Vec::new(),
             component_timers: Slab::default(),
             udp_endpoints: FxHashMap::default(),
