@@ -70,7 +70,11 @@ mod tests {
     #[test]
     fn every_tunnel_subtunnel_and_direction_has_its_own_address_and_maps_back() {
         let mut seen = HashSet::new();
-        for t in (0..MAX_TUNNELS).step_by(7).chain([65_535, 65_536, MAX_TUNNELS - 1]) {
+        let ts: std::collections::BTreeSet<usize> = (0..MAX_TUNNELS)
+            .step_by(7)
+            .chain([65_535, 65_536, MAX_TUNNELS - 1])
+            .collect();
+        for t in ts {
             for j in 0..MAX_SUBTUNNELS {
                 for dir in [TunnelDir::Down, TunnelDir::Up] {
                     let a = subtunnel_addr(t, j, dir);
