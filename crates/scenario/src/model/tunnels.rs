@@ -35,10 +35,7 @@ pub(super) fn tunnels_of(
     if !raw_tunnels.is_empty() {
         subtunnel_block_is_free(ctx, nodes, links)?;
     }
-    let index = TunnelIndex {
-        nodes: nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect(),
-        paths: paths.iter().enumerate().map(|(i, p)| (p.name.as_str(), i)).collect(),
-    };
+    let index = TunnelIndex::new(nodes, paths);
     let split_ends: HashSet<usize> = splits
         .iter()
         .flat_map(|sp| {
@@ -48,8 +45,9 @@ pub(super) fn tunnels_of(
         .collect();
     let mut tunnels = Vec::new();
     let mut names = HashSet::new();
-    // Per node: the far ends of the tunnels it ends.
+    // Per node: the far ends of the tunnels it ends; and every pair of ends (lower node first).
     let mut far_ends: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut pairs: HashSet<(usize, usize)> = HashSet::new();
     let mut flow_table_entries = 0u64;
     for (i, t) in raw_tunnels.iter().enumerate() {
         check_name(ctx, format!("tunnel[{i}].name"), &t.name)?;
@@ -60,17 +58,17 @@ pub(super) fn tunnels_of(
             ));
         }
         let tun = build_tunnel_indexed(ctx, i, t, paths, &index)?;
+        if !pairs.insert((tun.entry.min(tun.exit), tun.entry.max(tun.exit))) {
+            return Err(ctx.err(
+                format!("tunnel[{i}]"),
+                format!(
+                    "a second tunnel between `{}` and `{}`",
+                    nodes[tun.entry].name, nodes[tun.exit].name
+                ),
+            ));
+        }
         for (here, there) in [(tun.entry, tun.exit), (tun.exit, tun.entry)] {
             let fars = far_ends.entry(here).or_default();
-            if fars.contains(&there) {
-                return Err(ctx.err(
-                    format!("tunnel[{i}]"),
-                    format!(
-                        "a second tunnel between `{}` and `{}`",
-                        nodes[here].name, nodes[there].name
-                    ),
-                ));
-            }
             fars.push(there);
             // The earlier far ends were checked as they came (all hosts once there were two).
             let switch_far = |f: usize| nodes[f].kind != NodeKind::Host;
@@ -138,19 +136,26 @@ pub(super) struct TunnelIndex<'a> {
     paths: HashMap<&'a str, usize>,
 }
 
+impl<'a> TunnelIndex<'a> {
+    /// Every node's and path's index by its name (built once per scenario or variant, not once
+    /// per tunnel: that would be quadratic in 10 000 tunnels).
+    pub(super) fn new(nodes: &'a [Node], paths: &'a [Path]) -> Self {
+        TunnelIndex {
+            nodes: nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect(),
+            paths: paths.iter().enumerate().map(|(i, p)| (p.name.as_str(), i)).collect(),
+        }
+    }
+}
+
 /// One `[[tunnel]]` on its own (a variant rebuilds it with another scheduler or transport).
 pub(super) fn build_tunnel(
     ctx: &Ctx<'_>,
     i: usize,
     t: &RawTunnel,
-    nodes: &[Node],
     paths: &[Path],
+    index: &TunnelIndex<'_>,
 ) -> Result<Tunnel, ScenarioError> {
-    let index = TunnelIndex {
-        nodes: nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect(),
-        paths: paths.iter().enumerate().map(|(i, p)| (p.name.as_str(), i)).collect(),
-    };
-    build_tunnel_indexed(ctx, i, t, paths, &index)
+    build_tunnel_indexed(ctx, i, t, paths, index)
 }
 
 /// One `[[tunnel]]`: its ends (switches or hosts), subtunnel paths from end to end, each

@@ -122,9 +122,12 @@ struct FlowState {
     owd_sum_ps: u128,
     max_seq: Option<u64>,
     reordered: u64,
+    /// Payload delivered by way of each of `split_paths` (same order): only the paths the flow is
+    /// reported on, so that flows times paths is never allocated.
     per_path_bytes: Vec<u64>,
     // Per sample interval.
     rx_interval_bytes: u64,
+    /// As `per_path_bytes`, over the current sample interval.
     per_path_interval_bytes: Vec<u64>,
     sent_by_interval: Vec<u64>,
     delivered_by_sent_interval: Vec<u64>,
@@ -579,8 +582,11 @@ impl Simulation {
         f.rx_interval_bytes += u64::from(pkt.payload_bytes);
         f.delivered_total_bytes += u64::from(pkt.payload_bytes);
         if pkt.path != NO_PATH {
-            f.per_path_bytes[usize::from(pkt.path)] += u64::from(pkt.payload_bytes);
-            f.per_path_interval_bytes[usize::from(pkt.path)] += u64::from(pkt.payload_bytes);
+            // Paths the flow is not reported on are not counted (they never were shown).
+            if let Some(i) = f.split_paths.iter().position(|&p| p == usize::from(pkt.path)) {
+                f.per_path_bytes[i] += u64::from(pkt.payload_bytes);
+                f.per_path_interval_bytes[i] += u64::from(pkt.payload_bytes);
+            }
         }
     }
 
@@ -597,8 +603,8 @@ impl Simulation {
             row.push(mbps(std::mem::take(&mut f.rx_interval_bytes)));
         }
         for f in &mut self.traffic.flows {
-            for &p in &f.split_paths {
-                row.push(mbps(f.per_path_interval_bytes[p]));
+            for &b in &f.per_path_interval_bytes {
+                row.push(mbps(b));
             }
             f.per_path_interval_bytes.iter_mut().for_each(|b| *b = 0);
         }
@@ -797,10 +803,11 @@ impl Simulation {
                 let per_path_mbps = f
                     .split_paths
                     .iter()
-                    .map(|&p| {
+                    .zip(&f.per_path_bytes)
+                    .map(|(&p, &b)| {
                         (
                             self.monitor.path_names[p].clone(),
-                            round(f.per_path_bytes[p] as f64 * 8.0 / active_s / 1e6, 4),
+                            round(b as f64 * 8.0 / active_s / 1e6, 4),
                         )
                     })
                     .collect();
