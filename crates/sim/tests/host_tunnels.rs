@@ -105,3 +105,52 @@ fn a_node_ending_several_tunnels_must_have_hosts_at_their_far_ends() {
     let e = Scenario::from_toml(&twice, "gw.toml").unwrap_err();
     assert!(e.message.contains("a second tunnel between"), "{e}");
 }
+
+#[test]
+fn ten_thousand_host_ended_tunnels_validate_route_in_linear_memory_and_run() {
+    // Each download a packet or two (100 kbit/s for 0.1 s), so that the run is short in debug;
+    // all start at once, so the links between the server and the access switches are fast and
+    // their queues hold them all.
+    let text = gateway(10_000, "udp")
+        .replace(
+            "rate = \"1Gbps\"\ndelay = \"1ms\"",
+            "rate = \"100Gbps\"\ndelay = \"1ms\"\nqueue_pkts = 20000",
+        )
+        .replace(
+            "rate = \"1Mbps\"\nstart = \"0.1s\"\nstop = \"1.5s\"",
+            "rate = \"100kbps\"\nstart = \"0.1s\"\nstop = \"0.2s\"",
+        )
+        .replace("duration = \"2s\"", "duration = \"500ms\"")
+        .replace(
+            "size = \"200KB\"\nstart = \"0.2s\"\nstop = \"1.8s\"",
+            "size = \"20KB\"\nstart = \"0.1s\"\nstop = \"0.4s\"",
+        );
+    let sc = Scenario::from_toml(&text, "gw.toml").unwrap();
+    assert_eq!(sc.tunnels.len(), 10_000);
+    // Routes: three switches and two classes of hosts (the server; the devices, all on the same
+    // two access switches) share columns of 4 bytes a node, where a table of every pair of
+    // nodes would take 4 n^2 bytes (400 MB).
+    let g = mpsched_topo::Graph::new(&sc.nodes, &sc.links);
+    let bytes = mpsched_topo::Routes::shortest(&g).table_bytes();
+    let n = sc.nodes.len();
+    assert!(
+        bytes <= n * (6 * 4 + 12) + 2 * sc.links.len() * 8,
+        "{bytes} bytes of routes for {n} nodes"
+    );
+    assert!(bytes * 500 < 4 * n * n, "{bytes} bytes against {} dense", 4 * n * n);
+    let r = Simulation::new(&sc, &SimOptions::with_seed(1))
+        .unwrap()
+        .run()
+        .unwrap()
+        .figures;
+    for i in 0..10_000 {
+        let f = r.flows.iter().find(|f| f.id == format!("d{i}")).unwrap();
+        assert!(f.delivered_pkts > 0, "d{i} delivered nothing");
+    }
+    let t0 = r.tunnels.iter().find(|t| t.id == "t0.up").unwrap();
+    let up = r.flows.iter().find(|f| f.id == "up").unwrap();
+    assert!(
+        up.delivered_pkts > 10 && t0.scheduled_pkts >= up.delivered_pkts,
+        "{up:?} {t0:?}"
+    );
+}
