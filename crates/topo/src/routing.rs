@@ -107,7 +107,7 @@ impl Routes {
             }
         }
         let switches = sources.len();
-        for v in 0..n {
+        for (v, d) in dest.iter_mut().enumerate() {
             last_start.push(last.len() as u32);
             if g.nodes[v].kind == NodeKind::Switch {
                 continue;
@@ -125,7 +125,7 @@ impl Routes {
                 last.push((u as u32, port));
             }
             let next = (switches + class_of.len()) as u32;
-            dest[v].column = *class_of.entry(key).or_insert_with_key(|key| {
+            d.column = *class_of.entry(key).or_insert_with_key(|key| {
                 sources.push(key.clone());
                 next
             });
