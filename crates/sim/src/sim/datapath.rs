@@ -34,17 +34,23 @@ impl Simulation {
     /// Send `pkt` out of `port` of `node`, in the queue its DSCP class selects.
     #[inline]
     pub(super) fn output(&mut self, node: u32, port: PortId, pkt: Packet) {
-        // A host that ends a tunnel encapsulates what it sends to the hosts behind the far end.
-        let pkt = if self.net.nodes[node as usize].host_tunnel_end {
-            match self.tunnel_ingress(node, pkt) {
-                Ok(()) => return,
-                Err(pkt) => pkt,
-            }
-        } else {
-            pkt
-        };
+        if self.net.nodes[node as usize].host_tunnel_end {
+            self.output_at_host_tunnel_end(node, port, pkt);
+            return;
+        }
         let id = self.net.pool.insert(pkt);
         self.output_to(node, port, None, id);
+    }
+
+    /// [`Simulation::output`] at a host that ends a tunnel: it encapsulates what it sends to the
+    /// hosts behind the far end. Out of line, so that `output`, inlined at every sender, stays
+    /// as small as it was without host tunnel ends.
+    #[inline(never)]
+    fn output_at_host_tunnel_end(&mut self, node: u32, port: PortId, pkt: Packet) {
+        if let Err(pkt) = self.tunnel_ingress(node, pkt) {
+            let id = self.net.pool.insert(pkt);
+            self.output_to(node, port, None, id);
+        }
     }
 
     /// A packet's handle is done with: free it and what it holds.
@@ -449,30 +455,8 @@ impl Simulation {
 
     pub(super) fn input(&mut self, node: u32, port: PortId, id: PacketId) {
         let ni = node as usize;
-        if self.net.nodes[ni].tunnel_ends != TunnelEnds::None {
-            let dst = self.net.pool.at(id).meta.dst_ip;
-            if self.traffic.tunnel_addrs.get(&dst) == Some(&node) {
-                self.strip_headers(id);
-                let pkt = self.net.pool.take(id);
-                if pkt.tcp != NO_TCP {
-                    self.on_tcp_packet(pkt);
-                } else if pkt.inner != NO_INNER {
-                    self.udp_subtunnel_arrival(node, port, pkt);
-                } else {
-                    self.net.nodes[ni].dropped += 1;
-                    self.release(&pkt);
-                }
-                return;
-            }
-            if self.net.nodes[ni].kind != NodeKind::Host {
-                let pkt = self.net.pool.take(id);
-                let pkt = match self.tunnel_ingress(node, pkt) {
-                    Ok(()) => return,
-                    Err(p) => p,
-                };
-                self.route_packet(node, port, pkt);
-                return;
-            }
+        if self.net.nodes[ni].tunnel_ends != TunnelEnds::None && self.input_at_tunnel_end(node, port, id) {
+            return;
         }
         if self.net.nodes[ni].kind == NodeKind::Host {
             if self.net.extras_used && self.rate_flow_feedback(id) {
@@ -502,6 +486,36 @@ impl Simulation {
             return;
         }
         self.route(node, port, id);
+    }
+
+    /// [`Simulation::input`] at a node that ends tunnels: a subtunnel packet for it is taken in
+    /// (decapsulated), and at a switch a packet that must enter a tunnel enters it; true if the
+    /// packet was dealt with here. Out of line, as `output_at_host_tunnel_end`.
+    #[inline(never)]
+    fn input_at_tunnel_end(&mut self, node: u32, port: PortId, id: PacketId) -> bool {
+        let ni = node as usize;
+        let dst = self.net.pool.at(id).meta.dst_ip;
+        if self.traffic.tunnel_addrs.get(&dst) == Some(&node) {
+            self.strip_headers(id);
+            let pkt = self.net.pool.take(id);
+            if pkt.tcp != NO_TCP {
+                self.on_tcp_packet(pkt);
+            } else if pkt.inner != NO_INNER {
+                self.udp_subtunnel_arrival(node, port, pkt);
+            } else {
+                self.net.nodes[ni].dropped += 1;
+                self.release(&pkt);
+            }
+            return true;
+        }
+        if self.net.nodes[ni].kind != NodeKind::Host {
+            let pkt = self.net.pool.take(id);
+            if let Err(pkt) = self.tunnel_ingress(node, pkt) {
+                self.route_packet(node, port, pkt);
+            }
+            return true;
+        }
+        false
     }
 
     /// Pooled packet `id` reached its end: its custom headers go (the end reads no shims).
