@@ -36,6 +36,17 @@ pub fn control_plane_bytes(nodes: &[mpsched_topo::Node], links: &[mpsched_topo::
     mpsched_topo::Routes::estimated_bytes(&g).saturating_add(tables)
 }
 
+impl Scenario {
+    /// The bytes the simulator's shortest-path routes take for this network (before pins;
+    /// `mpsched_topo::Routes::table_bytes`) and their destination columns: what `mpsched check`
+    /// reports beside the 4 n² bytes a table of every pair of nodes would take. Builds them.
+    pub fn route_table_bytes(&self) -> (usize, usize) {
+        let g = mpsched_topo::Graph::new(&self.nodes, &self.links);
+        let routes = mpsched_topo::Routes::shortest(&g);
+        (routes.table_bytes(), mpsched_topo::routing::columns(&g))
+    }
+}
+
 /// Most sample intervals a run may have: each adds a row to every time series.
 pub const MAX_SAMPLES: u64 = 1_000_000;
 /// Most (interval, series) cells a run may keep: per flow and path, a few counters per
