@@ -159,6 +159,12 @@ pub fn check(a: CheckArgs) -> anyhow::Result<()> {
         sc.variants.len(),
         sc.duration_ps as f64 / 1e12
     );
+    let (bytes, columns) = sc.route_table_bytes();
+    let n = sc.nodes.len() as f64;
+    outln!(
+        "routes: {bytes} bytes in {columns} destination columns (a table of every pair of nodes: {:.0} bytes)",
+        4.0 * n * n
+    );
     Ok(())
 }
 

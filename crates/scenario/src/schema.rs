@@ -243,14 +243,15 @@ pub struct RawTcp {
     pub abc_limit: Option<u32>,
 }
 
-/// `[[tunnel]]`: a multipath tunnel between two switches.
+/// `[[tunnel]]`: a multipath tunnel between two nodes, switches or hosts. A node may end several
+/// tunnels when each ends at a host on the other side (a gateway ending one per user device).
 #[derive(Debug, Deserialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RawTunnel {
     pub name: String,
-    /// Where the subtunnel paths start.
+    /// Where the subtunnel paths start (a switch or a host).
     pub entry: String,
-    /// Where they end.
+    /// Where they end (a switch or a host).
     pub exit: String,
     /// Paths, each from `entry` to `exit`.
     pub subtunnels: Vec<String>,

@@ -38,9 +38,10 @@ unsafe impl GlobalAlloc for Counting {
 static ALLOC: Counting = Counting;
 
 /// Most bytes the parser, the validator and the control plane (`wiring`) may hold at once for
-/// inputs of a few kilobytes. The largest term is the control plane's dense routes, 4 bytes for
-/// every pair of nodes: 256 MiB at `MAX_NODES`, which a generated fat tree reaches from a
-/// one-line change (`k = 30` in the built-in fat tree held 330 MB when the bound was 16 384 nodes).
+/// inputs of a few kilobytes. The largest term is the control plane's routes and switch tables,
+/// bounded at validation by `MAX_CONTROL_PLANE_BYTES` (256 MiB), which a generated fat tree
+/// reaches from a one-line change (`k = 30` in the built-in fat tree held 330 MB when the bound
+/// was 16 384 nodes and routes were dense).
 const PEAK_BOUND_BYTES: usize = 512 << 20;
 
 /// Values that tend to find edges: zero, huge, negative, odd units, odd names.

@@ -178,16 +178,42 @@ rate = "1Gbps"
 
 #[test]
 fn the_node_count_is_bounded_before_anything_is_sized_by_it() {
-    let big = fat_tree("").replace("k = 4", "k = 40");
+    // k = 100: 250 000 nodes, refused before any is generated.
+    let big = fat_tree("").replace("k = 4", "k = 100");
     let e = Scenario::from_toml(&big, "t.toml").unwrap_err();
-    assert!(e.message.contains("at most 8192"), "{e}");
+    assert!(e.message.contains("at most 65536"), "{e}");
     let mut text = String::from("[scenario]\nname = \"many\"\nduration = \"1s\"\n");
-    for i in 0..8_193 {
+    for i in 0..65_537 {
         text.push_str(&format!("[[node]]\nname = \"n{i}\"\nkind = \"switch\"\n"));
     }
     let e = Scenario::from_toml(&text, "t.toml").unwrap_err();
     assert_eq!(e.field, "node", "{e}");
-    assert!(e.message.contains("8193 nodes; at most 8192"), "{e}");
+    assert!(e.message.contains("65537 nodes; at most 65536"), "{e}");
+}
+
+#[test]
+fn the_control_plane_is_bounded_by_what_its_tables_take() {
+    // k = 40: 18 000 nodes, 2 000 switches: 490 MB of routes and tables.
+    let big = fat_tree("").replace("k = 4", "k = 40");
+    let e = Scenario::from_toml(&big, "t.toml").unwrap_err();
+    assert_eq!(e.field, "node", "{e}");
+    assert!(e.message.contains("at most 256 MiB"), "{e}");
+    // 8 193 switches were refused when routes were dense; 20 000 hosts behind two switches take
+    // about a megabyte and pass.
+    let mut text = String::from("[scenario]\nname = \"many\"\nduration = \"1s\"\n");
+    text.push_str("[[node]]\nname = \"a\"\nkind = \"switch\"\n[[node]]\nname = \"b\"\nkind = \"switch\"\n");
+    for i in 0..20_000 {
+        text.push_str(&format!("[[node]]\nname = \"h{i}\"\nkind = \"host\"\n"));
+    }
+    for i in 0..20_000 {
+        for s in ["a", "b"] {
+            text.push_str(&format!("[[link]]\na = \"h{i}\"\nb = \"{s}\"\nrate = \"1Gbps\"\n"));
+        }
+    }
+    text.push_str("[[flow]]\nname = \"f\"\nsrc = \"h0\"\ndst = \"h1\"\nrate = \"1Mbps\"\n");
+    let sc = Scenario::from_toml(&text, "t.toml").unwrap();
+    let bytes = mpsched_scenario::control_plane_bytes(&sc.nodes, &sc.links);
+    assert!(bytes < 2 << 20, "{bytes} bytes for 20 000 hosts");
 }
 
 fn workload(keys: &str) -> String {

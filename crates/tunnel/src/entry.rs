@@ -4,6 +4,7 @@ use mpsched_core::packet::{Ipv4, PacketMeta};
 use mpsched_core::tunnel::{FlowKey, SubtunnelView, TunnelScheduler};
 use mpsched_core::wire::ETH_HDR_BYTES;
 use rustc_hash::FxHashSet;
+use std::sync::Arc;
 
 /// Counters of one tunnel entry.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -31,8 +32,9 @@ pub struct Scheduled {
 /// One direction's entry of a multipath tunnel.
 #[derive(Debug)]
 pub struct TunnelEntry {
-    /// Hosts behind the far end: packets to them enter the tunnel.
-    far_hosts: FxHashSet<Ipv4>,
+    /// Hosts behind the far end: packets to them enter the tunnel. Shared: thousands of
+    /// tunnels from user devices to one gateway see the same hosts behind it.
+    far_hosts: Arc<FxHashSet<Ipv4>>,
     scheduler: Box<dyn TunnelScheduler>,
     next_entry_seq: u64,
     stats: EntryStats,
@@ -46,8 +48,13 @@ impl TunnelEntry {
         scheduler: Box<dyn TunnelScheduler>,
         subtunnels: usize,
     ) -> Self {
+        Self::sharing(Arc::new(far_hosts.into_iter().collect()), scheduler, subtunnels)
+    }
+
+    /// [`TunnelEntry::new`] with a set of far hosts other entries may share.
+    pub fn sharing(far_hosts: Arc<FxHashSet<Ipv4>>, scheduler: Box<dyn TunnelScheduler>, subtunnels: usize) -> Self {
         TunnelEntry {
-            far_hosts: far_hosts.into_iter().collect(),
+            far_hosts,
             scheduler,
             next_entry_seq: 0,
             stats: EntryStats {
@@ -61,6 +68,11 @@ impl TunnelEntry {
     #[inline]
     pub fn carries(&self, pkt: &PacketMeta) -> bool {
         self.far_hosts.contains(&pkt.dst_ip)
+    }
+
+    /// The addresses whose packets enter here.
+    pub fn far_hosts(&self) -> impl Iterator<Item = &Ipv4> {
+        self.far_hosts.iter()
     }
 
     /// Number of subtunnels.

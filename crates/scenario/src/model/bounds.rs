@@ -12,9 +12,40 @@ pub const MAX_TIME_PS: u64 = 1_000_000 * 1_000_000_000_000;
 /// small scenario, far more for a large one) until the summary over them is written.
 pub const MAX_REPETITIONS: u32 = 1_000;
 
-/// Most nodes a scenario may have: routes are dense, 4 bytes for every pair of nodes (256 MiB at
-/// the bound; a k = 28 fat tree has 6 468 nodes, k = 32 9 472: too many).
-pub const MAX_NODES: usize = 8_192;
+/// Most nodes a scenario may have (names, addresses, per-node state: linear). What the routes
+/// and switch tables take grows with the switches and the hosts' attachments as well, and is
+/// bounded by [`MAX_CONTROL_PLANE_BYTES`].
+pub const MAX_NODES: usize = 65_536;
+
+/// Most bytes the control plane's routes and switch tables may take: per switch and per set of
+/// neighbours hosts share, a column of 4 bytes a node (`mpsched_topo::Routes::estimated_bytes`),
+/// and per switch a route of 8 bytes to every node. A k = 28 fat tree (6 468 nodes) takes 86 MB;
+/// 10 000 hosts behind two access switches 1 MB; 8 193 lone switches would take 800 MB.
+pub const MAX_CONTROL_PLANE_BYTES: usize = 256 << 20;
+
+/// The control plane's bytes for `nodes` and `links` (see [`MAX_CONTROL_PLANE_BYTES`]).
+pub fn control_plane_bytes(nodes: &[mpsched_topo::Node], links: &[mpsched_topo::Link]) -> usize {
+    let g = mpsched_topo::Graph::new(nodes, links);
+    let switches = nodes
+        .iter()
+        .filter(|n| n.kind == mpsched_topo::NodeKind::Switch)
+        .count();
+    let tables = switches
+        .saturating_mul(nodes.len())
+        .saturating_mul(std::mem::size_of::<mpsched_core::table::Route>());
+    mpsched_topo::Routes::estimated_bytes(&g).saturating_add(tables)
+}
+
+impl Scenario {
+    /// The bytes the simulator's shortest-path routes take for this network (before pins;
+    /// `mpsched_topo::Routes::table_bytes`) and their destination columns: what `mpsched check`
+    /// reports beside the 4 n² bytes a table of every pair of nodes would take. Builds them.
+    pub fn route_table_bytes(&self) -> (usize, usize) {
+        let g = mpsched_topo::Graph::new(&self.nodes, &self.links);
+        let routes = mpsched_topo::Routes::shortest(&g);
+        (routes.table_bytes(), mpsched_topo::routing::columns(&g))
+    }
+}
 
 /// Most sample intervals a run may have: each adds a row to every time series.
 pub const MAX_SAMPLES: u64 = 1_000_000;

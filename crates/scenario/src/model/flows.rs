@@ -559,6 +559,17 @@ pub(super) fn host_capacity_bps(links: &[Link], host: usize) -> u64 {
         .fold(0u64, |sum, l| sum.saturating_add(l.rate_bps))
 }
 
+/// Every node's [`host_capacity_bps`] at once, in one pass over the links (per flow, a pass
+/// each would be quadratic with a flow per host).
+pub(super) fn host_capacities_bps(links: &[Link], n_nodes: usize) -> Vec<u64> {
+    let mut out = vec![0u64; n_nodes];
+    for l in links {
+        out[l.a] = out[l.a].saturating_add(l.rate_bps);
+        out[l.b] = out[l.b].saturating_add(l.rate_bps);
+    }
+    out
+}
+
 /// Refuse a UDP flow offered at more than [`MAX_UDP_OVERLOAD`] times what its source's links
 /// carry; `field` names the rate's key for flow `i`.
 pub(super) fn udp_rates_are_sendable(
@@ -568,8 +579,9 @@ pub(super) fn udp_rates_are_sendable(
     links: &[Link],
     field: &dyn Fn(usize) -> String,
 ) -> Result<(), ScenarioError> {
+    let capacities = host_capacities_bps(links, nodes.len());
     for (i, f) in flows.iter().enumerate().filter(|(_, f)| f.protocol == Protocol::Udp) {
-        let capacity = host_capacity_bps(links, f.src);
+        let capacity = capacities[f.src];
         if f.rate_bps > capacity.saturating_mul(MAX_UDP_OVERLOAD) {
             return Err(ctx.err(
                 field(i),

@@ -30,7 +30,10 @@ mod variants;
 mod warnings;
 mod workloads;
 
-pub use bounds::{MAX_FLOW_TABLE_ENTRIES, MAX_NODES, MAX_REPETITIONS, MAX_SAMPLES, MAX_SAMPLE_CELLS, MAX_TIME_PS};
+pub use bounds::{
+    control_plane_bytes, MAX_CONTROL_PLANE_BYTES, MAX_FLOW_TABLE_ENTRIES, MAX_NODES, MAX_REPETITIONS, MAX_SAMPLES,
+    MAX_SAMPLE_CELLS, MAX_TIME_PS,
+};
 use classify::*;
 pub use classify::{ClassMatch, ClassifyIntent};
 use failures::*;
@@ -169,9 +172,10 @@ impl SubtunnelTransport {
 pub struct Tunnel {
     /// Name.
     pub name: String,
-    /// The switch where the subtunnel paths start.
+    /// The node where the subtunnel paths start: a switch, or a host that encapsulates its own
+    /// traffic.
     pub entry: usize,
-    /// The switch where they end.
+    /// The node where they end: a switch, or a host that decapsulates what it receives.
     pub exit: usize,
     /// Path indices, entry to exit (the opposite direction uses them reversed).
     pub subtunnels: Vec<usize>,
@@ -589,14 +593,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
         raw.link.splice(0..0, links);
     }
     if raw.node.len() > MAX_NODES {
-        return Err(ctx.err(
-            "node",
-            format!(
-                "{} nodes; at most {MAX_NODES} (the control plane's routes between every pair of nodes take \
-                     4 bytes a pair)",
-                raw.node.len()
-            ),
-        ));
+        return Err(ctx.err("node", format!("{} nodes; at most {MAX_NODES}", raw.node.len())));
     }
     let m = &raw.scenario;
     check_name(&ctx, "scenario.name", &m.name)?;
@@ -642,6 +639,34 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     };
 
     let links = links_of(&ctx, &raw.link, &nodes, &node_of, default_queue)?;
+    let mut ports = vec![0usize; nodes.len()];
+    for l in &links {
+        ports[l.a] += 1;
+        ports[l.b] += 1;
+    }
+    if let Some(n) = ports.iter().position(|&p| p > mpsched_topo::routing::MAX_PORTS) {
+        return Err(ctx.err(
+            "link",
+            format!(
+                "`{}` has {} links; a node has at most {} ports",
+                nodes[n].name,
+                ports[n],
+                mpsched_topo::routing::MAX_PORTS
+            ),
+        ));
+    }
+    let control_plane = control_plane_bytes(&nodes, &links);
+    if control_plane > MAX_CONTROL_PLANE_BYTES {
+        return Err(ctx.err(
+            "node",
+            format!(
+                "the control plane's routes and switch tables would take {} MiB; at most {} MiB (4 bytes a node \
+                 per switch and per set of neighbours hosts share, and 8 bytes a node per switch)",
+                control_plane >> 20,
+                MAX_CONTROL_PLANE_BYTES >> 20
+            ),
+        ));
+    }
     let drawn = workload_flows(&ctx, &raw, &nodes, &links, duration_ps, &node_of)?;
     raw.flow.extend(drawn);
     let paths = paths_of(&ctx, &raw.path, &nodes, &links, &node_of)?;
@@ -663,7 +688,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     let flows = flows_of(&ctx, &raw, &nodes, duration_ps, &node_of, &path_of)?;
     flows_are_routable(&ctx, &flows, &nodes, &links)?;
     udp_rates_are_sendable(&ctx, &flows, &nodes, &links, &|i| format!("flow[{i}].rate"))?;
-    let tunnels = tunnels_of(&ctx, &raw.tunnel, &nodes, &paths, &splits)?;
+    let tunnels = tunnels_of(&ctx, &raw.tunnel, &nodes, &links, &paths, &splits)?;
     let failures = failures_of(&ctx, &raw.failure, &links, duration_ps, &node_of)?;
     let classify = classifiers_of(&ctx, &raw.classify, &nodes, &links, &node_of)?;
     classifiers_run_where_supported(&ctx, "classify", &classify, &nodes, &programs)?;

@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// `[[path]]`: switches, each linked to the next.
+/// `[[path]]`: switches, each linked to the next; the first and the last may be hosts.
 pub(super) fn paths_of(
     ctx: &Ctx<'_>,
     raw_paths: &[RawPath],
@@ -25,10 +25,11 @@ pub(super) fn paths_of(
         let mut idx = Vec::new();
         for (j, n) in p.nodes.iter().enumerate() {
             let k = node_of(format!("path[{i}].nodes[{j}]"), n)?;
-            if nodes[k].kind != NodeKind::Switch {
+            // A host forwards nothing: it may only start or end a path (a tunnel's host end).
+            if nodes[k].kind != NodeKind::Switch && j != 0 && j + 1 != p.nodes.len() {
                 return Err(ctx.err(
                     format!("path[{i}].nodes[{j}]"),
-                    format!("expected a switch, `{n}` is a host"),
+                    format!("expected a switch, `{n}` is a host (hosts may only start or end a path)"),
                 ));
             }
             if idx.contains(&k) {

@@ -124,6 +124,7 @@ impl Scenario {
             if self.tunnels.is_empty() {
                 return Err(ctx.err(f("tunnel_scheduler"), "the scenario has no [[tunnel]]"));
             }
+            let index = TunnelIndex::new(&self.nodes, &self.paths);
             for (ti, rt) in self.raw_tunnels.iter().enumerate() {
                 let mut rt = rt.clone();
                 if let Some(x) = &raw.tunnel_scheduler {
@@ -133,7 +134,7 @@ impl Scenario {
                     rt.transport = x.clone();
                 }
                 // Refused at the variant's key that set it, saying which tunnel it breaks.
-                out.tunnels[ti] = build_tunnel(&ctx, ti, &rt, &self.nodes, &self.paths).map_err(|mut e| {
+                out.tunnels[ti] = build_tunnel(&ctx, ti, &rt, &self.paths, &index).map_err(|mut e| {
                     let key = match e.field.ends_with(".transport") && raw.tunnel_transport.is_some() {
                         true => "tunnel_transport",
                         false if raw.tunnel_scheduler.is_some() => "tunnel_scheduler",

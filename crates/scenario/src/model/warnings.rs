@@ -12,11 +12,12 @@ impl Scenario {
     /// What in the scenario is legal but probably not meant, each as `field: why`.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
+        let capacities = host_capacities_bps(&self.links, self.nodes.len());
         for (i, f) in self.flows.iter().enumerate() {
             if f.protocol != Protocol::Udp {
                 continue;
             }
-            let capacity = host_capacity_bps(&self.links, f.src);
+            let capacity = capacities[f.src];
             if f.rate_bps > capacity {
                 out.push(format!(
                     "flow[{i}].rate: `{}` offers {} where its host `{}`'s links carry {}: the excess is dropped in the \

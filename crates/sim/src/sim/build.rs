@@ -31,7 +31,8 @@ pub(super) fn network(sc: &Scenario) -> (Vec<NodeState>, Vec<Link>) {
             uses_enqueue: false,
             parses_mptcp: false,
             dropped: 0,
-            tunnel_side: None,
+            tunnel_ends: TunnelEnds::None,
+            host_tunnel_end: false,
         })
         .collect();
     let mut links = Vec::new();
@@ -165,15 +166,15 @@ pub(super) fn flows(
             start_ps: (f.start_ps + jitter).min(f.stop_ps),
             stop_ps: f.stop_ps,
             next_seq: 0,
+            per_path_bytes: vec![0; split_paths.len()],
+            per_path_interval_bytes: vec![0; split_paths.len()],
             split_paths,
             delivered: 0,
             delivered_payload_bytes: 0,
             owd_sum_ps: 0,
             max_seq: None,
             reordered: 0,
-            per_path_bytes: vec![0; sc.paths.len()],
             rx_interval_bytes: 0,
-            per_path_interval_bytes: vec![0; sc.paths.len()],
             sent_by_interval: vec![0; intervals + 1],
             delivered_by_sent_interval: vec![0; intervals + 1],
             tcp: None,
@@ -327,23 +328,37 @@ fn mptcp_connection(
     mptcp::MptcpConn::new(fi as u32, settings, &subflow_conns, keys, &nonces, &cfg)
 }
 
-/// The tunnels' two ends, their subtunnel connections (appended to `conns`) and the subtunnel
-/// addresses each end terminates.
+/// What [`tunnels`] builds: the tunnels, the subtunnel addresses each node terminates, and
+/// the dispatch by destination at nodes that end several tunnels.
+type Tunnels = (
+    Vec<TunnelState>,
+    FxHashMap<Ipv4, u32>,
+    FxHashMap<(u32, Ipv4), (u32, u8)>,
+);
+
+/// The tunnels' two ends, their subtunnel connections (appended to `conns`), the subtunnel
+/// addresses each end terminates, and each node's [`TunnelEnds`]. Packets enter a tunnel at an
+/// end for the hosts behind its far end: a host far end's own addresses, or the hosts a switch
+/// far end reaches other than through the subtunnels (computed once per switch and set of
+/// subtunnel ports, and shared: ten thousand devices' tunnels to one gateway share one set).
 pub(super) fn tunnels(
     sc: &Scenario,
     wiring: &mpsched_topo::Wiring,
     nodes: &mut [NodeState],
     conns: &mut Vec<Conn>,
-) -> Result<(Vec<TunnelState>, FxHashMap<Ipv4, u32>), SimError> {
+) -> Result<Tunnels, SimError> {
     let mut tunnels = Vec::new();
     let mut tunnel_addrs = FxHashMap::default();
+    let mut behind: HashMap<(usize, Vec<PortId>), Arc<FxHashSet<Ipv4>>> = HashMap::new();
+    // Per node: the (tunnel, direction) it encapsulates in, in order.
+    let mut ends: HashMap<usize, Vec<(u32, u8)>> = HashMap::new();
     for (ti, tun) in sc.tunnels.iter().enumerate() {
         let scheduler = mpsched_programs::tunnel::tunnel_scheduler(tun.scheduler)
             .ok_or_else(|| SimError::Config(format!("tunnel `{}`: no scheduler `{}`", tun.name, tun.scheduler)))?;
-        let ends = [tun.entry, tun.exit];
+        let ends_here = [tun.entry, tun.exit];
         let mut sides = Vec::new();
-        for (d, &node) in ends.iter().enumerate() {
-            let far = ends[1 - d];
+        for (d, &node) in ends_here.iter().enumerate() {
+            let far = ends_here[1 - d];
             let dir = if d == 0 { TunnelDir::Down } else { TunnelDir::Up };
             // The next hop of each subtunnel from this end.
             let ports: Vec<PortId> = tun
@@ -355,7 +370,6 @@ pub(super) fn tunnels(
                     port_to(nodes, node, next)
                 })
                 .collect();
-            // Hosts behind the far end: those it does not reach through a subtunnel.
             let far_ports: Vec<PortId> = tun
                 .subtunnels
                 .iter()
@@ -365,19 +379,33 @@ pub(super) fn tunnels(
                     port_to(nodes, far, next)
                 })
                 .collect();
-            let far_hosts: HashSet<Ipv4> = sc
-                .nodes
-                .iter()
-                .enumerate()
-                .filter(|(h, n)| {
-                    n.kind == NodeKind::Host
-                        && wiring
-                            .routes
-                            .port(far, *h)
-                            .is_some_and(|port| !far_ports.contains(&port))
-                })
-                .map(|(_, n)| n.ip)
-                .collect();
+            let far_hosts = if sc.nodes[far].kind == NodeKind::Host {
+                let mut own: FxHashSet<Ipv4> = wiring.interface_ips[far].iter().copied().collect();
+                own.insert(sc.nodes[far].ip);
+                Arc::new(own)
+            } else {
+                let mut key_ports = far_ports.clone();
+                key_ports.sort_unstable();
+                behind
+                    .entry((far, key_ports))
+                    .or_insert_with(|| {
+                        Arc::new(
+                            sc.nodes
+                                .iter()
+                                .enumerate()
+                                .filter(|(h, n)| {
+                                    n.kind == NodeKind::Host
+                                        && wiring
+                                            .routes
+                                            .port(far, *h)
+                                            .is_some_and(|port| !far_ports.contains(&port))
+                                })
+                                .map(|(_, n)| n.ip)
+                                .collect(),
+                        )
+                    })
+                    .clone()
+            };
             let mut sub_conns = Vec::new();
             for (j, &port) in ports.iter().enumerate() {
                 let addr = subtunnel_addr(ti, j, dir);
@@ -407,10 +435,10 @@ pub(super) fn tunnels(
                 let back = if d == 0 { TunnelDir::Up } else { TunnelDir::Down };
                 tunnel_addrs.insert(subtunnel_addr(ti, j, back), node as u32);
             }
-            nodes[node].tunnel_side = Some((ti as u32, d as u8));
+            ends.entry(node).or_default().push((ti as u32, d as u8));
             sides.push(TunnelSide {
                 node: node as u32,
-                entry: TunnelEntry::new(far_hosts, scheduler.build(&tun.scheduler_params), tun.subtunnels.len()),
+                entry: TunnelEntry::sharing(far_hosts, scheduler.build(&tun.scheduler_params), tun.subtunnels.len()),
                 exit: TunnelExit::new(EXIT_FLOWS),
                 conns: sub_conns,
                 ports,
@@ -426,8 +454,24 @@ pub(super) fn tunnels(
             sides: [down, up],
         });
     }
-
-    Ok((tunnels, tunnel_addrs))
+    // A node ending several tunnels (validation: each to a host) sends a packet into the one
+    // whose far end is its destination.
+    let mut by_dst = FxHashMap::default();
+    for (node, list) in ends {
+        nodes[node].host_tunnel_end = sc.nodes[node].kind == NodeKind::Host;
+        nodes[node].tunnel_ends = match list[..] {
+            [(tunnel, dir)] => TunnelEnds::One { tunnel, dir },
+            _ => {
+                for &(t, d) in &list {
+                    for &ip in tunnels[t as usize].sides[d as usize].entry.far_hosts() {
+                        by_dst.entry((node as u32, ip)).or_insert((t, d));
+                    }
+                }
+                TunnelEnds::Many
+            }
+        };
+    }
+    Ok((tunnels, tunnel_addrs, by_dst))
 }
 
 /// The pcap captures asked for; each link they record is told which records its

@@ -2,6 +2,7 @@
 //! programs' stages and what they ask for (emitted packets, timers, headers), and the dispatch
 //! of an arriving packet to its node.
 
+use super::tunnel::TunnelEnds;
 use super::{NodeExtra, SimError, Simulation};
 use crate::event::EventKind;
 use crate::packet::{Packet, PacketId, StackRef, CONTROL_FLOW, NO_INNER, NO_TCP};
@@ -33,8 +34,23 @@ impl Simulation {
     /// Send `pkt` out of `port` of `node`, in the queue its DSCP class selects.
     #[inline]
     pub(super) fn output(&mut self, node: u32, port: PortId, pkt: Packet) {
+        if self.net.nodes[node as usize].host_tunnel_end {
+            self.output_at_host_tunnel_end(node, port, pkt);
+            return;
+        }
         let id = self.net.pool.insert(pkt);
         self.output_to(node, port, None, id);
+    }
+
+    /// [`Simulation::output`] at a host that ends a tunnel: it encapsulates what it sends to the
+    /// hosts behind the far end. Out of line, so that `output`, inlined at every sender, stays
+    /// as small as it was without host tunnel ends.
+    #[inline(never)]
+    fn output_at_host_tunnel_end(&mut self, node: u32, port: PortId, pkt: Packet) {
+        if let Err(pkt) = self.tunnel_ingress(node, pkt) {
+            let id = self.net.pool.insert(pkt);
+            self.output_to(node, port, None, id);
+        }
     }
 
     /// A packet's handle is done with: free it and what it holds.
@@ -437,8 +453,11 @@ impl Simulation {
         self.input(to, to_port, id);
     }
 
-    fn input(&mut self, node: u32, port: PortId, id: PacketId) {
+    pub(super) fn input(&mut self, node: u32, port: PortId, id: PacketId) {
         let ni = node as usize;
+        if self.net.nodes[ni].tunnel_ends != TunnelEnds::None && self.input_at_tunnel_end(node, port, id) {
+            return;
+        }
         if self.net.nodes[ni].kind == NodeKind::Host {
             if self.net.extras_used && self.rate_flow_feedback(id) {
                 self.strip_headers(id);
@@ -466,30 +485,37 @@ impl Simulation {
             }
             return;
         }
-        if self.net.nodes[ni].tunnel_side.is_some() {
-            let dst = self.net.pool.at(id).meta.dst_ip;
-            if self.traffic.tunnel_addrs.get(&dst) == Some(&node) {
-                self.strip_headers(id);
-                let pkt = self.net.pool.take(id);
-                if pkt.tcp != NO_TCP {
-                    self.on_tcp_packet(pkt);
-                } else if pkt.inner != NO_INNER {
-                    self.udp_subtunnel_arrival(node, port, pkt);
-                } else {
-                    self.net.nodes[ni].dropped += 1;
-                    self.release(&pkt);
-                }
-                return;
-            }
-            let pkt = self.net.pool.take(id);
-            let pkt = match self.tunnel_ingress(node, pkt) {
-                Ok(()) => return,
-                Err(p) => p,
-            };
-            self.route_packet(node, port, pkt);
-            return;
-        }
         self.route(node, port, id);
+    }
+
+    /// [`Simulation::input`] at a node that ends tunnels: a subtunnel packet for it is taken in
+    /// (decapsulated), and at a switch a packet that must enter a tunnel enters it; true if the
+    /// packet was dealt with here. Out of line, as `output_at_host_tunnel_end`.
+    #[inline(never)]
+    fn input_at_tunnel_end(&mut self, node: u32, port: PortId, id: PacketId) -> bool {
+        let ni = node as usize;
+        let dst = self.net.pool.at(id).meta.dst_ip;
+        if self.traffic.tunnel_addrs.get(&dst) == Some(&node) {
+            self.strip_headers(id);
+            let pkt = self.net.pool.take(id);
+            if pkt.tcp != NO_TCP {
+                self.on_tcp_packet(pkt);
+            } else if pkt.inner != NO_INNER {
+                self.udp_subtunnel_arrival(node, port, pkt);
+            } else {
+                self.net.nodes[ni].dropped += 1;
+                self.release(&pkt);
+            }
+            return true;
+        }
+        if self.net.nodes[ni].kind != NodeKind::Host {
+            let pkt = self.net.pool.take(id);
+            if let Err(pkt) = self.tunnel_ingress(node, pkt) {
+                self.route_packet(node, port, pkt);
+            }
+            return true;
+        }
+        false
     }
 
     /// Pooled packet `id` reached its end: its custom headers go (the end reads no shims).

@@ -28,11 +28,12 @@ use mpsched_scenario::{SubtunnelTransport, TcpApp};
 use mpsched_topo::addressing::{subtunnel_addr, TunnelDir};
 use mpsched_tunnel::{TunnelEntry, TunnelExit};
 pub use mpsched_tunnel::{TCP_FRAMING_BYTES, TUNNEL_UDP_PORT, UDP_ENCAP_BYTES};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::sync::Arc;
 use tcp::{Conn, Owner, TcpFlowState};
-use tunnel::{TunnelRef, TunnelSide, TunnelState};
+use tunnel::{TunnelEnds, TunnelRef, TunnelSide, TunnelState};
 
 /// How long the simulation runs past the scenario's end so that packets in flight are delivered
 /// rather than counted lost.
@@ -83,8 +84,10 @@ struct NodeState {
     /// Per port: the outgoing link.
     out_links: Vec<u32>,
     program: Option<Box<dyn Program>>,
-    /// For a tunnel end: (tunnel, direction it encapsulates in: 0 down, 1 up).
-    tunnel_side: Option<(u32, u8)>,
+    /// The tunnels that end here.
+    tunnel_ends: TunnelEnds,
+    /// A host that ends a tunnel: what it sends is offered to the tunnel first.
+    host_tunnel_end: bool,
     ip: Ipv4,
     kind: NodeKind,
     /// Whether the program has an enqueue stage (asked once, not per packet).
@@ -119,9 +122,12 @@ struct FlowState {
     owd_sum_ps: u128,
     max_seq: Option<u64>,
     reordered: u64,
+    /// Payload delivered by way of each of `split_paths` (same order): only the paths the flow is
+    /// reported on, so that flows times paths is never allocated.
     per_path_bytes: Vec<u64>,
     // Per sample interval.
     rx_interval_bytes: u64,
+    /// As `per_path_bytes`, over the current sample interval.
     per_path_interval_bytes: Vec<u64>,
     sent_by_interval: Vec<u64>,
     delivered_by_sent_interval: Vec<u64>,
@@ -254,6 +260,9 @@ struct Traffic {
     view_buf: Vec<SubtunnelView>,
     /// Subtunnel address -> the node that terminates it.
     tunnel_addrs: FxHashMap<Ipv4, u32>,
+    /// At nodes ending several tunnels ([`TunnelEnds::Many`]): (node, destination address) ->
+    /// (tunnel, direction encapsulated there), the far ends' addresses.
+    tunnel_by_dst: FxHashMap<(u32, Ipv4), (u32, u8)>,
     /// Components, each taken out while it runs.
     components: Vec<Option<Box<dyn Component>>>,
     /// Pending component timers: (component, token).
@@ -300,7 +309,7 @@ impl Simulation {
         let intervals = sc.duration_ps.div_ceil(sc.sample_interval_ps) as usize;
         let mut flows = build::flows(sc, &wiring, &mut rng, intervals);
         let (mut conns, mptcp) = build::flow_connections(sc, &wiring, &mut flows, intervals, opts.seed);
-        let (tunnels, tunnel_addrs) = build::tunnels(sc, &wiring, &mut nodes, &mut conns)?;
+        let (tunnels, tunnel_addrs, tunnel_by_dst) = build::tunnels(sc, &wiring, &mut nodes, &mut conns)?;
         let captures = build::captures(opts, sc, &nodes, &mut links)?;
         let (mut columns, register_columns) = build::series_columns(sc, &flows, &tunnels, &nodes);
         let (queue_links, queue_columns) = build::queue_monitors(sc, &nodes);
@@ -345,6 +354,7 @@ impl Simulation {
             tunnels,
             view_buf: Vec::new(),
             tunnel_addrs,
+            tunnel_by_dst,
             components: Vec::new(),
             component_timers: Slab::default(),
             udp_endpoints: FxHashMap::default(),
@@ -572,8 +582,11 @@ impl Simulation {
         f.rx_interval_bytes += u64::from(pkt.payload_bytes);
         f.delivered_total_bytes += u64::from(pkt.payload_bytes);
         if pkt.path != NO_PATH {
-            f.per_path_bytes[usize::from(pkt.path)] += u64::from(pkt.payload_bytes);
-            f.per_path_interval_bytes[usize::from(pkt.path)] += u64::from(pkt.payload_bytes);
+            // Paths the flow is not reported on are not counted (they never were shown).
+            if let Some(i) = f.split_paths.iter().position(|&p| p == usize::from(pkt.path)) {
+                f.per_path_bytes[i] += u64::from(pkt.payload_bytes);
+                f.per_path_interval_bytes[i] += u64::from(pkt.payload_bytes);
+            }
         }
     }
 
@@ -590,8 +603,8 @@ impl Simulation {
             row.push(mbps(std::mem::take(&mut f.rx_interval_bytes)));
         }
         for f in &mut self.traffic.flows {
-            for &p in &f.split_paths {
-                row.push(mbps(f.per_path_interval_bytes[p]));
+            for &b in &f.per_path_interval_bytes {
+                row.push(mbps(b));
             }
             f.per_path_interval_bytes.iter_mut().for_each(|b| *b = 0);
         }
@@ -790,10 +803,11 @@ impl Simulation {
                 let per_path_mbps = f
                     .split_paths
                     .iter()
-                    .map(|&p| {
+                    .zip(&f.per_path_bytes)
+                    .map(|(&p, &b)| {
                         (
                             self.monitor.path_names[p].clone(),
-                            round(f.per_path_bytes[p] as f64 * 8.0 / active_s / 1e6, 4),
+                            round(b as f64 * 8.0 / active_s / 1e6, 4),
                         )
                     })
                     .collect();

@@ -8,8 +8,9 @@ use crate::packet::{Packet, NO_INNER};
 use mpsched_core::packet::PortId;
 use mpsched_core::tunnel::{FlowKey, SubtunnelView};
 use mpsched_scenario::results::{round, TunnelFigures};
+use mpsched_scenario::NodeKind;
 use mpsched_scenario::SubtunnelTransport;
-use mpsched_topo::addressing::{subtunnel_addr, TunnelDir};
+use mpsched_topo::addressing::{subtunnel_addr, subtunnel_of, TunnelDir};
 use mpsched_tunnel::framing::udp_outer;
 use mpsched_tunnel::{TunnelEntry, TunnelExit, TCP_FRAMING_BYTES};
 use std::collections::BTreeMap;
@@ -19,6 +20,23 @@ use std::collections::BTreeMap;
 pub(crate) struct TunnelRef {
     pub tunnel: u32,
     pub dir: TunnelDir,
+}
+
+/// The tunnels that end at a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TunnelEnds {
+    /// None.
+    None,
+    /// One: packets for the hosts behind its far end enter it (`TunnelEntry::carries`).
+    One {
+        /// The tunnel.
+        tunnel: u32,
+        /// The direction it encapsulates in here (0 down, 1 up).
+        dir: u8,
+    },
+    /// Several, each with a host at its far end: a packet enters the one whose far end it is
+    /// addressed to (`Traffic::tunnel_by_dst`, one probe, not a scan of the tunnels).
+    Many,
 }
 
 /// One direction of a tunnel: its entry at `node` and its exit at the other end.
@@ -96,16 +114,29 @@ impl Simulation {
         }
     }
 
-    /// If `pkt` arriving at `node` must enter a tunnel there, schedule and send it; the packet
-    /// back if it is not tunnel traffic.
+    /// If `pkt` at `node` (arriving at a switch, or sent by a host) must enter a tunnel there,
+    /// schedule and send it; the packet back if it is not tunnel traffic.
     pub(crate) fn tunnel_ingress(&mut self, node: u32, pkt: Packet) -> Result<(), Packet> {
-        let Some((t, d)) = self.net.nodes[node as usize].tunnel_side else {
-            return Err(pkt);
-        };
-        let (ti, di) = (t as usize, d as usize);
-        if pkt.inner != NO_INNER || !self.traffic.tunnels[ti].sides[di].entry.carries(&pkt.meta) {
+        if pkt.inner != NO_INNER {
             return Err(pkt);
         }
+        let (t, d) = match self.net.nodes[node as usize].tunnel_ends {
+            TunnelEnds::None => return Err(pkt),
+            TunnelEnds::One { tunnel, dir } => {
+                if !self.traffic.tunnels[tunnel as usize].sides[usize::from(dir)]
+                    .entry
+                    .carries(&pkt.meta)
+                {
+                    return Err(pkt);
+                }
+                (tunnel, dir)
+            }
+            TunnelEnds::Many => match self.traffic.tunnel_by_dst.get(&(node, pkt.meta.dst_ip)) {
+                Some(&(t, d)) => (t, d),
+                None => return Err(pkt),
+            },
+        };
+        let (ti, di) = (t as usize, d as usize);
         self.views(ti, di);
         let side = &mut self.traffic.tunnels[ti].sides[di];
         let s = side
@@ -148,11 +179,16 @@ impl Simulation {
 
     /// A UDP subtunnel datagram reached the far end: decapsulate and forward.
     pub(crate) fn udp_subtunnel_arrival(&mut self, node: u32, port: PortId, outer: Packet) {
-        let (t, d_here) = self.net.nodes[node as usize].tunnel_side.expect("a tunnel end");
         let mut inner = self.take_inner(outer.inner);
-        // Packets arriving here travel in the other end's direction.
-        let d = 1 - d_here as usize;
-        let exit = &mut self.traffic.tunnels[t as usize].sides[d].exit;
+        // The address names the tunnel and the direction the packet travels in (whose exit
+        // this is); `input` hands over only addresses this node terminates.
+        let Some((t, _, dir)) = subtunnel_of(outer.meta.dst_ip) else {
+            self.net.nodes[node as usize].dropped += 1;
+            self.release(&inner.pkt);
+            return;
+        };
+        let d = dir as usize;
+        let exit = &mut self.traffic.tunnels[t].sides[d].exit;
         match exit.decapsulate(outer.meta.ecn, inner.pkt.meta.ecn) {
             Ok(ecn) => inner.pkt.meta.ecn = ecn,
             Err(_) => {
@@ -161,7 +197,7 @@ impl Simulation {
                 return;
             }
         }
-        self.tunnel_egress(t as usize, d, node, port, inner);
+        self.tunnel_egress(t, d, node, port, inner);
     }
 
     /// A TCP subtunnel's receiver delivered its stream up to `rcv_nxt`: forward every payload
@@ -179,7 +215,13 @@ impl Simulation {
     fn tunnel_egress(&mut self, t: usize, d: usize, node: u32, port: PortId, inner: Inner) {
         let key = FlowKey::of(&inner.pkt.meta);
         self.traffic.tunnels[t].sides[d].exit.forward(&key, inner.entry_seq);
-        self.route_packet(node, port, inner.pkt);
+        if self.net.nodes[node as usize].kind == NodeKind::Host {
+            // A host end: the packet is its own, taken in as if it had arrived bare.
+            let id = self.net.pool.insert(inner.pkt);
+            self.input(node, port, id);
+        } else {
+            self.route_packet(node, port, inner.pkt);
+        }
     }
 
     /// Figures per tunnel and direction.
