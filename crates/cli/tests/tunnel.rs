@@ -543,14 +543,15 @@ fn a_tunnel_ending_at_a_two_link_host_runs_on_the_kernel() {
          [[node]]\nname = \"wifi\"\nkind = \"switch\"\n[[node]]\nname = \"cell\"\nkind = \"switch\"\n\
          [[node]]\nname = \"ue\"\nkind = \"host\"\n",
     );
-    for (a, b, rate) in [
-        ("srv", "upf", "1Gbps"),
-        ("upf", "wifi", "1Gbps"),
-        ("upf", "cell", "1Gbps"),
-        ("ue", "wifi", "20Mbps"),
-        ("ue", "cell", "10Mbps"),
+    // The device has an address per interface, as a multi-homed host on the kernel needs.
+    for (a, b, rate, a_ip) in [
+        ("srv", "upf", "1Gbps", ""),
+        ("upf", "wifi", "1Gbps", ""),
+        ("upf", "cell", "1Gbps", ""),
+        ("ue", "wifi", "20Mbps", "a_ip = \"10.1.0.2\"\n"),
+        ("ue", "cell", "10Mbps", "a_ip = \"10.2.0.2\"\n"),
     ] {
-        t += &format!("[[link]]\na = \"{a}\"\nb = \"{b}\"\nrate = \"{rate}\"\n");
+        t += &format!("[[link]]\na = \"{a}\"\nb = \"{b}\"\nrate = \"{rate}\"\n{a_ip}");
     }
     t += "[[path]]\nname = \"wifi\"\nnodes = [\"upf\", \"wifi\", \"ue\"]\n\
           [[path]]\nname = \"cell\"\nnodes = [\"upf\", \"cell\", \"ue\"]\n\
@@ -568,7 +569,8 @@ fn a_tunnel_ending_at_a_two_link_host_runs_on_the_kernel() {
         .output()
         .unwrap();
     common::ok(&o);
-    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let run = &s["repetitions"][0];
     for f in run["flows"].as_array().unwrap() {
         // Round robin over 20 and 10 Mbit/s: about twice the slower path, less TCP's share.
