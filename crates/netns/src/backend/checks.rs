@@ -194,7 +194,9 @@ pub fn ignored_on_the_kernel(sc: &Scenario) -> Vec<String> {
             crate::programs::SEND_RATE_FEEDBACK.join(", ")
         ));
     }
-    let settings: [(&str, fn(&TcpFlow) -> bool, &str); 3] = [
+    /// A TCP setting: its key, whether a flow sets it, and what the kernel does instead.
+    type Setting = (&'static str, fn(&TcpFlow) -> bool, &'static str);
+    let settings: [Setting; 3] = [
         (
             "tcp.min_rto",
             |t| t.config.min_rto_ns != mpsched_transport::tcp::TcpConfig::default().min_rto_ns,
