@@ -150,8 +150,8 @@ fn every_dcqcn_and_tcn_vector_set_agrees_on_bmv2() {
 /// nothing; vq-wrr (vqwrr.p4 on the same queues) gives the three near-equal shares, the virtual
 /// queues dropping what the port would not carry. Tolerances: the simulator's figures are 6.20
 /// / 3.52 / 0.00 and 3.23 each; BMv2 on a loaded two-core machine moved them by 0.03 in the
-/// runs of docs/reproduction.md and 0.3 on CI, allowed here 0.3 (SP: the medium class judged
-/// with the high one, whose sum is the port) and 10 % of the mean (VQ-WRR).
+/// runs of docs/reproduction.md and up to 1.0 on CI (SP's bounds below say why) and 10 % of
+/// the mean (VQ-WRR).
 fn table1_on_bmv2_strict_priority_starves_the_low_class_and_vq_wrr_shares_the_port() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     once_more_if_it_fails("table1", table1_once);
@@ -196,12 +196,18 @@ fn table1_once() {
     let sp = common::steady_goodput(&out.join("SP"), 2.0);
     let wrr = common::steady_goodput(&out.join("VQ-WRR"), 2.0);
     eprintln!("Table 1 on BMv2, steady window: SP {sp:?}, VQ-WRR {wrr:?}");
-    assert!(sp["high"] > 5.9, "SP: the high class gets what it offers: {sp:?}");
+    // BMv2 serves its priority queues from a user-space thread at a rate in packets per
+    // second; on this loaded 2-core machine that thread is late now and then and the port
+    // carries less: CI runs on 2026-11-28/29 measured the high class at 5.24-6.52 Mbit/s and
+    // the port (high + medium) at 9.21-9.72. The bounds judge strict priority, not BMv2's
+    // speed: the high class well above its share without priority (each class offers 6.2
+    // Mbit/s, so a FIFO port gives each 3.3), the medium class the rest, the low class nothing.
+    assert!(sp["high"] > 5.0, "SP: the high class gets about what it offers: {sp:?}");
     // What the medium class gets is the port's rest, so judge it with the high class: in a
     // steady window a few of the high class's queued packets fall on either side of its edge,
     // moving up to 0.3 Mbit/s between the two (CI: 6.52 / 3.16, sum 9.68).
     assert!(
-        sp["medium"] > 2.9 && sp["high"] + sp["medium"] > 9.3,
+        sp["medium"] > 2.9 && sp["high"] + sp["medium"] > 9.0,
         "SP: the medium class the rest: {sp:?}"
     );
     assert!(sp["low"] < 0.1, "SP: the low class starves: {sp:?}");

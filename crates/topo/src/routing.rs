@@ -378,6 +378,27 @@ mod tests {
         assert_eq!(r.hops(7, 0), None);
     }
 
+    /// Nodes `n<i>`, a host where `kinds[i]`, and a link per pair (taken modulo the nodes,
+    /// loops left out).
+    fn random_network(kinds: &[bool], pairs: &[(usize, usize)]) -> (Vec<Node>, Vec<Link>) {
+        let nodes: Vec<Node> = kinds
+            .iter()
+            .enumerate()
+            .map(|(i, &host)| {
+                let kind = if host { NodeKind::Host } else { NodeKind::Switch };
+                node(&format!("n{i}"), kind, i as u32)
+            })
+            .collect();
+        let n = nodes.len();
+        let links = pairs
+            .iter()
+            .map(|&(a, b)| (a % n, b % n))
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| link(a, b))
+            .collect();
+        (nodes, links)
+    }
+
     proptest::proptest! {
         /// On any graph (hosts and switches, parallel links, parts unreachable), the next hop
         /// the search records is the lowest of the equal-cost ports, or none when none is.
@@ -386,21 +407,8 @@ mod tests {
             kinds in proptest::collection::vec(proptest::bool::ANY, 2..12),
             pairs in proptest::collection::vec((0usize..12, 0usize..12), 0..30),
         ) {
-            let nodes: Vec<Node> = kinds
-                .iter()
-                .enumerate()
-                .map(|(i, &host)| {
-                    let kind = if host { NodeKind::Host } else { NodeKind::Switch };
-                    node(&format!("n{i}"), kind, i as u32)
-                })
-                .collect();
+            let (nodes, links) = random_network(&kinds, &pairs);
             let n = nodes.len();
-            let links: Vec<Link> = pairs
-                .iter()
-                .map(|&(a, b)| (a % n, b % n))
-                .filter(|(a, b)| a != b)
-                .map(|(a, b)| link(a, b))
-                .collect();
             let g = Graph::new(&nodes, &links);
             let r = Routes::shortest(&g);
             for from in 0..n {
@@ -418,21 +426,8 @@ mod tests {
             pairs in proptest::collection::vec((0usize..14, 0usize..14), 0..34),
             down in proptest::collection::vec(0usize..34, 0..4),
         ) {
-            let nodes: Vec<Node> = kinds
-                .iter()
-                .enumerate()
-                .map(|(i, &host)| {
-                    let kind = if host { NodeKind::Host } else { NodeKind::Switch };
-                    node(&format!("n{i}"), kind, i as u32)
-                })
-                .collect();
+            let (nodes, links) = random_network(&kinds, &pairs);
             let n = nodes.len();
-            let links: Vec<Link> = pairs
-                .iter()
-                .map(|&(a, b)| (a % n, b % n))
-                .filter(|(a, b)| a != b)
-                .map(|(a, b)| link(a, b))
-                .collect();
             let g = Graph::with_down(&nodes, &links, &down);
             let r = Routes::shortest(&g);
             for to in 0..n {

@@ -10,8 +10,7 @@
 
 use mpsched_netns::ns::Netns;
 use std::collections::{BTreeMap, VecDeque};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -288,27 +287,7 @@ impl Net {
 
     /// The daemon's counters (None while it does not answer).
     pub fn metrics(&self, end: char) -> Option<BTreeMap<String, f64>> {
-        let text = self
-            .ns(end)
-            .enter(|| -> Option<String> {
-                let mut s = TcpStream::connect_timeout(&METRICS.parse().ok()?, Duration::from_millis(200)).ok()?;
-                s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-                s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").ok()?;
-                let mut r = String::new();
-                s.read_to_string(&mut r).ok()?;
-                Some(r)
-            })
-            .ok()??;
-        let body = text.split_once("\r\n\r\n")?.1;
-        Some(
-            body.lines()
-                .filter(|l| !l.starts_with('#'))
-                .filter_map(|l| {
-                    let (k, v) = l.rsplit_once(' ')?;
-                    Some((k.to_string(), v.parse().ok()?))
-                })
-                .collect(),
-        )
+        mpsched_netns::backend::tunnel_counters(self.ns(end), METRICS)
     }
 
     /// One counter of `end`.

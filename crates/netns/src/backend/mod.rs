@@ -41,7 +41,7 @@ pub use cleanup::{clean, leftovers, owner_pid, Cleaned};
 pub use control::{ControlFn, Controller, KernelControl};
 pub use queues::{StrictPriority, STRICT_GUARANTEE_BPS};
 pub use setup::{link_model, netem_limit_pkts, OWN_QUEUES_SHAPER_PKTS};
-pub use tunnels::{MAX_KERNEL_TUNNELS, SUBTUNNEL_MTU};
+pub use tunnels::{tunnel_counters, MAX_KERNEL_TUNNELS, SUBTUNNEL_MTU};
 
 use checks::warn_ignored;
 use measure::drive;

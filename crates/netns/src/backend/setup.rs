@@ -272,6 +272,11 @@ pub(super) fn tcp_sysctls(n: &Netns, sc: &Scenario, host: usize) -> Result<(), N
         return Ok(());
     }
     let ecn = tcp_flows.iter().any(|t| t.config.ecn);
+    tcp_settings(n, ecn)
+}
+
+/// A namespace's TCP settings, matched to the simulator's TCP (see [`tcp_sysctls`]).
+fn tcp_settings(n: &Netns, ecn: bool) -> Result<(), NetnsError> {
     n.sysctl("net.ipv4.tcp_ecn", if ecn { "1" } else { "0" })?;
     n.sysctl("net.ipv4.tcp_sack", "0")?;
     n.sysctl("net.ipv4.tcp_no_metrics_save", "1")?;
@@ -292,13 +297,7 @@ pub(super) fn tcp_sysctls(n: &Netns, sc: &Scenario, host: usize) -> Result<(), N
 /// TCP settings of a tunnel end's namespace, for its daemon's TCP subtunnels: as a host's
 /// ([`tcp_sysctls`]) without ECN.
 pub(super) fn tunnel_tcp_sysctls(n: &Netns) -> Result<(), NetnsError> {
-    n.sysctl("net.ipv4.tcp_ecn", "0")?;
-    n.sysctl("net.ipv4.tcp_sack", "0")?;
-    n.sysctl("net.ipv4.tcp_no_metrics_save", "1")?;
-    n.sysctl("net.ipv4.tcp_pacing_ss_ratio", "1000")?;
-    n.sysctl("net.ipv4.tcp_pacing_ca_ratio", "1000")?;
-    n.sysctl("net.ipv4.tcp_limit_output_bytes", "268435456")?;
-    Ok(())
+    tcp_settings(n, false)
 }
 
 /// The limit of a link's leaf qdisc: the scenario's queue, plus room for the packets netem

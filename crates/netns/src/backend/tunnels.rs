@@ -418,9 +418,15 @@ fn write_private(path: &PathBuf, text: &str) -> Result<(), NetnsError> {
 
 /// A daemon's counters (its metrics port, inside its namespace).
 fn scrape(n: &Netns) -> Option<BTreeMap<String, f64>> {
+    tunnel_counters(n, METRICS_ADDR)
+}
+
+/// The counters of the `mpsched tunnel` daemon serving metrics on `addr` inside namespace `n`,
+/// by sample name (`mpsched_tunnel_path_up{path="wifi"}`); None while it does not answer.
+pub fn tunnel_counters(n: &Netns, addr: &str) -> Option<BTreeMap<String, f64>> {
     let text = n
         .enter(|| -> Option<String> {
-            let addr = METRICS_ADDR.parse().ok()?;
+            let addr = addr.parse().ok()?;
             let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
             s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
             s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").ok()?;
