@@ -476,7 +476,11 @@ impl Daemon {
 
     /// Seal `self.plain` as a message of `kind` and send it on path `i`; false if not sent.
     fn send(&mut self, i: usize, kind: u8) -> bool {
-        let now = self.now_ns();
+        // Read only for a TCP path (its retry time after a break): a UDP send needs no clock.
+        let now = match self.paths[i].carrier {
+            Carrier::Stream(_) => self.now_ns(),
+            Carrier::Datagram(_) => 0,
+        };
         let p = &mut self.paths[i];
         let Some(remote) = p.remote else { return false };
         if self.sealer.seal(kind, i as u8, &self.plain, &mut self.sealed).is_err() {

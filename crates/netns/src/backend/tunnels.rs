@@ -259,12 +259,12 @@ impl Build<'_> {
             let err_file = dir.join(format!("{name}.tunnel.err"));
             write_private(&key_file, &key)?;
             write_private(&cfg_file, &daemon_config(self.sc, e, &key_file.to_string_lossy()))?;
-            live.files.extend([key_file, cfg_file, err_file.clone()]);
+            live.files.extend([key_file, cfg_file.clone(), err_file.clone()]);
             let child = Command::new("ip")
                 .args(["netns", "exec", &name])
                 .arg(super::trafficgen_exe()?)
                 .arg("tunnel")
-                .arg(dir.join(format!("{name}.tunnel.toml")))
+                .arg(&cfg_file)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(std::fs::File::create(&err_file).map_err(|e| NetnsError::Traffic(e.to_string()))?)
