@@ -22,6 +22,7 @@
 
 #![warn(missing_docs)]
 
+pub mod atsss;
 pub mod control_loop;
 pub mod hula;
 pub mod letflow;

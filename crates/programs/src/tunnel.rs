@@ -5,6 +5,7 @@
 //! Adding one is its type (in `mpsched_core::tunnel` or a folder here) and one line in
 //! [`TUNNEL_SCHEDULERS`].
 
+use crate::atsss;
 use crate::params::{Param, ParamKind, Params};
 use mpsched_core::tunnel::{Afmt, RoundRobin, TunnelScheduler, DEFAULT_FLOW_TABLE_ENTRIES};
 
@@ -27,12 +28,30 @@ pub trait TunnelSchedulerProgram: Sync {
         false
     }
 
-    /// The scheduler of one tunnel end.
-    fn build(&self, params: &Params) -> Box<dyn TunnelScheduler>;
+    /// Whether it learns of its paths from the tunnel's own acknowledgements
+    /// ([`TunnelScheduler::on_ack`]): the simulator then acknowledges its UDP subtunnels'
+    /// datagrams as the daemon does.
+    fn needs_path_acks(&self) -> bool {
+        false
+    }
+
+    /// The scheduler of one tunnel end; `seed` for its random draws.
+    fn build(&self, params: &Params, seed: u64) -> Box<dyn TunnelScheduler>;
 }
 
 /// Every tunnel scheduler, by name. The one registration line a new scheduler adds is here.
-pub static TUNNEL_SCHEDULERS: &[&dyn TunnelSchedulerProgram] = &[&RR, &AFMT];
+pub static TUNNEL_SCHEDULERS: &[&dyn TunnelSchedulerProgram] = &[
+    &RR,
+    &AFMT,
+    &atsss::WRR,
+    &atsss::DWRR,
+    &atsss::RTTMON,
+    &atsss::CMON,
+    &atsss::ACTIVE_STANDBY,
+    &atsss::SMALLEST_DELAY,
+    &atsss::LOAD_BALANCING,
+    &atsss::PRIORITY,
+];
 
 /// The registered tunnel scheduler called `name`.
 pub fn tunnel_scheduler(name: &str) -> Option<&'static dyn TunnelSchedulerProgram> {
@@ -63,7 +82,7 @@ impl TunnelSchedulerProgram for Rr {
         "round robin over the subtunnels, packet by packet"
     }
 
-    fn build(&self, _params: &Params) -> Box<dyn TunnelScheduler> {
+    fn build(&self, _params: &Params, _seed: u64) -> Box<dyn TunnelScheduler> {
         Box::new(RoundRobin::default())
     }
 }
@@ -105,7 +124,7 @@ impl TunnelSchedulerProgram for AfmtScheduler {
         true
     }
 
-    fn build(&self, params: &Params) -> Box<dyn TunnelScheduler> {
+    fn build(&self, params: &Params, _seed: u64) -> Box<dyn TunnelScheduler> {
         Box::new(Afmt::new(params.get("flow_table_entries") as u32))
     }
 }

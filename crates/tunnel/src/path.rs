@@ -13,6 +13,7 @@
 //! needs the path.
 
 use crate::wire::{extend_seq, Ack};
+use mpsched_core::tunnel::AckSample;
 
 /// Timing of acknowledgements, keepalives and liveness (the same at both ends).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,6 +230,18 @@ impl PathSender {
             acked: self.received,
             lost: self.lost,
             downs: self.downs,
+        }
+    }
+
+    /// What the acknowledgement just taken tells a scheduler ([`TunnelScheduler::on_ack`]).
+    ///
+    /// [`TunnelScheduler::on_ack`]: mpsched_core::tunnel::TunnelScheduler::on_ack
+    pub fn ack_sample(&self) -> AckSample {
+        let v = self.view();
+        AckSample {
+            rtt_ns: v.latest_rtt_ns,
+            in_flight_pkts: v.in_flight,
+            lost_pkts: v.lost,
         }
     }
 

@@ -271,7 +271,7 @@ impl Daemon {
         // dead_after is dead at the far end too, and must not hold back the floor.
         reorder.track_paths(paths.len(), silence_ns(&cfg), 0);
         Ok(Daemon {
-            scheduler: prog.build(&cfg.scheduler_params),
+            scheduler: prog.build(&cfg.scheduler_params, epoch),
             reads_fill: prog.name() != "rr",
             sealer: Sealer::new(&keys, epoch),
             opener: Opener::new(&keys).with_max_datagram_bytes(max),
@@ -708,7 +708,10 @@ impl Daemon {
     }
 
     fn on_ack(&mut self, i: usize, a: &Ack, now: u64) {
-        if !self.paths[i].tx.on_ack(a, now) {
+        if self.paths[i].tx.on_ack(a, now) {
+            let sample = self.paths[i].tx.ack_sample();
+            self.scheduler.on_ack(i, &sample, now);
+        } else {
             self.counters.stale_acks += 1;
         }
     }

@@ -65,11 +65,27 @@ pub struct SubtunnelView {
     pub in_flight_pkts: u64,
 }
 
+/// What one acknowledgement of the tunnel's own (per path: `mpsched-tunnel`'s path sender)
+/// told the entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct AckSample {
+    /// The RTT sample it gave, ns.
+    pub rtt_ns: u64,
+    /// Messages in flight on the path after it.
+    pub in_flight_pkts: u64,
+    /// Messages the far end reported lost on the path so far.
+    pub lost_pkts: u64,
+}
+
 /// A tunnel scheduler.
 pub trait TunnelScheduler: Send + std::fmt::Debug {
     /// Choose the subtunnel for a packet of flow `flow` and `size_bytes` bytes at `now_ns`.
     /// `subtunnels` is never empty; the answer is an index into it.
     fn select(&mut self, flow: &FlowKey, size_bytes: u32, now_ns: u64, subtunnels: &[SubtunnelView]) -> usize;
+
+    /// An acknowledgement of subtunnel `subtunnel` arrived at `now_ns` (tunnels whose paths
+    /// are acknowledged: the daemon's, and the simulator's for schedulers that ask for it).
+    fn on_ack(&mut self, _subtunnel: usize, _ack: &AckSample, _now_ns: u64) {}
 
     /// Named counters for results.
     fn counters(&self) -> Vec<(String, u64)> {

@@ -197,6 +197,15 @@ pub(super) fn flows(
 }
 
 /// The TCP connections of TCP flows (two for request / response), and the MPTCP connections of
+/// The seed of the scheduler at end `d` of tunnel `t`: its own stream, so that tunnels move no
+/// other draw (SplitMix64's finaliser over the run's seed, the tunnel and the end).
+fn tunnel_seed(seed: u64, t: usize, d: usize) -> u64 {
+    let mut z = seed ^ 0x7475_6e6e_656c_0000 ^ ((t as u64) << 1 | d as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// MPTCP flows with their subflows' connections.
 pub(super) fn flow_connections(
     sc: &Scenario,
@@ -346,6 +355,7 @@ pub(super) fn tunnels(
     wiring: &mpsched_topo::Wiring,
     nodes: &mut [NodeState],
     conns: &mut Vec<Conn>,
+    seed: u64,
 ) -> Result<Tunnels, SimError> {
     let mut tunnels = Vec::new();
     let mut tunnel_addrs = FxHashMap::default();
@@ -438,7 +448,11 @@ pub(super) fn tunnels(
             ends.entry(node).or_default().push((ti as u32, d as u8));
             sides.push(TunnelSide {
                 node: node as u32,
-                entry: TunnelEntry::sharing(far_hosts, scheduler.build(&tun.scheduler_params), tun.subtunnels.len()),
+                entry: TunnelEntry::sharing(
+                    far_hosts,
+                    scheduler.build(&tun.scheduler_params, tunnel_seed(seed, ti, d)),
+                    tun.subtunnels.len(),
+                ),
                 exit: TunnelExit::new(EXIT_FLOWS),
                 conns: sub_conns,
                 ports,

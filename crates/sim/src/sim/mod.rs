@@ -309,7 +309,7 @@ impl Simulation {
         let intervals = sc.duration_ps.div_ceil(sc.sample_interval_ps) as usize;
         let mut flows = build::flows(sc, &wiring, &mut rng, intervals);
         let (mut conns, mptcp) = build::flow_connections(sc, &wiring, &mut flows, intervals, opts.seed);
-        let (tunnels, tunnel_addrs, tunnel_by_dst) = build::tunnels(sc, &wiring, &mut nodes, &mut conns)?;
+        let (tunnels, tunnel_addrs, tunnel_by_dst) = build::tunnels(sc, &wiring, &mut nodes, &mut conns, opts.seed)?;
         let captures = build::captures(opts, sc, &nodes, &mut links)?;
         let (mut columns, register_columns) = build::series_columns(sc, &flows, &tunnels, &nodes);
         let (queue_links, queue_columns) = build::queue_monitors(sc, &nodes);
