@@ -227,9 +227,18 @@ mod tests {
     use super::*;
     use mpsched_programs::SWITCH_PROGRAMS;
 
+    /// Registered programs without a P4 twin yet: `atsss` (issue #32's UPF; its P4 program
+    /// comes later). A program missing from BMv2 must be listed here on purpose.
+    const NOT_YET_ON_BMV2: &[&str] = &["atsss"];
+
     #[test]
     fn every_registered_program_has_a_bmv2_control_plane() {
         for p in SWITCH_PROGRAMS {
+            if NOT_YET_ON_BMV2.contains(&p.name()) {
+                let e = bmv2_program(*p).err().expect("listed as missing, yet it has a control plane");
+                assert!(e.contains("has no P4 program"), "{e}");
+                continue;
+            }
             let b = bmv2_program(*p).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(Some(b.p4), p.p4_program());
         }

@@ -26,6 +26,7 @@
 //! - [`rng`]: injectable random sources.
 //! - [`table`]: IPv4 longest-prefix-match table.
 //! - [`tunnel`]: tunnel schedulers (round robin, AFMT) and AFMT's bounded flow table.
+//! - [`upf`]: an ATSSS UPF's UE table, as the control plane gives it.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -46,6 +47,7 @@ pub mod sched;
 pub mod switch;
 pub mod table;
 pub mod tunnel;
+pub mod upf;
 pub mod vectors;
 pub mod wire;
 

@@ -19,6 +19,9 @@ pub enum DropReason {
     /// The program's own account of the packet's class at its port was full (a virtual
     /// queue's capacity).
     QueueFull,
+    /// Larger than the egress can carry once the program has grown it (a tunnel endpoint's
+    /// encapsulation beyond the MTU).
+    TooBig,
 }
 
 /// The ingress verdict on a packet.
@@ -30,6 +33,22 @@ pub enum Verdict {
     Drop(DropReason),
     /// The packet was for this node and has been absorbed (a feedback packet, for instance).
     Consume,
+}
+
+/// What a program that handles whole frames ([`Program::handles_frames`]) did with one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameVerdict {
+    /// Send the frame as the program left it in the buffer out of this port; the runtime
+    /// writes its Ethernet addresses (the port's own and its peer's), as it does for
+    /// [`Verdict::Forward`].
+    Forward(PortId),
+    /// Drop it; the reason as conformance vectors name it (`malformed`, `no_route`,
+    /// `unknown_ue`, ...).
+    Drop(&'static str),
+    /// Absorbed by the program (an acknowledgement it learnt from).
+    Consume,
+    /// For the node's own stack.
+    ToStack,
 }
 
 /// A packet a program generates (a clone, a feedback packet, a probe), to send out of `port`.
@@ -277,6 +296,23 @@ pub trait Program: ProgramControl + Send {
     /// (fetching every segment's option at every hop was a tenth of an MPTCP run's time).
     fn parses_mptcp(&self) -> bool {
         false
+    }
+
+    /// Whether the program works on whole frames ([`Program::ingress_frame`]) instead of
+    /// their metadata: a tunnel endpoint that reads its peers' messages from the payload and
+    /// writes encapsulation bytes. A runtime that has the frame calls `ingress_frame` for such
+    /// a program (after its own frame checks: a frame that is not Ethernet / IPv4 goes to the
+    /// node's stack, a malformed one is dropped), and [`Program::ingress`] otherwise.
+    fn handles_frames(&self) -> bool {
+        false
+    }
+
+    /// Process an arriving frame, of a program whose [`Program::handles_frames`] says so:
+    /// `meta` is what `wire::parse_frame` read of it (with `ingress_port` set), `frame` the
+    /// bytes from the Ethernet header, which the program may rewrite, grow or shrink. `None`
+    /// from a program that does not handle frames (the default).
+    fn ingress_frame(&mut self, _meta: &PacketMeta, _frame: &mut Vec<u8>, _ctx: &mut Ctx) -> Option<FrameVerdict> {
+        None
     }
 
     /// Whether the program reads or writes custom headers ([`Ctx::headers`]): a runtime hands a

@@ -104,6 +104,9 @@ pub struct SwitchConfig {
     /// their DSCP.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classify: Vec<ClassRule>,
+    /// An ATSSS UPF's UE table and epoch ([`crate::upf`]); empty on every other node.
+    #[serde(default, skip_serializing_if = "crate::upf::UpfTable::is_empty")]
+    pub upf: crate::upf::UpfTable,
 }
 
 impl SwitchConfig {
@@ -121,6 +124,7 @@ impl SwitchConfig {
             probe: None,
             port_queues: Vec::new(),
             classify: Vec::new(),
+            upf: crate::upf::UpfTable::default(),
         }
     }
 }

@@ -260,6 +260,7 @@ pub fn observed(path: Option<u8>) -> Observed {
         probes: Vec::new(),
         conn: None,
         rate_feedback: None,
+        frame: None,
     }
 }
 

@@ -172,6 +172,7 @@ pub static SWITCH_PROGRAMS: &[&dyn SwitchProgram] = &[
     &pmqecn::baselines::DCQCN,
     &pmqecn::baselines::TCN,
     &pmqecn::baselines::P4QCN,
+    &atsss::upf::ATSSS,
 ];
 
 /// Refuse classifier rules in the tables of a program without a classifier (`program`), which

@@ -26,7 +26,7 @@ use crate::params::Params;
 use crate::{switch_program, switch_program_names, BuildInput, SwitchProgram};
 use mpsched_core::frame::MAX_PORTS;
 use mpsched_core::packet::{Ipv4, PacketMeta, PortId};
-use mpsched_core::program::{Ctx, DropReason, EgressVerdict, Program, QueueMeta, Verdict};
+use mpsched_core::program::{Ctx, DropReason, EgressVerdict, FrameVerdict, Program, QueueMeta, Verdict};
 use mpsched_core::rng::RawDraws;
 use mpsched_core::switch::SwitchConfig;
 use mpsched_core::table::{Route, ECMP_GROUP};
@@ -159,6 +159,7 @@ fn empty_observed(action: &str) -> Observed {
         probes: Vec::new(),
         conn: None,
         rate_feedback: None,
+        frame: None,
     }
 }
 
@@ -277,6 +278,9 @@ impl FrameNode {
         let arrived_dscp = meta.dscp;
         let mut ctx = Ctx::new();
         ctx.reset(time_ns.saturating_mul(1000));
+        if self.program.handles_frames() {
+            return self.frame_ingress(&meta, frame, &mut ctx, obs);
+        }
         if self.program.uses_headers() || !headers.is_empty() {
             ctx.set_headers(headers);
         }
@@ -318,6 +322,47 @@ impl FrameNode {
         obs
     }
 
+    /// A frame through a program that handles whole frames ([`Program::handles_frames`]): a
+    /// frame that is not plain Ethernet / IPv4 (custom-header shims) is the node's stack's, as
+    /// on the eBPF side; a forwarded frame is observed whole, its Ethernet addresses the
+    /// port's, as the eBPF program writes them.
+    fn frame_ingress(&mut self, meta: &PacketMeta, frame: &[u8], ctx: &mut Ctx, mut obs: Observed) -> Observed {
+        if frame[12..14] != [0x08, 0x00] {
+            self.not_ipv4 += 1;
+            obs.action = "to_stack".into();
+            return obs;
+        }
+        let mut buf = frame.to_vec();
+        let verdict = self
+            .program
+            .ingress_frame(meta, &mut buf, ctx)
+            .unwrap_or(FrameVerdict::Drop("not_a_frame_program"));
+        self.effects(ctx, &mut obs);
+        match verdict {
+            FrameVerdict::Forward(p) => {
+                self.count_tx(p);
+                if buf.len() >= 14 {
+                    buf[0..6].copy_from_slice(&mac_for(PEER_MAC_NODE, p));
+                    buf[6..12].copy_from_slice(&mac_for(OWN_MAC_NODE, p));
+                }
+                obs.action = "redirect".into();
+                obs.port = Some(p);
+                if let Ok(m) = parse_frame(&buf, self.feedback_port) {
+                    obs.ttl = Some(m.ttl);
+                    obs.ecn = Some(m.ecn);
+                }
+                obs.frame = Some(to_hex(&buf));
+            }
+            FrameVerdict::Drop(r) => {
+                obs.action = "drop".into();
+                obs.drop_reason = Some(r.into());
+            }
+            FrameVerdict::Consume => obs.action = "consume".into(),
+            FrameVerdict::ToStack => obs.action = "to_stack".into(),
+        }
+        obs
+    }
+
     fn count_tx(&mut self, port: PortId) {
         if let Some(c) = self.tx_pkts.get_mut(usize::from(port)) {
             *c += 1;
@@ -355,6 +400,7 @@ pub fn standard_sets() -> Vec<VectorSet> {
     sets.extend(crate::hula::vector_sets::sets());
     sets.extend(crate::pmqecn::vector_sets::sets());
     sets.extend(crate::pmqecn::baseline_vectors::sets());
+    sets.extend(crate::atsss::vector_sets::sets());
     sets
 }
 

@@ -215,6 +215,11 @@ pub struct Observed {
     /// A rate feedback sent to the packet's source alongside (PMQECN's, P4QCN's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_feedback: Option<RateFeedbackObserved>,
+    /// The whole frame a program that rewrites frames ([`crate::program::Program::handles_frames`]:
+    /// a tunnel endpoint's encapsulation) sends out of `port`, hex, its Ethernet addresses the
+    /// port's; None for every other program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame: Option<String>,
 }
 
 /// A rate feedback as seen on the wire: where it goes and its body (header kind 4 in the
@@ -289,6 +294,7 @@ pub fn drop_reason_name(r: DropReason) -> &'static str {
         DropReason::CongestionAvoidance => "congestion_avoidance",
         DropReason::Malformed => "malformed",
         DropReason::QueueFull => "queue_full",
+        DropReason::TooBig => "too_big",
     }
 }
 
@@ -370,6 +376,7 @@ pub fn run_rust(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
                     probes: Vec::new(),
                     conn: None,
                     rate_feedback: None,
+                    frame: None,
                 };
                 match o.action {
                     FrameAction::Redirect(p) => {
@@ -404,6 +411,7 @@ pub fn run_rust(set: &VectorSet) -> Result<(BTreeMap<String, u64>, Vec<StepResul
                     probes: Vec::new(),
                     conn: None,
                     rate_feedback: None,
+                    frame: None,
                 }
             }
             Hook::Timer => return Err(format!("{} step {i}: the multipath switch has no timer", set.name)),

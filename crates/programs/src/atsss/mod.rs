@@ -9,8 +9,16 @@
 //! holds that UE's row and learns of its paths from the tunnel's acknowledgements
 //! ([`TunnelScheduler::on_ack`]), as the simulator and `mpsched tunnel` run them. Choices and
 //! their reasons are in this folder's README.
+//!
+//! The UPF itself, on whole frames, is [`upf`] (the switch program `atsss`: a UE table from
+//! the control plane, encapsulation in the tunnel daemon's clear datagram, [`frame`], and the
+//! UEs' acknowledgements), with its eBPF twin `atsss.bpf.c` and its conformance vectors
+//! ([`vector_sets`]).
 
+pub mod frame;
 pub mod registers;
+pub mod upf;
+pub mod vector_sets;
 
 use crate::params::{Param, ParamKind, Params};
 use crate::tunnel::TunnelSchedulerProgram;
