@@ -1,7 +1,9 @@
 //! Compile the eBPF programs with clang: bpf/mpsched.bpf.c, bpf/host_class.bpf.c and every program's
 //! `crates/programs/src/<name>/<stem>.bpf.c` (each to `<stem>.bpf.o` in OUT_DIR, with `bpf/` and
-//! the program's folder on the include path), and turn bpf/mpsched.h's size constants into Rust
-//! constants so that crates/netns/src/layout.rs can check its structs against them.
+//! the program's folder on the include path), and turn bpf/mpsched.h's size constants (and a
+//! program header's own, `<STEM>_*` of `<stem>.h`) into Rust constants so that
+//! crates/netns/src/layout.rs (and a program's layout module) can check its structs against
+//! them.
 
 use std::env;
 use std::fs;
@@ -37,6 +39,7 @@ fn main() {
         &out_dir.join("host_class.bpf.o"),
     );
     let mut sources = Vec::new();
+    let mut headers = Vec::new();
     for dir in fs::read_dir(&programs_dir).unwrap().flatten().map(|e| e.path()) {
         if !dir.is_dir() {
             continue;
@@ -50,6 +53,9 @@ fn main() {
             if let Some(stem) = name.strip_suffix(".bpf.c") {
                 sources.push((stem.to_string(), f.clone(), dir.clone()));
             }
+            if let Some(stem) = name.strip_suffix(".h") {
+                headers.push((stem.to_string(), f.clone()));
+            }
         }
     }
     sources.sort();
@@ -61,6 +67,22 @@ fn main() {
             src.display()
         );
         compile(src, &[&bpf_dir, dir], &out_dir.join(format!("{stem}.bpf.o")));
+    }
+
+    // A program's header `<stem>.h`: its `<STEM>_*` constants as `<stem>_h.rs` (the layouts'
+    // sizes and offsets its Rust side checks at compile time; empty for a header that names
+    // its constants otherwise).
+    headers.sort();
+    for (stem, h) in &headers {
+        let text = fs::read_to_string(h).unwrap();
+        let prefix = format!("{}_", stem.to_uppercase());
+        let consts = defines::prefixed_constants(&text, &prefix);
+        let source = format!("crates/programs/src/{stem}/{stem}.h");
+        fs::write(
+            out_dir.join(format!("{stem}_h.rs")),
+            defines::rust_source_prefixed(&consts, &source, &prefix),
+        )
+        .unwrap();
     }
 
     let header = bpf_dir.join("mpsched.h");

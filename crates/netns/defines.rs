@@ -1,10 +1,18 @@
 //! Build-time helper shared by `crates/netns/build.rs` and `crates/bmv2/build.rs` (included
-//! with `#[path]`): the `MPS_*` constants of a C or P4 header as Rust constants.
+//! with `#[path]`): the `MPS_*` constants of a C or P4 header as Rust constants (and another
+//! prefix's: `ATSSS_*` of a program's own header).
 
-/// The `MPS_*` constants of `text`: `#define MPS_X value` lines (decimal or hex, a `u` suffix
-/// allowed; other defines are skipped) and the members of its enums (`MPS_X = n,` or `MPS_X,`,
-/// counting up as C does), in the order they appear, without the prefix.
+/// The `MPS_*` constants of `text` ([`prefixed_constants`]).
+#[allow(dead_code)]
 pub fn mps_constants(text: &str) -> Vec<(String, u64)> {
+    prefixed_constants(text, "MPS_")
+}
+
+/// The constants of `text` named with `prefix`: `#define PREFIX_X value` lines (decimal or
+/// hex, a `u` suffix allowed; other defines are skipped) and the members of its enums
+/// (`PREFIX_X = n,` or `PREFIX_X,`, counting up as C does), in the order they appear, without
+/// the prefix.
+pub fn prefixed_constants(text: &str, prefix: &str) -> Vec<(String, u64)> {
     let mut out = Vec::new();
     let mut next_in_enum: Option<u64> = None;
     for line in text.lines() {
@@ -16,7 +24,7 @@ pub fn mps_constants(text: &str) -> Vec<(String, u64)> {
         if let Some(next) = next_in_enum {
             if line.starts_with('}') {
                 next_in_enum = None;
-            } else if let Some(member) = line.trim_end_matches(',').strip_prefix("MPS_") {
+            } else if let Some(member) = line.trim_end_matches(',').strip_prefix(prefix) {
                 let (name, value) = match member.split_once('=') {
                     Some((n, v)) => (n.trim(), parse(v.trim()).expect("an enum value")),
                     None => (member.trim(), next),
@@ -28,7 +36,7 @@ pub fn mps_constants(text: &str) -> Vec<(String, u64)> {
         }
         let mut w = line.split_whitespace();
         if let (Some("#define"), Some(name), Some(value)) = (w.next(), w.next(), w.next()) {
-            if let (Some(rest), Some(v)) = (name.strip_prefix("MPS_"), parse(value)) {
+            if let (Some(rest), Some(v)) = (name.strip_prefix(prefix), parse(value)) {
                 out.push((rest.to_string(), v));
             }
         }
@@ -45,17 +53,23 @@ fn parse(value: &str) -> Option<u64> {
     }
 }
 
-/// Rust source for `constants`: one documented `pub const` each (`source` names the file in
-/// the docs), and `ALL`, every (name, value) in order.
+/// Rust source for `MPS_*` constants ([`rust_source_prefixed`]).
+#[allow(dead_code)]
 pub fn rust_source(constants: &[(String, u64)], source: &str) -> String {
+    rust_source_prefixed(constants, source, "MPS_")
+}
+
+/// Rust source for `constants` read with `prefix`: one documented `pub const` each (`source`
+/// names the file in the docs), and `ALL`, every (name, value) in order.
+pub fn rust_source_prefixed(constants: &[(String, u64)], source: &str, prefix: &str) -> String {
     let mut s = String::new();
     for (name, v) in constants {
         s.push_str(&format!(
-            "/// `MPS_{name}` from {source}.\npub const {name}: u64 = {v};\n"
+            "/// `{prefix}{name}` from {source}.\npub const {name}: u64 = {v};\n"
         ));
     }
     s.push_str(&format!(
-        "/// Every `MPS_*` constant of {source}, without the prefix, in order.\n"
+        "/// Every `{prefix}*` constant of {source}, without the prefix, in order.\n"
     ));
     s.push_str("pub const ALL: &[(&str, u64)] = &[\n");
     for (name, _) in constants {

@@ -235,7 +235,9 @@ mod tests {
     fn every_registered_program_has_a_bmv2_control_plane() {
         for p in SWITCH_PROGRAMS {
             if NOT_YET_ON_BMV2.contains(&p.name()) {
-                let e = bmv2_program(*p).err().expect("listed as missing, yet it has a control plane");
+                let e = bmv2_program(*p)
+                    .err()
+                    .expect("listed as missing, yet it has a control plane");
                 assert!(e.contains("has no P4 program"), "{e}");
                 continue;
             }

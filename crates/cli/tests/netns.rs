@@ -971,6 +971,11 @@ fn every_vector_agrees_with_the_ebpf_programs() {
         without_ebpf.iter().all(|n| ["pmqecn", "p4qcn"].contains(n)),
         "sets left out, of programs with no eBPF object: {without_ebpf:?}"
     );
+    // The ATSSS UPF's sets (issue #32) run on atsss.bpf.o at XDP, whole frames compared.
+    assert!(
+        programs.get("atsss").is_some_and(|&n| n >= 8),
+        "the UPF's sets run on atsss.bpf.o: {programs:?}"
+    );
 }
 
 /// A port with several queues in strict priority (the default discipline) runs on the kernel:

@@ -7,6 +7,7 @@
 //! ([`KernelProgram::start`]) and a replay of conformance vectors
 //! ([`KernelProgram::vectors`]). Adding a program to the kernel backend is one line there.
 
+pub mod atsss;
 pub mod baseline;
 pub mod hula;
 pub mod letflow;
@@ -77,6 +78,12 @@ pub static KERNEL_PROGRAMS: &[KernelProgram] = &[
         start: baseline::start,
         vectors: baseline::run_vectors,
         takes_writes: false,
+    },
+    KernelProgram {
+        object: "atsss",
+        start: atsss::start,
+        vectors: atsss::run_vectors,
+        takes_writes: true,
     },
 ];
 

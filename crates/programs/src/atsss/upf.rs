@@ -643,119 +643,110 @@ impl Upf {
             Err(_) => self.malformed(),
         }
     }
+}
 
-    /// Set register `field` of UE `u` (only the weight is writable).
-    fn write_ue(&mut self, u: usize, field: &str, value: u64, name: &str) -> Result<(), ControlError> {
-        let n = self.ues.len();
-        let slot = self.ues.get_mut(u).ok_or_else(|| ControlError::NoIndex {
-            register: name.to_string(),
-            size: n,
-            index: u,
-        })?;
-        if field != "weight" {
-            return match ue_field(slot, field).is_some() || field.starts_with("path") {
-                true => Err(ControlError::ReadOnly(name.to_string())),
-                false => Err(ControlError::NoRegister(name.to_string())),
-            };
-        }
-        let max = if registers::kind_of(&slot.regs) == Kind::RttMon {
-            registers::RTTMON_MAX_WEIGHT
-        } else {
-            registers::WRR_MAX_WEIGHT
-        };
-        if value > u64::from(max) {
-            return Err(ControlError::BadEntry {
-                table: name.to_string(),
-                reason: format!("a weight of 0 to {max}, got {value}"),
-            });
-        }
-        slot.regs.weight = value as u8;
-        Ok(())
-    }
-
-    /// Register `rest` (`weight`, `path1.cwnd`) of UE `u`.
-    fn read_ue(&self, u: usize, rest: &str, name: &str) -> Result<u64, ControlError> {
-        let slot = self.ues.get(u).ok_or_else(|| ControlError::NoIndex {
-            register: name.to_string(),
-            size: self.ues.len(),
-            index: u,
-        })?;
-        if let Some(v) = ue_field(slot, rest) {
-            return Ok(v);
-        }
-        let (path, field) = rest
-            .strip_prefix("path")
-            .and_then(|r| r.split_once('.'))
-            .ok_or_else(|| ControlError::NoRegister(name.to_string()))?;
-        let j: usize = path.parse().map_err(|_| ControlError::NoRegister(name.to_string()))?;
-        let p = slot
-            .regs
-            .paths
-            .get(j)
-            .ok_or_else(|| ControlError::NoRegister(name.to_string()))?;
-        path_field(p, field).ok_or_else(|| ControlError::NoRegister(name.to_string()))
+/// What the control channel lists of a UPF of `n_ues` UEs: registers as arrays indexed by UE
+/// (`atsss.weight`, ...) and by UE x 4 + path (`atsss.path.cwnd`, ...); each entry is also
+/// readable as `atsss.ue<i>.<name>` and `atsss.ue<i>.path<j>.<name>` at index 0. Only the
+/// weight is writable. Every backend lists the same.
+pub fn listing(n_ues: usize) -> ControlListing {
+    let mut registers: Vec<RegisterInfo> = UE_FIELDS
+        .iter()
+        .chain(&["kind", "n_paths"])
+        .map(|f| RegisterInfo {
+            name: format!("atsss.{f}"),
+            size: n_ues,
+            writable: *f == "weight",
+        })
+        .collect();
+    registers.extend(PATH_FIELDS.iter().map(|f| RegisterInfo {
+        name: format!("atsss.path.{f}"),
+        size: n_ues * MAX_PATHS,
+        writable: false,
+    }));
+    ControlListing {
+        registers,
+        tables: Vec::new(),
     }
 }
 
-impl ProgramControl for Upf {
-    /// Registers as arrays indexed by UE (`atsss.weight`, ...) and by UE x 4 + path
-    /// (`atsss.path.cwnd`, ...); each entry is also readable as `atsss.ue<i>.<name>` and
-    /// `atsss.ue<i>.path<j>.<name>` at index 0. Only the weight is writable.
-    fn control_listing(&self) -> ControlListing {
-        let n = self.ues.len();
-        let mut registers: Vec<RegisterInfo> = UE_FIELDS
-            .iter()
-            .chain(&["kind", "n_paths"])
-            .map(|f| RegisterInfo {
-                name: format!("atsss.{f}"),
-                size: n,
-                writable: *f == "weight",
-            })
-            .collect();
-        registers.extend(PATH_FIELDS.iter().map(|f| RegisterInfo {
-            name: format!("atsss.path.{f}"),
-            size: n * MAX_PATHS,
-            writable: false,
-        }));
-        ControlListing {
-            registers,
-            tables: Vec::new(),
+/// The UE and its register (`weight`, `path1.cwnd`) that a control-channel name and index
+/// address, among `n_ues` UEs.
+pub fn locate(name: &str, index: usize, n_ues: usize) -> Result<(usize, String), ControlError> {
+    let (u, rest) = if let Some((u, rest)) = split_ue_name(name) {
+        if index != 0 {
+            return Err(ControlError::NoIndex {
+                register: name.to_string(),
+                size: 1,
+                index,
+            });
         }
+        (u, rest.to_string())
+    } else if let Some(f) = name.strip_prefix("atsss.path.") {
+        (index / MAX_PATHS, format!("path{}.{f}", index % MAX_PATHS))
+    } else if let Some(f) = name.strip_prefix("atsss.") {
+        (index, f.to_string())
+    } else {
+        return Err(ControlError::NoRegister(name.to_string()));
+    };
+    if u >= n_ues {
+        return Err(ControlError::NoIndex {
+            register: name.to_string(),
+            size: n_ues,
+            index: u,
+        });
+    }
+    Ok((u, rest))
+}
+
+/// Register `rest` (`weight`, `path1.cwnd`) of a UE's row, None if there is none by that name.
+pub fn slot_register(s: &UeSlot, rest: &str) -> Option<u64> {
+    if let Some(v) = ue_field(s, rest) {
+        return Some(v);
+    }
+    let (path, field) = rest.strip_prefix("path")?.split_once('.')?;
+    let j: usize = path.parse().ok()?;
+    path_field(s.regs.paths.get(j)?, field)
+}
+
+/// The weight `value` written to a UE's row, or why not: only the weight is writable, within
+/// its kind's register (RTTMon 0 to 62, the others 0 to 255).
+pub fn check_write(s: &UeSlot, rest: &str, value: u64, name: &str) -> Result<u8, ControlError> {
+    if rest != "weight" {
+        return match slot_register(s, rest) {
+            Some(_) => Err(ControlError::ReadOnly(name.to_string())),
+            None => Err(ControlError::NoRegister(name.to_string())),
+        };
+    }
+    let max = if registers::kind_of(&s.regs) == Kind::RttMon {
+        registers::RTTMON_MAX_WEIGHT
+    } else {
+        registers::WRR_MAX_WEIGHT
+    };
+    if value > u64::from(max) {
+        return Err(ControlError::BadEntry {
+            table: name.to_string(),
+            reason: format!("a weight of 0 to {max}, got {value}"),
+        });
+    }
+    Ok(value as u8)
+}
+
+impl ProgramControl for Upf {
+    /// [`listing`].
+    fn control_listing(&self) -> ControlListing {
+        listing(self.ues.len())
     }
 
     fn read_register(&self, name: &str, index: usize) -> Result<u64, ControlError> {
-        if let Some((u, rest)) = split_ue_name(name) {
-            if index != 0 {
-                return Err(ControlError::NoIndex {
-                    register: name.to_string(),
-                    size: 1,
-                    index,
-                });
-            }
-            return self.read_ue(u, rest, name);
-        }
-        if let Some(f) = name.strip_prefix("atsss.path.") {
-            return self.read_ue(index / MAX_PATHS, &format!("path{}.{f}", index % MAX_PATHS), name);
-        }
-        if let Some(f) = name.strip_prefix("atsss.") {
-            return self.read_ue(index, f, name);
-        }
-        Err(ControlError::NoRegister(name.to_string()))
+        let (u, rest) = locate(name, index, self.ues.len())?;
+        slot_register(&self.ues[u], &rest).ok_or_else(|| ControlError::NoRegister(name.to_string()))
     }
 
     fn write_register(&mut self, name: &str, index: usize, value: u64) -> Result<(), ControlError> {
-        if let Some((u, rest)) = split_ue_name(name) {
-            let rest = rest.to_string();
-            return self.write_ue(u, &rest, value, name);
-        }
-        match name.strip_prefix("atsss.") {
-            Some(f) if !f.starts_with("path.") => {
-                let f = f.to_string();
-                self.write_ue(index, &f, value, name)
-            }
-            Some(_) => Err(ControlError::ReadOnly(name.to_string())),
-            None => Err(ControlError::NoRegister(name.to_string())),
-        }
+        let (u, rest) = locate(name, index, self.ues.len())?;
+        self.ues[u].regs.weight = check_write(&self.ues[u], &rest, value, name)?;
+        Ok(())
     }
 }
 
