@@ -37,6 +37,127 @@ pub struct BenchArgs {
     /// Seconds of each iperf3 test (1 to 300; two tests per forwarding mode).
     #[arg(long, default_value_t = 5)]
     iperf_seconds: u32,
+    /// Benchmark the ATSSS UPF instead (root; issue #32): its eBPF program under
+    /// BPF_PROG_TEST_RUN in the slides' table (WRR, DWRR, RTTMon, CMon; each packet to a UE
+    /// drawn at random) beside the smartNIC's figures, then its rate through real veths with a
+    /// live-frames XDP generator, CPU time beside wall time.
+    #[arg(long)]
+    atsss: bool,
+    /// UEs of state in the ATSSS benchmark (1 to 65 536).
+    #[arg(long, default_value_t = 10_000)]
+    atsss_ues: usize,
+    /// Seconds of each run through veths in the ATSSS benchmark (0: no veth runs).
+    #[arg(long, default_value_t = 3.0)]
+    atsss_veth_seconds: f64,
+    /// Repetitions of the ATSSS benchmark: of the table (each measures every cell once) and of
+    /// the veth runs (each alternates the baseline and the four schedulers).
+    #[arg(long, default_value_t = 3)]
+    atsss_reps: u32,
+}
+
+/// `bench --atsss`: the table under BPF_PROG_TEST_RUN, then the veth rates.
+fn atsss(a: &BenchArgs) -> anyhow::Result<()> {
+    use mpsched_netns::programs::atsss::bench as ab;
+    if !mpsched_netns::ns::is_root() {
+        return Err(crate::UsageError("bench --atsss needs root (BPF_PROG_TEST_RUN, namespaces)".into()).into());
+    }
+    if !(1..=mpsched_core::upf::MAX_UES).contains(&a.atsss_ues) {
+        return Err(crate::UsageError(format!(
+            "--atsss-ues {}: 1 to {}",
+            a.atsss_ues,
+            mpsched_core::upf::MAX_UES
+        ))
+        .into());
+    }
+    if !(0.0..=600.0).contains(&a.atsss_veth_seconds) {
+        return Err(crate::UsageError("--atsss-veth-seconds: 0 to 600".into()).into());
+    }
+    let stop = crate::stop_flag();
+    if !(1..=50).contains(&a.atsss_reps) {
+        return Err(crate::UsageError("--atsss-reps: 1 to 50".into()).into());
+    }
+    let table = ab::test_run_table(a.atsss_ues, a.bpf_repeat, a.atsss_reps, &stop)?;
+    let mut veth = Vec::new();
+    if a.atsss_veth_seconds > 0.0 {
+        for row in [&ab::ROWS[0], &ab::ROWS[3]] {
+            let runs = ab::veth_rate(a.atsss_ues, row, a.atsss_veth_seconds, a.atsss_reps, &stop)?;
+            veth.push((row.name, runs));
+        }
+    }
+    if a.json {
+        let v = serde_json::json!({ "test_run": table, "veth": veth });
+        outln!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    outln!(
+        "ATSSS UPF (atsss.bpf.o, XDP) under BPF_PROG_TEST_RUN: {} UEs, each packet to a UE drawn at random, {} runs per frame size, {} repetitions (load average {:.2} before, {:.2} after)",
+        table.ues,
+        table.repeat,
+        table.repetitions,
+        table.loadavg.0,
+        table.loadavg.1
+    );
+    outln!("  Mpps per core, median / best of the repetitions [the smartNIC's, from the slides] (preferred share realised)");
+    outln!(
+        "  {:<14} {:>27} {:>27} {:>27} {:>27}",
+        "test",
+        "WRR",
+        "DWRR",
+        "RTTMon",
+        "CMon"
+    );
+    for row in &ab::ROWS {
+        let mut line = format!("  {:<14}", row.name);
+        for c in table.cells.iter().filter(|c| c.row == row.name) {
+            line += &format!(
+                " {:>5.2} / {:>5.2} [{:.1}] ({:.3})",
+                c.mpps_median, c.mpps_best, c.smartnic_mpps, c.preferred_share
+            );
+        }
+        outln!("{line}");
+    }
+    outln!(
+        "  mixed rows: frames of {} bytes; the benchmark's prologue (undo, draw a UE, redo): {} ns/packet, part of every figure",
+        ab::MIX.iter().map(|(s, w)| format!("{s} x {w}")).collect::<Vec<_>>().join(", "),
+        table.prologue_ns.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(", ")
+    );
+    for (row, runs) in &veth {
+        outln!(
+            "Through veths, {row}: generator (XDP live frames) on CPU 0 -> veth -> UPF at XDP, its NAPI thread on CPU 1 -> veth -> sink ({} s a run)",
+            a.atsss_veth_seconds
+        );
+        outln!(
+            "  {:<22} {:>4} {:>7} {:>10} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9}",
+            "program",
+            "rep",
+            "wall s",
+            "delivered",
+            "Mpps",
+            "napi s",
+            "si s",
+            "cpu1 us",
+            "cpu1 sy",
+            "gen s",
+            "Mpps/cpu"
+        );
+        for r in runs {
+            outln!(
+                "  {:<22} {:>4} {:>7.2} {:>10} {:>6.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>9.2}",
+                r.what,
+                r.repetition,
+                r.wall_s,
+                r.delivered,
+                r.mpps_wall,
+                r.napi_thread_s,
+                r.cpu1_softirq_s,
+                r.cpu1_user_s,
+                r.cpu1_system_s,
+                r.generator_s,
+                r.mpps_per_cpu_s
+            );
+        }
+    }
+    Ok(())
 }
 
 fn dataplane(a: &BenchArgs) -> anyhow::Result<()> {
@@ -172,6 +293,9 @@ fn decisions_per_s(config: &SchedulerConfig, n_paths: usize, count: u64) -> f64 
 }
 
 pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
+    if a.atsss {
+        return atsss(&a);
+    }
     if a.dataplane {
         return dataplane(&a);
     }

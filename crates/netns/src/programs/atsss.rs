@@ -14,7 +14,7 @@
 //!
 //! [`SwitchConfig`]: mpsched_core::switch::SwitchConfig
 
-
+pub mod bench;
 pub mod layout;
 
 use crate::backend::NetnsError;
@@ -51,11 +51,6 @@ pub struct AtsssPlane {
     attached: Vec<u32>,
 }
 
-/// `address` as the key of the address tables: its bytes in network order.
-fn key_of(address: u32) -> u32 {
-    u32::from_ne_bytes(address.to_be_bytes())
-}
-
 impl AtsssPlane {
     /// Load the object with its UE maps sized to the node's table (this runs the verifier) and
     /// fill every map.
@@ -80,15 +75,25 @@ impl AtsssPlane {
             return Err(DataplaneError::Config("atsss: too many test draws".into()));
         }
         let n_ues = table.ues.len();
-        let n_paths: usize = table.ues.iter().map(|u| u.paths.len()).sum();
+        let mut ue_entries = Vec::with_capacity(n_ues);
+        let mut path_entries = Vec::with_capacity(n_ues * 2);
+        for (i, ue) in table.ues.iter().enumerate() {
+            ue_entries.push((ue.ip, i as u32));
+            for (j, p) in ue.paths.iter().enumerate() {
+                path_entries.push((p.addr, (i as u32) << 2 | j as u32));
+            }
+        }
+        let ue_index = layout::build_index(&ue_entries).map_err(DataplaneError::Config)?;
+        let path_index = layout::build_index(&path_entries).map_err(DataplaneError::Config)?;
         let mut open = bpf(
             || "open atsss.bpf.o".into(),
             ObjectBuilder::default().open_memory(OBJECT),
         )?;
         for mut m in open.maps_mut() {
             let entries = match m.name().to_str() {
-                Some("ues") | Some("ue_of_ip") => n_ues.max(1),
-                Some("ue_of_path") => n_paths.max(1),
+                Some("ues") | Some("bench_ues") => n_ues.max(1),
+                Some("ue_index") => ue_index.1.len(),
+                Some("path_index") => path_index.1.len(),
                 _ => continue,
             };
             bpf(|| "size the UE maps".into(), m.set_max_entries(entries as u32))?;
@@ -100,7 +105,7 @@ impl AtsssPlane {
             n_ues,
             attached: Vec::new(),
         };
-        plane.configure(t)?;
+        plane.configure(t, &ue_index, &path_index)?;
         Ok(plane)
     }
 
@@ -108,9 +113,14 @@ impl AtsssPlane {
         update_map(&self.obj, map, key, value)
     }
 
-    /// Fill the node record, the UE slots and address tables, the test draws and the
+    /// Fill the node record, the UE slots, the address indexes, the test draws and the
     /// forwarding maps from `t`.
-    fn configure(&self, t: &NodeTables) -> Result<(), DataplaneError> {
+    fn configure(
+        &self,
+        t: &NodeTables,
+        ue_index: &(u16, Vec<layout::IndexEntry>),
+        path_index: &(u16, Vec<layout::IndexEntry>),
+    ) -> Result<(), DataplaneError> {
         let cfg = &t.switch;
         let p = UpfParams::from_params(&t.params);
         let rc = p.config();
@@ -130,16 +140,18 @@ impl AtsssPlane {
             initial_cwnd: rc.initial_cwnd,
             n_ues: self.n_ues as u32,
             test_draws_n: t.test_draws.len() as u32,
+            ue_index_bits: ue_index.0,
+            path_index_bits: path_index.0,
             ..Node::default()
         };
         self.update("node", &0u32, &node)?;
         for (i, s) in upf::slots_of(&cfg.upf, &rc).iter().enumerate() {
             self.update("ues", &(i as u32), &Slot::from(s))?;
+            self.update("bench_ues", &(i as u32), &s.ip)?;
         }
-        for (i, ue) in cfg.upf.ues.iter().enumerate() {
-            self.update("ue_of_ip", &key_of(ue.ip), &(i as u32))?;
-            for (j, path) in ue.paths.iter().enumerate() {
-                self.update("ue_of_path", &key_of(path.addr), &((i as u32) << 2 | j as u32))?;
+        for (map, (_, table)) in [("ue_index", ue_index), ("path_index", path_index)] {
+            for (k, e) in table.iter().enumerate().filter(|(_, e)| e.key != 0) {
+                self.update(map, &(k as u32), e)?;
             }
         }
         for (i, d) in t.test_draws.iter().enumerate() {

@@ -9,7 +9,7 @@
  *     to the UPF's address, UDP port 4789: a tunnel frame (acknowledgement into the registers,
  *       uplink decapsulated and routed, keepalive counted; malformed or unknown dropped);
  *     to the UPF's address otherwise: its stack;
- *     to a UE's own address (hash "ue_of_ip"): under the UE's lock, the scheduler picks the
+ *     to a UE's own address (index "ue_index"): under the UE's lock, the scheduler picks the
  *       path and numbers the packet; bpf_xdp_adjust_head grows 60 bytes of outer IPv4, UDP,
  *       header and data in front of the inner packet, bpf_redirect to the path's port;
  *     anything else: routed (TTL, LPM "routes", MACs, bpf_redirect).
@@ -31,10 +31,13 @@ _Static_assert(sizeof(struct atsss_ue) == ATSSS_SIZEOF_UE, "struct atsss_ue");
 _Static_assert(__builtin_offsetof(struct atsss_ue, paths) == ATSSS_OFFSETOF_UE_PATHS, "atsss_ue.paths");
 _Static_assert(sizeof(struct atsss_path_cfg) == ATSSS_SIZEOF_PATH_CFG, "struct atsss_path_cfg");
 _Static_assert(sizeof(struct atsss_slot) == ATSSS_SIZEOF_SLOT, "struct atsss_slot");
-_Static_assert(__builtin_offsetof(struct atsss_slot, ip) == ATSSS_OFFSETOF_SLOT_IP, "atsss_slot.ip");
 _Static_assert(__builtin_offsetof(struct atsss_slot, packet_number) == ATSSS_OFFSETOF_SLOT_PACKET_NUMBER,
 	       "atsss_slot.packet_number");
-_Static_assert(__builtin_offsetof(struct atsss_slot, paths) == ATSSS_OFFSETOF_SLOT_PATHS, "atsss_slot.paths");
+_Static_assert(__builtin_offsetof(struct atsss_slot, near) == ATSSS_OFFSETOF_SLOT_NEAR, "atsss_slot.near");
+_Static_assert(__builtin_offsetof(struct atsss_slot, regs) == ATSSS_OFFSETOF_SLOT_REGS, "atsss_slot.regs");
+_Static_assert(__builtin_offsetof(struct atsss_slot, ip) == ATSSS_OFFSETOF_SLOT_IP, "atsss_slot.ip");
+_Static_assert(__builtin_offsetof(struct atsss_slot, far) == ATSSS_OFFSETOF_SLOT_FAR, "atsss_slot.far");
+_Static_assert(sizeof(struct atsss_index_entry) == ATSSS_SIZEOF_INDEX_ENTRY, "struct atsss_index_entry");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -43,27 +46,40 @@ struct {
 	__type(value, struct atsss_node);
 } node SEC(".maps");
 
-/* Sized at load time to the UE table (at least 1 entry, at most ATSSS_MAX_UES). */
+/* Sized at load time to the UE table (at least 1 entry, at most ATSSS_MAX_UES); mappable, so
+ * that its values start on a page (atsss.h, struct atsss_slot). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct atsss_slot);
 } ues SEC(".maps");
 
+/* The address indexes (atsss.h), sized at load time to 1 << bits entries. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
 	__type(key, __u32);
-	__type(value, __u32);
-} ue_of_ip SEC(".maps");
+	__type(value, struct atsss_index_entry);
+} ue_index SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct atsss_index_entry);
+} path_index SEC(".maps");
+
+/* ATSSS_F_BENCH only: every UE's own address (host order), by row, for the benchmark's
+ * prologue to address a packet to a UE drawn at random (as arriving packets carry it), without
+ * touching the UE's slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u32);
-} ue_of_path SEC(".maps");
+} bench_ues SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -152,6 +168,28 @@ static __always_inline __u32 upf_draw(const struct atsss_node *n)
 	*idx = k + 1;
 	v = bpf_map_lookup_elem(&test_draws, &k);
 	return v ? *v : 0;
+}
+
+/* The value of `key` (an address, network order) in an address index of 1 << bits entries,
+ * or NULL (atsss.h: open addressing, linear probing, at most ATSSS_INDEX_PROBES). */
+static __always_inline __u32 *index_lookup(void *index, __u32 bits, __u32 key)
+{
+	__u32 i, mask, start;
+
+	if (key == 0 || bits < 1 || bits > ATSSS_INDEX_MAX_BITS)
+		return NULL;
+	mask = (1u << bits) - 1;
+	start = (bpf_ntohl(key) * (__u32)ATSSS_INDEX_MULT) >> (32 - bits);
+	for (i = 0; i < ATSSS_INDEX_PROBES; i++) {
+		__u32 k = (start + i) & mask;
+		struct atsss_index_entry *e = bpf_map_lookup_elem(index, &k);
+
+		if (!e || e->key == 0)
+			return NULL;
+		if (e->key == key)
+			return &e->value;
+	}
+	return NULL;
 }
 
 /* ---- the registers (registers.rs) ------------------------------------------------------- */
@@ -497,7 +535,7 @@ static __always_inline int downlink(struct xdp_md *ctx, const struct atsss_node 
 	tseq = s->tunnel_seq;
 	s->packet_number = pn + 1;
 	s->tunnel_seq = tseq + 1;
-	pc = s->paths[path];
+	pc = path < 2 ? s->near[path & 1] : s->far[path & 1];
 	bpf_spin_unlock(&s->lock);
 
 	count(ATSSS_C_ENCAPSULATED);
@@ -616,7 +654,8 @@ static __always_inline int acknowledge(struct atsss_wire *w, __u32 u, __u32 path
 }
 
 /* A frame to the UPF's address and UDP port 4789, from `src` (network order). */
-static __always_inline int tunnel_frame(struct xdp_md *ctx, struct iphdr *ip, __u32 tot_len, __u32 src, __u64 now_ns)
+static __always_inline int tunnel_frame(struct xdp_md *ctx, const struct atsss_node *n, struct iphdr *ip, __u32 tot_len,
+					__u32 src, __u64 now_ns)
 {
 	void *data_end = (void *)(long)ctx->data_end;
 	struct udphdr *udp = (void *)(ip + 1);
@@ -632,7 +671,7 @@ static __always_inline int tunnel_frame(struct xdp_md *ctx, struct iphdr *ip, __
 		return malformed();
 	if (w->reserved != 0 || w->kind < ATSSS_MSG_DATA || w->kind > ATSSS_MSG_KEEPALIVE)
 		return malformed();
-	up = bpf_map_lookup_elem(&ue_of_path, &src);
+	up = index_lookup(&path_index, n->path_index_bits, src);
 	if (!up) {
 		count(ATSSS_C_UNKNOWN_UE);
 		return XDP_DROP;
@@ -660,16 +699,16 @@ static __always_inline int tunnel_frame(struct xdp_md *ctx, struct iphdr *ip, __
 
 /* ATSSS_F_BENCH: BPF_PROG_TEST_RUN repeats the program on one buffer, which the last run
  * left encapsulated (the first run's input is given so). Undo it (60 bytes off the front,
- * the EtherType back), then send the packet to a UE drawn at random: its address into the
- * inner destination, the checksum updated (RFC 1624). The program then runs as on any frame:
- * the UE is found by its address. */
+ * the EtherType back), then send the packet to a UE drawn at random: its address (from
+ * "bench_ues", not its slot, which stays as cold as the traffic leaves it) into the inner
+ * destination, the checksum updated (RFC 1624). The program then runs as on any frame: the
+ * UE is found by its address. */
 static __always_inline int bench_prologue(struct xdp_md *ctx, const struct atsss_node *n)
 {
 	void *data, *data_end;
 	struct ethhdr *eth;
 	struct iphdr *ip;
-	struct atsss_slot *s;
-	__u32 u, old, new, sum;
+	__u32 u, old, new, sum, *a;
 
 	if (bpf_xdp_adjust_head(ctx, ATSSS_ENCAP_BYTES))
 		return -1;
@@ -681,11 +720,11 @@ static __always_inline int bench_prologue(struct xdp_md *ctx, const struct atsss
 		return -1;
 	eth->h_proto = bpf_htons(ETH_P_IP);
 	u = (__u32)(((__u64)bpf_get_prandom_u32() * n->n_ues) >> 32);
-	s = bpf_map_lookup_elem(&ues, &u);
-	if (!s)
+	a = bpf_map_lookup_elem(&bench_ues, &u);
+	if (!a)
 		return -1;
 	old = ip->daddr;
-	new = bpf_htonl(s->ip);
+	new = bpf_htonl(*a);
 	sum = (__u16)~ip->check;
 	sum += (__u16)~(old & 0xffff) + (__u16)~(old >> 16) + (new & 0xffff) + (new >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
@@ -704,7 +743,7 @@ int atsss_upf(struct xdp_md *ctx)
 	struct ethhdr *eth;
 	struct iphdr *ip;
 	struct atsss_node *n;
-	__u32 zero = 0, len, ihl_bytes, tot_len, dst, key, *u;
+	__u32 zero = 0, len, ihl_bytes, tot_len, dst, *u;
 	__u64 now_ns;
 	int in_port;
 
@@ -714,8 +753,8 @@ int atsss_upf(struct xdp_md *ctx)
 	if (n->flags & ATSSS_F_BENCH) {
 		if (bench_prologue(ctx, n))
 			return XDP_ABORTED;
-		if (n->flags & ATSSS_F_BENCH_ONLY)
-			return XDP_DROP;
+		if (n->flags & ATSSS_F_BENCH_ONLY) /* the prologue's cost: redone, so the run repeats */
+			return bpf_xdp_adjust_head(ctx, -ATSSS_ENCAP_BYTES) ? XDP_ABORTED : XDP_DROP;
 	}
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;
@@ -757,12 +796,11 @@ int atsss_upf(struct xdp_md *ctx)
 		if (ip->protocol == IPPROTO_UDP && (bpf_ntohs(ip->frag_off) & 0x1fff) == 0 &&
 		    tot_len >= ihl_bytes + sizeof(*udp) && (void *)(udp + 1) <= data_end &&
 		    udp->dest == bpf_htons(ATSSS_UDP_PORT))
-			return tunnel_frame(ctx, ip, tot_len, ip->saddr, now_ns);
+			return tunnel_frame(ctx, n, ip, tot_len, ip->saddr, now_ns);
 		count(ATSSS_C_LOCAL);
 		return XDP_PASS;
 	}
-	key = ip->daddr;
-	u = bpf_map_lookup_elem(&ue_of_ip, &key);
+	u = index_lookup(&ue_index, n->ue_index_bits, ip->daddr);
 	if (u)
 		return downlink(ctx, n, *u, tot_len, ip->tos, now_ns);
 	return route(ctx);

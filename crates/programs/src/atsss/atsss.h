@@ -9,8 +9,8 @@
  *
  * The ports, routes and per-port statistics are bpf/mpsched.h's (struct mps_port,
  * mps_route_key, mps_port_stats), filled as for every program. Addresses are in host byte
- * order, as the Rust programs hold them, except the keys of the two address tables, which
- * are in network order, as in the headers they are looked up from.
+ * order, as the Rust programs hold them, except the keys of the two address indexes, which
+ * are in network order, as in the headers they are compared with.
  */
 #ifndef ATSSS_H
 #define ATSSS_H
@@ -71,7 +71,8 @@ struct atsss_node {
 	__u32 n_ues;
 	__u64 test_clock_ns;
 	__u32 test_draws_n;
-	__u32 pad2;
+	__u16 ue_index_bits;   /* map "ue_index" has 1 << ue_index_bits entries */
+	__u16 path_index_bits; /* map "path_index" has 1 << path_index_bits entries */
 };
 #define ATSSS_SIZEOF_NODE 48
 
@@ -114,24 +115,44 @@ struct atsss_path_cfg {
 #define ATSSS_SIZEOF_PATH_CFG 8
 
 /* Map "ues": array of n_ues slots, indexed by the UE's row in the control plane's table
- * (upf::UeSlot). The lock guards the registers and the counters: one packet or
+ * (upf::UeSlot), memory-mappable so that its values start on a page, and each slot (256
+ * bytes) on a 256-byte boundary. A downlink packet of a UE of two paths touches only the first
+ * 128 bytes (two cache lines the adjacent-line prefetcher fetches together): the lock, the
+ * UE's counters, paths 0 and 1 as the control plane gave them, the registers' head and the
+ * registers of paths 0 and 1. The UE's own address (read by uplink only) and paths 2 and 3
+ * follow the registers. The lock guards the registers and the counters: one packet or
  * acknowledgement of a UE at a time, as the smartNIC's mutex does. */
 struct atsss_slot {
-	struct atsss_ue regs;
 	MPS_LOCK;
-	__u32 ip; /* the UE's own address, host order */
-	__u64 packet_number;
 	__u32 tunnel_seq;
-	__u32 pad;
-	struct atsss_path_cfg paths[ATSSS_MAX_PATHS];
+	__u64 packet_number;
+	struct atsss_path_cfg near[2]; /* paths 0 and 1 */
+	struct atsss_ue regs;
+	__u32 ip; /* the UE's own address, host order */
+	struct atsss_path_cfg far[2]; /* paths 2 and 3 */
+	__u8 pad[28];
 };
-#define ATSSS_SIZEOF_SLOT 232
-#define ATSSS_OFFSETOF_SLOT_IP 180
-#define ATSSS_OFFSETOF_SLOT_PACKET_NUMBER 184
-#define ATSSS_OFFSETOF_SLOT_PATHS 200
+#define ATSSS_SIZEOF_SLOT 256
+#define ATSSS_OFFSETOF_SLOT_PACKET_NUMBER 8
+#define ATSSS_OFFSETOF_SLOT_NEAR 16
+#define ATSSS_OFFSETOF_SLOT_REGS 32
+#define ATSSS_OFFSETOF_SLOT_IP 208
+#define ATSSS_OFFSETOF_SLOT_FAR 212
 
-/* Map "ue_of_ip": hash, the UE's own address (network order) -> its row.
- * Map "ue_of_path": hash, a UE's path address (network order) -> row << 2 | path. */
+/* Maps "ue_index" (a UE's own address -> its row) and "path_index" (a UE's path address ->
+ * row << 2 | path): open-addressed tables the control plane builds, 1 << bits entries, an
+ * address (network order; 0: empty) starting at (host address x 0x9E3779B1) >> (32 - bits),
+ * linear probing, every address within ATSSS_INDEX_PROBES of its start (the control plane
+ * grows the table until it is). One array lookup per probe, no hash function call: a
+ * downlink's lookup touches one cache line, most often. */
+struct atsss_index_entry {
+	__u32 key;
+	__u32 value;
+};
+#define ATSSS_SIZEOF_INDEX_ENTRY 8
+#define ATSSS_INDEX_PROBES 16
+#define ATSSS_INDEX_MULT 0x9E3779B1
+#define ATSSS_INDEX_MAX_BITS 20
 
 /* Map "counters": per-CPU array indexed by these; the Rust names (upf::COUNTER_NAMES, then
  * the frame runner's) in comments. */
