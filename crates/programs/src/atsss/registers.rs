@@ -70,8 +70,8 @@ pub struct UeReg {
     pub kind: u8,
     /// Padding (zero).
     pub pad: u8,
-    /// RTTMon: when the weight last moved (the slides' `lastScheduling`); CMon: when a path
-    /// was last probed; ticks.
+    /// RTTMon: when the weight last moved (the slides' `lastScheduling`); CMon and the
+    /// steering modes: when the preferred path was last probed; ticks.
     pub last_change: u32,
     /// Padding (zero).
     pub pad2: [u32; 2],
@@ -228,7 +228,7 @@ pub fn kind_of(ue: &UeReg) -> Kind {
 }
 
 /// The path of a UE's next packet at `now`, with `draw` the packet's random draw (only the
-/// weighted kinds use it). May write the UE's registers (RTTMon's step, CMon's probe clock).
+/// weighted kinds use it). May write the UE's registers (RTTMon's step, the probe clock).
 pub fn select(ue: &mut UeReg, cfg: &Config, now: u32, draw: u32) -> usize {
     let secondary = usize::from(ue.n_paths > 1);
     match kind_of(ue) {
@@ -247,17 +247,41 @@ pub fn select(ue: &mut UeReg, cfg: &Config, now: u32, draw: u32) -> usize {
                 secondary
             }
         }
-        Kind::CMon => cmon_select(ue, cfg, now),
+        Kind::CMon => {
+            let choice = cmon_select(ue, cfg, now);
+            probe_or(ue, cfg, now, choice)
+        }
         Kind::ActiveStandby => {
-            if path_up(&ue.paths[PREFERRED], now, cfg) {
+            let choice = if path_up(&ue.paths[PREFERRED], now, cfg) {
                 PREFERRED
             } else {
                 secondary
-            }
+            };
+            probe_or(ue, cfg, now, choice)
         }
-        Kind::SmallestDelay => smallest_delay(ue, cfg, now),
-        Kind::Priority => first_path(ue, |p| path_up(p, now, cfg) && !congested(p)),
+        Kind::SmallestDelay => {
+            let choice = smallest_delay(ue, cfg, now);
+            probe_or(ue, cfg, now, choice)
+        }
+        Kind::Priority => {
+            let choice = first_path(ue, |p| path_up(p, now, cfg) && !congested(p));
+            probe_or(ue, cfg, now, choice)
+        }
     }
+}
+
+/// The measuring kinds (CMon and the steering modes) learn of a path only from its
+/// acknowledgements, so a preferred path they left would never be seen to recover: while the
+/// choice is another path, one packet per the preferred path's target RTT (the outage floor
+/// while it is down) goes to it instead, as a probe (3GPP's performance measurement function
+/// measures each access periodically for the same reason).
+#[inline]
+fn probe_or(ue: &mut UeReg, cfg: &Config, now: u32, choice: usize) -> usize {
+    if choice != PREFERRED && probe_due(ue, cfg, now) {
+        ue.last_change = now;
+        return PREFERRED;
+    }
+    choice
 }
 
 /// The first path (in preference order) `usable` says yes to, else the last path.
@@ -295,11 +319,9 @@ fn cmon_usable(p: &PathReg, cfg: &Config, now: u32) -> bool {
     path_up(p, now, cfg) && in_flight(p) < u32::from(p.cwnd) && !congested(p)
 }
 
-/// CMon: the most preferred usable path. When the most preferred path is not usable, one
-/// packet per its target RTT (at least the outage floor when it is down) goes to it anyway,
-/// as a probe, so that a path that recovered is seen to. With no path usable, the up path
-/// whose window is least overrun, else the last path.
-fn cmon_select(ue: &mut UeReg, cfg: &Config, now: u32) -> usize {
+/// CMon: the most preferred usable path; with none usable, the up path whose window is least
+/// overrun, else the last path ([`probe_or`] then probes the preferred path).
+fn cmon_select(ue: &UeReg, cfg: &Config, now: u32) -> usize {
     let n = usize::from(ue.n_paths).clamp(1, MAX_PATHS);
     let mut choice = None;
     let mut excess_best = u32::MAX;
@@ -315,18 +337,13 @@ fn cmon_select(ue: &mut UeReg, cfg: &Config, now: u32) -> usize {
             fallback = i;
         }
     }
-    let choice = choice.unwrap_or(fallback);
-    if choice != PREFERRED && cmon_probe_due(ue, cfg, now) {
-        ue.last_change = now;
-        return PREFERRED;
-    }
-    choice
+    choice.unwrap_or(fallback)
 }
 
 /// Whether the preferred path is due a probe: its interval (its target RTT, or the outage
 /// floor while it is down) has passed since the last probe.
 #[inline]
-fn cmon_probe_due(ue: &UeReg, cfg: &Config, now: u32) -> bool {
+fn probe_due(ue: &UeReg, cfg: &Config, now: u32) -> bool {
     let p = &ue.paths[PREFERRED];
     let interval = if path_up(p, now, cfg) {
         path_target(p)

@@ -22,6 +22,7 @@ mod failures;
 mod flows;
 mod programs;
 mod rate_control;
+mod rate_traces;
 mod splits;
 mod sweep;
 mod topology;
@@ -38,6 +39,8 @@ use classify::*;
 pub use classify::{ClassMatch, ClassifyIntent};
 use failures::*;
 pub use failures::{LinkFailure, MAX_FAILURES};
+use rate_traces::*;
+pub use rate_traces::{parse_trace, RateTrace, BUILTIN_TRACES, MAX_TRACE_POINTS};
 pub use flows::MAX_UDP_OVERLOAD;
 use flows::*;
 use programs::*;
@@ -322,6 +325,8 @@ pub struct Scenario {
     pub sweep: Option<Sweep>,
     /// Links that fail during the run, in file order.
     pub failures: Vec<LinkFailure>,
+    /// Links whose rate follows a trace, in file order.
+    pub rate_traces: Vec<RateTrace>,
     /// Classifier rules at switches (`[[classify]]`), in file order.
     pub classify: Vec<ClassifyIntent>,
     raw_splits: Vec<RawSplitKeep>,
@@ -690,6 +695,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     udp_rates_are_sendable(&ctx, &flows, &nodes, &links, &|i| format!("flow[{i}].rate"))?;
     let tunnels = tunnels_of(&ctx, &raw.tunnel, &nodes, &links, &paths, &splits)?;
     let failures = failures_of(&ctx, &raw.failure, &links, duration_ps, &node_of)?;
+    let rate_traces = rate_traces_of(&ctx, &raw.rate_trace, &links, duration_ps)?;
     let classify = classifiers_of(&ctx, &raw.classify, &nodes, &links, &node_of)?;
     classifiers_run_where_supported(&ctx, "classify", &classify, &nodes, &programs)?;
     let variants = variants_of(&ctx, &raw.variant)?;
@@ -723,6 +729,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
         routing,
         sweep,
         failures,
+        rate_traces,
         classify,
         raw_splits,
         raw_tunnels: raw.tunnel,

@@ -147,6 +147,35 @@ impl<'a> TunnelIndex<'a> {
     }
 }
 
+/// A tunnel's `params` into its scheduler's: each key declared by some registered tunnel
+/// scheduler, taken where this one declares it.
+fn tunnel_params(
+    ctx: &Ctx<'_>,
+    at: &str,
+    spec: &dyn mpsched_programs::tunnel::TunnelSchedulerProgram,
+    table: &toml::Table,
+    params: &mut mpsched_programs::Params,
+) -> Result<(), ScenarioError> {
+    for (key, value) in table {
+        let field = format!("{at}.params.{key}");
+        let Some(p) = spec.params().iter().find(|p| p.name == key) else {
+            let known = mpsched_programs::tunnel::TUNNEL_SCHEDULERS
+                .iter()
+                .any(|s| s.params().iter().any(|p| p.name == key));
+            if known {
+                continue;
+            }
+            return Err(ctx.err(field, format!("no tunnel scheduler has a parameter `{key}`")));
+        };
+        let v = super::programs::param_value(ctx, &field, p, value)?;
+        if p.check(v).is_err() {
+            return Err(ctx.err(field, super::programs::bounds_message(p, v)));
+        }
+        params.set(spec.params(), key, v).map_err(|e| ctx.err(&field, e))?;
+    }
+    Ok(())
+}
+
 /// One `[[tunnel]]` on its own (a variant rebuilds it with another scheduler or transport).
 pub(super) fn build_tunnel(
     ctx: &Ctx<'_>,
@@ -246,6 +275,9 @@ fn build_tunnel_indexed(
                     )
                 })?;
         }
+    }
+    if let Some(table) = &t.params {
+        tunnel_params(ctx, &at, spec, table, &mut scheduler_params)?;
     }
     let send_buffer_bytes = match &t.send_buffer {
         Some(b) => ctx.size(&format!("{at}.send_buffer"), b)?,

@@ -3,6 +3,7 @@
 //! time-series columns and the first events.
 
 use super::*;
+use mpsched_tunnel::path::{PathReceiver, PathSender};
 
 /// Flows whose order a tunnel exit remembers (the reordering measure's bound).
 const EXIT_FLOWS: usize = mpsched_core::tunnel::DEFAULT_FLOW_TABLE_ENTRIES as usize;
@@ -365,6 +366,7 @@ pub(super) fn tunnels(
     for (ti, tun) in sc.tunnels.iter().enumerate() {
         let scheduler = mpsched_programs::tunnel::tunnel_scheduler(tun.scheduler)
             .ok_or_else(|| SimError::Config(format!("tunnel `{}`: no scheduler `{}`", tun.name, tun.scheduler)))?;
+        let acked = scheduler.needs_path_acks() && tun.transport == SubtunnelTransport::Udp;
         let ends_here = [tun.entry, tun.exit];
         let mut sides = Vec::new();
         for (d, &node) in ends_here.iter().enumerate() {
@@ -446,7 +448,10 @@ pub(super) fn tunnels(
                 tunnel_addrs.insert(subtunnel_addr(ti, j, back), node as u32);
             }
             ends.entry(node).or_default().push((ti as u32, d as u8));
+            let n_paths = if acked { ports.len() } else { 0 };
             sides.push(TunnelSide {
+                senders: (0..n_paths).map(|_| PathSender::new(tunnel::sim_path_config())).collect(),
+                receivers: (0..n_paths).map(|_| PathReceiver::new(&tunnel::sim_path_config())).collect(),
                 node: node as u32,
                 entry: TunnelEntry::sharing(
                     far_hosts,
@@ -465,6 +470,7 @@ pub(super) fn tunnels(
             transport: tun.transport,
             send_buffer_bytes: tun.send_buffer_bytes,
             subtunnel_names: tun.subtunnels.iter().map(|&p| sc.paths[p].name.clone()).collect(),
+            acked,
             sides: [down, up],
         });
     }

@@ -5,6 +5,7 @@ mod component;
 mod control_loops;
 mod datapath;
 mod failures;
+mod rate_traces;
 mod mptcp;
 mod rate;
 mod tcp;
@@ -388,6 +389,9 @@ impl Simulation {
         }
         if let Some(f) = failures::LinkFailures::of(sc)? {
             sim.add_component(Box::new(f));
+        }
+        if let Some(t) = rate_traces::RateTraces::of(sc) {
+            sim.add_component(Box::new(t));
         }
         sim.add_control_loops(sc, &port_rates_bps, opts.seed);
         Ok(sim)

@@ -12,7 +12,43 @@ use mpsched_scenario::NodeKind;
 use mpsched_scenario::SubtunnelTransport;
 use mpsched_topo::addressing::{subtunnel_addr, subtunnel_of, TunnelDir};
 use mpsched_tunnel::framing::udp_outer;
+use mpsched_tunnel::path::{PathConfig, PathReceiver, PathSender};
+use mpsched_tunnel::wire::Ack;
 use mpsched_tunnel::{TunnelEntry, TunnelExit, TCP_FRAMING_BYTES};
+
+/// UDP source port of a simulated subtunnel acknowledgement (data leaves from
+/// `TUNNEL_UDP_PORT`): how the entry tells one from data.
+pub(crate) const ACK_SRC_PORT: u16 = 4790;
+/// Bytes an acknowledged subtunnel's datagram carries beyond the outer IPv4 and UDP headers:
+/// the daemon's 20-byte header in its clear mode and the 12-byte data header.
+pub(crate) const ACKED_DATA_EXTRA_BYTES: u32 = 20 + 12;
+/// Wire bytes of an acknowledgement: Ethernet, IPv4, UDP, the 20-byte header, 16 bytes.
+pub(crate) const ACK_WIRE_BYTES: u32 = 14 + 20 + 8 + 20 + 16;
+
+/// The path timing of the simulator's acknowledged subtunnels: every datagram acknowledged at
+/// once (no delayed acknowledgement, so no timer), liveness left to the scheduler.
+pub(crate) fn sim_path_config() -> PathConfig {
+    PathConfig {
+        ack_every: 1,
+        ..PathConfig::default()
+    }
+}
+
+/// An acknowledgement in a simulated packet's two spare fields (`seq`: highest and received;
+/// `sent_ps`: echoed send time and hold time, µs), undone by [`ack_of`].
+fn ack_into(pkt: &mut Packet, a: &Ack) {
+    pkt.seq = u64::from(a.highest_seq) << 32 | u64::from(a.received);
+    pkt.sent_ps = u64::from(a.echo_us) << 32 | u64::from(a.ack_delay_us);
+}
+
+fn ack_of(pkt: &Packet) -> Ack {
+    Ack {
+        highest_seq: (pkt.seq >> 32) as u32,
+        received: pkt.seq as u32,
+        echo_us: (pkt.sent_ps >> 32) as u32,
+        ack_delay_us: pkt.sent_ps as u32,
+    }
+}
 use std::collections::BTreeMap;
 
 /// A subtunnel of a tunnel in one direction.
@@ -41,6 +77,11 @@ pub(crate) enum TunnelEnds {
 
 /// One direction of a tunnel: its entry at `node` and its exit at the other end.
 pub(crate) struct TunnelSide {
+    /// Per subtunnel, where the scheduler learns of its paths from acknowledgements
+    /// ([`TunnelState::acked`]): the entry's path sender (numbers, RTT, in-flight, loss) and
+    /// the exit's path receiver, as the tunnel daemon has them. Empty otherwise.
+    pub senders: Vec<PathSender>,
+    pub receivers: Vec<PathReceiver>,
     /// The node that encapsulates in this direction.
     pub node: u32,
     pub entry: TunnelEntry,
@@ -58,6 +99,9 @@ pub(crate) struct TunnelState {
     pub transport: SubtunnelTransport,
     pub send_buffer_bytes: u64,
     pub subtunnel_names: Vec<String>,
+    /// Whether UDP subtunnels carry path numbers and send times and the exit acknowledges
+    /// every datagram (schedulers that ask: `needs_path_acks`).
+    pub acked: bool,
     /// Down (entry -> exit), Up.
     pub sides: [TunnelSide; 2],
 }
@@ -67,6 +111,11 @@ pub(crate) struct TunnelState {
 pub(crate) struct Inner {
     pub pkt: Packet,
     pub entry_seq: u64,
+}
+
+/// The subtunnel index an address names.
+fn subtunnel_j(addr: mpsched_core::packet::Ipv4) -> usize {
+    subtunnel_of(addr).map_or(0, |(_, j, _)| j)
 }
 
 impl Simulation {
@@ -97,6 +146,18 @@ impl Simulation {
                         cwnd_bytes: c.sender.cwnd_bytes(),
                         srtt_ns: c.sender.rtt().srtt_ns().unwrap_or(0),
                         ..SubtunnelView::default()
+                    }
+                }
+                SubtunnelTransport::Udp if tun.acked => {
+                    let node = tun.sides[d].node as usize;
+                    let l = self.net.nodes[node].out_links[usize::from(tun.sides[d].ports[j])] as usize;
+                    let p = tun.sides[d].senders[j].view();
+                    SubtunnelView {
+                        fill_bytes: self.net.links[l].queued_bytes,
+                        cwnd_bytes: 0,
+                        srtt_ns: p.srtt_ns,
+                        min_rtt_ns: p.min_rtt_ns,
+                        in_flight_pkts: p.in_flight,
                     }
                 }
                 SubtunnelTransport::Udp => {
@@ -167,10 +228,18 @@ impl Simulation {
             SubtunnelTransport::Udp => {
                 let dir = if d == 0 { TunnelDir::Down } else { TunnelDir::Up };
                 let own_ip = self.net.nodes[node as usize].ip;
-                let meta = udp_outer(own_ip, subtunnel_addr(ti, j, dir), &pkt.meta);
+                let mut meta = udp_outer(own_ip, subtunnel_addr(ti, j, dir), &pkt.meta);
                 let mut outer = Packet::bare(meta, pkt.flow, self.net.now);
                 outer.payload_bytes = s.ip_bytes;
                 outer.inner = idx;
+                let side = &mut self.traffic.tunnels[ti].sides[di];
+                if let Some(sender) = side.senders.get_mut(j) {
+                    let (path_seq, sent_us) = sender.on_send(self.net.now / 1000);
+                    outer.seq = u64::from(sent_us) << 32 | u64::from(path_seq);
+                    meta.wire_len_bytes += ACKED_DATA_EXTRA_BYTES;
+                    outer.meta = meta;
+                    outer.payload_bytes += ACKED_DATA_EXTRA_BYTES;
+                }
                 self.output(node, port, outer);
             }
         }
@@ -188,6 +257,9 @@ impl Simulation {
             return;
         };
         let d = dir as usize;
+        if self.traffic.tunnels[t].acked {
+            self.acknowledge(node, t, d, subtunnel_j(outer.meta.dst_ip), &outer);
+        }
         let exit = &mut self.traffic.tunnels[t].sides[d].exit;
         match exit.decapsulate(outer.meta.ecn, inner.pkt.meta.ecn) {
             Ok(ecn) => inner.pkt.meta.ecn = ecn,
@@ -198,6 +270,55 @@ impl Simulation {
             }
         }
         self.tunnel_egress(t, d, node, port, inner);
+    }
+
+    /// The exit of direction `d` of tunnel `t` at `node` received datagram `outer` on subtunnel
+    /// `j`: its path receiver takes it, and the acknowledgement goes back along the subtunnel
+    /// to the entry's address of the other direction.
+    fn acknowledge(&mut self, node: u32, t: usize, d: usize, j: usize, outer: &Packet) {
+        let now_ns = self.net.now / 1000;
+        let tun = &mut self.traffic.tunnels[t];
+        let Some(rx) = tun.sides[d].receivers.get_mut(j) else {
+            return;
+        };
+        rx.on_message(outer.seq as u32, (outer.seq >> 32) as u32, now_ns, false);
+        let Some(ack) = rx.ack(now_ns) else {
+            return;
+        };
+        let port = tun.sides[1 - d].ports[j];
+        let back = if d == 0 { TunnelDir::Up } else { TunnelDir::Down };
+        let own_ip = self.net.nodes[node as usize].ip;
+        let meta = mpsched_core::packet::PacketMeta::udp(
+            own_ip,
+            subtunnel_addr(t, j, back),
+            ACK_SRC_PORT,
+            mpsched_tunnel::framing::TUNNEL_UDP_PORT,
+            ACK_WIRE_BYTES,
+        );
+        let mut pkt = Packet::bare(meta, crate::packet::CONTROL_FLOW, 0);
+        ack_into(&mut pkt, &ack);
+        self.output(node, port, pkt);
+    }
+
+    /// An acknowledgement reached the entry it is addressed to: its path sender takes it and
+    /// the scheduler hears of it.
+    pub(crate) fn subtunnel_ack_arrival(&mut self, node: u32, pkt: Packet) {
+        let now_ns = self.net.now / 1000;
+        let Some((t, j, back)) = subtunnel_of(pkt.meta.dst_ip) else {
+            self.net.nodes[node as usize].dropped += 1;
+            return;
+        };
+        // Addressed to the other direction's address: it acknowledges this direction.
+        let d = 1 - back as usize;
+        let side = &mut self.traffic.tunnels[t].sides[d];
+        let Some(tx) = side.senders.get_mut(j) else {
+            self.net.nodes[node as usize].dropped += 1;
+            return;
+        };
+        if tx.on_ack(&ack_of(&pkt), now_ns) {
+            let sample = tx.ack_sample();
+            side.entry.on_ack(j, &sample, now_ns);
+        }
     }
 
     /// A TCP subtunnel's receiver delivered its stream up to `rcv_nxt`: forward every payload

@@ -310,7 +310,10 @@ fn steering_modes_pick_as_ts_23_501_describes() {
     assert_eq!(select(&mut ue, &c, 0, 0), 0);
     on_send(&mut ue, 0, 0);
     assert_eq!(select(&mut ue, &c, 100, 0), 0, "silent for the floor: still up");
-    assert_eq!(select(&mut ue, &c, 101, 0), 1, "silent past it: the standby");
+    assert_eq!(select(&mut ue, &c, 101, 0), 0, "silent past it: down, and due a probe");
+    assert_eq!(select(&mut ue, &c, 102, 0), 1, "then the standby");
+    assert_eq!(select(&mut ue, &c, 201, 0), 1);
+    assert_eq!(select(&mut ue, &c, 202, 0), 0, "the next probe more than a floor later");
     // Smallest Delay: unmeasured first, then the smaller RTT.
     let (c, k) = (cfg(), Kind::SmallestDelay);
     let mut ue = new_ue(&c, k, 3, 0);
