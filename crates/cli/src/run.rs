@@ -1,6 +1,6 @@
 //! `mpsched run` and `mpsched list`.
 
-use crate::plot::{fct_cdf_line, fct_cdf_png, throughput_png, total_goodput_png};
+use crate::plot::{fct_cdf_line, fct_cdf_png, throughput_png, total_goodput_png, tunnel_paths_png, TunnelPlot};
 use crate::UsageError;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -409,6 +409,11 @@ pub fn finish(
         let path = out.join("goodput_total.png");
         total_goodput_png(&sc.name, &lines, &tunnelled, &path)
             .with_context(|| format!("drawing {}", path.display()))?;
+        if let Some(tp) = acked_tunnel_plot(sc, &results[0].series) {
+            let path = out.join("tunnel_paths.png");
+            let title = format!("{}: tunnel `{}` ({backend})", sc.name, tp.prefix);
+            tunnel_paths_png(&title, &lines, &tp, &path).with_context(|| format!("drawing {}", path.display()))?;
+        }
     }
     if plot && results.iter().any(|r| !r.transfers.is_empty()) {
         let lines: Vec<_> = results
@@ -706,6 +711,33 @@ fn write_outputs(
             .with_context(|| format!("drawing {}", dir.join("throughput.png").display()))?;
     }
     Ok(())
+}
+
+/// The first tunnel's down direction, when the run has its per-path RTT columns (tunnels
+/// whose scheduler asks for acknowledgements, few enough for detailed columns).
+fn acked_tunnel_plot(sc: &Scenario, series: &mpsched_run::TimeSeries) -> Option<TunnelPlot> {
+    let t = sc.tunnels.first()?;
+    let prefix = format!("{}_down", t.name);
+    let subtunnels: Vec<String> = t.subtunnels.iter().map(|&p| sc.paths[p].name.clone()).collect();
+    series.values(&format!("{prefix}_{}_srtt_ms", subtunnels[0]))?;
+    // The preferred path's traced link, if one of its links follows a trace.
+    let nodes = &sc.paths[t.subtunnels[0]].nodes;
+    let capacity_column = sc.rate_traces.iter().find_map(|tr| {
+        let l = &sc.links[tr.link];
+        let on_path = nodes
+            .windows(2)
+            .any(|w| (w[0], w[1]) == (l.a, l.b) || (w[0], w[1]) == (l.b, l.a));
+        let name = l
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{}-{}", sc.nodes[l.a].name, sc.nodes[l.b].name));
+        on_path.then(|| format!("{name}_rate_mbps"))
+    });
+    Some(TunnelPlot {
+        prefix,
+        subtunnels,
+        capacity_column,
+    })
 }
 
 fn fmt_spread(s: &Summary, f: usize) -> String {

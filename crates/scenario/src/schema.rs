@@ -289,6 +289,12 @@ pub struct RawTunnel {
     /// TCP settings of the subtunnels (default: delayed ACK 40 ms, no Nagle).
     #[serde(default)]
     pub tcp: Option<RawTcp>,
+    /// Packets the exit holds to restore the order of entry (default 0: none).
+    #[serde(default)]
+    pub reorder_capacity: Option<u32>,
+    /// Longest a packet waits for the ones before it (default 100ms).
+    #[serde(default)]
+    pub reorder_timeout: Option<String>,
 }
 
 /// `[scenario]`.

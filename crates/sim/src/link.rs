@@ -256,7 +256,11 @@ impl Link {
     pub fn set_rate(&mut self, rate_bps: u64) {
         let rate_bps = rate_bps.max(1);
         self.rate_bps = rate_bps;
-        self.ps_per_bit = if PS_PER_S % rate_bps == 0 { PS_PER_S / rate_bps } else { 0 };
+        self.ps_per_bit = if PS_PER_S % rate_bps == 0 {
+            PS_PER_S / rate_bps
+        } else {
+            0
+        };
     }
 
     /// Time to serialise `bytes` wire bytes.

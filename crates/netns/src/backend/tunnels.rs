@@ -496,6 +496,8 @@ pub(super) fn figures(b: &Build<'_>, live: &Live) -> Vec<TunnelFigures> {
                 reordered_pct: round(100.0 * reordered as f64 / forwarded.max(1) as f64, 2),
                 send_buffer_drops: per_path("tcp_send_buffer_drops_total").values().sum(),
                 per_subtunnel_pkts: per_path("tx_packets_total"),
+                per_subtunnel: BTreeMap::new(),
+                reorder_buffer: None,
             });
         }
     }

@@ -25,6 +25,10 @@ pub const CMON_MIN_CWND: u16 = 2;
 /// CMon's largest window, packets.
 pub const CMON_MAX_CWND: u16 = 4096;
 
+/// Most doublings of the probe interval while the preferred path is down: probes at least
+/// every 16 outage floors (320 ms by default), so a path back from an outage is seen within it.
+pub const MAX_PROBE_BACKOFF: u8 = 4;
+
 /// `PathReg::flags`: the path has an RTT sample.
 pub const PATH_HAS_RTT: u16 = 1;
 
@@ -68,8 +72,9 @@ pub struct UeReg {
     pub n_paths: u8,
     /// Its scheduler ([`Kind`] as a number): the steering mode is the UE's.
     pub kind: u8,
-    /// Padding (zero).
-    pub pad: u8,
+    /// Probes sent to the preferred path since it went down unanswered, at most
+    /// [`MAX_PROBE_BACKOFF`]: each doubles the interval to the next.
+    pub probe_backoff: u8,
     /// RTTMon: when the weight last moved (the slides' `lastScheduling`); CMon and the
     /// steering modes: when the preferred path was last probed; ticks.
     pub last_change: u32,
@@ -190,10 +195,13 @@ pub fn draw_255(draw: u32) -> u32 {
     ((draw >> 16) * 255) >> 16
 }
 
-/// A draw mapped to [0, 61].
+/// A draw's top 6 bits, [0, 63]: RTTMon sends to the preferred path when this is at most its
+/// weight, so weight w (0 to 62) is a share of (w + 1) / 64. The slides stop the 6-bit weight
+/// at 62, not 63: neither path is ever left without packets, so both keep being measured (a
+/// weight of 0 still sends 1/64 to the preferred path, whose RTT samples bring it back).
 #[inline]
-pub fn draw_62(draw: u32) -> u32 {
-    ((draw >> 16) * 62) >> 16
+pub fn draw_64(draw: u32) -> u32 {
+    draw >> 26
 }
 
 /// RTTMon's weight step, the slides' code: once `now` is past `last_change + target`, the
@@ -241,7 +249,7 @@ pub fn select(ue: &mut UeReg, cfg: &Config, now: u32, draw: u32) -> usize {
         }
         Kind::RttMon => {
             rttmon_step(ue, now);
-            if draw_62(draw) < u32::from(ue.weight) {
+            if draw_64(draw) <= u32::from(ue.weight) {
                 PREFERRED
             } else {
                 secondary
@@ -275,10 +283,15 @@ pub fn select(ue: &mut UeReg, cfg: &Config, now: u32, draw: u32) -> usize {
 /// choice is another path, one packet per the preferred path's target RTT (the outage floor
 /// while it is down) goes to it instead, as a probe (3GPP's performance measurement function
 /// measures each access periodically for the same reason).
+/// While the path is down, each unanswered probe doubles the interval to the next (a probe
+/// into a dead path is a packet lost), up to 2^[`MAX_PROBE_BACKOFF`] floors.
 #[inline]
 fn probe_or(ue: &mut UeReg, cfg: &Config, now: u32, choice: usize) -> usize {
     if choice != PREFERRED && probe_due(ue, cfg, now) {
         ue.last_change = now;
+        if !path_up(&ue.paths[PREFERRED], now, cfg) && ue.probe_backoff < MAX_PROBE_BACKOFF {
+            ue.probe_backoff += 1;
+        }
         return PREFERRED;
     }
     choice
@@ -348,7 +361,7 @@ fn probe_due(ue: &UeReg, cfg: &Config, now: u32) -> bool {
     let interval = if path_up(p, now, cfg) {
         path_target(p)
     } else {
-        cfg.outage_floor_ticks
+        cfg.outage_floor_ticks << ue.probe_backoff.min(MAX_PROBE_BACKOFF)
     };
     now.wrapping_sub(ue.last_change) > interval
 }
@@ -397,6 +410,9 @@ pub fn on_ack(ue: &mut UeReg, _cfg: &Config, path: usize, ack: &AckRegs, now: u3
     p.flags |= PATH_HAS_RTT;
     let new_loss = ack.lost != p.lost;
     p.lost = ack.lost;
+    if path == PREFERRED {
+        ue.probe_backoff = 0;
+    }
     match kind {
         Kind::Dwrr if path == PREFERRED => {
             ue.weight = if new_loss {
@@ -410,11 +426,15 @@ pub fn on_ack(ue: &mut UeReg, _cfg: &Config, path: usize, ack: &AckRegs, now: u3
     }
 }
 
-/// CMon's window: one packet more per window of acknowledgements at or below target; a
-/// quarter less, at most once per target RTT, for one above it.
+/// CMon's window: one packet more per window of acknowledgements at or below target while
+/// at least half the window is in flight (a window the traffic does not use is not known to
+/// be safe, RFC 7661); a quarter less, at most once per target RTT, for one above it.
 fn cmon_on_ack(p: &mut PathReg, now: u32) {
     let target = path_target(p);
     if p.cur_rtt <= target {
+        if in_flight(p) << 1 < u32::from(p.cwnd) {
+            return;
+        }
         p.acks_in_round = p.acks_in_round.saturating_add(1);
         if p.acks_in_round >= p.cwnd {
             p.acks_in_round = 0;

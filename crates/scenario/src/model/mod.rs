@@ -39,13 +39,13 @@ use classify::*;
 pub use classify::{ClassMatch, ClassifyIntent};
 use failures::*;
 pub use failures::{LinkFailure, MAX_FAILURES};
-use rate_traces::*;
-pub use rate_traces::{parse_trace, RateTrace, BUILTIN_TRACES, MAX_TRACE_POINTS};
 pub use flows::MAX_UDP_OVERLOAD;
 use flows::*;
 use programs::*;
 use rate_control::*;
 pub use rate_control::{PacedTransport, RateControl, DEFAULT_CNP_INTERVAL_PS, DEFAULT_RETRANSMIT_TIMEOUT_PS};
+use rate_traces::*;
+pub use rate_traces::{parse_trace, RateTrace, BUILTIN_TRACES, MAX_TRACE_POINTS};
 use splits::*;
 use sweep::*;
 pub use sweep::{Sweep, SweepPoint, MAX_SWEEP_POINTS};
@@ -192,7 +192,18 @@ pub struct Tunnel {
     pub send_buffer_bytes: u64,
     /// TCP settings of the subtunnels.
     pub tcp: TcpConfig,
+    /// Packets the exit's reordering buffer holds (0: none, packets leave as they arrive; UDP
+    /// subtunnels only).
+    pub reorder_capacity: u32,
+    /// Longest a packet waits in the reordering buffer.
+    pub reorder_timeout_ps: u64,
 }
+
+/// Most packets a tunnel exit's reordering buffer may hold (24 bytes each in the simulator,
+/// allocated when the first packet waits).
+pub const MAX_REORDER_CAPACITY: u32 = 65_536;
+/// The reordering timeout by default: 100 ms.
+pub const DEFAULT_REORDER_TIMEOUT_PS: u64 = 100_000_000_000;
 
 /// ns-3's default TCP send buffer (`TcpSocket::SndBufSize`), the AFMT prototype's.
 pub const DEFAULT_TUNNEL_SEND_BUFFER_BYTES: u64 = 131_072;

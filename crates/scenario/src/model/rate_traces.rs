@@ -19,6 +19,7 @@ pub const MAX_TRACE_RATE_BPS: u64 = 1_000_000_000_000;
 pub const BUILTIN_TRACES: &[(&str, &str)] = &[
     ("wifi-falling", include_str!("../../../../data/traces/wifi-falling.csv")),
     ("wifi-office", include_str!("../../../../data/traces/wifi-office.csv")),
+    ("wifi-outage", include_str!("../../../../data/traces/wifi-outage.csv")),
 ];
 
 /// A link's rate over time.
@@ -45,13 +46,21 @@ pub fn parse_trace(text: &str) -> Result<Vec<(u64, u64)>, String> {
             return Err(format!("line {}: expected `time_s,rate_mbps`, got `{line}`", n + 1));
         };
         let (Ok(t), Ok(r)) = (t.parse::<f64>(), r.parse::<f64>()) else {
-            if out.is_empty() && n == text.lines().position(|l| !l.trim().is_empty() && !l.trim().starts_with('#')).unwrap_or(0) {
+            if out.is_empty()
+                && n == text
+                    .lines()
+                    .position(|l| !l.trim().is_empty() && !l.trim().starts_with('#'))
+                    .unwrap_or(0)
+            {
                 continue; // the header line
             }
             return Err(format!("line {}: `{line}` is not two numbers", n + 1));
         };
         if !(t.is_finite() && t >= 0.0 && t <= MAX_TIME_PS as f64 / 1e12) {
-            return Err(format!("line {}: time {t} s is not between 0 and the longest run", n + 1));
+            return Err(format!(
+                "line {}: time {t} s is not between 0 and the longest run",
+                n + 1
+            ));
         }
         if !(r.is_finite() && r >= 0.0 && r * 1e6 <= MAX_TRACE_RATE_BPS as f64) {
             return Err(format!("line {}: rate {r} Mbit/s is not between 0 and 1 Tbit/s", n + 1));
@@ -119,7 +128,10 @@ pub(super) fn rate_traces_of(
         });
         total += points.len();
         if total > MAX_TRACE_POINTS {
-            return Err(ctx.err(at("file"), format!("the traces have more than {MAX_TRACE_POINTS} points in the run")));
+            return Err(ctx.err(
+                at("file"),
+                format!("the traces have more than {MAX_TRACE_POINTS} points in the run"),
+            ));
         }
         out.push(RateTrace { link, source, points });
     }
@@ -133,7 +145,10 @@ mod tests {
     #[test]
     fn traces_parse_with_a_header_and_comments_and_refuse_what_is_not_a_trace() {
         let t = parse_trace("# made by hand\ntime_s,rate_mbps\n0,50\n1.5, 0\n3.5,12.25\n").unwrap();
-        assert_eq!(t, vec![(0, 50_000_000), (1_500_000_000_000, 0), (3_500_000_000_000, 12_250_000)]);
+        assert_eq!(
+            t,
+            vec![(0, 50_000_000), (1_500_000_000_000, 0), (3_500_000_000_000, 12_250_000)]
+        );
         assert!(parse_trace("0,1\n2,1\n1,1\n").unwrap_err().contains("before"));
         assert!(parse_trace("0,-1\n").unwrap_err().contains("rate"));
         assert!(parse_trace("0,1,2\n").unwrap_err().contains("expected"));

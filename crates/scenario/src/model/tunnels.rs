@@ -292,7 +292,29 @@ fn build_tunnel_indexed(
         tunnel_tcp_defaults(),
         &t.tcp.clone().unwrap_or_default(),
     )?;
+    let reorder_capacity = t.reorder_capacity.unwrap_or(0);
+    if reorder_capacity > MAX_REORDER_CAPACITY {
+        return Err(ctx.err(
+            format!("{at}.reorder_capacity"),
+            format!("expected at most {MAX_REORDER_CAPACITY} packets, got {reorder_capacity}"),
+        ));
+    }
+    if reorder_capacity > 0 && transport != SubtunnelTransport::Udp {
+        return Err(ctx.err(
+            format!("{at}.reorder_capacity"),
+            "a reordering buffer needs `transport = \"udp\"` (each TCP subtunnel delivers its own stream in order; the simulator does not reorder across them)",
+        ));
+    }
+    let reorder_timeout_ps = match &t.reorder_timeout {
+        Some(v) => ctx.time(&format!("{at}.reorder_timeout"), v)?,
+        None => DEFAULT_REORDER_TIMEOUT_PS,
+    };
+    if reorder_timeout_ps == 0 {
+        return Err(ctx.err(format!("{at}.reorder_timeout"), "expected a time above zero"));
+    }
     Ok(Tunnel {
+        reorder_capacity,
+        reorder_timeout_ps,
         name: t.name.clone(),
         entry,
         exit,

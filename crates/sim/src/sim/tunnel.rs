@@ -4,15 +4,18 @@
 //! datagram per packet over UDP).
 
 use super::Simulation;
+use crate::event::EventKind;
 use crate::packet::{Packet, NO_INNER};
 use mpsched_core::packet::PortId;
 use mpsched_core::tunnel::{FlowKey, SubtunnelView};
 use mpsched_scenario::results::{round, TunnelFigures};
+use mpsched_scenario::results::{ReorderFigures, SubtunnelFigures};
 use mpsched_scenario::NodeKind;
 use mpsched_scenario::SubtunnelTransport;
 use mpsched_topo::addressing::{subtunnel_addr, subtunnel_of, TunnelDir};
 use mpsched_tunnel::framing::udp_outer;
 use mpsched_tunnel::path::{PathConfig, PathReceiver, PathSender};
+use mpsched_tunnel::reorder::ReorderBuffer;
 use mpsched_tunnel::wire::Ack;
 use mpsched_tunnel::{TunnelEntry, TunnelExit, TCP_FRAMING_BYTES};
 
@@ -82,6 +85,17 @@ pub(crate) struct TunnelSide {
     /// the exit's path receiver, as the tunnel daemon has them. Empty otherwise.
     pub senders: Vec<PathSender>,
     pub receivers: Vec<PathReceiver>,
+    /// Per subtunnel with `senders`: the sum of the RTT samples, ns, and their number.
+    pub rtt_sum_ns: Vec<u64>,
+    pub rtt_samples: Vec<u64>,
+    /// The exit's reordering buffer (UDP subtunnels, `reorder_capacity` > 0): inner packets
+    /// by their index in the store, with the port they arrived by.
+    pub reorder: Option<ReorderBuffer<(u32, PortId)>>,
+    /// When the buffer's pending timer event fires, ps.
+    pub reorder_timer_ps: Option<u64>,
+    /// Occupancy summed over the time series' samples, and their number.
+    pub occupancy_sum: u64,
+    pub occupancy_samples: u64,
     /// The node that encapsulates in this direction.
     pub node: u32,
     pub entry: TunnelEntry,
@@ -269,7 +283,71 @@ impl Simulation {
                 return;
             }
         }
+        if self.traffic.tunnels[t].sides[d].reorder.is_some() {
+            let j = subtunnel_j(outer.meta.dst_ip);
+            let seq = inner.entry_seq as u32;
+            let idx = self.store_inner(inner);
+            let now_ns = self.net.now / 1000;
+            let mut out = std::mem::take(&mut self.traffic.reorder_out);
+            if let Some(rb) = self.traffic.tunnels[t].sides[d].reorder.as_mut() {
+                rb.push_on(j, seq, now_ns, (idx, port), &mut out);
+            }
+            self.release_reordered(t, d, node, &mut out);
+            self.traffic.reorder_out = out;
+            return;
+        }
         self.tunnel_egress(t, d, node, port, inner);
+    }
+
+    /// Forward what the reordering buffer of direction `d` of tunnel `t` (at `node`) released,
+    /// and keep its timer armed for the next packet due.
+    fn release_reordered(&mut self, t: usize, d: usize, node: u32, out: &mut Vec<(u32, PortId)>) {
+        for (idx, port) in out.drain(..) {
+            let inner = self.take_inner(idx);
+            self.tunnel_egress(t, d, node, port, inner);
+        }
+        let side = &mut self.traffic.tunnels[t].sides[d];
+        let Some(due_ns) = side.reorder.as_mut().and_then(|rb| rb.deadline_ns()) else {
+            return;
+        };
+        let due_ps = due_ns.saturating_mul(1000).max(self.net.now);
+        if side.reorder_timer_ps.is_none_or(|at| at > due_ps) {
+            side.reorder_timer_ps = Some(due_ps);
+            self.net
+                .queue
+                .schedule(due_ps, EventKind::ReorderTimer((t * 2 + d) as u32));
+        }
+    }
+
+    /// A reordering buffer's timer fired: release what has waited its timeout.
+    pub(crate) fn on_reorder_timer(&mut self, code: u32) {
+        let (t, d) = ((code / 2) as usize, (code % 2) as usize);
+        let now = self.net.now;
+        let side = &mut self.traffic.tunnels[t].sides[d];
+        // Only the latest armed event is live; an earlier one that fires finds another pending.
+        if side.reorder_timer_ps != Some(now) {
+            return;
+        }
+        side.reorder_timer_ps = None;
+        let node = self.traffic.tunnels[t].sides[1 - d].node;
+        let mut out = std::mem::take(&mut self.traffic.reorder_out);
+        if let Some(rb) = self.traffic.tunnels[t].sides[d].reorder.as_mut() {
+            rb.poll(now / 1000, &mut out);
+        }
+        self.release_reordered(t, d, node, &mut out);
+        self.traffic.reorder_out = out;
+    }
+
+    /// Sample each reordering buffer's occupancy (for its mean).
+    pub(crate) fn sample_reorder_occupancy(&mut self) {
+        for tun in &mut self.traffic.tunnels {
+            for side in &mut tun.sides {
+                if let Some(rb) = &side.reorder {
+                    side.occupancy_sum += rb.stats().occupancy;
+                    side.occupancy_samples += 1;
+                }
+            }
+        }
     }
 
     /// The exit of direction `d` of tunnel `t` at `node` received datagram `outer` on subtunnel
@@ -317,6 +395,8 @@ impl Simulation {
         };
         if tx.on_ack(&ack_of(&pkt), now_ns) {
             let sample = tx.ack_sample();
+            side.rtt_sum_ns[j] += sample.rtt_ns;
+            side.rtt_samples[j] += 1;
             side.entry.on_ack(j, &sample, now_ns);
         }
     }
@@ -370,9 +450,62 @@ impl Simulation {
                         .cloned()
                         .zip(entry.per_subtunnel.iter().copied())
                         .collect::<BTreeMap<_, _>>(),
+                    per_subtunnel: subtunnel_figures(&t.subtunnel_names, side),
+                    reorder_buffer: side.reorder.as_ref().map(|rb| reorder_figures(rb, side)),
                 });
             }
         }
         out
+    }
+}
+
+/// RTT and loss of each acknowledged subtunnel of one direction.
+fn subtunnel_figures(names: &[String], side: &TunnelSide) -> BTreeMap<String, SubtunnelFigures> {
+    let mut out = BTreeMap::new();
+    for (j, tx) in side.senders.iter().enumerate() {
+        let v = tx.view();
+        let min_ms = v.min_rtt_ns as f64 / 1e6;
+        let mean_ms = if side.rtt_samples[j] == 0 {
+            0.0
+        } else {
+            side.rtt_sum_ns[j] as f64 / side.rtt_samples[j] as f64 / 1e6
+        };
+        out.insert(
+            names[j].clone(),
+            SubtunnelFigures {
+                min_rtt_ms: round(min_ms, 3),
+                mean_rtt_ms: round(mean_ms, 3),
+                rtt_inflation: if min_ms > 0.0 { round(mean_ms / min_ms, 3) } else { 0.0 },
+                lost_pkts: v.lost,
+                loss_pct: if v.sent == 0 {
+                    0.0
+                } else {
+                    round(100.0 * v.lost as f64 / v.sent as f64, 3)
+                },
+            },
+        );
+    }
+    out
+}
+
+/// A reordering buffer's figures.
+fn reorder_figures(rb: &ReorderBuffer<(u32, PortId)>, side: &TunnelSide) -> ReorderFigures {
+    let s = rb.stats();
+    ReorderFigures {
+        held_pkts: s.held,
+        late_pkts: s.late,
+        timeouts: s.timeouts,
+        max_occupancy_pkts: s.max_occupancy,
+        mean_occupancy_pkts: if side.occupancy_samples == 0 {
+            0.0
+        } else {
+            round(side.occupancy_sum as f64 / side.occupancy_samples as f64, 3)
+        },
+        mean_hold_ms: if s.held == 0 {
+            0.0
+        } else {
+            round(s.held_ns_sum as f64 / s.held as f64 / 1e6, 3)
+        },
+        max_hold_ms: round(s.held_ns_max as f64 / 1e6, 3),
     }
 }
