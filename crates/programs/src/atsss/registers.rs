@@ -31,6 +31,9 @@ pub const MAX_PROBE_BACKOFF: u8 = 4;
 
 /// `PathReg::flags`: the path has an RTT sample.
 pub const PATH_HAS_RTT: u16 = 1;
+/// `PathReg::flags`: CMon's window is in slow start (one more per acknowledgement) until its
+/// first cut.
+pub const PATH_SLOW_START: u16 = 2;
 
 /// The registers of one path of one UE (40 bytes, `struct atsss_path` in `atsss.h`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -56,7 +59,7 @@ pub struct PathReg {
     pub cwnd: u16,
     /// Acknowledgements since CMon's window last grew.
     pub acks_in_round: u16,
-    /// [`PATH_HAS_RTT`].
+    /// [`PATH_HAS_RTT`], [`PATH_SLOW_START`].
     pub flags: u16,
     /// Padding (zero).
     pub pad: [u16; 3],
@@ -426,13 +429,19 @@ pub fn on_ack(ue: &mut UeReg, _cfg: &Config, path: usize, ack: &AckRegs, now: u3
     }
 }
 
-/// CMon's window: one packet more per window of acknowledgements at or below target while
-/// at least half the window is in flight (a window the traffic does not use is not known to
-/// be safe, RFC 7661); a quarter less, at most once per target RTT, for one above it.
+/// CMon's window, as TCP's grows and shrinks but by the RTT target instead of loss: for an
+/// acknowledgement at or below target, one packet more (slow start, until the first cut) or
+/// one more per window of them, while at least half the window is in flight (a window the
+/// traffic does not use is not known to be safe, RFC 7661); for one above it, a quarter less,
+/// at most once per target RTT.
 fn cmon_on_ack(p: &mut PathReg, now: u32) {
     let target = path_target(p);
     if p.cur_rtt <= target {
         if in_flight(p) << 1 < u32::from(p.cwnd) {
+            return;
+        }
+        if p.flags & PATH_SLOW_START != 0 {
+            p.cwnd = (p.cwnd + 1).min(CMON_MAX_CWND);
             return;
         }
         p.acks_in_round = p.acks_in_round.saturating_add(1);
@@ -441,6 +450,7 @@ fn cmon_on_ack(p: &mut PathReg, now: u32) {
             p.cwnd = (p.cwnd + 1).min(CMON_MAX_CWND);
         }
     } else if now.wrapping_sub(p.last_cut) > target {
+        p.flags &= !PATH_SLOW_START;
         p.last_cut = now;
         p.acks_in_round = 0;
         p.cwnd = (p.cwnd - (p.cwnd >> 2)).max(CMON_MIN_CWND);
@@ -458,6 +468,7 @@ pub fn new_ue(cfg: &Config, kind: Kind, n_paths: u8, weight: u8) -> UeReg {
     };
     for p in &mut ue.paths {
         p.cwnd = cfg.initial_cwnd.clamp(CMON_MIN_CWND, CMON_MAX_CWND);
+        p.flags = PATH_SLOW_START;
     }
     ue
 }

@@ -309,7 +309,33 @@ fn cmon_cuts_the_window_once_per_target_and_grows_it_once_per_window_it_uses() {
         now += 1;
     }
     assert_eq!(ue.paths[0].cwnd, 10);
-    // Keep six of the ten in flight: one more per ten acknowledgements at target.
+    // Keep six of the ten in flight: one more per acknowledgement in slow start...
+    ue.paths[0].flags &= !PATH_SLOW_START;
+    let mut slow = ue;
+    slow.paths[0].flags |= PATH_SLOW_START;
+    for _ in 0..6 {
+        on_send(&mut slow, 0, now);
+    }
+    for _ in 0..5 {
+        on_send(&mut slow, 0, now);
+        let acked = slow.paths[0].seq_sent - 6;
+        on_ack(
+            &mut slow,
+            &c,
+            0,
+            &AckRegs {
+                acked,
+                lost: 0,
+                rtt: 20,
+            },
+            now,
+        );
+    }
+    assert_eq!(
+        slow.paths[0].cwnd, 13,
+        "10 -> 13, then 6 in flight are less than half of 13"
+    );
+    // ... and after it, one more per ten.
     for _ in 0..6 {
         on_send(&mut ue, 0, now);
     }
@@ -335,6 +361,9 @@ fn cmon_cuts_the_window_once_per_target_and_grows_it_once_per_window_it_uses() {
         ack(&mut ue, &c, 0, 0, 50, 100 + t);
     }
     assert_eq!(ue.paths[0].cwnd, 9, "one cut of a quarter per 29-tick target");
+    on_send(&mut slow, 0, now);
+    ack(&mut slow, &c, 0, 0, 50, now);
+    assert_eq!(slow.paths[0].flags & PATH_SLOW_START, 0, "a cut ends slow start");
 }
 
 #[test]
