@@ -139,6 +139,10 @@ pub struct TunnelFigures {
     pub send_buffer_drops: u64,
     /// Packets scheduled per subtunnel (path name).
     pub per_subtunnel_pkts: BTreeMap<String, u64>,
+    /// The subtunnels' path names in the tunnel's order (the first the preferred one, for the
+    /// ATSSS schedulers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subtunnels: Vec<String>,
     /// Per subtunnel, where the tunnel acknowledges its paths (ATSSS): RTT and loss.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub per_subtunnel: BTreeMap<String, SubtunnelFigures>,

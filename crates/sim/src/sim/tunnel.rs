@@ -450,6 +450,7 @@ impl Simulation {
                         .cloned()
                         .zip(entry.per_subtunnel.iter().copied())
                         .collect::<BTreeMap<_, _>>(),
+                    subtunnels: t.subtunnel_names.clone(),
                     per_subtunnel: subtunnel_figures(&t.subtunnel_names, side),
                     reorder_buffer: side.reorder.as_ref().map(|rb| reorder_figures(rb, side)),
                 });
