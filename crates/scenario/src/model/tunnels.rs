@@ -49,6 +49,7 @@ pub(super) fn tunnels_of(
     let mut far_ends: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut pairs: HashSet<(usize, usize)> = HashSet::new();
     let mut flow_table_entries = 0u64;
+    let mut reorder_pkts = 0u64;
     for (i, t) in raw_tunnels.iter().enumerate() {
         check_name(ctx, format!("tunnel[{i}].name"), &t.name)?;
         if !names.insert(t.name.as_str()) {
@@ -103,10 +104,25 @@ pub(super) fn tunnels_of(
                 ),
             ));
         }
+        // Each direction's exit may hold a buffer (allocated when a packet first waits).
+        reorder_pkts = reorder_pkts.saturating_add(2 * u64::from(tun.reorder_capacity));
+        if reorder_pkts > MAX_TOTAL_REORDER_PKTS {
+            return Err(ctx.err(
+                format!("tunnel[{i}].reorder_capacity"),
+                format!(
+                    "the tunnels' reordering buffers would hold {reorder_pkts} packets in both directions so far; \
+                     at most {MAX_TOTAL_REORDER_PKTS} in all (24 bytes each in the simulator): give each tunnel fewer"
+                ),
+            ));
+        }
         tunnels.push(tun);
     }
     Ok(tunnels)
 }
+
+/// Most packets all tunnels' reordering buffers may hold together, both directions counted
+/// (402 MB of slots in the simulator at most).
+pub const MAX_TOTAL_REORDER_PKTS: u64 = 1 << 24;
 
 /// With tunnels, no node or interface may have an address in the subtunnels' block (it would be
 /// taken for a subtunnel's).
