@@ -130,10 +130,24 @@ where
             t.iter().copied().zip(v.iter().copied()),
             c.stroke_width(2),
         ))?;
-        let y = 40 + 20 * i as i32;
-        legend_area.draw(&PathElement::new(vec![(4, y), (26, y)], c.stroke_width(3)))?;
-        legend_area.draw(&Text::new(name.clone(), (32, y - 7), ("sans-serif", 14)))?;
+        legend_entry(&legend_area, i, name, c)?;
     }
+    Ok(())
+}
+
+/// Line `i`'s entry in the legend column beside a chart.
+fn legend_entry<DB: DrawingBackend>(
+    legend_area: &DrawingArea<DB, plotters::coord::Shift>,
+    i: usize,
+    name: &str,
+    c: RGBColor,
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let y = 40 + 20 * i as i32;
+    legend_area.draw(&PathElement::new(vec![(4, y), (26, y)], c.stroke_width(3)))?;
+    legend_area.draw(&Text::new(name.to_string(), (32, y - 7), ("sans-serif", 14)))?;
     Ok(())
 }
 
@@ -315,9 +329,7 @@ where
             t.iter().copied().zip(v.iter().copied()),
             c.stroke_width(2),
         ))?;
-        let y = 40 + 20 * i as i32;
-        legend_area.draw(&PathElement::new(vec![(4, y), (26, y)], c.stroke_width(3)))?;
-        legend_area.draw(&Text::new(name.clone(), (32, y - 7), ("sans-serif", 14)))?;
+        legend_entry(&legend_area, i, name, c)?;
     }
     Ok(())
 }
