@@ -3,16 +3,6 @@
 /// (name, file path relative to the repository, TOML text).
 pub const BUILTIN: &[(&str, &str, &str)] = &[
     (
-        "atsss/one-ue",
-        "scenarios/atsss/one-ue.toml",
-        include_str!("../../../scenarios/atsss/one-ue.toml"),
-    ),
-    (
-        "atsss/one-ue-outage",
-        "scenarios/atsss/one-ue-outage.toml",
-        include_str!("../../../scenarios/atsss/one-ue-outage.toml"),
-    ),
-    (
         "motohashi2022/s1-homogeneous",
         "scenarios/motohashi2022/s1-homogeneous.toml",
         include_str!("../../../scenarios/motohashi2022/s1-homogeneous.toml"),
@@ -151,6 +141,16 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "mptcp/shared-bottleneck",
         "scenarios/mptcp/shared-bottleneck.toml",
         include_str!("../../../scenarios/mptcp/shared-bottleneck.toml"),
+    ),
+    (
+        "atsss/one-ue",
+        "scenarios/atsss/one-ue.toml",
+        include_str!("../../../scenarios/atsss/one-ue.toml"),
+    ),
+    (
+        "atsss/one-ue-outage",
+        "scenarios/atsss/one-ue-outage.toml",
+        include_str!("../../../scenarios/atsss/one-ue-outage.toml"),
     ),
 ];
 
