@@ -27,6 +27,7 @@ const BASES: &[&str] = &[
     "mphula2018/fig5-websearch-tcp-ecmp",
     "mptcp/two-paths",
     "pmqecn2024/s1-performance",
+    "atsss/one-ue",
     "bases/leaf-spine-failures.toml",
     "bases/paced-transfers.toml",
 ];

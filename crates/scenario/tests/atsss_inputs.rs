@@ -71,7 +71,7 @@ fn tunnel_parameters_and_reordering_are_checked() {
     ));
     assert_eq!(f, "tunnel[0].params.weight", "RTTMon's weight stops at 62");
     let (f, _) = refused(&t.replace("weight = 191", "weight = 256"));
-    assert_eq!(f, "variant[0].tunnel_params");
+    assert_eq!(f, "variant[0].tunnel_params.weight");
     let (f, m) = refused(&t.replace("transport = \"udp\"", "transport = \"tcp\""));
     assert_eq!(f, "tunnel[0].reorder_capacity", "{m}");
     let (f, _) = refused(&t.replace("reorder_capacity = 1024", "reorder_capacity = 70000"));

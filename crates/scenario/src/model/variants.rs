@@ -140,8 +140,14 @@ impl Scenario {
                 }
                 // Refused at the variant's key that set it, saying which tunnel it breaks.
                 out.tunnels[ti] = build_tunnel(&ctx, ti, &rt, &self.paths, &index).map_err(|mut e| {
-                    let key = if e.field.contains(".params.") && raw.tunnel_params.is_some() {
-                        "tunnel_params"
+                    let from_variant = |k: &str| raw.tunnel_params.as_ref().is_some_and(|t| t.contains_key(k));
+                    let key = if let Some((_, k)) = e.field.split_once(".params.").filter(|(_, k)| from_variant(k)) {
+                        // The key of the variant's own table that broke it.
+                        return ScenarioError {
+                            field: f(&format!("tunnel_params.{k}")),
+                            message: format!("in tunnel[{ti}] (`{}`): {}", e.field, e.message),
+                            ..e
+                        };
                     } else if e.field.ends_with(".transport") && raw.tunnel_transport.is_some() {
                         "tunnel_transport"
                     } else if raw.tunnel_scheduler.is_some() {
