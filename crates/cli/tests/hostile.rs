@@ -65,6 +65,12 @@ const REFUSED_ELSEWHERE: &[(&str, &str, &str)] = &[
         "the default 64-packet queues are fine alone; what they cannot hold is 8 x vq_capacity for the \
          PMQECN variant's program, whose bound is the one refused, naming the link",
     ),
+    (
+        "atsss-one-ue:variant[0].tunnel_scheduler:missing",
+        "variant[0].tunnel_params.weight",
+        "without its own scheduler the variant's parameters go to the tunnel's (RTTMon), whose weight \
+         stops at 62: the 191 meant for WRR is the key refused",
+    ),
 ];
 
 /// What a mutation must do to the run.
