@@ -8,8 +8,7 @@ use crate::event::EventKind;
 use crate::packet::{Packet, NO_INNER};
 use mpsched_core::packet::PortId;
 use mpsched_core::tunnel::{FlowKey, SubtunnelView};
-use mpsched_scenario::results::{round, TunnelFigures};
-use mpsched_scenario::results::{ReorderFigures, SubtunnelFigures};
+use mpsched_scenario::results::{round, ReorderFigures, SubtunnelFigures, TunnelFigures};
 use mpsched_scenario::NodeKind;
 use mpsched_scenario::SubtunnelTransport;
 use mpsched_topo::addressing::{subtunnel_addr, subtunnel_of, TunnelDir};
@@ -18,6 +17,7 @@ use mpsched_tunnel::path::{PathConfig, PathReceiver, PathSender};
 use mpsched_tunnel::reorder::ReorderBuffer;
 use mpsched_tunnel::wire::Ack;
 use mpsched_tunnel::{TunnelEntry, TunnelExit, TCP_FRAMING_BYTES};
+use std::collections::BTreeMap;
 
 /// UDP source port of a simulated subtunnel acknowledgement (data leaves from
 /// `TUNNEL_UDP_PORT`): how the entry tells one from data.
@@ -52,7 +52,6 @@ fn ack_of(pkt: &Packet) -> Ack {
         ack_delay_us: pkt.sent_ps as u32,
     }
 }
-use std::collections::BTreeMap;
 
 /// A subtunnel of a tunnel in one direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
