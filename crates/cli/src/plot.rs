@@ -130,10 +130,24 @@ where
             t.iter().copied().zip(v.iter().copied()),
             c.stroke_width(2),
         ))?;
-        let y = 40 + 20 * i as i32;
-        legend_area.draw(&PathElement::new(vec![(4, y), (26, y)], c.stroke_width(3)))?;
-        legend_area.draw(&Text::new(name.clone(), (32, y - 7), ("sans-serif", 14)))?;
+        legend_entry(&legend_area, i, name, c)?;
     }
+    Ok(())
+}
+
+/// Line `i`'s entry in the legend column beside a chart.
+fn legend_entry<DB: DrawingBackend>(
+    legend_area: &DrawingArea<DB, plotters::coord::Shift>,
+    i: usize,
+    name: &str,
+    c: RGBColor,
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let y = 40 + 20 * i as i32;
+    legend_area.draw(&PathElement::new(vec![(4, y), (26, y)], c.stroke_width(3)))?;
+    legend_area.draw(&Text::new(name.to_string(), (32, y - 7), ("sans-serif", 14)))?;
     Ok(())
 }
 
@@ -173,6 +187,150 @@ pub fn total_goodput_png(
         &lines,
     )?;
     root.present()?;
+    Ok(())
+}
+
+/// What the ATSSS plot shows of one tunnel direction: its name prefix in the series
+/// (`<tunnel>_down`), its subtunnels' path names (preferred first) and the column of the
+/// preferred path's capacity, if a trace drives it.
+pub struct TunnelPlot {
+    /// Series prefix of the direction, as `ue_down`.
+    pub prefix: String,
+    /// The subtunnels' path names, preferred first.
+    pub subtunnels: Vec<String>,
+    /// `<link>_rate_mbps` of the preferred path's traced link.
+    pub capacity_column: Option<String>,
+}
+
+/// Per variant, what a multipath tunnel's scheduler did with its preferred path over time
+/// (ATSSS): the rate it carried (against its capacity), its smoothed RTT (log scale), and
+/// its share of the packets per interval.
+pub fn tunnel_paths_png(
+    title: &str,
+    variants: &[(String, &TimeSeries)],
+    tunnel: &TunnelPlot,
+    out: &Path,
+) -> anyhow::Result<()> {
+    let root = BitMapBackend::new(out, (1100, 40 + 3 * 360)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (head, body) = root.split_vertically(40);
+    head.titled(title, ("sans-serif", 22))?;
+    let panels = body.split_evenly((3, 1));
+    let preferred = &tunnel.subtunnels[0];
+    let mut t_max: f64 = 1.0;
+    let (mut rates, mut rtts, mut shares) = (Vec::new(), Vec::new(), Vec::new());
+    for (name, series) in variants {
+        let t = series.values("time_s").unwrap_or_default();
+        t_max = t_max.max(t.last().copied().unwrap_or(1.0));
+        // Samples finer than 100 ms are averaged into 100 ms bins: a 10 ms interval carries a
+        // handful of packets, and its rate is noise.
+        let dt = if t.len() > 1 { t[1] - t[0] } else { 0.1 };
+        let k = ((0.1 / dt).round() as usize).max(1);
+        let bin = |v: &[f64]| -> Vec<f64> { v.chunks(k).map(|c| c.iter().sum::<f64>() / c.len() as f64).collect() };
+        let tb: Vec<f64> = t.chunks(k).map(|c| c[c.len() - 1]).collect();
+        if let Some(v) = series.values(&format!("{preferred}_mbps")) {
+            rates.push((name.clone(), tb.clone(), bin(&v)));
+        }
+        if let Some(v) = series.values(&format!("{}_{preferred}_srtt_ms", tunnel.prefix)) {
+            // Before the first sample the RTT is 0, which a log scale cannot show.
+            let (tt, vv): (Vec<f64>, Vec<f64>) = t.iter().copied().zip(v).filter(|p| p.1 > 0.0).unzip();
+            rtts.push((name.clone(), tt, vv));
+        }
+        let counts: Vec<Vec<f64>> = tunnel
+            .subtunnels
+            .iter()
+            .filter_map(|s| series.values(&format!("{}_{s}_pkts", tunnel.prefix)))
+            .collect();
+        if counts.len() == tunnel.subtunnels.len() {
+            // Cumulative counters: every k-th sample is the bin's end.
+            let ends: Vec<Vec<f64>> = counts
+                .iter()
+                .map(|c| c.iter().copied().skip(k - 1).step_by(k).collect())
+                .collect();
+            let te: Vec<f64> = t.iter().copied().skip(k - 1).step_by(k).collect();
+            shares.push((name.clone(), te, interval_shares(&ends)));
+        }
+    }
+    if let Some(col) = &tunnel.capacity_column {
+        if let Some((_, series)) = variants.first() {
+            if let (Some(t), Some(v)) = (series.values("time_s"), series.values(col)) {
+                rates.push((format!("capacity ({col})"), t, v));
+            }
+        }
+    }
+    draw_lines(
+        &panels[0],
+        &format!("rate carried on the preferred path `{preferred}`"),
+        "Mbit/s",
+        t_max,
+        &rates,
+    )?;
+    draw_log_lines(
+        &panels[1],
+        &format!("smoothed RTT of `{preferred}` (log scale)"),
+        "ms",
+        t_max,
+        &rtts,
+    )?;
+    draw_lines(
+        &panels[2],
+        "packets sent on the preferred path, per interval",
+        "%",
+        t_max,
+        &shares,
+    )?;
+    root.present()?;
+    Ok(())
+}
+
+/// Per interval, the first counter's share of the increase of all (cumulative counters in,
+/// percent out; 0 where nothing was sent).
+fn interval_shares(counts: &[Vec<f64>]) -> Vec<f64> {
+    let n = counts[0].len();
+    (0..n)
+        .map(|i| {
+            let delta = |c: &Vec<f64>| c[i] - if i == 0 { 0.0 } else { c[i - 1] };
+            let total: f64 = counts.iter().map(delta).sum();
+            if total > 0.0 {
+                100.0 * delta(&counts[0]) / total
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// [`draw_lines`] on a logarithmic value axis.
+fn draw_log_lines<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    caption: &str,
+    y_desc: &str,
+    t_max: f64,
+    lines: &[(String, Vec<f64>, Vec<f64>)],
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let values = || lines.iter().flat_map(|(_, _, v)| v.iter().copied());
+    // At least a decade from end to end, so the axis has a labelled line.
+    let y_max = values().fold(1.0f64, f64::max) * 3.0;
+    let y_min = (values().fold(y_max, f64::min).max(1e-3) / 3.0).min(y_max / 10.0);
+    let (plot_area, legend_area) = area.split_horizontally(area.dim_in_pixel().0.saturating_sub(LEGEND_PX));
+    let mut chart = ChartBuilder::on(&plot_area)
+        .caption(caption, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0..t_max, (y_min..y_max).log_scale())?;
+    chart.configure_mesh().x_desc("time (s)").y_desc(y_desc).draw()?;
+    for (i, (name, t, v)) in lines.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        chart.draw_series(LineSeries::new(
+            t.iter().copied().zip(v.iter().copied()),
+            c.stroke_width(2),
+        ))?;
+        legend_entry(&legend_area, i, name, c)?;
+    }
     Ok(())
 }
 

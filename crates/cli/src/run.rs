@@ -1,6 +1,6 @@
 //! `mpsched run` and `mpsched list`.
 
-use crate::plot::{fct_cdf_line, fct_cdf_png, throughput_png, total_goodput_png};
+use crate::plot::{fct_cdf_line, fct_cdf_png, throughput_png, total_goodput_png, tunnel_paths_png, TunnelPlot};
 use crate::UsageError;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -8,7 +8,7 @@ use mpsched_netns::backend::{NetnsBackend, NetnsError, NetnsOptions};
 use mpsched_run::{run_plan_on, Backend, CaptureRequest, ExperimentError, Plan, VariantResult};
 use mpsched_scenario::builtin::{self, BUILTIN};
 use mpsched_scenario::completion;
-use mpsched_scenario::results::{MultiSummary, Summary};
+use mpsched_scenario::results::{MultiSummary, RunFigures, SubtunnelFigures, Summary, TunnelFigures};
 use mpsched_scenario::units::parse_time_ps;
 use mpsched_scenario::{Scenario, SCHEDULERS};
 use mpsched_sim::experiment::{planned_ps, run_plan};
@@ -409,6 +409,11 @@ pub fn finish(
         let path = out.join("goodput_total.png");
         total_goodput_png(&sc.name, &lines, &tunnelled, &path)
             .with_context(|| format!("drawing {}", path.display()))?;
+        if let Some(tp) = acked_tunnel_plot(sc, &results[0].series) {
+            let path = out.join("tunnel_paths.png");
+            let title = format!("{}: tunnel `{}` ({backend})", sc.name, tp.prefix);
+            tunnel_paths_png(&title, &lines, &tp, &path).with_context(|| format!("drawing {}", path.display()))?;
+        }
     }
     if plot && results.iter().any(|r| !r.transfers.is_empty()) {
         let lines: Vec<_> = results
@@ -554,8 +559,8 @@ fn print_tcp_and_tunnels(results: &[VariantResult]) -> anyhow::Result<()> {
             "reorder %",
             "buf drop"
         );
-        for (r, x) in tunnels {
-            for t in &x.tunnels {
+        for &(r, x) in &tunnels {
+            for t in x.tunnels.iter().take(MAX_TUNNEL_ROWS) {
                 let per: Vec<String> = t.per_subtunnel_pkts.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 outln!(
                     "{:<12} {:<10} {:>6} {:>5} {:>11} {:>11} {:>10.2} {:>9}  {}",
@@ -570,6 +575,103 @@ fn print_tcp_and_tunnels(results: &[VariantResult]) -> anyhow::Result<()> {
                     per.join(" ")
                 );
             }
+            if x.tunnels.len() > MAX_TUNNEL_ROWS {
+                outln!(
+                    "  ... and {} more tunnel directions (summary.json)",
+                    x.tunnels.len() - MAX_TUNNEL_ROWS
+                );
+            }
+        }
+        print_acknowledged_paths(&tunnels)?;
+    }
+    Ok(())
+}
+
+/// The packets and figures of a tunnel direction's `k`-th subtunnel (its own order).
+fn nth_subtunnel(t: &TunnelFigures, k: usize) -> Option<(u64, &SubtunnelFigures)> {
+    let name = t.subtunnels.get(k)?;
+    Some((*t.per_subtunnel_pkts.get(name)?, t.per_subtunnel.get(name)?))
+}
+
+/// Most tunnel directions printed one per row; the summary has them all.
+const MAX_TUNNEL_ROWS: usize = 16;
+
+/// Where tunnels acknowledge their paths (ATSSS): per variant and subtunnel position
+/// (preferred first), over every tunnel direction that carried packets: the share of packets,
+/// the mean RTT inflation over the minimum, loss, and the reordering buffers.
+fn print_acknowledged_paths(tunnels: &[(&VariantResult, &RunFigures)]) -> anyhow::Result<()> {
+    if !tunnels
+        .iter()
+        .any(|(_, x)| x.tunnels.iter().any(|t| !t.per_subtunnel.is_empty()))
+    {
+        return Ok(());
+    }
+    outln!();
+    outln!(
+        "{:<14} {:>8} {:>13} {:>8} {:>10} {:>8} {:>11} {:>10} {:>10}",
+        "variant",
+        "tunnels",
+        "path",
+        "share %",
+        "RTT x min",
+        "loss %",
+        "reorder avg",
+        "max pkts",
+        "hold ms"
+    );
+    for (r, x) in tunnels {
+        let used: Vec<_> = x
+            .tunnels
+            .iter()
+            .filter(|t| !t.per_subtunnel.is_empty() && t.scheduled_pkts > 0)
+            .collect();
+        let Some(first) = used.first() else { continue };
+        let scheduled: u64 = used.iter().map(|t| t.scheduled_pkts).sum();
+        let paths = first.per_subtunnel_pkts.len();
+        for k in 0..paths {
+            // Position k in each tunnel's own order (preferred first).
+            let rows: Vec<(u64, &SubtunnelFigures)> = used.iter().filter_map(|t| nth_subtunnel(t, k)).collect();
+            let pkts: u64 = rows.iter().map(|r| r.0).sum();
+            let infl: Vec<f64> = rows.iter().map(|r| r.1.rtt_inflation).filter(|x| *x > 0.0).collect();
+            let lost: u64 = rows.iter().map(|r| r.1.lost_pkts).sum();
+            let name = first.subtunnels.get(k).cloned().unwrap_or_default();
+            let rb: Vec<_> = used.iter().filter_map(|t| t.reorder_buffer.as_ref()).collect();
+            let (avg, most, hold) = if k == 0 && !rb.is_empty() {
+                let held: u64 = rb.iter().map(|b| b.held_pkts).sum();
+                (
+                    format!(
+                        "{:.2}",
+                        rb.iter().map(|b| b.mean_occupancy_pkts).sum::<f64>() / rb.len() as f64
+                    ),
+                    rb.iter().map(|b| b.max_occupancy_pkts).max().unwrap_or(0).to_string(),
+                    format!(
+                        "{:.2}",
+                        rb.iter().map(|b| b.mean_hold_ms * b.held_pkts as f64).sum::<f64>() / held.max(1) as f64
+                    ),
+                )
+            } else {
+                ("".into(), "".into(), "".into())
+            };
+            outln!(
+                "{:<14} {:>8} {:>13} {:>8.2} {:>10.2} {:>8.3} {:>11} {:>10} {:>10}",
+                if k == 0 {
+                    r.variant.as_deref().unwrap_or("-")
+                } else {
+                    ""
+                },
+                if k == 0 { used.len().to_string() } else { String::new() },
+                if used.len() == 1 { name } else { k.to_string() },
+                100.0 * pkts as f64 / scheduled.max(1) as f64,
+                if infl.is_empty() {
+                    0.0
+                } else {
+                    infl.iter().sum::<f64>() / infl.len() as f64
+                },
+                100.0 * lost as f64 / pkts.max(1) as f64,
+                avg,
+                most,
+                hold
+            );
         }
     }
     Ok(())
@@ -706,6 +808,33 @@ fn write_outputs(
             .with_context(|| format!("drawing {}", dir.join("throughput.png").display()))?;
     }
     Ok(())
+}
+
+/// The first tunnel's down direction, when the run has its per-path RTT columns (tunnels
+/// whose scheduler asks for acknowledgements, few enough for detailed columns).
+fn acked_tunnel_plot(sc: &Scenario, series: &mpsched_run::TimeSeries) -> Option<TunnelPlot> {
+    let t = sc.tunnels.first()?;
+    let prefix = format!("{}_down", t.name);
+    let subtunnels: Vec<String> = t.subtunnels.iter().map(|&p| sc.paths[p].name.clone()).collect();
+    series.values(&format!("{prefix}_{}_srtt_ms", subtunnels[0]))?;
+    // The preferred path's traced link, if one of its links follows a trace.
+    let nodes = &sc.paths[t.subtunnels[0]].nodes;
+    let capacity_column = sc.rate_traces.iter().find_map(|tr| {
+        let l = &sc.links[tr.link];
+        let on_path = nodes
+            .windows(2)
+            .any(|w| (w[0], w[1]) == (l.a, l.b) || (w[0], w[1]) == (l.b, l.a));
+        let name = l
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{}-{}", sc.nodes[l.a].name, sc.nodes[l.b].name));
+        on_path.then(|| format!("{name}_rate_mbps"))
+    });
+    Some(TunnelPlot {
+        prefix,
+        subtunnels,
+        capacity_column,
+    })
 }
 
 fn fmt_spread(s: &Summary, f: usize) -> String {

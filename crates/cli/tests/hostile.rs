@@ -27,6 +27,7 @@ const BASES: &[&str] = &[
     "mphula2018/fig5-websearch-tcp-ecmp",
     "mptcp/two-paths",
     "pmqecn2024/s1-performance",
+    "atsss/one-ue",
     "bases/leaf-spine-failures.toml",
     "bases/paced-transfers.toml",
 ];
@@ -63,6 +64,12 @@ const REFUSED_ELSEWHERE: &[(&str, &str, &str)] = &[
         "programs.pmqecn.vq_capacity",
         "the default 64-packet queues are fine alone; what they cannot hold is 8 x vq_capacity for the \
          PMQECN variant's program, whose bound is the one refused, naming the link",
+    ),
+    (
+        "atsss-one-ue:variant[0].tunnel_scheduler:missing",
+        "variant[0].tunnel_params.weight",
+        "without its own scheduler the variant's parameters go to the tunnel's (RTTMon), whose weight \
+         stops at 62: the 191 meant for WRR is the key refused",
     ),
 ];
 

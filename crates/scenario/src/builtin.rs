@@ -142,6 +142,16 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "scenarios/mptcp/shared-bottleneck.toml",
         include_str!("../../../scenarios/mptcp/shared-bottleneck.toml"),
     ),
+    (
+        "atsss/one-ue",
+        "scenarios/atsss/one-ue.toml",
+        include_str!("../../../scenarios/atsss/one-ue.toml"),
+    ),
+    (
+        "atsss/one-ue-outage",
+        "scenarios/atsss/one-ue-outage.toml",
+        include_str!("../../../scenarios/atsss/one-ue-outage.toml"),
+    ),
 ];
 
 /// The scenario `mpsched run` uses when given none: scenario 3b with DWRR.

@@ -139,6 +139,50 @@ pub struct TunnelFigures {
     pub send_buffer_drops: u64,
     /// Packets scheduled per subtunnel (path name).
     pub per_subtunnel_pkts: BTreeMap<String, u64>,
+    /// The subtunnels' path names in the tunnel's order (the first the preferred one, for the
+    /// ATSSS schedulers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subtunnels: Vec<String>,
+    /// Per subtunnel, where the tunnel acknowledges its paths (ATSSS): RTT and loss.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_subtunnel: BTreeMap<String, SubtunnelFigures>,
+    /// The exit's reordering buffer, where it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder_buffer: Option<ReorderFigures>,
+}
+
+/// One acknowledged subtunnel in one direction, as its entry measured it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SubtunnelFigures {
+    /// Smallest RTT sample, ms.
+    pub min_rtt_ms: f64,
+    /// Mean of the RTT samples (one per acknowledgement), ms.
+    pub mean_rtt_ms: f64,
+    /// `mean_rtt_ms / min_rtt_ms`: how far queueing took the path's RTT above its minimum.
+    pub rtt_inflation: f64,
+    /// Datagrams the far end reported lost.
+    pub lost_pkts: u64,
+    /// `lost_pkts` in percent of the datagrams sent on it.
+    pub loss_pct: f64,
+}
+
+/// A tunnel exit's reordering buffer.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ReorderFigures {
+    /// Packets that waited for a gap.
+    pub held_pkts: u64,
+    /// Packets that came after their place was given up (left out of order).
+    pub late_pkts: u64,
+    /// Gaps given up by the timeout.
+    pub timeouts: u64,
+    /// Most packets waiting at once.
+    pub max_occupancy_pkts: u64,
+    /// Packets waiting, averaged over the time series' samples.
+    pub mean_occupancy_pkts: f64,
+    /// Mean wait of the packets that waited, ms.
+    pub mean_hold_ms: f64,
+    /// Longest wait, ms.
+    pub max_hold_ms: f64,
 }
 
 /// One path's figures in one run: wire throughput into the confluence point, as bwm-ng on its

@@ -47,6 +47,9 @@ pub struct RawScenario {
     /// `[[failure]]` entries: links that fail during the run.
     #[serde(default)]
     pub failure: Vec<RawFailure>,
+    /// `[[rate_trace]]` entries: links whose capacity follows a trace.
+    #[serde(default)]
+    pub rate_trace: Vec<RawRateTrace>,
     /// `[programs.<name>]`: each switch program's parameters, in the scenario's units.
     #[serde(default)]
     pub programs: BTreeMap<String, toml::Table>,
@@ -92,6 +95,19 @@ pub struct RawFailure {
     /// How long until the control plane has routed around it (default 0 s).
     #[serde(default)]
     pub reroute_after: Option<String>,
+}
+
+/// `[[rate_trace]]`: a named link's rate follows a trace of `time_s,rate_mbps` lines.
+#[derive(Debug, Deserialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawRateTrace {
+    /// The link, by name.
+    pub link: String,
+    /// A built-in trace's name, or a CSV file beside the scenario.
+    pub file: String,
+    /// When the trace's time 0 is in the run (default 0 s).
+    #[serde(default)]
+    pub start: Option<String>,
 }
 
 /// `[sweep]`: one key of this file over a list of values, times variants, times seeds.
@@ -255,8 +271,13 @@ pub struct RawTunnel {
     pub exit: String,
     /// Paths, each from `entry` to `exit`.
     pub subtunnels: Vec<String>,
-    /// `afmt` or `rr`.
+    /// A registered tunnel scheduler (`mpsched list`).
     pub scheduler: String,
+    /// The scheduler's parameters (`[tunnel.params]`), in their units; a key that no
+    /// registered scheduler declares is refused, one that this scheduler does not declare is
+    /// ignored (variants switch schedulers).
+    #[serde(default)]
+    pub params: Option<toml::Table>,
     /// `tcp` or `udp`.
     pub transport: String,
     /// Send buffer per TCP subtunnel (default 128KiB, ns-3's `TcpSocket::SndBufSize`).
@@ -268,6 +289,12 @@ pub struct RawTunnel {
     /// TCP settings of the subtunnels (default: delayed ACK 40 ms, no Nagle).
     #[serde(default)]
     pub tcp: Option<RawTcp>,
+    /// Packets the exit holds to restore the order of entry (default 0: none).
+    #[serde(default)]
+    pub reorder_capacity: Option<u32>,
+    /// Longest a packet waits for the ones before it (default 100ms).
+    #[serde(default)]
+    pub reorder_timeout: Option<String>,
 }
 
 /// `[scenario]`.
@@ -552,6 +579,9 @@ pub struct RawVariant {
     /// Subtunnel transport of every tunnel.
     #[serde(default)]
     pub tunnel_transport: Option<String>,
+    /// Scheduler parameters of every tunnel, over each tunnel's own `params`.
+    #[serde(default)]
+    pub tunnel_params: Option<toml::Table>,
     /// Routing of what no split decides: `ecmp` or `shortest`.
     #[serde(default)]
     pub routing: Option<String>,

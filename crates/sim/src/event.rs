@@ -38,6 +38,8 @@ pub enum EventKind {
     ProgramTimer(u32),
     /// A component's timer (an index into the simulation's pending component timers).
     ComponentTimer(u32),
+    /// A tunnel exit's reordering buffer may have a packet due (tunnel x 2 + direction).
+    ReorderTimer(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -252,6 +252,17 @@ impl Link {
         }
     }
 
+    /// A new rate, from the next packet serialised on.
+    pub fn set_rate(&mut self, rate_bps: u64) {
+        let rate_bps = rate_bps.max(1);
+        self.rate_bps = rate_bps;
+        self.ps_per_bit = if PS_PER_S % rate_bps == 0 {
+            PS_PER_S / rate_bps
+        } else {
+            0
+        };
+    }
+
     /// Time to serialise `bytes` wire bytes.
     #[inline]
     pub fn serialisation_ps(&self, bytes: u32) -> TimePs {

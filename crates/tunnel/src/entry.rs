@@ -97,6 +97,11 @@ impl TunnelEntry {
         }
     }
 
+    /// An acknowledgement of subtunnel `subtunnel` arrived at `now_ns`: the scheduler hears.
+    pub fn on_ack(&mut self, subtunnel: usize, ack: &mpsched_core::tunnel::AckSample, now_ns: u64) {
+        self.scheduler.on_ack(subtunnel, ack, now_ns);
+    }
+
     /// The subtunnel chosen for a packet could not take it (its send buffer is full): the packet
     /// is dropped at the entry.
     pub fn note_send_buffer_drop(&mut self) {

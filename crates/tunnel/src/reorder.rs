@@ -54,7 +54,10 @@ pub struct ReorderStats {
 /// A reordering buffer of items `T` (the daemon's: packet buffers).
 #[derive(Debug)]
 pub struct ReorderBuffer<T> {
+    /// The ring, allocated when the first packet must wait (many tunnels, as a simulated UPF
+    /// with ten thousand UEs has, mostly never reorder).
     slots: Vec<Option<(u64, T)>>,
+    capacity: usize,
     /// Buffered numbers in arrival order, with their arrival (for the timeout). Entries whose
     /// packet already left are skipped when they reach the front.
     arrivals: VecDeque<(u64, u64)>,
@@ -77,8 +80,9 @@ impl<T> ReorderBuffer<T> {
     pub fn new(capacity: usize, timeout_ns: u64) -> Self {
         let capacity = capacity.max(1);
         ReorderBuffer {
-            slots: (0..capacity).map(|_| None).collect(),
-            arrivals: VecDeque::with_capacity(capacity),
+            slots: Vec::new(),
+            capacity,
+            arrivals: VecDeque::new(),
             next: None,
             timeout_ns,
             floors: Vec::new(),
@@ -88,10 +92,13 @@ impl<T> ReorderBuffer<T> {
     }
 
     fn cap(&self) -> u64 {
-        self.slots.len() as u64
+        self.capacity as u64
     }
 
     fn slot(&mut self, seq: u64) -> &mut Option<(u64, T)> {
+        if self.slots.is_empty() {
+            self.slots = (0..self.capacity).map(|_| None).collect();
+        }
         let i = (seq % self.cap()) as usize;
         &mut self.slots[i]
     }
@@ -133,7 +140,7 @@ impl<T> ReorderBuffer<T> {
         *slot = Some((now_ns, item));
         self.stats.occupancy += 1;
         self.stats.max_occupancy = self.stats.max_occupancy.max(self.stats.occupancy);
-        if self.arrivals.len() == self.slots.len() {
+        if self.arrivals.len() == self.capacity {
             self.compact_arrivals();
         }
         self.arrivals.push_back((now_ns, seq));
@@ -205,9 +212,16 @@ impl<T> ReorderBuffer<T> {
         &self.stats
     }
 
+    /// What waits in `seq`'s slot, taken out (nothing, without allocating the ring, while
+    /// nothing ever waited).
+    fn take_slot(&mut self, seq: u64) -> Option<(u64, T)> {
+        let i = (seq % self.cap()) as usize;
+        self.slots.get_mut(i).and_then(Option::take)
+    }
+
     /// Whether `seq` is waiting in its slot.
     fn waiting(&self, seq: u64) -> bool {
-        self.next.is_some_and(|n| seq >= n) && self.slots[(seq % self.cap()) as usize].is_some()
+        self.next.is_some_and(|n| seq >= n) && self.slots.get((seq % self.cap()) as usize).is_some_and(|s| s.is_some())
     }
 
     /// Give up every missing number below `seq`, delivering what waits there, then drain.
@@ -227,7 +241,7 @@ impl<T> ReorderBuffer<T> {
 
     /// Deliver `seq` if it waits, or count it skipped.
     fn take(&mut self, seq: u64, now_ns: u64, out: &mut Vec<T>) {
-        match self.slot(seq).take() {
+        match self.take_slot(seq) {
             Some((arrived, item)) => self.release(arrived, now_ns, item, out),
             None => self.stats.skipped += 1,
         }
@@ -236,7 +250,7 @@ impl<T> ReorderBuffer<T> {
     /// Deliver the waiting packets that follow `next` without a gap.
     fn drain(&mut self, now_ns: u64, out: &mut Vec<T>) {
         let Some(mut next) = self.next else { return };
-        while let Some((arrived, item)) = self.slot(next).take() {
+        while let Some((arrived, item)) = self.take_slot(next) {
             self.release(arrived, now_ns, item, out);
             next += 1;
         }

@@ -36,9 +36,9 @@
 //! ```
 
 use mpsched_core::MAX_PATHS;
-use mpsched_programs::params::Params;
+use mpsched_programs::params::{ParamKind, Params};
 use mpsched_programs::tunnel::{tunnel_scheduler, tunnel_scheduler_names};
-use mpsched_scenario::units::{parse_size_bytes, parse_time_ps};
+use mpsched_scenario::units::{parse_rate_bps, parse_size_bytes, parse_time_ps};
 use mpsched_tunnel::path::PathConfig;
 use mpsched_tunnel::seal;
 use mpsched_tunnel::wire::DataHeader;
@@ -353,10 +353,18 @@ fn scheduler_of(ctx: &Ctx<'_>, raw: &RawConfig) -> Result<(String, Params), Conf
     let mut params = Params::defaults(declared);
     for (k, v) in &raw.scheduler_params {
         let field = format!("scheduler_params.{k}");
-        let n = v
-            .as_integer()
-            .and_then(|n| u64::try_from(n).ok())
-            .ok_or_else(|| ctx.err(&field, "expected a count of at least 0"))?;
+        let kind = declared.iter().find(|p| p.name == k).map(|p| p.kind);
+        // An integer is in base units (ps, bit/s, bytes); a string in the parameter's units.
+        let n = match (v, kind) {
+            (toml::Value::String(text), Some(ParamKind::Time)) => parse_time_ps(text),
+            (toml::Value::String(text), Some(ParamKind::Rate)) => parse_rate_bps(text),
+            (toml::Value::String(text), Some(ParamKind::Bytes)) => parse_size_bytes(text),
+            _ => v
+                .as_integer()
+                .and_then(|n| u64::try_from(n).ok())
+                .ok_or_else(|| "expected a count of at least 0, or a time, rate or size with its unit".to_string()),
+        }
+        .map_err(|e| ctx.err(&field, e))?;
         params.set(declared, k, n).map_err(|e| ctx.err(&field, e))?;
     }
     Ok((prog.name().to_string(), params))
@@ -598,6 +606,28 @@ remote = "10.0.2.2:4789"
             let c = Config::parse(&text, f, &dir).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!((c.role, c.paths.len()), (role, 2), "{f}");
         }
+    }
+
+    #[test]
+    fn scheduler_parameters_take_units_or_base_units() {
+        let with = |params: &str| {
+            let t = good().replace("scheduler = \"rr\"", "scheduler = \"cmon\"")
+                + &format!("\n[scheduler_params]\n{params}\n");
+            parse(&t)
+        };
+        let c = with("outage_floor = \"50ms\"\ninitial_cwnd = 20").unwrap();
+        assert_eq!(c.scheduler_params.get("outage_floor"), 50_000_000_000);
+        assert_eq!(c.scheduler_params.get("initial_cwnd"), 20);
+        let c = with("outage_floor = 30000000000").unwrap();
+        assert_eq!(
+            c.scheduler_params.get("outage_floor"),
+            30_000_000_000,
+            "an integer is picoseconds"
+        );
+        let e = with("outage_floor = \"soon\"").unwrap_err();
+        assert_eq!(e.field, "scheduler_params.outage_floor");
+        let e = with("initial_cwnd = \"ten\"").unwrap_err();
+        assert_eq!(e.field, "scheduler_params.initial_cwnd");
     }
 
     #[test]

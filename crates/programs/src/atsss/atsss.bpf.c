@@ -233,9 +233,10 @@ static __always_inline __u32 draw_255(__u32 draw)
 	return ((draw >> 16) * 255) >> 16;
 }
 
-static __always_inline __u32 draw_62(__u32 draw)
+/* The draw's top 6 bits: RTTMon's weight w (0 to 62) is a share of (w + 1) / 64. */
+static __always_inline __u32 draw_64(__u32 draw)
 {
-	return ((draw >> 16) * 62) >> 16;
+	return draw >> 26;
 }
 
 static __always_inline void rttmon_step(struct atsss_ue *ue, __u32 now)
@@ -310,15 +311,30 @@ static __always_inline int cmon_usable(const struct atsss_path *p, __u32 now, __
 	return path_up(p, now, floor) && in_flight(p) < p->cwnd && !congested(p);
 }
 
-static __always_inline int cmon_probe_due(const struct atsss_ue *ue, __u32 now, __u32 floor)
+/* registers::probe_due: the preferred path's target RTT since the last probe, or while it is
+ * down the outage floor doubled per unanswered probe. */
+static __always_inline int probe_due(const struct atsss_ue *ue, __u32 now, __u32 floor)
 {
 	const struct atsss_path *p = &ue->paths[0];
-	__u32 interval = path_up(p, now, floor) ? path_target(p) : floor;
+	__u32 backoff = ue->probe_backoff < ATSSS_MAX_PROBE_BACKOFF ? ue->probe_backoff : ATSSS_MAX_PROBE_BACKOFF;
+	__u32 interval = path_up(p, now, floor) ? path_target(p) : floor << backoff;
 
 	return now - ue->last_change > interval;
 }
 
-static __always_inline __u32 cmon_select(struct atsss_ue *ue, __u32 now, __u32 floor)
+/* registers::probe_or: for the measuring kinds, one packet per interval to the preferred
+ * path when the choice is another. */
+static __always_inline __u32 probe_or(struct atsss_ue *ue, __u32 now, __u32 floor, __u32 choice)
+{
+	if (choice == 0 || !probe_due(ue, now, floor))
+		return choice;
+	ue->last_change = now;
+	if (!path_up(&ue->paths[0], now, floor) && ue->probe_backoff < ATSSS_MAX_PROBE_BACKOFF)
+		ue->probe_backoff += 1;
+	return 0;
+}
+
+static __always_inline __u32 cmon_select(const struct atsss_ue *ue, __u32 now, __u32 floor)
 {
 	__u32 i, n = n_paths_of(ue), choice = ATSSS_MAX_PATHS, excess_best = 0xffffffff, fallback = n - 1;
 
@@ -340,13 +356,7 @@ static __always_inline __u32 cmon_select(struct atsss_ue *ue, __u32 now, __u32 f
 			fallback = i;
 		}
 	}
-	if (choice == ATSSS_MAX_PATHS)
-		choice = fallback;
-	if (choice != 0 && cmon_probe_due(ue, now, floor)) {
-		ue->last_change = now;
-		return 0;
-	}
-	return choice;
+	return choice == ATSSS_MAX_PATHS ? fallback : choice;
 }
 
 /* registers::select: the path of the UE's next packet. */
@@ -357,15 +367,15 @@ static __always_inline __u32 atsss_select(struct atsss_ue *ue, __u32 now, __u32 
 	switch (kind_of(ue)) {
 	case ATSSS_KIND_RTTMON:
 		rttmon_step(ue, now);
-		return draw_62(draw) < ue->weight ? 0 : secondary;
+		return draw_64(draw) <= ue->weight ? 0 : secondary;
 	case ATSSS_KIND_CMON:
-		return cmon_select(ue, now, floor);
+		return probe_or(ue, now, floor, cmon_select(ue, now, floor));
 	case ATSSS_KIND_ACTIVE_STANDBY:
-		return path_up(&ue->paths[0], now, floor) ? 0 : secondary;
+		return probe_or(ue, now, floor, path_up(&ue->paths[0], now, floor) ? 0 : secondary);
 	case ATSSS_KIND_SMALLEST_DELAY:
-		return smallest_delay(ue, now, floor);
+		return probe_or(ue, now, floor, smallest_delay(ue, now, floor));
 	case ATSSS_KIND_PRIORITY:
-		return priority_path(ue, now, floor);
+		return probe_or(ue, now, floor, priority_path(ue, now, floor));
 	default: /* WRR, DWRR, Load-Balancing */
 		return draw_255(draw) < ue->weight ? 0 : secondary;
 	}
@@ -391,6 +401,13 @@ static __always_inline void cmon_on_ack(struct atsss_path *p, __u32 now)
 	__u32 target = path_target(p);
 
 	if (p->cur_rtt <= target) {
+		/* Growth only while half the window is used; one per ack in slow start. */
+		if ((in_flight(p) << 1) < p->cwnd)
+			return;
+		if (p->flags & ATSSS_PATH_SLOW_START) {
+			p->cwnd = p->cwnd + 1 < ATSSS_CMON_MAX_CWND ? p->cwnd + 1 : ATSSS_CMON_MAX_CWND;
+			return;
+		}
 		if (p->acks_in_round < 0xffff)
 			p->acks_in_round += 1;
 		if (p->acks_in_round >= p->cwnd) {
@@ -400,6 +417,7 @@ static __always_inline void cmon_on_ack(struct atsss_path *p, __u32 now)
 	} else if (now - p->last_cut > target) {
 		__u16 cwnd = p->cwnd - (p->cwnd >> 2);
 
+		p->flags &= ~ATSSS_PATH_SLOW_START;
 		p->last_cut = now;
 		p->acks_in_round = 0;
 		p->cwnd = cwnd > ATSSS_CMON_MIN_CWND ? cwnd : ATSSS_CMON_MIN_CWND;
@@ -425,6 +443,8 @@ static __always_inline int on_ack(struct atsss_ue *ue, __u32 path, __u32 acked, 
 	p->flags |= ATSSS_PATH_HAS_RTT;
 	new_loss = lost != p->lost;
 	p->lost = lost;
+	if (path == 0)
+		ue->probe_backoff = 0;
 	if (kind == ATSSS_KIND_DWRR && path == 0) {
 		__u8 w = ue->weight, cut = (w >> 3) + 1;
 

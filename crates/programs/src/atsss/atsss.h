@@ -35,6 +35,8 @@
 
 /* The registers' constants (registers.rs). */
 #define ATSSS_PATH_HAS_RTT 1
+#define ATSSS_PATH_SLOW_START 2 /* CMon's window grows one per ack until its first cut */
+#define ATSSS_MAX_PROBE_BACKOFF 4 /* probes while down: the floor doubled at most 4 times */
 #define ATSSS_RTTMON_MAX_WEIGHT 62
 #define ATSSS_WRR_MAX_WEIGHT 255
 #define ATSSS_CMON_MIN_CWND 2
@@ -98,7 +100,7 @@ struct atsss_ue {
 	__u8 weight;
 	__u8 n_paths;
 	__u8 kind;
-	__u8 pad;
+	__u8 probe_backoff; /* registers::MAX_PROBE_BACKOFF at most */
 	__u32 last_change;
 	__u32 pad2[2];
 	struct atsss_path paths[ATSSS_MAX_PATHS];

@@ -25,8 +25,15 @@ pub const CMON_MIN_CWND: u16 = 2;
 /// CMon's largest window, packets.
 pub const CMON_MAX_CWND: u16 = 4096;
 
+/// Most doublings of the probe interval while the preferred path is down: probes at least
+/// every 16 outage floors (320 ms by default), so a path back from an outage is seen within it.
+pub const MAX_PROBE_BACKOFF: u8 = 4;
+
 /// `PathReg::flags`: the path has an RTT sample.
 pub const PATH_HAS_RTT: u16 = 1;
+/// `PathReg::flags`: CMon's window is in slow start (one more per acknowledgement) until its
+/// first cut.
+pub const PATH_SLOW_START: u16 = 2;
 
 /// The registers of one path of one UE (40 bytes, `struct atsss_path` in `atsss.h`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -52,7 +59,7 @@ pub struct PathReg {
     pub cwnd: u16,
     /// Acknowledgements since CMon's window last grew.
     pub acks_in_round: u16,
-    /// [`PATH_HAS_RTT`].
+    /// [`PATH_HAS_RTT`], [`PATH_SLOW_START`].
     pub flags: u16,
     /// Padding (zero).
     pub pad: [u16; 3],
@@ -68,10 +75,11 @@ pub struct UeReg {
     pub n_paths: u8,
     /// Its scheduler ([`Kind`] as a number): the steering mode is the UE's.
     pub kind: u8,
-    /// Padding (zero).
-    pub pad: u8,
-    /// RTTMon: when the weight last moved (the slides' `lastScheduling`); CMon: when a path
-    /// was last probed; ticks.
+    /// Probes sent to the preferred path since it went down unanswered, at most
+    /// [`MAX_PROBE_BACKOFF`]: each doubles the interval to the next.
+    pub probe_backoff: u8,
+    /// RTTMon: when the weight last moved (the slides' `lastScheduling`); CMon and the
+    /// steering modes: when the preferred path was last probed; ticks.
     pub last_change: u32,
     /// Padding (zero).
     pub pad2: [u32; 2],
@@ -190,10 +198,13 @@ pub fn draw_255(draw: u32) -> u32 {
     ((draw >> 16) * 255) >> 16
 }
 
-/// A draw mapped to [0, 61].
+/// A draw's top 6 bits, [0, 63]: RTTMon sends to the preferred path when this is at most its
+/// weight, so weight w (0 to 62) is a share of (w + 1) / 64. The slides stop the 6-bit weight
+/// at 62, not 63: neither path is ever left without packets, so both keep being measured (a
+/// weight of 0 still sends 1/64 to the preferred path, whose RTT samples bring it back).
 #[inline]
-pub fn draw_62(draw: u32) -> u32 {
-    ((draw >> 16) * 62) >> 16
+pub fn draw_64(draw: u32) -> u32 {
+    draw >> 26
 }
 
 /// RTTMon's weight step, the slides' code: once `now` is past `last_change + target`, the
@@ -228,7 +239,7 @@ pub fn kind_of(ue: &UeReg) -> Kind {
 }
 
 /// The path of a UE's next packet at `now`, with `draw` the packet's random draw (only the
-/// weighted kinds use it). May write the UE's registers (RTTMon's step, CMon's probe clock).
+/// weighted kinds use it). May write the UE's registers (RTTMon's step, the probe clock).
 pub fn select(ue: &mut UeReg, cfg: &Config, now: u32, draw: u32) -> usize {
     let secondary = usize::from(ue.n_paths > 1);
     match kind_of(ue) {
@@ -241,23 +252,52 @@ pub fn select(ue: &mut UeReg, cfg: &Config, now: u32, draw: u32) -> usize {
         }
         Kind::RttMon => {
             rttmon_step(ue, now);
-            if draw_62(draw) < u32::from(ue.weight) {
+            if draw_64(draw) <= u32::from(ue.weight) {
                 PREFERRED
             } else {
                 secondary
             }
         }
-        Kind::CMon => cmon_select(ue, cfg, now),
+        Kind::CMon => {
+            let choice = cmon_select(ue, cfg, now);
+            probe_or(ue, cfg, now, choice)
+        }
         Kind::ActiveStandby => {
-            if path_up(&ue.paths[PREFERRED], now, cfg) {
+            let choice = if path_up(&ue.paths[PREFERRED], now, cfg) {
                 PREFERRED
             } else {
                 secondary
-            }
+            };
+            probe_or(ue, cfg, now, choice)
         }
-        Kind::SmallestDelay => smallest_delay(ue, cfg, now),
-        Kind::Priority => first_path(ue, |p| path_up(p, now, cfg) && !congested(p)),
+        Kind::SmallestDelay => {
+            let choice = smallest_delay(ue, cfg, now);
+            probe_or(ue, cfg, now, choice)
+        }
+        Kind::Priority => {
+            let choice = first_path(ue, |p| path_up(p, now, cfg) && !congested(p));
+            probe_or(ue, cfg, now, choice)
+        }
     }
+}
+
+/// The measuring kinds (CMon and the steering modes) learn of a path only from its
+/// acknowledgements, so a preferred path they left would never be seen to recover: while the
+/// choice is another path, one packet per the preferred path's target RTT (the outage floor
+/// while it is down) goes to it instead, as a probe (3GPP's performance measurement function
+/// measures each access periodically for the same reason).
+/// While the path is down, each unanswered probe doubles the interval to the next (a probe
+/// into a dead path is a packet lost), up to 2^[`MAX_PROBE_BACKOFF`] floors.
+#[inline]
+fn probe_or(ue: &mut UeReg, cfg: &Config, now: u32, choice: usize) -> usize {
+    if choice != PREFERRED && probe_due(ue, cfg, now) {
+        ue.last_change = now;
+        if !path_up(&ue.paths[PREFERRED], now, cfg) && ue.probe_backoff < MAX_PROBE_BACKOFF {
+            ue.probe_backoff += 1;
+        }
+        return PREFERRED;
+    }
+    choice
 }
 
 /// The first path (in preference order) `usable` says yes to, else the last path.
@@ -295,11 +335,9 @@ fn cmon_usable(p: &PathReg, cfg: &Config, now: u32) -> bool {
     path_up(p, now, cfg) && in_flight(p) < u32::from(p.cwnd) && !congested(p)
 }
 
-/// CMon: the most preferred usable path. When the most preferred path is not usable, one
-/// packet per its target RTT (at least the outage floor when it is down) goes to it anyway,
-/// as a probe, so that a path that recovered is seen to. With no path usable, the up path
-/// whose window is least overrun, else the last path.
-fn cmon_select(ue: &mut UeReg, cfg: &Config, now: u32) -> usize {
+/// CMon: the most preferred usable path; with none usable, the up path whose window is least
+/// overrun, else the last path ([`probe_or`] then probes the preferred path).
+fn cmon_select(ue: &UeReg, cfg: &Config, now: u32) -> usize {
     let n = usize::from(ue.n_paths).clamp(1, MAX_PATHS);
     let mut choice = None;
     let mut excess_best = u32::MAX;
@@ -315,23 +353,18 @@ fn cmon_select(ue: &mut UeReg, cfg: &Config, now: u32) -> usize {
             fallback = i;
         }
     }
-    let choice = choice.unwrap_or(fallback);
-    if choice != PREFERRED && cmon_probe_due(ue, cfg, now) {
-        ue.last_change = now;
-        return PREFERRED;
-    }
-    choice
+    choice.unwrap_or(fallback)
 }
 
 /// Whether the preferred path is due a probe: its interval (its target RTT, or the outage
 /// floor while it is down) has passed since the last probe.
 #[inline]
-fn cmon_probe_due(ue: &UeReg, cfg: &Config, now: u32) -> bool {
+fn probe_due(ue: &UeReg, cfg: &Config, now: u32) -> bool {
     let p = &ue.paths[PREFERRED];
     let interval = if path_up(p, now, cfg) {
         path_target(p)
     } else {
-        cfg.outage_floor_ticks
+        cfg.outage_floor_ticks << ue.probe_backoff.min(MAX_PROBE_BACKOFF)
     };
     now.wrapping_sub(ue.last_change) > interval
 }
@@ -380,6 +413,9 @@ pub fn on_ack(ue: &mut UeReg, _cfg: &Config, path: usize, ack: &AckRegs, now: u3
     p.flags |= PATH_HAS_RTT;
     let new_loss = ack.lost != p.lost;
     p.lost = ack.lost;
+    if path == PREFERRED {
+        ue.probe_backoff = 0;
+    }
     match kind {
         Kind::Dwrr if path == PREFERRED => {
             ue.weight = if new_loss {
@@ -393,17 +429,28 @@ pub fn on_ack(ue: &mut UeReg, _cfg: &Config, path: usize, ack: &AckRegs, now: u3
     }
 }
 
-/// CMon's window: one packet more per window of acknowledgements at or below target; a
-/// quarter less, at most once per target RTT, for one above it.
+/// CMon's window, as TCP's grows and shrinks but by the RTT target instead of loss: for an
+/// acknowledgement at or below target, one packet more (slow start, until the first cut) or
+/// one more per window of them, while at least half the window is in flight (a window the
+/// traffic does not use is not known to be safe, RFC 7661); for one above it, a quarter less,
+/// at most once per target RTT.
 fn cmon_on_ack(p: &mut PathReg, now: u32) {
     let target = path_target(p);
     if p.cur_rtt <= target {
+        if in_flight(p) << 1 < u32::from(p.cwnd) {
+            return;
+        }
+        if p.flags & PATH_SLOW_START != 0 {
+            p.cwnd = (p.cwnd + 1).min(CMON_MAX_CWND);
+            return;
+        }
         p.acks_in_round = p.acks_in_round.saturating_add(1);
         if p.acks_in_round >= p.cwnd {
             p.acks_in_round = 0;
             p.cwnd = (p.cwnd + 1).min(CMON_MAX_CWND);
         }
     } else if now.wrapping_sub(p.last_cut) > target {
+        p.flags &= !PATH_SLOW_START;
         p.last_cut = now;
         p.acks_in_round = 0;
         p.cwnd = (p.cwnd - (p.cwnd >> 2)).max(CMON_MIN_CWND);
@@ -421,6 +468,7 @@ pub fn new_ue(cfg: &Config, kind: Kind, n_paths: u8, weight: u8) -> UeReg {
     };
     for p in &mut ue.paths {
         p.cwnd = cfg.initial_cwnd.clamp(CMON_MIN_CWND, CMON_MAX_CWND);
+        p.flags = PATH_SLOW_START;
     }
     ue
 }

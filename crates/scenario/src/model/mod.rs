@@ -22,6 +22,7 @@ mod failures;
 mod flows;
 mod programs;
 mod rate_control;
+mod rate_traces;
 mod splits;
 mod sweep;
 mod topology;
@@ -43,6 +44,8 @@ use flows::*;
 use programs::*;
 use rate_control::*;
 pub use rate_control::{PacedTransport, RateControl, DEFAULT_CNP_INTERVAL_PS, DEFAULT_RETRANSMIT_TIMEOUT_PS};
+use rate_traces::*;
+pub use rate_traces::{parse_trace, RateTrace, BUILTIN_TRACES, MAX_TRACE_POINTS};
 use splits::*;
 use sweep::*;
 pub use sweep::{Sweep, SweepPoint, MAX_SWEEP_POINTS};
@@ -189,7 +192,18 @@ pub struct Tunnel {
     pub send_buffer_bytes: u64,
     /// TCP settings of the subtunnels.
     pub tcp: TcpConfig,
+    /// Packets the exit's reordering buffer holds (0: none, packets leave as they arrive; UDP
+    /// subtunnels only).
+    pub reorder_capacity: u32,
+    /// Longest a packet waits in the reordering buffer.
+    pub reorder_timeout_ps: u64,
 }
+
+/// Most packets a tunnel exit's reordering buffer may hold (24 bytes each in the simulator,
+/// allocated when the first packet waits).
+pub const MAX_REORDER_CAPACITY: u32 = 65_536;
+/// The reordering timeout by default: 100 ms.
+pub const DEFAULT_REORDER_TIMEOUT_PS: u64 = 100_000_000_000;
 
 /// ns-3's default TCP send buffer (`TcpSocket::SndBufSize`), the AFMT prototype's.
 pub const DEFAULT_TUNNEL_SEND_BUFFER_BYTES: u64 = 131_072;
@@ -322,6 +336,8 @@ pub struct Scenario {
     pub sweep: Option<Sweep>,
     /// Links that fail during the run, in file order.
     pub failures: Vec<LinkFailure>,
+    /// Links whose rate follows a trace, in file order.
+    pub rate_traces: Vec<RateTrace>,
     /// Classifier rules at switches (`[[classify]]`), in file order.
     pub classify: Vec<ClassifyIntent>,
     raw_splits: Vec<RawSplitKeep>,
@@ -690,6 +706,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     udp_rates_are_sendable(&ctx, &flows, &nodes, &links, &|i| format!("flow[{i}].rate"))?;
     let tunnels = tunnels_of(&ctx, &raw.tunnel, &nodes, &links, &paths, &splits)?;
     let failures = failures_of(&ctx, &raw.failure, &links, duration_ps, &node_of)?;
+    let rate_traces = rate_traces_of(&ctx, &raw.rate_trace, &links, duration_ps)?;
     let classify = classifiers_of(&ctx, &raw.classify, &nodes, &links, &node_of)?;
     classifiers_run_where_supported(&ctx, "classify", &classify, &nodes, &programs)?;
     let variants = variants_of(&ctx, &raw.variant)?;
@@ -723,6 +740,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
         routing,
         sweep,
         failures,
+        rate_traces,
         classify,
         raw_splits,
         raw_tunnels: raw.tunnel,

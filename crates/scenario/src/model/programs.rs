@@ -95,7 +95,7 @@ fn params_of(ctx: &Ctx<'_>, prog: &dyn SwitchProgram, table: &toml::Table) -> Re
 }
 
 /// A value in the parameter's unit, in base units.
-fn param_value(ctx: &Ctx<'_>, field: &str, p: &Param, value: &toml::Value) -> Result<u64, ScenarioError> {
+pub(super) fn param_value(ctx: &Ctx<'_>, field: &str, p: &Param, value: &toml::Value) -> Result<u64, ScenarioError> {
     match (p.kind, value) {
         (ParamKind::Count, toml::Value::Integer(n)) => {
             u64::try_from(*n).map_err(|_| ctx.err(field, format!("expected a count of at least 0, got {n}")))
@@ -134,7 +134,7 @@ fn quoted(names: &[&str]) -> String {
 }
 
 /// "must be ... from X to Y", in the scenario's units.
-fn bounds_message(p: &Param, v: u64) -> String {
+pub(super) fn bounds_message(p: &Param, v: u64) -> String {
     let show = |x: u64| match p.kind {
         ParamKind::Time => crate::units::format_time_ps(x),
         ParamKind::Rate => crate::units::format_rate_bps(x),

@@ -49,6 +49,7 @@ pub(super) fn tunnels_of(
     let mut far_ends: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut pairs: HashSet<(usize, usize)> = HashSet::new();
     let mut flow_table_entries = 0u64;
+    let mut reorder_pkts = 0u64;
     for (i, t) in raw_tunnels.iter().enumerate() {
         check_name(ctx, format!("tunnel[{i}].name"), &t.name)?;
         if !names.insert(t.name.as_str()) {
@@ -103,10 +104,25 @@ pub(super) fn tunnels_of(
                 ),
             ));
         }
+        // Each direction's exit may hold a buffer (allocated when a packet first waits).
+        reorder_pkts = reorder_pkts.saturating_add(2 * u64::from(tun.reorder_capacity));
+        if reorder_pkts > MAX_TOTAL_REORDER_PKTS {
+            return Err(ctx.err(
+                format!("tunnel[{i}].reorder_capacity"),
+                format!(
+                    "the tunnels' reordering buffers would hold {reorder_pkts} packets in both directions so far; \
+                     at most {MAX_TOTAL_REORDER_PKTS} in all (24 bytes each in the simulator): give each tunnel fewer"
+                ),
+            ));
+        }
         tunnels.push(tun);
     }
     Ok(tunnels)
 }
+
+/// Most packets all tunnels' reordering buffers may hold together, both directions counted
+/// (402 MB of slots in the simulator at most).
+pub const MAX_TOTAL_REORDER_PKTS: u64 = 1 << 24;
 
 /// With tunnels, no node or interface may have an address in the subtunnels' block (it would be
 /// taken for a subtunnel's).
@@ -145,6 +161,35 @@ impl<'a> TunnelIndex<'a> {
             paths: paths.iter().enumerate().map(|(i, p)| (p.name.as_str(), i)).collect(),
         }
     }
+}
+
+/// A tunnel's `params` into its scheduler's: each key declared by some registered tunnel
+/// scheduler, taken where this one declares it.
+fn tunnel_params(
+    ctx: &Ctx<'_>,
+    at: &str,
+    spec: &dyn mpsched_programs::tunnel::TunnelSchedulerProgram,
+    table: &toml::Table,
+    params: &mut mpsched_programs::Params,
+) -> Result<(), ScenarioError> {
+    for (key, value) in table {
+        let field = format!("{at}.params.{key}");
+        let Some(p) = spec.params().iter().find(|p| p.name == key) else {
+            let known = mpsched_programs::tunnel::TUNNEL_SCHEDULERS
+                .iter()
+                .any(|s| s.params().iter().any(|p| p.name == key));
+            if known {
+                continue;
+            }
+            return Err(ctx.err(field, format!("no tunnel scheduler has a parameter `{key}`")));
+        };
+        let v = super::programs::param_value(ctx, &field, p, value)?;
+        if p.check(v).is_err() {
+            return Err(ctx.err(field, super::programs::bounds_message(p, v)));
+        }
+        params.set(spec.params(), key, v).map_err(|e| ctx.err(&field, e))?;
+    }
+    Ok(())
 }
 
 /// One `[[tunnel]]` on its own (a variant rebuilds it with another scheduler or transport).
@@ -247,6 +292,9 @@ fn build_tunnel_indexed(
                 })?;
         }
     }
+    if let Some(table) = &t.params {
+        tunnel_params(ctx, &at, spec, table, &mut scheduler_params)?;
+    }
     let send_buffer_bytes = match &t.send_buffer {
         Some(b) => ctx.size(&format!("{at}.send_buffer"), b)?,
         None => DEFAULT_TUNNEL_SEND_BUFFER_BYTES,
@@ -260,7 +308,29 @@ fn build_tunnel_indexed(
         tunnel_tcp_defaults(),
         &t.tcp.clone().unwrap_or_default(),
     )?;
+    let reorder_capacity = t.reorder_capacity.unwrap_or(0);
+    if reorder_capacity > MAX_REORDER_CAPACITY {
+        return Err(ctx.err(
+            format!("{at}.reorder_capacity"),
+            format!("expected at most {MAX_REORDER_CAPACITY} packets, got {reorder_capacity}"),
+        ));
+    }
+    if reorder_capacity > 0 && transport != SubtunnelTransport::Udp {
+        return Err(ctx.err(
+            format!("{at}.reorder_capacity"),
+            "a reordering buffer needs `transport = \"udp\"` (each TCP subtunnel delivers its own stream in order; the simulator does not reorder across them)",
+        ));
+    }
+    let reorder_timeout_ps = match &t.reorder_timeout {
+        Some(v) => ctx.time(&format!("{at}.reorder_timeout"), v)?,
+        None => DEFAULT_REORDER_TIMEOUT_PS,
+    };
+    if reorder_timeout_ps == 0 {
+        return Err(ctx.err(format!("{at}.reorder_timeout"), "expected a time above zero"));
+    }
     Ok(Tunnel {
+        reorder_capacity,
+        reorder_timeout_ps,
         name: t.name.clone(),
         entry,
         exit,

@@ -120,7 +120,7 @@ impl Scenario {
                 _ => return Err(ctx.err(f("routing"), format!("expected `shortest` or `ecmp`, got `{r}`"))),
             };
         }
-        if raw.tunnel_scheduler.is_some() || raw.tunnel_transport.is_some() {
+        if raw.tunnel_scheduler.is_some() || raw.tunnel_transport.is_some() || raw.tunnel_params.is_some() {
             if self.tunnels.is_empty() {
                 return Err(ctx.err(f("tunnel_scheduler"), "the scenario has no [[tunnel]]"));
             }
@@ -133,12 +133,27 @@ impl Scenario {
                 if let Some(x) = &raw.tunnel_transport {
                     rt.transport = x.clone();
                 }
+                if let Some(x) = &raw.tunnel_params {
+                    let mut merged = rt.params.take().unwrap_or_default();
+                    merged.extend(x.clone());
+                    rt.params = Some(merged);
+                }
                 // Refused at the variant's key that set it, saying which tunnel it breaks.
                 out.tunnels[ti] = build_tunnel(&ctx, ti, &rt, &self.paths, &index).map_err(|mut e| {
-                    let key = match e.field.ends_with(".transport") && raw.tunnel_transport.is_some() {
-                        true => "tunnel_transport",
-                        false if raw.tunnel_scheduler.is_some() => "tunnel_scheduler",
-                        false => "tunnel_transport",
+                    let from_variant = |k: &str| raw.tunnel_params.as_ref().is_some_and(|t| t.contains_key(k));
+                    let key = if let Some((_, k)) = e.field.split_once(".params.").filter(|(_, k)| from_variant(k)) {
+                        // The key of the variant's own table that broke it.
+                        return ScenarioError {
+                            field: f(&format!("tunnel_params.{k}")),
+                            message: format!("in tunnel[{ti}] (`{}`): {}", e.field, e.message),
+                            ..e
+                        };
+                    } else if e.field.ends_with(".transport") && raw.tunnel_transport.is_some() {
+                        "tunnel_transport"
+                    } else if raw.tunnel_scheduler.is_some() {
+                        "tunnel_scheduler"
+                    } else {
+                        "tunnel_transport"
                     };
                     e.message = format!("in tunnel[{ti}] (`{}`): {}", e.field, e.message);
                     e.field = f(key);

@@ -3,6 +3,8 @@
 //! time-series columns and the first events.
 
 use super::*;
+use mpsched_tunnel::path::{PathReceiver, PathSender};
+use mpsched_tunnel::reorder::ReorderBuffer;
 
 /// Flows whose order a tunnel exit remembers (the reordering measure's bound).
 const EXIT_FLOWS: usize = mpsched_core::tunnel::DEFAULT_FLOW_TABLE_ENTRIES as usize;
@@ -197,6 +199,19 @@ pub(super) fn flows(
 }
 
 /// The TCP connections of TCP flows (two for request / response), and the MPTCP connections of
+/// Most tunnels whose acknowledged paths get time-series columns of their own (RTT, in
+/// flight, weight, reordering buffer): beyond it (ten thousand UEs) the summary's figures say
+/// it, and the series stays a size one can open.
+pub(super) const MAX_DETAILED_TUNNELS: usize = 64;
+
+/// A scenario link's name for columns: its own, else `a-b`.
+pub(super) fn link_name(sc: &Scenario, l: usize) -> String {
+    let link = &sc.links[l];
+    link.name
+        .clone()
+        .unwrap_or_else(|| format!("{}-{}", sc.nodes[link.a].name, sc.nodes[link.b].name))
+}
+
 /// The seed of the scheduler at end `d` of tunnel `t`: its own stream, so that tunnels move no
 /// other draw (SplitMix64's finaliser over the run's seed, the tunnel and the end).
 fn tunnel_seed(seed: u64, t: usize, d: usize) -> u64 {
@@ -365,6 +380,7 @@ pub(super) fn tunnels(
     for (ti, tun) in sc.tunnels.iter().enumerate() {
         let scheduler = mpsched_programs::tunnel::tunnel_scheduler(tun.scheduler)
             .ok_or_else(|| SimError::Config(format!("tunnel `{}`: no scheduler `{}`", tun.name, tun.scheduler)))?;
+        let acked = scheduler.needs_path_acks() && tun.transport == SubtunnelTransport::Udp;
         let ends_here = [tun.entry, tun.exit];
         let mut sides = Vec::new();
         for (d, &node) in ends_here.iter().enumerate() {
@@ -446,7 +462,27 @@ pub(super) fn tunnels(
                 tunnel_addrs.insert(subtunnel_addr(ti, j, back), node as u32);
             }
             ends.entry(node).or_default().push((ti as u32, d as u8));
+            let n_paths = if acked { ports.len() } else { 0 };
+            let reorder = (tun.reorder_capacity > 0 && tun.transport == SubtunnelTransport::Udp).then(|| {
+                let timeout_ns = tun.reorder_timeout_ps / 1000;
+                let mut rb = ReorderBuffer::new(tun.reorder_capacity as usize, timeout_ns);
+                // Each path delivers in order; one silent for the timeout holds nothing back.
+                rb.track_paths(ports.len(), timeout_ns, 0);
+                rb
+            });
             sides.push(TunnelSide {
+                rtt_sum_ns: vec![0; n_paths],
+                rtt_samples: vec![0; n_paths],
+                reorder,
+                reorder_timer_ps: None,
+                occupancy_sum: 0,
+                occupancy_samples: 0,
+                senders: (0..n_paths)
+                    .map(|_| PathSender::new(tunnel::sim_path_config()))
+                    .collect(),
+                receivers: (0..n_paths)
+                    .map(|_| PathReceiver::new(&tunnel::sim_path_config()))
+                    .collect(),
                 node: node as u32,
                 entry: TunnelEntry::sharing(
                     far_hosts,
@@ -465,6 +501,7 @@ pub(super) fn tunnels(
             transport: tun.transport,
             send_buffer_bytes: tun.send_buffer_bytes,
             subtunnel_names: tun.subtunnels.iter().map(|&p| sc.paths[p].name.clone()).collect(),
+            acked,
             sides: [down, up],
         });
     }
@@ -559,7 +596,18 @@ pub(super) fn series_columns(
             for name in &t.subtunnel_names {
                 columns.push(format!("{}_{dn}_{name}_pkts", t.name));
             }
+            if t.acked && tunnels.len() <= MAX_DETAILED_TUNNELS {
+                for name in &t.subtunnel_names {
+                    columns.push(format!("{}_{dn}_{name}_srtt_ms", t.name));
+                    columns.push(format!("{}_{dn}_{name}_in_flight_pkts", t.name));
+                }
+                columns.push(format!("{}_{dn}_weight", t.name));
+                columns.push(format!("{}_{dn}_reorder_pkts", t.name));
+            }
         }
+    }
+    for tr in &sc.rate_traces {
+        columns.push(format!("{}_rate_mbps", link_name(sc, tr.link)));
     }
     let mut register_columns = Vec::new();
     for (i, node) in nodes.iter().enumerate() {

@@ -254,6 +254,24 @@ impl Net<'_> {
         Ok(())
     }
 
+    /// Set scenario link `link`'s rate in both directions (a capacity trace): 0 takes it down
+    /// as [`Net::fail_link`] does; a rate brings a link that was down back up. A packet being
+    /// serialised finishes at the old rate.
+    pub fn set_link_rate(&mut self, link: usize, rate_bps: u64) -> Result<(), SimError> {
+        if rate_bps == 0 {
+            return self.fail_link(link);
+        }
+        let sim = &mut *self.sim;
+        if 2 * link + 1 >= sim.net.links.len() {
+            return Err(SimError::Config(format!("no link {link}")));
+        }
+        for l in [2 * link, 2 * link + 1] {
+            sim.net.links[l].up = true;
+            sim.net.links[l].set_rate(rate_bps);
+        }
+        Ok(())
+    }
+
     /// Replace switch `node`'s routes and ECMP groups with those of `config` (the control plane
     /// after a failure).
     pub fn update_routes(&mut self, node: u32, config: &mpsched_core::switch::SwitchConfig) -> Result<(), SimError> {

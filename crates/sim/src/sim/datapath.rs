@@ -502,6 +502,8 @@ impl Simulation {
                 self.on_tcp_packet(pkt);
             } else if pkt.inner != NO_INNER {
                 self.udp_subtunnel_arrival(node, port, pkt);
+            } else if pkt.meta.src_port == super::tunnel::ACK_SRC_PORT {
+                self.subtunnel_ack_arrival(node, pkt);
             } else {
                 self.net.nodes[ni].dropped += 1;
                 self.release(&pkt);

@@ -7,6 +7,7 @@ mod datapath;
 mod failures;
 mod mptcp;
 mod rate;
+mod rate_traces;
 mod tcp;
 mod tunnel;
 
@@ -258,6 +259,8 @@ struct Traffic {
     tunnels: Vec<TunnelState>,
     /// What a tunnel scheduler sees of the subtunnels, reused from packet to packet.
     view_buf: Vec<SubtunnelView>,
+    /// What a reordering buffer releases (kept to reuse its allocation).
+    reorder_out: Vec<(u32, PortId)>,
     /// Subtunnel address -> the node that terminates it.
     tunnel_addrs: FxHashMap<Ipv4, u32>,
     /// At nodes ending several tunnels ([`TunnelEnds::Many`]): (node, destination address) ->
@@ -288,6 +291,8 @@ struct Monitor {
     register_columns: Vec<(u32, usize)>,
     /// Named links whose queues the series shows.
     queue_links: Vec<u32>,
+    /// Scenario links whose rate follows a trace (a `<link>_rate_mbps` column each).
+    traced_links: Vec<usize>,
     /// Number of sample intervals.
     intervals: usize,
     seed: u64,
@@ -353,6 +358,7 @@ impl Simulation {
             mptcp,
             tunnels,
             view_buf: Vec::new(),
+            reorder_out: Vec::new(),
             tunnel_addrs,
             tunnel_by_dst,
             components: Vec::new(),
@@ -364,6 +370,7 @@ impl Simulation {
         };
         let monitor = Monitor {
             queue_links,
+            traced_links: sc.rate_traces.iter().map(|t| t.link).collect(),
             path_links,
             path_names: sc.paths.iter().map(|p| p.name.clone()).collect(),
             path_capacity_bps,
@@ -388,6 +395,9 @@ impl Simulation {
         }
         if let Some(f) = failures::LinkFailures::of(sc)? {
             sim.add_component(Box::new(f));
+        }
+        if let Some(t) = rate_traces::RateTraces::of(sc) {
+            sim.add_component(Box::new(t));
         }
         sim.add_control_loops(sc, &port_rates_bps, opts.seed);
         Ok(sim)
@@ -507,6 +517,7 @@ impl Simulation {
                 EventKind::AppStop(f) => self.on_app_stop(f),
                 EventKind::TcpTimer(c) => self.on_tcp_timer(c),
                 EventKind::ProgramTimer(i) => self.on_program_timer(i),
+                EventKind::ReorderTimer(code) => self.on_reorder_timer(code),
                 EventKind::ComponentTimer(i) => {
                     self.on_component_timer(i);
                     if self.net.control_error.is_some() {
@@ -643,6 +654,8 @@ impl Simulation {
             row.push((retx - t.retx_at_last_sample) as f64);
             t.retx_at_last_sample = retx;
         }
+        self.sample_reorder_occupancy();
+        let detailed = self.traffic.tunnels.len() <= build::MAX_DETAILED_TUNNELS;
         for t in &mut self.traffic.tunnels {
             for side in &mut t.sides {
                 if t.transport == SubtunnelTransport::Tcp {
@@ -656,7 +669,24 @@ impl Simulation {
                 for n in side.entry.stats().per_subtunnel.iter() {
                     row.push(*n as f64);
                 }
+                if t.acked && detailed {
+                    for tx in &side.senders {
+                        let v = tx.view();
+                        row.push(round(v.srtt_ns as f64 / 1e6, 3));
+                        row.push(v.in_flight as f64);
+                    }
+                    let weight = side.entry.scheduler_counters().into_iter().find(|c| c.0 == "weight");
+                    row.push(weight.map_or(0.0, |c| c.1 as f64));
+                    row.push(side.reorder.as_ref().map_or(0.0, |rb| rb.stats().occupancy as f64));
+                }
             }
+        }
+        for i in 0..self.monitor.traced_links.len() {
+            let l = self.monitor.traced_links[i];
+            row.push(round(
+                self.net.links[2 * l].rate_bps as f64 * f64::from(u8::from(self.net.links[2 * l].up)) / 1e6,
+                3,
+            ));
         }
         let mut cache: Option<(u32, Vec<(String, u64)>)> = None;
         for &(node, k) in &self.monitor.register_columns {

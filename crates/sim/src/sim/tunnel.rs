@@ -4,16 +4,54 @@
 //! datagram per packet over UDP).
 
 use super::Simulation;
+use crate::event::EventKind;
 use crate::packet::{Packet, NO_INNER};
 use mpsched_core::packet::PortId;
 use mpsched_core::tunnel::{FlowKey, SubtunnelView};
-use mpsched_scenario::results::{round, TunnelFigures};
+use mpsched_scenario::results::{round, ReorderFigures, SubtunnelFigures, TunnelFigures};
 use mpsched_scenario::NodeKind;
 use mpsched_scenario::SubtunnelTransport;
 use mpsched_topo::addressing::{subtunnel_addr, subtunnel_of, TunnelDir};
 use mpsched_tunnel::framing::udp_outer;
+use mpsched_tunnel::path::{PathConfig, PathReceiver, PathSender};
+use mpsched_tunnel::reorder::ReorderBuffer;
+use mpsched_tunnel::wire::Ack;
 use mpsched_tunnel::{TunnelEntry, TunnelExit, TCP_FRAMING_BYTES};
 use std::collections::BTreeMap;
+
+/// UDP source port of a simulated subtunnel acknowledgement (data leaves from
+/// `TUNNEL_UDP_PORT`): how the entry tells one from data.
+pub(crate) const ACK_SRC_PORT: u16 = 4790;
+/// Bytes an acknowledged subtunnel's datagram carries beyond the outer IPv4 and UDP headers:
+/// the daemon's 20-byte header in its clear mode and the 12-byte data header.
+pub(crate) const ACKED_DATA_EXTRA_BYTES: u32 = 20 + 12;
+/// Wire bytes of an acknowledgement: Ethernet, IPv4, UDP, the 20-byte header, 16 bytes.
+pub(crate) const ACK_WIRE_BYTES: u32 = 14 + 20 + 8 + 20 + 16;
+
+/// The path timing of the simulator's acknowledged subtunnels: every datagram acknowledged at
+/// once (no delayed acknowledgement, so no timer), liveness left to the scheduler.
+pub(crate) fn sim_path_config() -> PathConfig {
+    PathConfig {
+        ack_every: 1,
+        ..PathConfig::default()
+    }
+}
+
+/// An acknowledgement in a simulated packet's two spare fields (`seq`: highest and received;
+/// `sent_ps`: echoed send time and hold time, µs), undone by [`ack_of`].
+fn ack_into(pkt: &mut Packet, a: &Ack) {
+    pkt.seq = u64::from(a.highest_seq) << 32 | u64::from(a.received);
+    pkt.sent_ps = u64::from(a.echo_us) << 32 | u64::from(a.ack_delay_us);
+}
+
+fn ack_of(pkt: &Packet) -> Ack {
+    Ack {
+        highest_seq: (pkt.seq >> 32) as u32,
+        received: pkt.seq as u32,
+        echo_us: (pkt.sent_ps >> 32) as u32,
+        ack_delay_us: pkt.sent_ps as u32,
+    }
+}
 
 /// A subtunnel of a tunnel in one direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +79,22 @@ pub(crate) enum TunnelEnds {
 
 /// One direction of a tunnel: its entry at `node` and its exit at the other end.
 pub(crate) struct TunnelSide {
+    /// Per subtunnel, where the scheduler learns of its paths from acknowledgements
+    /// ([`TunnelState::acked`]): the entry's path sender (numbers, RTT, in-flight, loss) and
+    /// the exit's path receiver, as the tunnel daemon has them. Empty otherwise.
+    pub senders: Vec<PathSender>,
+    pub receivers: Vec<PathReceiver>,
+    /// Per subtunnel with `senders`: the sum of the RTT samples, ns, and their number.
+    pub rtt_sum_ns: Vec<u64>,
+    pub rtt_samples: Vec<u64>,
+    /// The exit's reordering buffer (UDP subtunnels, `reorder_capacity` > 0): inner packets
+    /// by their index in the store, with the port they arrived by.
+    pub reorder: Option<ReorderBuffer<(u32, PortId)>>,
+    /// When the buffer's pending timer event fires, ps.
+    pub reorder_timer_ps: Option<u64>,
+    /// Occupancy summed over the time series' samples, and their number.
+    pub occupancy_sum: u64,
+    pub occupancy_samples: u64,
     /// The node that encapsulates in this direction.
     pub node: u32,
     pub entry: TunnelEntry,
@@ -58,6 +112,9 @@ pub(crate) struct TunnelState {
     pub transport: SubtunnelTransport,
     pub send_buffer_bytes: u64,
     pub subtunnel_names: Vec<String>,
+    /// Whether UDP subtunnels carry path numbers and send times and the exit acknowledges
+    /// every datagram (schedulers that ask: `needs_path_acks`).
+    pub acked: bool,
     /// Down (entry -> exit), Up.
     pub sides: [TunnelSide; 2],
 }
@@ -67,6 +124,11 @@ pub(crate) struct TunnelState {
 pub(crate) struct Inner {
     pub pkt: Packet,
     pub entry_seq: u64,
+}
+
+/// The subtunnel index an address names.
+fn subtunnel_j(addr: mpsched_core::packet::Ipv4) -> usize {
+    subtunnel_of(addr).map_or(0, |(_, j, _)| j)
 }
 
 impl Simulation {
@@ -97,6 +159,18 @@ impl Simulation {
                         cwnd_bytes: c.sender.cwnd_bytes(),
                         srtt_ns: c.sender.rtt().srtt_ns().unwrap_or(0),
                         ..SubtunnelView::default()
+                    }
+                }
+                SubtunnelTransport::Udp if tun.acked => {
+                    let node = tun.sides[d].node as usize;
+                    let l = self.net.nodes[node].out_links[usize::from(tun.sides[d].ports[j])] as usize;
+                    let p = tun.sides[d].senders[j].view();
+                    SubtunnelView {
+                        fill_bytes: self.net.links[l].queued_bytes,
+                        cwnd_bytes: 0,
+                        srtt_ns: p.srtt_ns,
+                        min_rtt_ns: p.min_rtt_ns,
+                        in_flight_pkts: p.in_flight,
                     }
                 }
                 SubtunnelTransport::Udp => {
@@ -167,10 +241,18 @@ impl Simulation {
             SubtunnelTransport::Udp => {
                 let dir = if d == 0 { TunnelDir::Down } else { TunnelDir::Up };
                 let own_ip = self.net.nodes[node as usize].ip;
-                let meta = udp_outer(own_ip, subtunnel_addr(ti, j, dir), &pkt.meta);
+                let mut meta = udp_outer(own_ip, subtunnel_addr(ti, j, dir), &pkt.meta);
                 let mut outer = Packet::bare(meta, pkt.flow, self.net.now);
                 outer.payload_bytes = s.ip_bytes;
                 outer.inner = idx;
+                let side = &mut self.traffic.tunnels[ti].sides[di];
+                if let Some(sender) = side.senders.get_mut(j) {
+                    let (path_seq, sent_us) = sender.on_send(self.net.now / 1000);
+                    outer.seq = u64::from(sent_us) << 32 | u64::from(path_seq);
+                    meta.wire_len_bytes += ACKED_DATA_EXTRA_BYTES;
+                    outer.meta = meta;
+                    outer.payload_bytes += ACKED_DATA_EXTRA_BYTES;
+                }
                 self.output(node, port, outer);
             }
         }
@@ -188,6 +270,9 @@ impl Simulation {
             return;
         };
         let d = dir as usize;
+        if self.traffic.tunnels[t].acked {
+            self.acknowledge(node, t, d, subtunnel_j(outer.meta.dst_ip), &outer);
+        }
         let exit = &mut self.traffic.tunnels[t].sides[d].exit;
         match exit.decapsulate(outer.meta.ecn, inner.pkt.meta.ecn) {
             Ok(ecn) => inner.pkt.meta.ecn = ecn,
@@ -197,7 +282,122 @@ impl Simulation {
                 return;
             }
         }
+        if self.traffic.tunnels[t].sides[d].reorder.is_some() {
+            let j = subtunnel_j(outer.meta.dst_ip);
+            let seq = inner.entry_seq as u32;
+            let idx = self.store_inner(inner);
+            let now_ns = self.net.now / 1000;
+            let mut out = std::mem::take(&mut self.traffic.reorder_out);
+            if let Some(rb) = self.traffic.tunnels[t].sides[d].reorder.as_mut() {
+                rb.push_on(j, seq, now_ns, (idx, port), &mut out);
+            }
+            self.release_reordered(t, d, node, &mut out);
+            self.traffic.reorder_out = out;
+            return;
+        }
         self.tunnel_egress(t, d, node, port, inner);
+    }
+
+    /// Forward what the reordering buffer of direction `d` of tunnel `t` (at `node`) released,
+    /// and keep its timer armed for the next packet due.
+    fn release_reordered(&mut self, t: usize, d: usize, node: u32, out: &mut Vec<(u32, PortId)>) {
+        for (idx, port) in out.drain(..) {
+            let inner = self.take_inner(idx);
+            self.tunnel_egress(t, d, node, port, inner);
+        }
+        let side = &mut self.traffic.tunnels[t].sides[d];
+        let Some(due_ns) = side.reorder.as_mut().and_then(|rb| rb.deadline_ns()) else {
+            return;
+        };
+        let due_ps = due_ns.saturating_mul(1000).max(self.net.now);
+        if side.reorder_timer_ps.is_none_or(|at| at > due_ps) {
+            side.reorder_timer_ps = Some(due_ps);
+            self.net
+                .queue
+                .schedule(due_ps, EventKind::ReorderTimer((t * 2 + d) as u32));
+        }
+    }
+
+    /// A reordering buffer's timer fired: release what has waited its timeout.
+    pub(crate) fn on_reorder_timer(&mut self, code: u32) {
+        let (t, d) = ((code / 2) as usize, (code % 2) as usize);
+        let now = self.net.now;
+        let side = &mut self.traffic.tunnels[t].sides[d];
+        // Only the latest armed event is live; an earlier one that fires finds another pending.
+        if side.reorder_timer_ps != Some(now) {
+            return;
+        }
+        side.reorder_timer_ps = None;
+        let node = self.traffic.tunnels[t].sides[1 - d].node;
+        let mut out = std::mem::take(&mut self.traffic.reorder_out);
+        if let Some(rb) = self.traffic.tunnels[t].sides[d].reorder.as_mut() {
+            rb.poll(now / 1000, &mut out);
+        }
+        self.release_reordered(t, d, node, &mut out);
+        self.traffic.reorder_out = out;
+    }
+
+    /// Sample each reordering buffer's occupancy (for its mean).
+    pub(crate) fn sample_reorder_occupancy(&mut self) {
+        for tun in &mut self.traffic.tunnels {
+            for side in &mut tun.sides {
+                if let Some(rb) = &side.reorder {
+                    side.occupancy_sum += rb.stats().occupancy;
+                    side.occupancy_samples += 1;
+                }
+            }
+        }
+    }
+
+    /// The exit of direction `d` of tunnel `t` at `node` received datagram `outer` on subtunnel
+    /// `j`: its path receiver takes it, and the acknowledgement goes back along the subtunnel
+    /// to the entry's address of the other direction.
+    fn acknowledge(&mut self, node: u32, t: usize, d: usize, j: usize, outer: &Packet) {
+        let now_ns = self.net.now / 1000;
+        let tun = &mut self.traffic.tunnels[t];
+        let Some(rx) = tun.sides[d].receivers.get_mut(j) else {
+            return;
+        };
+        rx.on_message(outer.seq as u32, (outer.seq >> 32) as u32, now_ns, false);
+        let Some(ack) = rx.ack(now_ns) else {
+            return;
+        };
+        let port = tun.sides[1 - d].ports[j];
+        let back = if d == 0 { TunnelDir::Up } else { TunnelDir::Down };
+        let own_ip = self.net.nodes[node as usize].ip;
+        let meta = mpsched_core::packet::PacketMeta::udp(
+            own_ip,
+            subtunnel_addr(t, j, back),
+            ACK_SRC_PORT,
+            mpsched_tunnel::framing::TUNNEL_UDP_PORT,
+            ACK_WIRE_BYTES,
+        );
+        let mut pkt = Packet::bare(meta, crate::packet::CONTROL_FLOW, 0);
+        ack_into(&mut pkt, &ack);
+        self.output(node, port, pkt);
+    }
+
+    /// An acknowledgement reached the entry it is addressed to: its path sender takes it and
+    /// the scheduler hears of it.
+    pub(crate) fn subtunnel_ack_arrival(&mut self, node: u32, pkt: Packet) {
+        let now_ns = self.net.now / 1000;
+        let Some((t, j, back)) = subtunnel_of(pkt.meta.dst_ip) else {
+            self.net.nodes[node as usize].dropped += 1;
+            return;
+        };
+        // Addressed to the other direction's address: it acknowledges this direction.
+        let d = 1 - back as usize;
+        let side = &mut self.traffic.tunnels[t].sides[d];
+        let Some(tx) = side.senders.get_mut(j) else {
+            self.net.nodes[node as usize].dropped += 1;
+            return;
+        };
+        if tx.on_ack(&ack_of(&pkt), now_ns) {
+            let sample = tx.ack_sample();
+            side.rtt_sum_ns[j] += sample.rtt_ns;
+            side.rtt_samples[j] += 1;
+            side.entry.on_ack(j, &sample, now_ns);
+        }
     }
 
     /// A TCP subtunnel's receiver delivered its stream up to `rcv_nxt`: forward every payload
@@ -249,9 +449,63 @@ impl Simulation {
                         .cloned()
                         .zip(entry.per_subtunnel.iter().copied())
                         .collect::<BTreeMap<_, _>>(),
+                    subtunnels: t.subtunnel_names.clone(),
+                    per_subtunnel: subtunnel_figures(&t.subtunnel_names, side),
+                    reorder_buffer: side.reorder.as_ref().map(|rb| reorder_figures(rb, side)),
                 });
             }
         }
         out
+    }
+}
+
+/// RTT and loss of each acknowledged subtunnel of one direction.
+fn subtunnel_figures(names: &[String], side: &TunnelSide) -> BTreeMap<String, SubtunnelFigures> {
+    let mut out = BTreeMap::new();
+    for (j, tx) in side.senders.iter().enumerate() {
+        let v = tx.view();
+        let min_ms = v.min_rtt_ns as f64 / 1e6;
+        let mean_ms = if side.rtt_samples[j] == 0 {
+            0.0
+        } else {
+            side.rtt_sum_ns[j] as f64 / side.rtt_samples[j] as f64 / 1e6
+        };
+        out.insert(
+            names[j].clone(),
+            SubtunnelFigures {
+                min_rtt_ms: round(min_ms, 3),
+                mean_rtt_ms: round(mean_ms, 3),
+                rtt_inflation: if min_ms > 0.0 { round(mean_ms / min_ms, 3) } else { 0.0 },
+                lost_pkts: v.lost,
+                loss_pct: if v.sent == 0 {
+                    0.0
+                } else {
+                    round(100.0 * v.lost as f64 / v.sent as f64, 3)
+                },
+            },
+        );
+    }
+    out
+}
+
+/// A reordering buffer's figures.
+fn reorder_figures(rb: &ReorderBuffer<(u32, PortId)>, side: &TunnelSide) -> ReorderFigures {
+    let s = rb.stats();
+    ReorderFigures {
+        held_pkts: s.held,
+        late_pkts: s.late,
+        timeouts: s.timeouts,
+        max_occupancy_pkts: s.max_occupancy,
+        mean_occupancy_pkts: if side.occupancy_samples == 0 {
+            0.0
+        } else {
+            round(side.occupancy_sum as f64 / side.occupancy_samples as f64, 3)
+        },
+        mean_hold_ms: if s.held == 0 {
+            0.0
+        } else {
+            round(s.held_ns_sum as f64 / s.held as f64 / 1e6, 3)
+        },
+        max_hold_ms: round(s.held_ns_max as f64 / 1e6, 3),
     }
 }

@@ -209,6 +209,8 @@ const _: () = {
     assert!(h::MSG_ACK == frame::KIND_ACK as u64);
     assert!(h::MSG_KEEPALIVE == frame::KIND_KEEPALIVE as u64);
     assert!(h::PATH_HAS_RTT == registers::PATH_HAS_RTT as u64);
+    assert!(h::PATH_SLOW_START == registers::PATH_SLOW_START as u64);
+    assert!(h::MAX_PROBE_BACKOFF == registers::MAX_PROBE_BACKOFF as u64);
     assert!(h::RTTMON_MAX_WEIGHT == registers::RTTMON_MAX_WEIGHT as u64);
     assert!(h::WRR_MAX_WEIGHT == registers::WRR_MAX_WEIGHT as u64);
     assert!(h::CMON_MIN_CWND == registers::CMON_MIN_CWND as u64);

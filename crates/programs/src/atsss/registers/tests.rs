@@ -151,6 +151,19 @@ fn weighted_draws_split_as_the_weight_says_and_the_ends_are_all_or_nothing() {
     assert_eq!(select(&mut one, &c, 0, 0), 0, "a UE with one path has only it");
 }
 
+#[test]
+fn rttmon_weights_never_leave_a_path_without_packets() {
+    let (c, k) = (cfg(), Kind::RttMon);
+    for (weight, share) in [(0u8, 1), (31, 32), (62, 63)] {
+        // No step runs (last_change = now): only the draw decides.
+        let mut ue = new_ue(&c, k, 2, weight);
+        let preferred = (0..64u32)
+            .filter(|d| select(&mut ue, &c, 0, d << 26) == PREFERRED)
+            .count();
+        assert_eq!(preferred, share, "weight {weight}");
+    }
+}
+
 fn ack(ue: &mut UeReg, c: &Config, path: usize, lost: u32, rtt: u32, now: u32) {
     let acked = ue.paths[path].seq_sent;
     on_ack(ue, c, path, &AckRegs { acked, lost, rtt }, now);
@@ -285,21 +298,92 @@ fn cmon_leaves_a_silent_path_within_its_dead_time_probes_it_and_returns() {
 }
 
 #[test]
-fn cmon_cuts_the_window_once_per_target_and_grows_it_once_per_window() {
+fn cmon_cuts_the_window_once_per_target_and_grows_it_once_per_window_it_uses() {
     let (c, k) = (cfg(), Kind::CMon);
     let mut ue = new_ue(&c, k, 2, 0);
-    on_send(&mut ue, 0, 0);
-    ack(&mut ue, &c, 0, 0, 20, 10);
-    for t in 0..20 {
-        on_send(&mut ue, 0, 10 + t);
-        ack(&mut ue, &c, 0, 0, 20, 10 + t);
+    let mut now = 10;
+    // Acknowledgements that leave nothing in flight: a window not used does not grow.
+    for _ in 0..30 {
+        on_send(&mut ue, 0, now);
+        ack(&mut ue, &c, 0, 0, 20, now);
+        now += 1;
+    }
+    assert_eq!(ue.paths[0].cwnd, 10);
+    // Keep six of the ten in flight: one more per acknowledgement in slow start...
+    ue.paths[0].flags &= !PATH_SLOW_START;
+    let mut slow = ue;
+    slow.paths[0].flags |= PATH_SLOW_START;
+    for _ in 0..6 {
+        on_send(&mut slow, 0, now);
+    }
+    for _ in 0..5 {
+        on_send(&mut slow, 0, now);
+        let acked = slow.paths[0].seq_sent - 6;
+        on_ack(
+            &mut slow,
+            &c,
+            0,
+            &AckRegs {
+                acked,
+                lost: 0,
+                rtt: 20,
+            },
+            now,
+        );
+    }
+    assert_eq!(
+        slow.paths[0].cwnd, 13,
+        "10 -> 13, then 6 in flight are less than half of 13"
+    );
+    // ... and after it, one more per ten.
+    for _ in 0..6 {
+        on_send(&mut ue, 0, now);
+    }
+    for _ in 0..21 {
+        on_send(&mut ue, 0, now);
+        let acked = ue.paths[0].seq_sent - 6;
+        on_ack(
+            &mut ue,
+            &c,
+            0,
+            &AckRegs {
+                acked,
+                lost: 0,
+                rtt: 20,
+            },
+            now,
+        );
+        now += 1;
     }
     assert_eq!(ue.paths[0].cwnd, 12, "21 acks at target grow 10 -> 11 -> 12");
     for t in 0..5 {
-        on_send(&mut ue, 0, 40 + t);
-        ack(&mut ue, &c, 0, 0, 50, 40 + t);
+        on_send(&mut ue, 0, 100 + t);
+        ack(&mut ue, &c, 0, 0, 50, 100 + t);
     }
     assert_eq!(ue.paths[0].cwnd, 9, "one cut of a quarter per 29-tick target");
+    on_send(&mut slow, 0, now);
+    ack(&mut slow, &c, 0, 0, 50, now);
+    assert_eq!(slow.paths[0].flags & PATH_SLOW_START, 0, "a cut ends slow start");
+}
+
+#[test]
+fn probes_into_a_dead_path_back_off_and_an_answer_resets_them() {
+    let (c, k) = (cfg(), Kind::ActiveStandby);
+    let mut ue = new_ue(&c, k, 2, 0);
+    on_send(&mut ue, 0, 0);
+    let probes: Vec<u32> = (1..5000u32)
+        .filter(|&t| {
+            let p = select(&mut ue, &c, t, 0);
+            on_send(&mut ue, p, t);
+            p == PREFERRED && t > 100
+        })
+        .collect();
+    // Down after 100 ticks (the floor): a probe at once, then 200, 400, 800 and 1600 ticks
+    // apart, and never further apart than 16 floors.
+    assert_eq!(probes, [101, 302, 703, 1504, 3105, 4706]);
+    assert_eq!(ue.probe_backoff, MAX_PROBE_BACKOFF);
+    ack(&mut ue, &c, 0, 0, 20, 5000);
+    assert_eq!(ue.probe_backoff, 0);
 }
 
 #[test]
@@ -310,7 +394,14 @@ fn steering_modes_pick_as_ts_23_501_describes() {
     assert_eq!(select(&mut ue, &c, 0, 0), 0);
     on_send(&mut ue, 0, 0);
     assert_eq!(select(&mut ue, &c, 100, 0), 0, "silent for the floor: still up");
-    assert_eq!(select(&mut ue, &c, 101, 0), 1, "silent past it: the standby");
+    assert_eq!(select(&mut ue, &c, 101, 0), 0, "silent past it: down, and due a probe");
+    assert_eq!(select(&mut ue, &c, 102, 0), 1, "then the standby");
+    assert_eq!(select(&mut ue, &c, 301, 0), 1);
+    assert_eq!(
+        select(&mut ue, &c, 302, 0),
+        0,
+        "the next probe two floors later (backed off)"
+    );
     // Smallest Delay: unmeasured first, then the smaller RTT.
     let (c, k) = (cfg(), Kind::SmallestDelay);
     let mut ue = new_ue(&c, k, 3, 0);
