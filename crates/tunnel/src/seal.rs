@@ -46,6 +46,16 @@
 //! least [`PSK_MIN_BYTES`] bytes. Two runs of a sender must not use the same epoch (the
 //! daemon's clock would have to step back to the nanosecond); a sender whose clock stepped back
 //! below its previous epoch is refused by its peer until the peer restarts too.
+//!
+//! # In clear
+//!
+//! [`Sealer::clear`] and [`Opener::clear`] keep the header, the numbering, the sessions and the
+//! replay window but neither encrypt nor authenticate: the payload follows the header as it is
+//! and there is no tag ([`Sealer::overhead`] is [`HEADER_BYTES`]). This is the datagram a
+//! data plane without cryptography writes and reads (the eBPF UPF of ATSSS, a P4 switch), on a
+//! network the operator trusts, as MP-DCCP's tunnels in 5G's core are; anyone on the path can
+//! read, forge and start a newer session, so a tunnel across a network nobody vouches for
+//! keeps its key.
 
 use hkdf::Hkdf;
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305};
@@ -268,7 +278,8 @@ fn nonce(packet_number: u64) -> Nonce {
 
 /// Seals the datagrams one end sends in one session, numbering them.
 pub struct Sealer {
-    cipher: LessSafeKey,
+    /// None: in clear.
+    cipher: Option<LessSafeKey>,
     epoch: u64,
     /// The number of the next datagram; [`u64::MAX`] is never used, so this never wraps.
     next: u64,
@@ -287,10 +298,26 @@ impl Sealer {
     /// run of a sender must use a larger epoch than the last (see the module's docs).
     pub fn new(keys: &Keys, epoch: u64) -> Sealer {
         Sealer {
-            cipher: session_cipher(&keys.send, epoch),
+            cipher: Some(session_cipher(&keys.send, epoch)),
             epoch,
             next: 0,
         }
+    }
+
+    /// A sealer for the session `epoch` that writes its datagrams in clear (the module's
+    /// "In clear"), numbering from 0.
+    pub fn clear(epoch: u64) -> Sealer {
+        Sealer {
+            cipher: None,
+            epoch,
+            next: 0,
+        }
+    }
+
+    /// Bytes its datagrams have beyond their payloads: [`OVERHEAD_BYTES`], or
+    /// [`HEADER_BYTES`] in clear.
+    pub fn overhead(&self) -> usize {
+        overhead(self.cipher.is_some())
     }
 
     /// The session's epoch.
@@ -304,26 +331,29 @@ impl Sealer {
     }
 
     /// Seal `payload` as a datagram of `kind` on `path`: `out` is cleared and then holds the whole
-    /// datagram (header, ciphertext, tag). Refuses a payload longer than [`MAX_DATAGRAM_BYTES`]
-    /// less [`OVERHEAD_BYTES`] (`Oversized`), and refuses once the numbers run out (`Exhausted`)
-    /// rather than reuse one; a refusal uses no number and leaves `out` empty.
+    /// datagram (header, ciphertext, tag; in clear header and payload). Refuses a payload
+    /// longer than [`MAX_DATAGRAM_BYTES`] less [`Sealer::overhead`] (`Oversized`), and refuses
+    /// once the numbers run out (`Exhausted`) rather than reuse one; a refusal uses no number
+    /// and leaves `out` empty.
     pub fn seal(&mut self, kind: u8, path: u8, payload: &[u8], out: &mut Vec<u8>) -> Result<u64, SealError> {
         out.clear();
         if self.next == u64::MAX {
             return Err(SealError::Exhausted);
         }
-        if payload.len() > MAX_DATAGRAM_BYTES - OVERHEAD_BYTES {
+        if payload.len() > MAX_DATAGRAM_BYTES - self.overhead() {
             return Err(SealError::Oversized);
         }
         let number = self.next;
         let header = encode_header(kind, path, self.epoch, number);
-        out.reserve(payload.len() + OVERHEAD_BYTES);
+        out.reserve(payload.len() + self.overhead());
         out.extend_from_slice(&header);
         out.extend_from_slice(payload);
+        let Some(cipher) = &self.cipher else {
+            self.next += 1;
+            return Ok(number);
+        };
         // Only a payload beyond ChaCha20's 256 GiB limit fails, far above the check above.
-        let Ok(tag) =
-            self.cipher
-                .seal_in_place_separate_tag(nonce(number), Aad::from(&header), &mut out[HEADER_BYTES..])
+        let Ok(tag) = cipher.seal_in_place_separate_tag(nonce(number), Aad::from(&header), &mut out[HEADER_BYTES..])
         else {
             out.clear();
             return Err(SealError::Oversized);
@@ -331,6 +361,25 @@ impl Sealer {
         out.extend_from_slice(tag.as_ref());
         self.next += 1;
         Ok(number)
+    }
+}
+
+/// A header's epoch and packet number.
+fn header_numbers(header: &[u8; HEADER_BYTES]) -> (u64, u64) {
+    let field = |r: std::ops::Range<usize>| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&header[r]);
+        u64::from_be_bytes(b)
+    };
+    (field(4..12), field(12..20))
+}
+
+/// Bytes a datagram has beyond its payload, sealed or in clear.
+fn overhead(sealed: bool) -> usize {
+    if sealed {
+        OVERHEAD_BYTES
+    } else {
+        HEADER_BYTES
     }
 }
 
@@ -378,9 +427,12 @@ pub struct OpenStats {
 /// Opens the datagrams one end receives: checks, authenticates, decrypts, and refuses replays
 /// and older sessions.
 pub struct Opener {
-    base: [u8; 32],
-    /// The peer's current session and its key; None before the first authentic packet.
-    session: Option<(u64, LessSafeKey)>,
+    /// The receive key; None: in clear.
+    base: Option<[u8; 32]>,
+    /// The peer's current session; None before the first authentic packet.
+    epoch: Option<u64>,
+    /// Its key (None in clear).
+    session: Option<LessSafeKey>,
     /// The key of the last newer epoch tried, so a burst of a new session derives it once.
     candidate: Option<(u64, LessSafeKey)>,
     window: ReplayWindow,
@@ -403,7 +455,22 @@ impl Opener {
     /// An opener with the receive key of `keys`, taking datagrams up to [`MAX_DATAGRAM_BYTES`].
     pub fn new(keys: &Keys) -> Opener {
         Opener {
-            base: keys.receive,
+            base: Some(keys.receive),
+            epoch: None,
+            session: None,
+            candidate: None,
+            window: ReplayWindow::new(),
+            max_datagram_bytes: MAX_DATAGRAM_BYTES,
+            stats: OpenStats::default(),
+        }
+    }
+
+    /// An opener of datagrams in clear (the module's "In clear"): the header is checked, the
+    /// sessions and the replay window kept, nothing authenticated.
+    pub fn clear() -> Opener {
+        Opener {
+            base: None,
+            epoch: None,
             session: None,
             candidate: None,
             window: ReplayWindow::new(),
@@ -426,7 +493,7 @@ impl Opener {
 
     /// The peer's current session, if one has started.
     pub fn epoch(&self) -> Option<u64> {
-        self.session.as_ref().map(|(e, _)| *e)
+        self.epoch
     }
 
     /// Its replay window (of the current session).
@@ -458,56 +525,34 @@ impl Opener {
     }
 
     fn open_inner(&mut self, datagram: &[u8], out: &mut Vec<u8>) -> Result<Opened, SealError> {
-        if datagram.len() < OVERHEAD_BYTES {
+        if datagram.len() < overhead(self.base.is_some()) {
             return Err(SealError::Truncated);
         }
         if datagram.len() > self.max_datagram_bytes {
             return Err(SealError::Oversized);
         }
         let (header, rest) = datagram.split_at(HEADER_BYTES);
-        let (ciphertext, tag) = rest.split_at(rest.len() - TAG_BYTES);
         let header: [u8; HEADER_BYTES] = header.try_into().map_err(|_| SealError::Truncated)?;
-        let tag: [u8; TAG_BYTES] = tag.try_into().map_err(|_| SealError::Truncated)?;
         if header[2..4] != [0, 0] {
             return Err(SealError::BadHeader);
         }
-        let field = |r: std::ops::Range<usize>| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&header[r]);
-            u64::from_be_bytes(b)
-        };
-        let (epoch, packet_number) = (field(4..12), field(12..20));
-        let current = self.epoch();
-        if current.is_some_and(|c| epoch < c) {
+        let (epoch, packet_number) = header_numbers(&header);
+        if self.epoch.is_some_and(|c| epoch < c) {
             return Err(SealError::Replayed);
         }
-        let newer = current != Some(epoch);
+        let newer = self.epoch != Some(epoch);
         // Refuse a replay before spending the work of authentication on it.
         if !newer && !self.window.check(packet_number) {
             return Err(SealError::Replayed);
         }
-        out.extend_from_slice(ciphertext);
-        out.extend_from_slice(&tag);
-        let cipher = match (&self.session, newer) {
-            (Some((_, c)), false) => c,
-            _ => {
-                if self.candidate.as_ref().is_none_or(|(e, _)| *e != epoch) {
-                    self.candidate = Some((epoch, session_cipher(&self.base, epoch)));
-                }
-                let Some((_, c)) = &self.candidate else {
-                    return Err(SealError::Forged);
-                };
-                c
-            }
-        };
-        let plain_len = cipher
-            .open_in_place(nonce(packet_number), Aad::from(&header), out)
-            .map_err(|_| SealError::Forged)?
-            .len();
-        out.truncate(plain_len);
+        out.extend_from_slice(rest);
+        if self.base.is_some() {
+            self.authenticate(&header, newer, out)?;
+        }
         if newer {
             // Only an authentic packet starts a session: a forged epoch moves nothing.
-            self.session = self.candidate.take();
+            self.epoch = Some(epoch);
+            self.session = self.candidate.take().map(|(_, c)| c);
             self.window = ReplayWindow::new();
             self.stats.sessions += 1;
         }
@@ -517,6 +562,31 @@ impl Opener {
             path: header[1],
             packet_number,
         })
+    }
+
+    /// Decrypt and authenticate in place `out`'s ciphertext and tag, leaving the plaintext,
+    /// with the session's key or, for a newer epoch, the candidate's (derived once per epoch).
+    fn authenticate(&mut self, header: &[u8; HEADER_BYTES], newer: bool, out: &mut Vec<u8>) -> Result<(), SealError> {
+        let (epoch, packet_number) = header_numbers(header);
+        let cipher = match (&self.session, newer, &self.base) {
+            (Some(c), false, _) => c,
+            (_, _, None) => return Err(SealError::Forged),
+            (_, _, Some(base)) => {
+                if self.candidate.as_ref().is_none_or(|(e, _)| *e != epoch) {
+                    self.candidate = Some((epoch, session_cipher(base, epoch)));
+                }
+                let Some((_, c)) = &self.candidate else {
+                    return Err(SealError::Forged);
+                };
+                c
+            }
+        };
+        let plain_len = cipher
+            .open_in_place(nonce(packet_number), Aad::from(header), out)
+            .map_err(|_| SealError::Forged)?
+            .len();
+        out.truncate(plain_len);
+        Ok(())
     }
 }
 
@@ -620,6 +690,45 @@ mod tests {
         let mut d = Vec::new();
         sealer.seal(7, 2, payload, &mut d).unwrap();
         d
+    }
+
+    /// In clear: the datagram is the header and the payload as they are; numbering, the
+    /// header check, replays and sessions as when sealed; a sealed end refuses it as forged.
+    #[test]
+    fn in_clear_the_datagram_is_header_and_payload() {
+        let (mut s, mut o) = (Sealer::clear(5), Opener::clear());
+        assert_eq!(s.overhead(), HEADER_BYTES);
+        let mut d = Vec::new();
+        let mut p = Vec::new();
+        assert_eq!(s.seal(1, 3, b"inner", &mut d), Ok(0));
+        let mut want = vec![1, 3, 0, 0];
+        want.extend_from_slice(&5u64.to_be_bytes());
+        want.extend_from_slice(&0u64.to_be_bytes());
+        want.extend_from_slice(b"inner");
+        assert_eq!(d, want);
+        let opened = o.open(&d, &mut p).unwrap();
+        assert_eq!((opened.kind, opened.path, opened.packet_number), (1, 3, 0));
+        assert_eq!(p, b"inner");
+        assert_eq!(o.open(&d, &mut p), Err(SealError::Replayed));
+        assert!(p.is_empty());
+        assert_eq!(o.open(&d[..HEADER_BYTES - 1], &mut p), Err(SealError::Truncated));
+        let mut bad = d.clone();
+        bad[2] = 1;
+        assert_eq!(o.open(&bad, &mut p), Err(SealError::BadHeader));
+        // A header alone is an empty payload (a sealed one would be truncated).
+        assert_eq!(s.seal(3, 0, b"", &mut d), Ok(1));
+        assert!(o.open(&d, &mut p).is_ok() && p.is_empty());
+        // A newer session moves the opener; the older one is refused from then on.
+        let mut later = Sealer::clear(6);
+        later.seal(1, 0, b"x", &mut d).unwrap();
+        assert!(o.open(&d, &mut p).is_ok());
+        s.seal(1, 0, b"y", &mut d).unwrap();
+        assert_eq!(o.open(&d, &mut p), Err(SealError::Replayed));
+        assert_eq!(o.stats().sessions, 2);
+        // Sealed and clear ends do not understand each other by accident.
+        let (_, mut sealed_opener) = pair();
+        later.seal(1, 0, &[0; 40], &mut d).unwrap();
+        assert_eq!(sealed_opener.open(&d, &mut p), Err(SealError::Forged));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! ```toml
 //! role = "initiator"                 # this end: "initiator" or "responder"
 //! key_file = "/etc/mpsched/tunnel.key"   # the pre-shared key (`mpsched tunnel --genkey`)
+//! seal = "chacha20-poly1305"         # or "none": datagrams in clear, no key (optional)
 //! scheduler = "afmt"                 # a registered tunnel scheduler (`rr`, `afmt`)
 //! metrics = "127.0.0.1:9120"         # Prometheus text on this address (optional)
 //!
@@ -66,6 +67,19 @@ pub enum Role {
     /// The end that may be told none: it follows the newest authentic packet of each path (so
     /// an initiator behind NAT, or one that moves, is found).
     Responder,
+}
+
+/// How the tunnel's datagrams are protected (`seal`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SealMode {
+    /// Encrypted and authenticated with the pre-shared key (ChaCha20-Poly1305).
+    #[default]
+    Chacha20Poly1305,
+    /// In clear, without a key: the datagram a data plane without cryptography reads and
+    /// writes (the eBPF UPF of ATSSS), for a network the operator trusts (`seal.rs`, "In
+    /// clear").
+    None,
 }
 
 /// The pre-shared key; its `Debug` shows none of it.
@@ -146,8 +160,8 @@ pub struct DeviceSpec {
 pub struct Config {
     /// This end's role.
     pub role: Role,
-    /// The pre-shared key.
-    pub psk: Psk,
+    /// The pre-shared key; None with `seal = "none"`.
+    pub psk: Option<Psk>,
     /// The scheduler's registered name.
     pub scheduler: String,
     /// Its parameters.
@@ -183,6 +197,8 @@ struct RawConfig {
     role: Role,
     key_file: Option<PathBuf>,
     key: Option<String>,
+    #[serde(default)]
+    seal: SealMode,
     #[serde(default = "default_scheduler")]
     scheduler: String,
     #[serde(default)]
@@ -292,7 +308,7 @@ impl Config {
             transport: raw.transport,
             tcp,
             role: raw.role,
-            psk: Psk(psk),
+            psk: psk.map(Psk),
             scheduler,
             scheduler_params,
             metrics,
@@ -304,13 +320,21 @@ impl Config {
         })
     }
 
-    /// The largest datagram a path carries: the MTU and the tunnel's overhead.
+    /// The largest datagram a path carries: the MTU and the tunnel's overhead (the sealed
+    /// one, 16 bytes more than in clear: a clear datagram is never longer).
     pub fn max_datagram_bytes(&self) -> usize {
         (self.device.mtu + TUNNEL_OVERHEAD_BYTES) as usize
     }
 }
 
-fn read_key(ctx: &Ctx<'_>, raw: &RawConfig, dir: &Path) -> Result<Vec<u8>, ConfigError> {
+fn read_key(ctx: &Ctx<'_>, raw: &RawConfig, dir: &Path) -> Result<Option<Vec<u8>>, ConfigError> {
+    if raw.seal == SealMode::None {
+        return match (&raw.key, &raw.key_file) {
+            (None, None) => Ok(None),
+            (Some(_), _) => Err(ctx.err("key", "`seal = \"none\"` uses no key: remove it")),
+            (None, Some(_)) => Err(ctx.err("key_file", "`seal = \"none\"` uses no key: remove it")),
+        };
+    }
     let (field, text) = match (&raw.key, &raw.key_file) {
         (Some(k), None) => ("key", k.clone()),
         (None, Some(f)) => {
@@ -321,7 +345,7 @@ fn read_key(ctx: &Ctx<'_>, raw: &RawConfig, dir: &Path) -> Result<Vec<u8>, Confi
         }
         _ => return Err(ctx.err("key_file", "give exactly one of `key_file` and `key`")),
     };
-    seal::parse_psk(&text).map_err(|e| ctx.err(field, e.to_string()))
+    seal::parse_psk(&text).map(Some).map_err(|e| ctx.err(field, e.to_string()))
 }
 
 /// Say so when the key file can be read by others than its owner (it is the tunnel's only
@@ -550,8 +574,9 @@ remote = "10.0.2.2:4789"
     fn a_full_configuration_is_read_in_the_scenarios_units() {
         let c = parse(&good()).unwrap();
         assert_eq!(c.role, Role::Initiator);
-        assert_eq!(c.psk.0.len(), 32);
-        assert_eq!(format!("{:?}", c.psk), "Psk(32 bytes)", "no key in logs");
+        let psk = c.psk.as_ref().unwrap();
+        assert_eq!(psk.0.len(), 32);
+        assert_eq!(format!("{psk:?}"), "Psk(32 bytes)", "no key in logs");
         assert_eq!(c.device.mtu, 1400);
         assert_eq!(c.device.routes, [("10.2.0.0".parse().unwrap(), 16)]);
         assert_eq!(c.reorder_timeout_ns, 50_000_000);
@@ -587,12 +612,25 @@ remote = "10.0.2.2:4789"
             ("[timing]", "[timing]\nack_every = 0", "timing.ack_every"),
             ("[timing]", "[timing]\nwhat = 1", "-"),
             ("[timing]", "[tcp]\ncongestion = \"reno\"\n[timing]", "tcp"),
+            ("scheduler = \"rr\"", "seal = \"rot13\"", "-"),
+            ("scheduler = \"rr\"", "seal = \"none\"", "key"),
         ];
         for (from, to, field) in cases {
             let t = good().replacen(from, to, 1);
             let e = parse(&t).expect_err(to);
             assert_eq!(e.field, field, "{to}: {e}");
         }
+    }
+
+    #[test]
+    fn in_clear_there_is_no_key() {
+        let t = good().replace(&format!("key = \"{KEY}\""), "seal = \"none\"");
+        let c = parse(&t).unwrap();
+        assert!(c.psk.is_none());
+        let t = good().replace(&format!("key = \"{KEY}\""), "key_file = \"k\"\nseal = \"none\"");
+        assert_eq!(parse(&t).unwrap_err().field, "key_file");
+        let t = good().replace(&format!("key = \"{KEY}\""), "");
+        assert_eq!(parse(&t).unwrap_err().field, "key_file", "sealed by default: a key is needed");
     }
 
     #[test]

@@ -234,7 +234,11 @@ impl Daemon {
     /// Bind the sockets and the metrics port, then create the TUN device: what can fail
     /// without leaving anything behind comes first.
     pub fn start(cfg: Config) -> io::Result<Daemon> {
-        let keys = Keys::derive(&cfg.psk.0, to_seal_role(cfg.role))
+        let keys = cfg
+            .psk
+            .as_ref()
+            .map(|psk| Keys::derive(&psk.0, to_seal_role(cfg.role)))
+            .transpose()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         let prog = tunnel_scheduler(&cfg.scheduler)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "unknown scheduler"))?;
@@ -273,8 +277,8 @@ impl Daemon {
         Ok(Daemon {
             scheduler: prog.build(&cfg.scheduler_params, epoch),
             reads_fill: prog.name() != "rr",
-            sealer: Sealer::new(&keys, epoch),
-            opener: Opener::new(&keys).with_max_datagram_bytes(max),
+            sealer: keys.as_ref().map_or_else(|| Sealer::clear(epoch), |k| Sealer::new(k, epoch)),
+            opener: keys.as_ref().map_or_else(Opener::clear, Opener::new).with_max_datagram_bytes(max),
             reorder,
             passthrough: cfg.reorder_capacity == 0,
             arrival_order: TunnelExit::new(ORDER_FLOWS),
