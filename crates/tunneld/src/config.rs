@@ -345,7 +345,9 @@ fn read_key(ctx: &Ctx<'_>, raw: &RawConfig, dir: &Path) -> Result<Option<Vec<u8>
         }
         _ => return Err(ctx.err("key_file", "give exactly one of `key_file` and `key`")),
     };
-    seal::parse_psk(&text).map(Some).map_err(|e| ctx.err(field, e.to_string()))
+    seal::parse_psk(&text)
+        .map(Some)
+        .map_err(|e| ctx.err(field, e.to_string()))
 }
 
 /// Say so when the key file can be read by others than its owner (it is the tunnel's only
@@ -630,7 +632,11 @@ remote = "10.0.2.2:4789"
         let t = good().replace(&format!("key = \"{KEY}\""), "key_file = \"k\"\nseal = \"none\"");
         assert_eq!(parse(&t).unwrap_err().field, "key_file");
         let t = good().replace(&format!("key = \"{KEY}\""), "");
-        assert_eq!(parse(&t).unwrap_err().field, "key_file", "sealed by default: a key is needed");
+        assert_eq!(
+            parse(&t).unwrap_err().field,
+            "key_file",
+            "sealed by default: a key is needed"
+        );
     }
 
     #[test]

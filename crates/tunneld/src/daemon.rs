@@ -277,8 +277,13 @@ impl Daemon {
         Ok(Daemon {
             scheduler: prog.build(&cfg.scheduler_params, epoch),
             reads_fill: prog.name() != "rr",
-            sealer: keys.as_ref().map_or_else(|| Sealer::clear(epoch), |k| Sealer::new(k, epoch)),
-            opener: keys.as_ref().map_or_else(Opener::clear, Opener::new).with_max_datagram_bytes(max),
+            sealer: keys
+                .as_ref()
+                .map_or_else(|| Sealer::clear(epoch), |k| Sealer::new(k, epoch)),
+            opener: keys
+                .as_ref()
+                .map_or_else(Opener::clear, Opener::new)
+                .with_max_datagram_bytes(max),
             reorder,
             passthrough: cfg.reorder_capacity == 0,
             arrival_order: TunnelExit::new(ORDER_FLOWS),

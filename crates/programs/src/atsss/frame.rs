@@ -288,15 +288,27 @@ mod tests {
         assert_eq!((m.dscp, m.ecn.bits()), (0xb9 >> 2, 0b01));
         assert_eq!(&f[20..22], &[0x40, 0], "DF");
         assert_eq!(&f[40..42], &[0, 0], "no UDP checksum");
-        // The header is the sealed datagram's (crates/tunnel/src/seal.rs): seal a message with
-        // the tunnel's own Sealer at the same epoch and compare its first 20 bytes.
-        let keys = mpsched_tunnel::seal::Keys::derive(&[7; 32], mpsched_tunnel::seal::Role::Initiator).unwrap();
-        let mut sealer = mpsched_tunnel::seal::Sealer::new(&keys, e.header.epoch);
-        let mut sealed = Vec::new();
-        sealer.seal(KIND_DATA, 1, &[0; 12], &mut sealed).unwrap();
-        assert_eq!(&f[HEADER_AT..BODY_AT], &sealed[..HEADER_BYTES]);
-        // The body is the tunnel's data header, then the inner packet unchanged.
-        let (h, rest) = mpsched_tunnel::wire::DataHeader::decode(&f[BODY_AT..]).unwrap();
+        // The UDP payload is the tunnel daemon's datagram in clear (`seal = "none"`,
+        // crates/tunnel/src/seal.rs): its own Sealer at the same epoch and number writes the same
+        // bytes, and its Opener reads them as a data message of the inner packet.
+        let mut body = Vec::new();
+        mpsched_tunnel::wire::DataHeader {
+            path_seq: 5,
+            tunnel_seq: 9,
+            sent_us: 123,
+        }
+        .encode(&mut body);
+        body.extend_from_slice(inner);
+        let mut sealer = mpsched_tunnel::seal::Sealer::clear(e.header.epoch);
+        let mut datagram = Vec::new();
+        sealer.seal(KIND_DATA, 1, &body, &mut datagram).unwrap();
+        assert_eq!(&f[HEADER_AT..], datagram.as_slice());
+        let mut opened = Vec::new();
+        let o = mpsched_tunnel::seal::Opener::clear()
+            .open(&f[HEADER_AT..], &mut opened)
+            .unwrap();
+        assert_eq!((o.kind, o.path, o.packet_number), (KIND_DATA, 1, 0));
+        let (h, rest) = mpsched_tunnel::wire::DataHeader::decode(&opened).unwrap();
         assert_eq!((h.path_seq, h.tunnel_seq, h.sent_us), (5, 9, 123));
         assert_eq!(rest, inner);
     }

@@ -355,7 +355,7 @@ pub const COUNTER_NAMES: [&str; 16] = [
 
 /// A UE's registers by the names the control channel and the vectors give them
 /// (`atsss.ue<i>.<name>`): the UE's own, then each path's as `path<j>.<name>`.
-pub const UE_FIELDS: [&str; 4] = ["weight", "last_change", "packet_number", "tunnel_seq"];
+pub const UE_FIELDS: [&str; 5] = ["weight", "last_change", "probe_backoff", "packet_number", "tunnel_seq"];
 /// A path's registers (`atsss.ue<i>.path<j>.<name>`).
 pub const PATH_FIELDS: [&str; 10] = [
     "cur_rtt",
@@ -375,6 +375,7 @@ pub fn ue_field(s: &UeSlot, field: &str) -> Option<u64> {
     Some(match field {
         "weight" => u64::from(s.regs.weight),
         "last_change" => u64::from(s.regs.last_change),
+        "probe_backoff" => u64::from(s.regs.probe_backoff),
         "packet_number" => s.packet_number,
         "tunnel_seq" => u64::from(s.tunnel_seq),
         "kind" => u64::from(s.regs.kind),

@@ -205,9 +205,9 @@ pub fn draw_255_of(v: u32) -> u32 {
     (0..=0xffffu32).find(|x| (x * 255) >> 16 == v).unwrap_or(0xffff) << 16
 }
 
-/// The draw whose `draw_62` is `v` (the smallest).
-pub fn draw_62_of(v: u32) -> u32 {
-    (0..=0xffffu32).find(|x| (x * 62) >> 16 == v).unwrap_or(0xffff) << 16
+/// The draw whose `draw_64` (its top 6 bits) is `v` (the smallest).
+pub fn draw_64_of(v: u32) -> u32 {
+    (v & 63) << 26
 }
 
 /// Downlink encapsulation byte for byte, and the frames that are routed or refused.
@@ -567,14 +567,14 @@ fn malformed_set() -> VectorSet {
 fn rttmon_set() -> VectorSet {
     let dl = || downlink(0, 64, 0);
     let mut steps = vec![
-        at("first packet: the interval (target 2 ticks without an RTT) has passed: weight 31 -> 32; draw_62 31 -> path 0", 10 * MS, &dl()),
-        at("draw_62 32 at weight 32 -> path 1", 10 * MS + 10 * US, &dl()),
+        at("first packet: the interval (target 2 ticks without an RTT) has passed: weight 31 -> 32; draw_64 32 -> path 0 (at most the weight)", 10 * MS, &dl()),
+        at("draw_64 33 at weight 32 -> path 1", 10 * MS + 10 * US, &dl()),
         at("path 0 acknowledged: RTT 2 ms (18 ticks), target 26 ticks", 12 * MS, &ack(0, 0, 1, 1, 10_000, 0)),
         at("12.5 ms (tick 108): within the target of the last step (tick 86): no step", 12_500 * US, &dl()),
         at("13.0 ms (tick 112): exactly the target after it, not more: no step", 13 * MS, &dl()),
         at("13.1 ms (tick 113): past the target, the RTT at target: up to 33", 13_100 * US, &dl()),
         at("path 0's RTT 4 ms (35 ticks), above the target", 13_500 * US, &ack(0, 0, 4, 4, 9_500, 0)),
-        at("14 ms (tick 121): no step; draw_62 32 at weight 33 -> path 0", 14 * MS, &dl()),
+        at("14 ms (tick 121): no step; draw_64 33 at weight 33 -> path 0", 14 * MS, &dl()),
         at("16.4 ms (tick 141): past the target: down to 32", 16_400 * US, &dl()),
     ];
     let mut high = at(
@@ -585,19 +585,19 @@ fn rttmon_set() -> VectorSet {
     high.writes = vec![write("atsss.ue0.weight", 62)];
     steps.push(high);
     steps.push(at(
-        "35 ms: the step at 62 with a low RTT keeps 62; draw_62 61 -> path 0",
+        "35 ms: the step at 62 with a low RTT keeps 62; draw_64 63 -> path 1 (62 is the top: 1/64 stays on the secondary)",
         35 * MS,
         &dl(),
     ));
     let mut low = at(
-        "weight written 0, RTT 5 ms above the target",
+        "weight written 0; path 0 acknowledged again, RTT 5 ms, above the target",
         40 * MS,
-        &ack(0, 0, 7, 7, 35_000, 0),
+        &ack(0, 0, 6, 6, 35_000, 0),
     );
     low.writes = vec![write("atsss.weight", 0)];
     steps.push(low);
     steps.push(at(
-        "45 ms: the step at 0 with a high RTT keeps 0; draw 0 -> path 1",
+        "45 ms: the step at 0 with a high RTT keeps 0; draw_64 1 -> path 1 (at 0 only draw 0, 1/64, is the preferred's)",
         45 * MS,
         &dl(),
     ));
@@ -606,7 +606,17 @@ fn rttmon_set() -> VectorSet {
         "ATSSS UPF, RTTMon: the weight steps once per target RTT ((min x 1500) >> 10), up while the preferred path's RTT is at or below target and down above it, held within 0..62; draws at the weight's edge; weights written through the control channel",
         &[],
         vec![ue(0, SteeringKind::RttMon, 31, 2)],
-        vec![draw_62_of(31), draw_62_of(32), 0, 0, 0, draw_62_of(32), 0, draw_62_of(61), 0],
+        vec![
+            draw_64_of(32),
+            draw_64_of(33),
+            0,
+            0,
+            0,
+            draw_64_of(33),
+            0,
+            draw_64_of(63),
+            draw_64_of(1),
+        ],
         steps,
     )
 }
@@ -674,7 +684,7 @@ fn cmon_set() -> VectorSet {
     let mut steps = vec![
         at("nothing measured, nothing in flight: path 0", ms(10), &dl()),
         at(
-            "path 0 acknowledged, RTT 2 ms (18 ticks): target 26; one ack of a window of 4",
+            "path 0 acknowledged, RTT 2 ms (18 ticks): target 26; none in flight: the window (4) does not grow",
             ms(12),
             &ack(0, 0, 1, 1, 10_000, 0),
         ),
@@ -700,13 +710,18 @@ fn cmon_set() -> VectorSet {
             &dl(),
         ),
         at(
-            "path 0 acknowledges all 6: in flight 0; two acks of the window",
+            "path 0 acknowledges 4 of its 6: 2 in flight, half the window: slow start, 4 -> 5",
             ms(17),
+            &ack(0, 0, 4, 4, 15_000, 0),
+        ),
+        at(
+            "path 0 acknowledges the other 2: none in flight, under half the window: no growth",
+            ms(17) + 5 * US,
             &ack(0, 0, 6, 6, 15_000, 0),
         ),
         at("path 0 usable: path 0", ms(17) + 10 * US, &dl()),
         at(
-            "path 0's RTT 5 ms (43 ticks), above target: the window cut by a quarter, 4 -> 3",
+            "path 0's RTT 5 ms (43 ticks), above target: the window cut by a quarter, 5 -> 4; slow start ends",
             ms(18),
             &ack(0, 0, 7, 7, 13_000, 0),
         ),
@@ -722,34 +737,40 @@ fn cmon_set() -> VectorSet {
         ),
         at("path 1", ms(19) + US, &dl()),
         at(
-            "path 0's RTT back to 2 ms: one ack of the window of 3",
+            "path 0's RTT back to 2 ms; none in flight: no growth",
             ms(20),
             &ack(0, 0, 8, 8, 18_000, 0),
         ),
     ]);
-    for k in 0..3u64 {
+    for k in 0..4u64 {
         steps.push(at(format!("path 0: {} in flight", k + 1), ms(21) + k * US, &dl()));
     }
+    let at_us = |k: u64| ms(22) + k * US;
     steps.extend([
-        at("ack at target: two of three", ms(22), &ack(0, 0, 9, 9, 20_000, 0)),
-        at("ack at target: a window of acks, the window grows to 4", ms(22) + US, &ack(0, 0, 10, 10, 20_001, 0)),
-        at("ack at target: one of the new window", ms(22) + 2 * US, &ack(0, 0, 11, 11, 20_002, 0)),
+        at("ack at target, 3 in flight: one of a window of 4 acks", at_us(0), &ack(0, 0, 9, 9, 20_000, 0)),
+        at("ack at target, 2 in flight: two of 4", at_us(1), &ack(0, 0, 10, 10, 20_001, 0)),
+        at("path 0: 3 in flight", at_us(2), &dl()),
+        at("ack at target, 2 in flight: three of 4", at_us(3), &ack(0, 0, 11, 11, 20_002, 0)),
+        at("path 0: 3 in flight", at_us(4), &dl()),
+        at("ack at target, 2 in flight: a window of acks, the window grows to 5", at_us(5), &ack(0, 0, 12, 12, 20_003, 0)),
+        at("ack at target, 1 in flight, under half the window: not counted", at_us(6), &ack(0, 0, 13, 13, 20_004, 0)),
+        at("path 0's last acknowledged: in flight 0", ms(24), &ack(0, 0, 14, 14, 22_000, 0)),
         at("path 1 acknowledges its 3: in flight 0", ms(25), &ack(0, 1, 3, 3, 22_000, 0)),
         at("30 ms (tick 258): path 0, then silence from it", ms(30), &dl()),
         at("41 ms (tick 353): silent 95 ticks, down after 104: path 0", ms(41), &dl()),
-        at("42.3 ms (tick 363): silent 105 ticks: path 0 down; path 1 next, but path 0's probe is due (once per floor while down)", ms(42) + 300 * US, &dl()),
+        at("42.3 ms (tick 363): silent 105 ticks: path 0 down; path 1 next, but path 0's probe is due (a floor since the last): the probe, its interval now doubled", ms(42) + 300 * US, &dl()),
         at("path 1", ms(42) + 400 * US, &dl()),
         at("path 1 acknowledged, RTT 2.6 ms (23 ticks): a new minimum, target 33", ms(45), &ack(0, 1, 4, 4, 42_400, 0)),
         at("50 ms (tick 429): 66 ticks since the probe: path 1, and silence from it", ms(50), &dl()),
-        at("52.4 ms (tick 450): 87 ticks since the probe: the next probe, path 0", ms(52) + 400 * US, &dl()),
-        at("66.8 ms (tick 574): path 1 silent 145 ticks, past its 132: down too; path 2 next, but path 0's probe is due", ms(66) + 800 * US, &dl()),
+        at("52.4 ms (tick 450): 87 ticks since the probe, a floor but not the doubled interval (172): path 1", ms(52) + 400 * US, &dl()),
+        at("66.8 ms (tick 574): path 1 silent 145 ticks, past its 132: down too; path 2 next, but path 0's probe is due (211 ticks): the probe, the interval doubled again", ms(66) + 800 * US, &dl()),
         at("paths 0 and 1 down: path 2", ms(66) + 900 * US, &dl()),
-        at("path 0 acknowledges everything: up, in flight 0", ms(67), &ack(0, 0, 16, 16, 65_000, 0)),
+        at("path 0 acknowledges everything: up, in flight 0, the probe interval back to its target", ms(67), &ack(0, 0, 18, 18, 65_000, 0)),
         at("path 0 usable: the traffic is back on it", ms(67) + 100 * US, &dl()),
     ]);
     set(
         "atsss-cmon",
-        "ATSSS UPF, CMon over three paths (outage floor 10 ms, initial window 4): the most preferred usable path (up, window open, RTT at target); a full window or a high RTT moves traffic on, with one probe of the preferred path per target RTT; the window cut by a quarter once per target on a high RTT and grown by one per window of acks at target; silence past max(4 targets, floor) with packets in flight marks a path down, probed once per floor; with paths 0 and 1 down, path 2; an ack brings path 0 back",
+        "ATSSS UPF, CMon over three paths (outage floor 10 ms, initial window 4): the most preferred usable path (up, window open, RTT at target); a full window or a high RTT moves traffic on, with one probe of the preferred path per target RTT; the window cut by a quarter once per target on a high RTT, grown at target while half of it is in flight, by one per ack until the first cut and by one per window of acks after; silence past max(4 targets, floor) with packets in flight marks a path down, probed after a floor, then twice as long per unanswered probe; with paths 0 and 1 down, path 2; an ack brings path 0 back",
         &[("outage_floor", FLOOR_PS), ("initial_cwnd", 4)],
         vec![ue(0, SteeringKind::CMon, 0, 3)],
         Vec::new(),
@@ -767,8 +788,13 @@ fn steering_set() -> VectorSet {
             ms(20),
             &downlink(0, 64, 0),
         ),
-        at("UE 0 at 21 ms: down: the standby (1)", ms(21), &downlink(0, 64, 0)),
-        at("UE 0: path 0 acknowledges", ms(22), &ack(0, 0, 2, 2, 20_000, 0)),
+        at(
+            "UE 0 at 21 ms: down: the standby is next, but the active path was never probed: its probe (0)",
+            ms(21),
+            &downlink(0, 64, 0),
+        ),
+        at("UE 0: the standby (1)", ms(21) + 10 * US, &downlink(0, 64, 0)),
+        at("UE 0: path 0 acknowledges", ms(22), &ack(0, 0, 3, 3, 20_000, 0)),
         at("UE 0: active again (0)", ms(23), &downlink(0, 64, 0)),
         at(
             "UE 1 Smallest Delay: none measured: the preferred (0)",
@@ -776,11 +802,25 @@ fn steering_set() -> VectorSet {
             &downlink(1, 64, 0),
         ),
         at("UE 1: path 0 RTT 3 ms", ms(13), &ack(1, 0, 1, 1, 10_000, 0)),
-        at("UE 1: the unmeasured path 1 is tried", ms(14), &downlink(1, 64, 0)),
+        at(
+            "UE 1: the unmeasured path 1 is next, but path 0 was never probed: its probe (0)",
+            ms(14),
+            &downlink(1, 64, 0),
+        ),
+        at(
+            "UE 1: the unmeasured path 1 is tried",
+            ms(14) + 10 * US,
+            &downlink(1, 64, 0),
+        ),
         at("UE 1: path 1 RTT 1 ms", ms(15), &ack(1, 1, 1, 1, 14_000, 0)),
         at("UE 1: the unmeasured path 2 is tried", ms(16), &downlink(1, 64, 0)),
         at("UE 1: path 2 RTT 2 ms", ms(18), &ack(1, 2, 1, 1, 16_000, 0)),
-        at("UE 1: the smallest RTT, path 1", ms(19), &downlink(1, 64, 0)),
+        at(
+            "UE 1: path 0's probe due again (its target RTT, 36 ticks, since the last): 0",
+            ms(19),
+            &downlink(1, 64, 0),
+        ),
+        at("UE 1: the smallest RTT, path 1", ms(19) + 10 * US, &downlink(1, 64, 0)),
         at(
             "UE 2 Load-Balancing 64/255: draw_255 63 -> path 0",
             ms(10),
@@ -795,13 +835,18 @@ fn steering_set() -> VectorSet {
         ),
         at("UE 3: path 0", ms(13), &downlink(3, 64, 0)),
         at("UE 3: path 0 RTT 4 ms: congested", ms(17), &ack(3, 0, 2, 2, 13_000, 0)),
-        at("UE 3: path 1", ms(18), &downlink(3, 64, 0)),
-        at("UE 3: path 0 back at 2 ms", ms(20), &ack(3, 0, 2, 2, 18_000, 0)),
+        at(
+            "UE 3: path 1 is next, but path 0 was never probed: its probe (0)",
+            ms(18),
+            &downlink(3, 64, 0),
+        ),
+        at("UE 3: path 1", ms(18) + 10 * US, &downlink(3, 64, 0)),
+        at("UE 3: path 0 back at 2 ms", ms(20), &ack(3, 0, 3, 3, 18_000, 0)),
         at("UE 3: path 0", ms(21), &downlink(3, 64, 0)),
     ];
     set(
         "atsss-steering",
-        "ATSSS UPF, the 3GPP steering modes (TS 23.501 5.32.8), one UE each: Active-Standby moves to the standby once the active path is silent past the floor (10 ms) with a packet in flight and back when it answers; Smallest Delay tries unmeasured paths, then the smallest RTT; Load-Balancing draws against its fixed share; Priority leaves the preferred path while its RTT is above target",
+        "ATSSS UPF, the 3GPP steering modes (TS 23.501 5.32.8), one UE each: Active-Standby moves to the standby once the active path is silent past the floor (10 ms) with a packet in flight and back when it answers; Smallest Delay tries unmeasured paths, then the smallest RTT; Load-Balancing draws against its fixed share; Priority leaves the preferred path while its RTT is above target; all but Load-Balancing send the preferred path one probe per its target RTT (per floor while it is down) while another path is chosen",
         &[("outage_floor", FLOOR_PS)],
         vec![
             ue(0, SteeringKind::ActiveStandby, 0, 2),

@@ -1,5 +1,5 @@
 use super::super::frame::{encapsulate, Encap, HEADER_AT, INNER_AT};
-use super::super::registers::{scaled_ticks, target_rtt};
+use super::super::registers::{scaled_ticks, target_rtt, PATH_HAS_RTT, PATH_SLOW_START};
 use super::*;
 use crate::vectors::{fill_expectations, run_rust};
 use mpsched_core::vectors::{compare, from_hex, Observed};
@@ -197,7 +197,11 @@ fn acknowledgements_write_rtt_loss_and_in_flight_and_ignore_the_impossible() {
     assert_eq!((p0(8, "cur_rtt"), p0(8, "min_rtt")), (0, 0));
     assert_eq!(r[9]["counter.atsss.acks_ignored"], 3);
     assert_eq!(r[10]["atsss.ue0.path1.cur_rtt"], t(500));
-    assert_eq!(r[10]["atsss.ue0.path1.flags"], 1);
+    assert_eq!(
+        r[10]["atsss.ue0.path1.flags"],
+        u64::from(PATH_HAS_RTT | PATH_SLOW_START),
+        "an RTT now; CMon's window still in slow start (every path starts in it)"
+    );
     assert_eq!(p0(12, "cur_rtt"), t(95), "across the wrap");
     assert_eq!(p0(13, "cur_rtt"), t(300));
     assert_eq!(&out(&s, 11).unwrap()[70..74], &5u32.to_be_bytes(), "sent_us wraps");
@@ -240,7 +244,7 @@ fn rttmon_steps_once_per_target_and_holds_its_bounds() {
             Some(0),
             Some(0),
             None,
-            Some(0),
+            Some(1),
             None,
             Some(1)
         ]
@@ -261,11 +265,25 @@ fn cmon_fills_probes_cuts_grows_and_leaves_silent_paths() {
     let sent: Vec<u8> = p.iter().flatten().copied().collect();
     assert_eq!(
         sent,
-        [0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 2, 0]
+        [0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 2, 0]
     );
     let r = registers_after(&s);
     let cwnd: Vec<u64> = r.iter().map(|r| r["atsss.ue0.path0.cwnd"]).collect();
-    assert_eq!((cwnd[11], cwnd[12], cwnd[13], cwnd[20], cwnd[21]), (4, 3, 3, 3, 4));
+    // Slow start (+1 at half the window in flight, none with nothing in flight), the cut, one
+    // per window of counted acks after it, an ack under half the window not counted.
+    assert_eq!((cwnd[9], cwnd[10], cwnd[11]), (4, 5, 5));
+    assert_eq!((cwnd[13], cwnd[26], cwnd[27], cwnd[28]), (4, 4, 5, 5));
+    let flags = |i: usize| r[i]["atsss.ue0.path0.flags"];
+    assert_eq!(
+        (flags(12), flags(13)),
+        (u64::from(PATH_HAS_RTT | PATH_SLOW_START), u64::from(PATH_HAS_RTT))
+    );
+    // Probes into the dead path back off, and an acknowledgement resets them.
+    let backoff: Vec<u64> = [32, 33, 37, 38, 40]
+        .iter()
+        .map(|&i| r[i]["atsss.ue0.probe_backoff"])
+        .collect();
+    assert_eq!(backoff, [0, 1, 1, 2, 0]);
     assert_eq!(r.last().unwrap()["atsss.ue0.path2.seq_sent"], 1);
 }
 
@@ -274,6 +292,6 @@ fn the_steering_modes_pick_as_3gpp_describes() {
     let s = filled("atsss-steering");
     assert_eq!(
         paths(&s).into_iter().flatten().collect::<Vec<_>>(),
-        [0, 0, 1, 0, 0, 1, 2, 1, 0, 1, 0, 0, 1, 0]
+        [0, 0, 0, 1, 0, 0, 0, 1, 2, 0, 1, 0, 1, 0, 0, 0, 1, 0]
     );
 }
