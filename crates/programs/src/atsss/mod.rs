@@ -24,6 +24,7 @@ use crate::params::{Param, ParamKind, Params};
 use crate::tunnel::TunnelSchedulerProgram;
 use mpsched_core::rng::{RandomSource, SeededRandom};
 use mpsched_core::tunnel::{AckSample, FlowKey, SubtunnelView, TunnelScheduler};
+use mpsched_core::upf::SteeringKind;
 use registers::{scaled_ticks, AckRegs, Config, Kind, UeReg, MAX_PATHS};
 
 /// The outage floor by default: a path silent this long with packets in flight is down.
@@ -193,25 +194,63 @@ impl TunnelSchedulerProgram for AtsssProgram {
     }
 
     fn build(&self, params: &Params, seed: u64) -> Box<dyn TunnelScheduler> {
-        let get = |name: &str| {
-            if self.params.iter().any(|p| p.name == name) {
-                Some(params.get(name))
-            } else {
-                None
-            }
-        };
-        let floor_ps = get("outage_floor").unwrap_or(DEFAULT_OUTAGE_FLOOR_PS);
+        let ue = self.ue_setup(params);
         let cfg = Config {
-            outage_floor_ticks: scaled_ticks(floor_ps / 1000),
-            initial_cwnd: get("initial_cwnd").unwrap_or(DEFAULT_INITIAL_CWND) as u16,
+            outage_floor_ticks: scaled_ticks(ue.outage_floor_ps / 1000),
+            initial_cwnd: ue.initial_cwnd,
         };
+        Box::new(AtsssScheduler::new(cfg, self.kind, ue.weight, seed))
+    }
+}
+
+/// How a tunnel with an ATSSS scheduler sets up its UE's row, in a tunnel scheduler or a UPF's
+/// UE table: the kind, the initial weight, and the settings the UPF shares between its UEs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UeSetup {
+    /// The UE's scheduler.
+    pub kind: SteeringKind,
+    /// The preferred path's initial weight (out of 255, RTTMon's out of 62; 0 for the kinds
+    /// without one).
+    pub weight: u8,
+    /// The outage floor, ps (the default for the kinds without the parameter).
+    pub outage_floor_ps: u64,
+    /// CMon's initial window, packets (the default for the other kinds).
+    pub initial_cwnd: u16,
+}
+
+impl AtsssProgram {
+    /// The UE row a tunnel of this scheduler with `params` (checked against [`Self::params`])
+    /// starts from.
+    pub fn ue_setup(&self, params: &Params) -> UeSetup {
+        let get = |name: &str| self.params.iter().any(|p| p.name == name).then(|| params.get(name));
         let weight = match self.kind {
             Kind::LoadBalancing => (get("preferred_percent").unwrap_or(50) * 255).div_ceil(100),
             Kind::ActiveStandby | Kind::SmallestDelay | Kind::Priority | Kind::CMon => 0,
             _ => get("weight").unwrap_or(0),
         };
-        Box::new(AtsssScheduler::new(cfg, self.kind, weight as u8, seed))
+        UeSetup {
+            kind: SteeringKind::ALL[self.kind as usize],
+            weight: weight as u8,
+            outage_floor_ps: get("outage_floor").unwrap_or(DEFAULT_OUTAGE_FLOOR_PS),
+            initial_cwnd: get("initial_cwnd").unwrap_or(DEFAULT_INITIAL_CWND) as u16,
+        }
     }
+}
+
+/// The ATSSS scheduler registered as `name`, if it is one.
+pub fn atsss_program(name: &str) -> Option<&'static AtsssProgram> {
+    [
+        &WRR,
+        &DWRR,
+        &RTTMON,
+        &CMON,
+        &ACTIVE_STANDBY,
+        &SMALLEST_DELAY,
+        &LOAD_BALANCING,
+        &PRIORITY,
+    ]
+    .into_iter()
+    .find(|p| p.name == name)
 }
 
 /// Static WRR.
