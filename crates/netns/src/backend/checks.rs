@@ -69,15 +69,7 @@ pub fn preflight(sc: &Scenario, opts: &NetnsOptions) -> Result<bool, NetnsError>
             f.link
         )));
     }
-    if let Some(t) = sc.rate_traces.first() {
-        let l = &sc.links[t.link];
-        return Err(NetnsError::Unsupported(format!(
-            "rate_trace[0] changes link `{}`'s rate during the run ({}); capacity traces run in the simulator \
-             only for now; use --backend sim",
-            l.name.as_deref().unwrap_or("?"),
-            t.source
-        )));
-    }
+    super::rate_traces::check(sc).map_err(NetnsError::Unsupported)?;
     check_flow_ports(sc)?;
     // The traffic generator's servers listen on TG_PORT on every host that receives transfers.
     if let Some(f) = sc

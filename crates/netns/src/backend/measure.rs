@@ -182,10 +182,12 @@ pub(super) fn drive(b: &Build, live: &mut Live, t0: Instant) -> Result<Samples, 
     let mut next_track = opts.track_queues.unwrap_or(Duration::MAX);
     let mut next_control = Duration::ZERO;
     let mut program_loops = super::control::ProgramLoops::new(sc, w);
+    let mut traces = super::rate_traces::TracePlayer::new(b);
     loop {
         b.check_stop()?;
         let now = t0.elapsed();
         if now < end {
+            traces.play_due(live, now)?;
             control(b, live, &mut program_loops, now, &mut next_control)?;
         }
         for (fi, f) in sc.flows.iter().enumerate() {

@@ -27,6 +27,7 @@ mod control;
 mod measure;
 mod paced;
 mod queues;
+mod rate_traces;
 mod results;
 mod setup;
 mod traffic;
