@@ -142,7 +142,14 @@ impl Build<'_> {
                     }
                 })
                 .collect();
+            let mut cfg = cfg.clone();
+            let upf = super::tunnels::is_upf(sc, i);
             let (program, params) = match sc.program_of(i) {
+                _ if upf => {
+                    let (table, params) = super::tunnels::upf_table(sc, w, i).map_err(NetnsError::Unsupported)?;
+                    cfg.upf = table;
+                    ("atsss", params)
+                }
                 Some((p, params)) => (p.name(), params.clone()),
                 None => {
                     let p = mpsched_programs::switch_program(mpsched_programs::DEFAULT_PROGRAM)
@@ -168,7 +175,7 @@ impl Build<'_> {
                 .collect();
             let (port_classes, far_ends) = b.port_classes_and_far_ends(live, i)?;
             let tables = NodeTables {
-                switch: cfg.clone(),
+                switch: cfg,
                 ports: ports.clone(),
                 markers: markers.clone(),
                 test_draws: Vec::new(),
@@ -181,6 +188,11 @@ impl Build<'_> {
             };
             let dp = b.opts.planes().start(n, &tables)?;
             live.dataplanes.push((i, dp));
+            if upf {
+                for e in &w.ports[i] {
+                    crate::programs::atsss::prepare_upf_peer(&live.nss[e.peer], &format!("e{}", e.peer_port))?;
+                }
+            }
             b.check_stop()?;
         }
         // Once every switch has its programs on its own ports, those that watch departures

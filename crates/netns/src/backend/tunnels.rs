@@ -18,10 +18,23 @@
 //! Their headers (authenticated header, tag and data header, 48 bytes) ride on top of the
 //! outer UDP/IP headers the simulator counts, so the links of every subtunnel path get an MTU
 //! of [`SUBTUNNEL_MTU`] and the TUN device the hosts' 1500 bytes.
+//!
+//! **ATSSS**: a UDP tunnel with an ATSSS scheduler (`wrr`, `cmon`, ... of
+//! `mpsched_programs::atsss`) from a switch to a host is a UE behind a UPF. The switch runs no
+//! daemon but the UPF in eBPF (the switch program `atsss` at XDP,
+//! `crates/netns/src/programs/atsss.rs`), one UE table row per such tunnel ([`upf_table`]):
+//! it encapsulates the UE's downlink into the daemon's datagram in clear, from its own address
+//! to the UE's address of the path its scheduler picks, and takes the UE's acknowledgements.
+//! The UE runs the daemon with `seal = "none"`, as responder: it learns the UPF's address from
+//! the first datagram of each path and acknowledges every datagram. Its own traffic up the
+//! tunnel goes round robin (the UPF decapsulates it, and acknowledges nothing).
 
 use super::{mac_of, mac_string, Build, Live, NetnsError};
 use crate::ns::Netns;
 use mpsched_core::packet::{Ipv4, PortId};
+use mpsched_core::upf::{UeEntry, UePath, UpfTable};
+use mpsched_programs::atsss::{atsss_program, UeSetup};
+use mpsched_programs::Params;
 use mpsched_scenario::results::{round, TunnelFigures};
 use mpsched_scenario::{NodeKind, Scenario, SubtunnelTransport};
 use mpsched_topo::addressing::{subtunnel_addr, TunnelDir};
@@ -75,9 +88,122 @@ impl End {
     }
 }
 
-/// Whether node `i` ends a tunnel (it then runs the daemon, not a switch program).
+/// Whether node `i` ends a tunnel with a daemon (it then runs no switch program). A UPF
+/// ([`upf_setup`]) is no such end: it runs the switch program `atsss`.
 pub(super) fn is_end(sc: &Scenario, i: usize) -> bool {
-    sc.tunnels.iter().any(|t| t.entry == i || t.exit == i)
+    sc.tunnels
+        .iter()
+        .enumerate()
+        .any(|(t, tun)| tun.exit == i || (tun.entry == i && upf_setup(sc, t).is_none()))
+}
+
+/// The UE row of tunnel `t`, if its entry is a UPF on the kernel: a UDP tunnel with an ATSSS
+/// scheduler from a switch.
+pub(super) fn upf_setup(sc: &Scenario, t: usize) -> Option<UeSetup> {
+    let tun = &sc.tunnels[t];
+    if tun.transport != SubtunnelTransport::Udp || sc.nodes[tun.entry].kind != NodeKind::Switch {
+        return None;
+    }
+    Some(atsss_program(tun.scheduler)?.ue_setup(&tun.scheduler_params))
+}
+
+/// Whether node `i` is a UPF: the entry of an ATSSS tunnel ([`upf_setup`]).
+pub(super) fn is_upf(sc: &Scenario, i: usize) -> bool {
+    (0..sc.tunnels.len()).any(|t| sc.tunnels[t].entry == i && upf_setup(sc, t).is_some())
+}
+
+/// The UE table and the `atsss` program's parameters of UPF node `i`: one UE per ATSSS tunnel
+/// it enters, its paths the tunnel's subtunnels in order (the first preferred), each UE's
+/// address on a path its subtunnel address there. Refuses tunnels that disagree on a setting
+/// the UPF shares between its UEs (the outage floor, CMon's initial window), and a UE that is
+/// not a host.
+pub(super) fn upf_table(sc: &Scenario, w: &Wiring, i: usize) -> Result<(UpfTable, Params), String> {
+    let program = mpsched_programs::switch_program("atsss").ok_or("the switch program `atsss` is not registered")?;
+    let mut params = Params::defaults(program.params());
+    let mut table = UpfTable {
+        epoch: session_epoch(),
+        ues: Vec::new(),
+    };
+    let mut shared: Option<(u64, u16, &str)> = None;
+    for (t, tun) in sc.tunnels.iter().enumerate().filter(|(_, tun)| tun.entry == i) {
+        let Some(setup) = upf_setup(sc, t) else { continue };
+        if sc.nodes[tun.exit].kind != NodeKind::Host {
+            return Err(format!(
+                "tunnel `{}`: an ATSSS tunnel on the kernel ends at a UE, a host; `{}` is a switch",
+                tun.name, sc.nodes[tun.exit].name
+            ));
+        }
+        match shared {
+            None => shared = Some((setup.outage_floor_ps, setup.initial_cwnd, &tun.name)),
+            Some((floor, cwnd, first)) if (floor, cwnd) != (setup.outage_floor_ps, setup.initial_cwnd) => {
+                return Err(format!(
+                    "tunnels `{first}` and `{}` meet at the UPF `{}` with different outage floors or initial \
+                     windows: the UPF in eBPF shares them between its UEs; give them the same",
+                    tun.name, sc.nodes[i].name
+                ));
+            }
+            Some(_) => {}
+        }
+        let paths = tun
+            .subtunnels
+            .iter()
+            .enumerate()
+            .map(|(j, &p)| {
+                let next = sc.paths[p].nodes[1];
+                let port = w.ports[i]
+                    .iter()
+                    .position(|e| e.peer == next)
+                    .ok_or_else(|| format!("tunnel `{}`: no link from `{}`", tun.name, sc.nodes[i].name))?;
+                Ok(UePath {
+                    addr: subtunnel_addr(t, j, TunnelDir::Down),
+                    port: TUNNEL_PORT,
+                    egress_port: port as PortId,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        table.ues.push(UeEntry {
+            ip: ue_address(sc, w, tun.exit).map_err(|e| format!("tunnel `{}`: {e}", tun.name))?,
+            kind: setup.kind,
+            weight: setup.weight,
+            paths,
+        });
+    }
+    let declared = program.params();
+    if let Some((floor, cwnd, _)) = shared {
+        params.set(declared, "outage_floor", floor)?;
+        params.set(declared, "initial_cwnd", u64::from(cwnd))?;
+    }
+    params.set(declared, "mtu", u64::from(SUBTUNNEL_MTU))?;
+    table.check(sc.nodes[i].ip, w.ports[i].len())?;
+    Ok((table, params))
+}
+
+/// The one address of UE `ue` the UPF tunnels: the one the flows to it are sent to (a
+/// multi-homed host's is its interface's), or its own without flows.
+fn ue_address(sc: &Scenario, w: &Wiring, ue: usize) -> Result<Ipv4, String> {
+    let used: BTreeSet<Ipv4> = sc
+        .flows
+        .iter()
+        .filter(|f| f.dst == ue && f.src != ue)
+        .map(|f| sc.flow_addresses(w, f).1)
+        .collect();
+    match used.len() {
+        0 => Ok(sc.nodes[ue].ip),
+        1 => Ok(used.into_iter().next().unwrap_or_default()),
+        _ => Err(format!(
+            "the flows to `{}` use {} of its addresses; the UPF in eBPF tunnels one per UE",
+            sc.nodes[ue].name,
+            used.len()
+        )),
+    }
+}
+
+/// A UPF's session epoch: the wall clock in ns, as the daemon's (a restarted UPF has a newer
+/// session, which the UEs follow).
+fn session_epoch() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
 }
 
 /// Every tunnel's two ends, or why the kernel cannot run them.
@@ -93,8 +219,32 @@ pub(super) fn ends(sc: &Scenario, w: &Wiring) -> Result<Vec<End>, String> {
     let mut out = Vec::new();
     for (t, tun) in sc.tunnels.iter().enumerate() {
         let ends = [tun.entry, tun.exit];
+        let upf = upf_setup(sc, t).is_some();
+        if upf {
+            upf_table(sc, w, tun.entry)?;
+        }
         for (side, &node) in ends.iter().enumerate() {
             let name = &sc.nodes[node].name;
+            if upf && side == 0 {
+                if sc
+                    .program_of(node)
+                    .is_some_and(|(p, _)| p.name() != mpsched_programs::DEFAULT_PROGRAM)
+                {
+                    return Err(format!(
+                        "`{name}` is the UPF of ATSSS tunnel `{}`: on the kernel it runs the UPF (the switch \
+                         program `atsss`) and no other; remove its program",
+                        tun.name
+                    ));
+                }
+                continue;
+            }
+            if is_upf(sc, node) {
+                return Err(format!(
+                    "`{name}` is a UPF and ends tunnel `{}` too: on the kernel it runs the UPF in eBPF, not a \
+                     tunnel daemon; use --backend sim",
+                    tun.name
+                ));
+            }
             if !seen.insert(node) {
                 return Err(format!(
                     "`{name}` ends two tunnels: on the kernel a node runs one tunnel daemon; use --backend sim"
@@ -192,16 +342,21 @@ fn daemon_config(sc: &Scenario, e: &End, key_file: &str) -> String {
         SubtunnelTransport::Udp => "udp",
         SubtunnelTransport::Tcp => "tcp",
     };
+    let upf = upf_setup(sc, e.tunnel).is_some();
+    // A UE behind the UPF in eBPF: datagrams in clear, its uplink round robin (module docs).
+    let (protection, scheduler) = match upf {
+        true => ("seal = \"none\"".to_string(), "rr"),
+        false => (format!("key_file = \"{key_file}\""), tun.scheduler),
+    };
     let mut t = format!(
-        "# Written by mpsched for tunnel `{}` ({}) of scenario `{}`.\nrole = \"{role}\"\nkey_file = \"{key_file}\"\n\
-         scheduler = \"{}\"\nmetrics = \"{METRICS_ADDR}\"\ntransport = \"{transport}\"\n",
+        "# Written by mpsched for tunnel `{}` ({}) of scenario `{}`.\nrole = \"{role}\"\n{protection}\n\
+         scheduler = \"{scheduler}\"\nmetrics = \"{METRICS_ADDR}\"\ntransport = \"{transport}\"\n",
         tun.name,
         ["entry", "exit"][e.side],
         sc.name,
-        tun.scheduler
     );
     let params: Vec<(&str, u64)> = tun.scheduler_params.iter().collect();
-    if !params.is_empty() {
+    if !params.is_empty() && !upf {
         t += "[scheduler_params]\n";
         for (k, v) in params {
             t += &format!("{k} = {v}\n");
@@ -219,6 +374,10 @@ fn daemon_config(sc: &Scenario, e: &End, key_file: &str) -> String {
         tun.reorder_capacity,
         tun.reorder_timeout_ps / 1000
     );
+    if upf {
+        // The UPF's schedulers count on an acknowledgement per datagram, as the simulator's.
+        t += "ack_every = 1\n";
+    }
     if tun.transport == SubtunnelTransport::Tcp {
         t += &format!(
             "[tcp]\ncongestion = \"{}\"\nsend_buffer = \"{}B\"\nreceive_buffer = \"{}B\"\nnodelay = {}\n",
@@ -231,11 +390,14 @@ fn daemon_config(sc: &Scenario, e: &End, key_file: &str) -> String {
     for (j, &port) in e.ports.iter().enumerate() {
         let (here, there) = e.addrs(j);
         t += &format!(
-            "[[path]]\nname = \"{}\"\nlocal = \"{}:{TUNNEL_PORT}\"\ninterface = \"e{port}\"\nremote = \"{}:{TUNNEL_PORT}\"\n",
+            "[[path]]\nname = \"{}\"\nlocal = \"{}:{TUNNEL_PORT}\"\ninterface = \"e{port}\"\n",
             sc.paths[tun.subtunnels[j]].name,
             ip(here),
-            ip(there)
         );
+        // A UE learns the UPF's address from its datagrams.
+        if !upf {
+            t += &format!("remote = \"{}:{TUNNEL_PORT}\"\n", ip(there));
+        }
     }
     t
 }
@@ -263,9 +425,12 @@ impl Build<'_> {
             let key_file = dir.join(format!("{name}.tunnel.key"));
             let cfg_file = dir.join(format!("{name}.tunnel.toml"));
             let err_file = dir.join(format!("{name}.tunnel.err"));
-            write_private(&key_file, &key)?;
+            if upf_setup(self.sc, e.tunnel).is_none() {
+                write_private(&key_file, &key)?;
+                live.files.push(key_file.clone());
+            }
             write_private(&cfg_file, &daemon_config(self.sc, e, &key_file.to_string_lossy()))?;
-            live.files.extend([key_file, cfg_file.clone(), err_file.clone()]);
+            live.files.extend([cfg_file.clone(), err_file.clone()]);
             let child = Command::new("ip")
                 .args(["netns", "exec", &name])
                 .arg(super::trafficgen_exe()?)
@@ -339,10 +504,21 @@ impl Build<'_> {
     fn route_subtunnels(&self, n: &Netns, e: &End) -> Result<(), NetnsError> {
         let tun = &self.sc.tunnels[e.tunnel];
         let rto_min = format!("{}ms", (tun.tcp.min_rto_ns / 1_000_000).max(1));
+        let upf = upf_setup(self.sc, e.tunnel)
+            .is_some()
+            .then(|| self.sc.nodes[tun.entry].ip);
         for (j, &port) in e.ports.iter().enumerate() {
             let (here, there) = e.addrs(j);
             let dev = format!("e{port}");
             n.ip(&["addr", "add", &format!("{}/32", ip(here)), "dev", &dev])?;
+            if let Some(upf_ip) = upf {
+                // The UPF's one address on every path: a route per path's device (the daemon's
+                // sockets are bound to them), told apart by their metrics.
+                let (dst, metric) = (format!("{}/32", ip(upf_ip)), (j + 1).to_string());
+                n.ip(&["route", "replace", &dst, "dev", &dev, "metric", &metric])?;
+                self.static_neighbour(n, e.node, upf_ip, port)?;
+                continue;
+            }
             let dst = format!("{}/32", ip(there));
             let mut route = vec!["route", "replace", &dst, "dev", &dev];
             if tun.transport == SubtunnelTransport::Tcp {
@@ -378,16 +554,20 @@ impl Build<'_> {
         let deadline = Instant::now() + UP_TIMEOUT;
         for (e, err_file) in &live.tunnel_ends {
             let paths = self.sc.tunnels[e.tunnel].subtunnels.len();
+            // A UE hears from the UPF only once its traffic starts: it need only answer.
+            let ue = upf_setup(self.sc, e.tunnel).is_some();
             loop {
-                let m = scrape(&live.nss[e.node]).unwrap_or_default();
-                let up = m
-                    .keys()
-                    .filter(|k| k.starts_with("mpsched_tunnel_path_srtt_seconds{"))
-                    .count()
-                    == paths
-                    && m.iter()
-                        .filter(|(k, _)| k.starts_with("mpsched_tunnel_path_srtt_seconds{"))
-                        .all(|(_, &v)| v > 0.0);
+                let m = scrape(&live.nss[e.node]);
+                let answers = m.is_some();
+                let m = m.unwrap_or_default();
+                let up = (ue && answers)
+                    || m.keys()
+                        .filter(|k| k.starts_with("mpsched_tunnel_path_srtt_seconds{"))
+                        .count()
+                        == paths
+                        && m.iter()
+                            .filter(|(k, _)| k.starts_with("mpsched_tunnel_path_srtt_seconds{"))
+                            .all(|(_, &v)| v > 0.0);
                 if up {
                     break;
                 }
@@ -464,6 +644,12 @@ pub(super) fn figures(b: &Build<'_>, live: &Live) -> Vec<TunnelFigures> {
         .collect();
     let mut out = Vec::new();
     for (t, tun) in b.sc.tunnels.iter().enumerate() {
+        if upf_setup(b.sc, t).is_some() {
+            if let Some(f) = upf_figures(b, live, &counters, t) {
+                out.push(f);
+            }
+            continue;
+        }
         let at = |side: usize| {
             counters
                 .iter()
@@ -509,6 +695,57 @@ pub(super) fn figures(b: &Build<'_>, live: &Live) -> Vec<TunnelFigures> {
         }
     }
     out
+}
+
+/// An ATSSS tunnel's downlink figures: what the UPF sent on each path (its registers: the
+/// UE's row is the tunnel's rank among the UPF's tunnels) and what the UE's daemon wrote to
+/// its device and saw reordered. Its uplink is not counted per UE by the UPF, so it has none.
+fn upf_figures(
+    b: &Build<'_>,
+    live: &Live,
+    counters: &[(&End, BTreeMap<String, f64>)],
+    t: usize,
+) -> Option<TunnelFigures> {
+    let (sc, tun) = (b.sc, &b.sc.tunnels[t]);
+    let row = (0..t)
+        .filter(|&x| sc.tunnels[x].entry == tun.entry && upf_setup(sc, x).is_some())
+        .count();
+    let upf = live
+        .dataplanes
+        .iter()
+        .find(|(node, _)| *node == tun.entry)
+        .and_then(|(_, dp)| dp.snapshot())
+        .unwrap_or_default();
+    let (_, exit) = counters.iter().find(|(e, _)| e.tunnel == t && e.side == 1)?;
+    let get = |k: &str| exit.get(k).copied().unwrap_or(0.0) as u64;
+    let per_subtunnel_pkts: BTreeMap<String, u64> = tun
+        .subtunnels
+        .iter()
+        .enumerate()
+        .map(|(j, &p)| {
+            let sent = upf
+                .get(&format!("atsss.ue{row}.path{j}.seq_sent"))
+                .copied()
+                .unwrap_or(0);
+            (sc.paths[p].name.clone(), sent)
+        })
+        .collect();
+    let forwarded = get("mpsched_tunnel_tun_tx_packets_total");
+    let reordered = get("mpsched_tunnel_arrived_reordered_total");
+    Some(TunnelFigures {
+        id: format!("{}.down", tun.name),
+        scheduler: tun.scheduler.to_string(),
+        transport: "udp".into(),
+        scheduled_pkts: per_subtunnel_pkts.values().sum(),
+        forwarded_pkts: forwarded,
+        reordered_pkts: reordered,
+        reordered_pct: round(100.0 * reordered as f64 / forwarded.max(1) as f64, 2),
+        send_buffer_drops: 0,
+        per_subtunnel_pkts,
+        subtunnels: Vec::new(),
+        per_subtunnel: BTreeMap::new(),
+        reorder_buffer: None,
+    })
 }
 
 #[cfg(test)]

@@ -262,6 +262,19 @@ pub fn enable_peer_napi(ns: &crate::ns::Netns, ifname: &str) -> Result<(), Netns
         .map_err(NetnsError::Ns)
 }
 
+/// Make `ifname`, a veth whose peer is a UPF's port, fit for the UPF: NAPI for the frames it
+/// redirects there ([`enable_peer_napi`]), and checksums computed before the frames leave.
+/// A veth's sender leaves TCP and UDP checksums to "hardware" (CHECKSUM_PARTIAL); the mark
+/// travels with the socket buffer through the kernel's forwarding, but XDP sees bare bytes, so
+/// a packet the UPF encapsulates would carry its unfinished checksum to the UE, whose kernel
+/// drops it (TcpInCsumErrors).
+pub fn prepare_upf_peer(ns: &crate::ns::Netns, ifname: &str) -> Result<(), NetnsError> {
+    enable_peer_napi(ns, ifname)?;
+    ns.exec("ethtool", &["-K", ifname, "tx", "off"])
+        .map(|_| ())
+        .map_err(NetnsError::Ns)
+}
+
 /// [`crate::programs::KernelProgram::start`] for `atsss`.
 pub fn start(tables: &NodeTables) -> Result<Box<dyn SwitchPlane>, NetnsError> {
     let mut plane = AtsssPlane::load(tables)?;
