@@ -174,9 +174,9 @@ fn read_slots(cli: &mut SwitchCli, n_ues: usize) -> Result<Vec<UeSlot>, Bmv2Erro
                 ..UeReg::default()
             };
             let mut paths = [PathCfg::default(); MAX_PATHS];
-            for j in 0..MAX_PATHS {
+            for (j, (reg, cfg)) in regs.paths.iter_mut().zip(paths.iter_mut()).enumerate() {
                 let i = u * MAX_PATHS + j;
-                regs.paths[j] = PathReg {
+                *reg = PathReg {
                     cur_rtt: at(&path[0], i) as u32,
                     min_rtt: at(&path[1], i) as u32,
                     seq_sent: at(&path[2], i) as u32,
@@ -189,7 +189,7 @@ fn read_slots(cli: &mut SwitchCli, n_ues: usize) -> Result<Vec<UeSlot>, Bmv2Erro
                     flags: at(&path[9], i) as u16,
                     ..PathReg::default()
                 };
-                paths[j] = PathCfg {
+                *cfg = PathCfg {
                     addr: at(&path[10], i) as u32,
                     port: at(&path[11], i) as u16,
                     egress_port: at(&path[12], i) as u16,
@@ -253,4 +253,60 @@ pub fn write_register(cli: &mut SwitchCli, name: &str, index: usize, value: u64)
     let w = upf::check_write(&slots[u], &rest, value, name)?;
     cli.register_write(&format!("{UPF}.ue_weight"), u, u64::from(w))
         .map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpsched_core::upf::SteeringKind;
+    use mpsched_netns::dataplane::PortBinding;
+    use mpsched_programs::atsss::vector_sets::{ue, upf_config};
+
+    /// A UPF of four ports and `n` two-path WRR UEs, each at addresses of its own.
+    fn tables(n: usize) -> NodeTables {
+        let ues = (0..n)
+            .map(|i| {
+                let mut u = ue(0, SteeringKind::Wrr, 128, 2);
+                u.ip = 0x0b00_0000 + i as u32;
+                for (j, p) in u.paths.iter_mut().enumerate() {
+                    p.addr = 0x0c00_0000 + (i * MAX_PATHS + j) as u32;
+                }
+                u
+            })
+            .collect();
+        NodeTables {
+            switch: upf_config(ues),
+            ports: vec![
+                PortBinding {
+                    ifindex: 0,
+                    own_mac: [2, 0, 1, 0, 0, 0],
+                    peer_mac: [2, 0, 2, 0, 0, 0],
+                };
+                4
+            ],
+            markers: Vec::new(),
+            test_draws: Vec::new(),
+            test_clock: true,
+            program: "atsss",
+            params: Default::default(),
+            port_queues: Vec::new(),
+            port_classes: Vec::new(),
+            far_ends: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_ue_table_beyond_the_registers_is_refused_by_name() {
+        assert!(check(&tables(MAX_UES)).is_ok());
+        let e = check(&tables(MAX_UES + 1)).unwrap_err().to_string();
+        assert!(e.contains("257 UEs; the UPF's P4 program holds 256"), "{e}");
+    }
+
+    #[test]
+    fn the_counters_are_named_as_the_kernels() {
+        assert_eq!(counter_name(0).as_deref(), Some("counter.atsss.encapsulated"));
+        assert_eq!(counter_name(16).as_deref(), Some("counter.not_ipv4"));
+        assert_eq!(counter_name(18).as_deref(), Some("counter.redirect_failed"));
+        assert_eq!(counter_name(19), None);
+    }
 }
