@@ -7,13 +7,14 @@
 //! registers from a node's configuration and reads them back under the names the Rust programs
 //! use (at the sizes and indices of [`layout`], generated from `p4/include/layout.p4`), and
 //! [`vectors`] replays the conformance vectors through it. Other programs' P4 programs
-//! (`crates/programs/src/<name>/<stem>.p4`: LetFlow's, HULA's, vq-wrr's, PMQECN's, DCQCN's and
-//! TCN's) run the same way, each with its control plane ([`letflow`], [`hula`], [`vqwrr`],
-//! [`pmqecn`], [`baselines`]) registered in [`programs`]. A port
+//! (`crates/programs/src/<name>/<stem>.p4`: LetFlow's, HULA's, vq-wrr's, PMQECN's, DCQCN's,
+//! TCN's and the ATSSS UPF's) run the same way, each with its control plane ([`letflow`],
+//! [`hula`], [`vqwrr`], [`pmqecn`], [`baselines`], [`atsss`]) registered in [`programs`]. A port
 //! of several strict-priority queues is BMv2's own ([`queues`]).
 
 #![warn(missing_docs)]
 
+pub mod atsss;
 pub mod baselines;
 pub mod cli;
 pub mod control;

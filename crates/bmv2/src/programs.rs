@@ -7,7 +7,7 @@
 //! there.
 
 use crate::cli::SwitchCli;
-use crate::{baselines, control, hula, letflow, pmqecn, vqwrr, Bmv2Error};
+use crate::{atsss, baselines, control, hula, letflow, pmqecn, vqwrr, Bmv2Error};
 use mpsched_core::control::ControlError;
 use mpsched_netns::dataplane::NodeTables;
 use mpsched_programs::SwitchProgram;
@@ -201,6 +201,20 @@ pub static BMV2_PROGRAMS: &[Bmv2Program] = &[
         set_test_queue: Some(baselines::set_test_queue),
         settled: Some(baselines::qcn_settled),
     },
+    Bmv2Program {
+        p4: "atsss",
+        check: atsss::check,
+        configure: atsss::configure,
+        snapshot: atsss::snapshot,
+        counters: &[(atsss::COUNTERS_REGISTER, atsss::counter_name)],
+        set_ingress_clock: Some(atsss::set_clock),
+        write_register: Some(atsss::write_register),
+        writable_registers: &atsss::WRITABLE,
+        port_queues_register: atsss::PORT_QUEUES_REGISTER,
+        own_priorities: false,
+        set_test_queue: None,
+        settled: None,
+    },
 ];
 
 /// BMv2's control plane of `program`, or why there is none (for messages, without the node).
@@ -227,9 +241,9 @@ mod tests {
     use super::*;
     use mpsched_programs::SWITCH_PROGRAMS;
 
-    /// Registered programs without a P4 twin yet: `atsss` (issue #32's UPF; its P4 program
-    /// comes later). A program missing from BMv2 must be listed here on purpose.
-    const NOT_YET_ON_BMV2: &[&str] = &["atsss"];
+    /// Registered programs without a P4 twin yet (none). A program missing from BMv2 must be
+    /// listed here on purpose.
+    const NOT_YET_ON_BMV2: &[&str] = &[];
 
     #[test]
     fn every_registered_program_has_a_bmv2_control_plane() {

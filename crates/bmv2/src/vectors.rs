@@ -32,7 +32,8 @@ use crate::switch::{Bmv2Switch, SwitchOptions};
 use crate::Bmv2Error;
 use mpsched_core::packet::{Ecn, PortId};
 use mpsched_core::vectors::{
-    chosen_path, from_hex, ConnObserved, EmitObserved, Hook, Observed, ProbeObserved, Step, StepResult, VectorSet,
+    chosen_path, from_hex, to_hex, ConnObserved, EmitObserved, Hook, Observed, ProbeObserved, Step, StepResult,
+    VectorSet,
 };
 use mpsched_core::vectors::{OWN_MAC_NODE, PEER_MAC_NODE};
 use mpsched_core::wire::{mac_for, parse_frame, parse_frame_with_headers};
@@ -217,6 +218,9 @@ fn step(
     if is_hula(node.prog) {
         return hula_step(set, node, st, &frame, prev);
     }
+    if is_atsss(node.prog) {
+        return atsss_step(set, node, st, &frame, prev);
+    }
     let cli = &mut node.switch.cli;
     let err = |e: Bmv2Error| e.to_string();
     for w in &st.writes {
@@ -275,6 +279,105 @@ fn step(
         Hook::Ingress => ingress_outcome(set, &frame, &frames, prev, &regs)?,
         Hook::Egress | Hook::Timer => egress_outcome(set, node.egress_ecn, &frames, prev, &regs)?,
     };
+    Ok((obs, regs))
+}
+
+/// Whether a program is replayed as the ATSSS UPF's (whole frames out, `ingress_runs`).
+fn is_atsss(prog: &Bmv2Program) -> bool {
+    prog.p4 == "atsss"
+}
+
+/// A step of the ATSSS UPF's program (`atsss.p4`): the control plane's writes, the clock, the
+/// frame into its port; the outcome once `ingress_runs` moved (every register written) and
+/// the frames its transmit and stack counters promise arrived. What it did is judged as the
+/// kernel's runner judges the XDP program's verdict: a frame out of a port is a redirect, seen
+/// whole (the encapsulation byte for byte); one to the stack port is the stack's; otherwise
+/// consumed when an acknowledgement or keepalive counter moved, else dropped for the counter
+/// that moved.
+fn atsss_step(
+    set: &VectorSet,
+    node: &mut Node,
+    st: &Step,
+    frame: &[u8],
+    prev: &BTreeMap<String, u64>,
+) -> Result<(Observed, BTreeMap<String, u64>), String> {
+    use mpsched_netns::programs::atsss::{CONSUMED, DROP_REASONS};
+    let err = |e: Bmv2Error| e.to_string();
+    if st.hook != Hook::Ingress {
+        return Err(format!(
+            "program `{}`: the UPF's vectors run at ingress only",
+            set.program
+        ));
+    }
+    let cli = &mut node.switch.cli;
+    for w in &st.writes {
+        crate::atsss::write_register(cli, &w.register, w.index, w.value)
+            .map_err(|e| format!("writing {}[{}]: {e}", w.register, w.index))?;
+    }
+    crate::atsss::set_clock(cli, st.time_ns).map_err(err)?;
+    let runs = |cli: &mut crate::cli::SwitchCli| -> Result<u64, String> {
+        let r = cli
+            .register_read_all(crate::atsss::INGRESS_RUNS_REGISTER)
+            .map_err(err)?;
+        Ok(r.first().copied().unwrap_or(0))
+    };
+    let runs_before = runs(cli)?;
+    node.taps[usize::from(st.port)].send(frame)?;
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    while runs(&mut node.switch.cli)? <= runs_before {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "simple_switch's ingress did not run within {} s",
+                STEP_TIMEOUT.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let regs = node.snapshot().map_err(err)?;
+    let delta = |k: &str| delta_of(prev, &regs, k);
+    let promised: u64 = (0..node.tables.ports.len())
+        .map(|p| delta(&format!("port{p}.tx_pkts")))
+        .sum::<u64>()
+        + delta("counter.not_ipv4")
+        + delta("counter.local");
+    let mut frames = Vec::new();
+    node.collect(&mut frames);
+    while (frames.len() as u64) < promised {
+        if Instant::now() > deadline {
+            return Err(format!("{} frames left the switch, {promised} counted", frames.len()));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        node.collect(&mut frames);
+    }
+    let mut obs = observed(chosen_path(prev, &regs));
+    let out: Vec<_> = frames.iter().filter(|(p, _)| *p != STACK_PORT).collect();
+    if let [(port, f)] = out.as_slice() {
+        check_ipv4_checksum(f)?;
+        if port_of_mac(f) != Some(*port) {
+            return Err(format!("a frame left port {port} addressed to another port's peer"));
+        }
+        if f.get(6..12) != Some(&node.tables.ports[usize::from(*port)].own_mac[..]) {
+            return Err(format!("a frame left port {port} without the port's source MAC"));
+        }
+        let m = parse_frame(f, set.config.feedback_port).map_err(|e| format!("frame out of port {port}: {e:?}"))?;
+        obs.action = "redirect".into();
+        obs.port = Some(*port);
+        obs.ttl = Some(m.ttl);
+        obs.ecn = Some(m.ecn);
+        obs.frame = Some(to_hex(f));
+    } else if !out.is_empty() {
+        return Err(format!("{} frames left the switch for one", out.len()));
+    } else if frames.iter().any(|(p, _)| *p == STACK_PORT) {
+        obs.action = "to_stack".into();
+    } else if CONSUMED.iter().any(|k| delta(k) > 0) {
+        obs.action = "consume".into();
+    } else {
+        obs.action = "drop".into();
+        obs.drop_reason = DROP_REASONS
+            .iter()
+            .find(|(k, _)| delta(k) > 0)
+            .map(|(_, r)| r.to_string());
+    }
     Ok((obs, regs))
 }
 

@@ -381,14 +381,14 @@ pub fn run_vectors(set: &VectorSet) -> Result<crate::programs::Replay, String> {
 }
 
 /// Counters whose move says a dropped frame was consumed.
-const CONSUMED: [&str; 3] = [
+pub const CONSUMED: [&str; 3] = [
     "counter.atsss.acks",
     "counter.atsss.acks_ignored",
     "counter.atsss.keepalives",
 ];
 
 /// A dropped frame's reason, by the counter that moved.
-const DROP_REASONS: [(&str, &str); 8] = [
+pub const DROP_REASONS: [(&str, &str); 8] = [
     ("counter.malformed", "malformed"),
     ("counter.atsss.malformed", "malformed"),
     ("counter.atsss.unknown_ue", "unknown_ue"),

@@ -133,7 +133,7 @@ impl SwitchProgram for AtsssUpfProgram {
     }
 
     fn p4_program(&self) -> Option<&'static str> {
-        None
+        Some("atsss")
     }
 }
 

@@ -1,5 +1,5 @@
 //! The UPF's conformance vectors (`tests/vectors/atsss-*.json`): frames in at whole
-//! microseconds (BMv2's clock, for the P4 twin to come), the verdict, the whole frame that
+//! microseconds (BMv2's clock, for the P4 twin `atsss.p4`), the verdict, the whole frame that
 //! leaves (`frame`: the encapsulation byte for byte), the `atsss.*` counters and every UE's
 //! registers (`atsss.ue<i>.*`) out.
 //!
