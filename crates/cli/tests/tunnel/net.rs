@@ -54,6 +54,8 @@ impl Drop for Net {
             let _ = c.kill();
             let _ = c.wait();
         }
+        // The daemons' configurations, key and logs (a failing test has printed what it needs).
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

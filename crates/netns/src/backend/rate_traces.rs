@@ -169,3 +169,32 @@ fn link_ends(b: &Build<'_>, w: &Wiring, li: usize) -> Vec<End> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_ue() -> Scenario {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/atsss");
+        let text = std::fs::read_to_string(dir.join("one-ue.toml")).unwrap();
+        Scenario::from_toml(&text, "one-ue.toml").unwrap()
+    }
+
+    #[test]
+    fn traces_the_kernel_cannot_shape_are_refused_by_name() {
+        let sc = one_ue();
+        check(&sc).unwrap();
+        assert!(sc.rate_traces[0].points.iter().any(|p| p.1 < 10_000_000), "the trace falls");
+        let mut queues = sc.clone();
+        queues.links[queues.rate_traces[0].link].queues = 2;
+        let e = check(&queues).unwrap_err();
+        assert!(e.contains("rate_trace[0] traces link `wifi` of 2 queues"), "{e}");
+        let mut slow = sc.clone();
+        slow.rate_traces[0].points.push((29_000_000_000_000, 4));
+        let e = check(&slow).unwrap_err();
+        assert!(e.contains("4 bit/s at 29.000 s"), "{e}");
+        let mut outage = sc;
+        outage.rate_traces[0].points.push((29_000_000_000_000, 0));
+        check(&outage).unwrap();
+    }
+}

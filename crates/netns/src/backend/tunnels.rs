@@ -804,4 +804,50 @@ mod tests {
         let e = ends(&sc, &w).unwrap_err();
         assert!(e.contains("ends two tunnels"), "{e}");
     }
+
+    fn one_ue(variant: &str) -> Scenario {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/atsss");
+        let text = std::fs::read_to_string(dir.join("one-ue.toml")).unwrap();
+        Scenario::from_toml(&text, "one-ue.toml")
+            .unwrap()
+            .with_variant(variant)
+            .unwrap()
+    }
+
+    /// An ATSSS tunnel makes its entry a UPF (no daemon, a UE table row) and its exit a daemon
+    /// in clear that learns the UPF's address; the UE's row names the address its flows use,
+    /// its paths the subtunnels' addresses at the UE, by the UPF's ports towards them.
+    #[test]
+    fn an_atsss_tunnel_is_a_upf_row_and_a_ue_daemon_in_clear() {
+        let sc = one_ue("WRR");
+        let w = sc.wiring().unwrap();
+        let (upf, ue) = (sc.node_index("upf").unwrap(), sc.node_index("ue").unwrap());
+        assert!(is_upf(&sc, upf) && !is_end(&sc, upf) && is_end(&sc, ue));
+        let ue_ends = ends(&sc, &w).unwrap();
+        assert_eq!(ue_ends.len(), 1, "the UE's daemon only");
+        let (table, params) = upf_table(&sc, &w, upf).unwrap();
+        assert_eq!(table.ues.len(), 1);
+        let row = &table.ues[0];
+        let video = &sc.flows[0];
+        assert_eq!(row.ip, sc.flow_addresses(&w, video).1, "the address the stream is sent to");
+        assert_eq!((row.kind.name(), row.weight), ("wrr", 191));
+        assert_eq!(row.paths.len(), 2);
+        for (j, p) in row.paths.iter().enumerate() {
+            assert_eq!(p.addr, ue_ends[0].addrs(j).0);
+            let next = sc.paths[sc.tunnels[0].subtunnels[j]].nodes[1];
+            assert_eq!(w.ports[upf][usize::from(p.egress_port)].peer, next);
+        }
+        assert_eq!(params.get("mtu"), u64::from(SUBTUNNEL_MTU));
+        let cfg = daemon_config(&sc, &ue_ends[0], "/k");
+        assert!(cfg.contains("seal = \"none\"") && !cfg.contains("key_file"), "{cfg}");
+        assert!(cfg.contains("ack_every = 1") && !cfg.contains("remote ="), "{cfg}");
+        // A UPF that also ends a daemon's tunnel is refused by name.
+        let mut two = one_ue("CMon");
+        let mut back = two.tunnels[0].clone();
+        back.scheduler = "rr";
+        back.name = "back".into();
+        two.tunnels.push(back);
+        let e = ends(&two, &two.wiring().unwrap()).unwrap_err();
+        assert!(e.contains("is a UPF and ends tunnel `back`"), "{e}");
+    }
 }
