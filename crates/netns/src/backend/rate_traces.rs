@@ -184,7 +184,10 @@ mod tests {
     fn traces_the_kernel_cannot_shape_are_refused_by_name() {
         let sc = one_ue();
         check(&sc).unwrap();
-        assert!(sc.rate_traces[0].points.iter().any(|p| p.1 < 10_000_000), "the trace falls");
+        assert!(
+            sc.rate_traces[0].points.iter().any(|p| p.1 < 10_000_000),
+            "the trace falls"
+        );
         let mut queues = sc.clone();
         queues.links[queues.rate_traces[0].link].queues = 2;
         let e = check(&queues).unwrap_err();

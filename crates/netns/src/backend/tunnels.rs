@@ -829,7 +829,11 @@ mod tests {
         assert_eq!(table.ues.len(), 1);
         let row = &table.ues[0];
         let video = &sc.flows[0];
-        assert_eq!(row.ip, sc.flow_addresses(&w, video).1, "the address the stream is sent to");
+        assert_eq!(
+            row.ip,
+            sc.flow_addresses(&w, video).1,
+            "the address the stream is sent to"
+        );
         assert_eq!((row.kind.name(), row.weight), ("wrr", 191));
         assert_eq!(row.paths.len(), 2);
         for (j, p) in row.paths.iter().enumerate() {
