@@ -557,17 +557,11 @@ impl Build<'_> {
             // A UE hears from the UPF only once its traffic starts: it need only answer.
             let ue = upf_setup(self.sc, e.tunnel).is_some();
             loop {
-                let m = scrape(&live.nss[e.node]);
-                let answers = m.is_some();
-                let m = m.unwrap_or_default();
-                let up = (ue && answers)
-                    || m.keys()
-                        .filter(|k| k.starts_with("mpsched_tunnel_path_srtt_seconds{"))
-                        .count()
-                        == paths
-                        && m.iter()
-                            .filter(|(k, _)| k.starts_with("mpsched_tunnel_path_srtt_seconds{"))
-                            .all(|(_, &v)| v > 0.0);
+                let up = match scrape(&live.nss[e.node]) {
+                    Some(_) if ue => true,
+                    Some(m) => every_path_measured(&m, paths),
+                    None => false,
+                };
                 if up {
                     break;
                 }
@@ -587,6 +581,16 @@ impl Build<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether a daemon's counters show an RTT on each of its `paths` paths.
+fn every_path_measured(m: &BTreeMap<String, f64>, paths: usize) -> bool {
+    let srtts: Vec<f64> = m
+        .iter()
+        .filter(|(k, _)| k.starts_with("mpsched_tunnel_path_srtt_seconds{"))
+        .map(|(_, &v)| v)
+        .collect();
+    srtts.len() == paths && srtts.iter().all(|&v| v > 0.0)
 }
 
 /// Write `text` to a file only its owner can read (the key, and the configuration naming it).
