@@ -79,7 +79,16 @@ fn atsss(a: &BenchArgs) -> anyhow::Result<()> {
     let table = ab::test_run_table(a.atsss_ues, a.bpf_repeat, a.atsss_reps, &stop)?;
     let mut veth = Vec::new();
     if a.atsss_veth_seconds > 0.0 {
-        for row in [&ab::ROWS[0], &ab::ROWS[3]] {
+        for (i, row) in ab::ROWS.iter().enumerate() {
+            // Five runs per repetition and row: say where it is, on stderr.
+            eprintln!(
+                "bench --atsss: through veths, row {} of {} ({}), {} x 5 runs of {} s",
+                i + 1,
+                ab::ROWS.len(),
+                row.name,
+                a.atsss_reps,
+                a.atsss_veth_seconds
+            );
             let runs = ab::veth_rate(a.atsss_ues, row, a.atsss_veth_seconds, a.atsss_reps, &stop)?;
             veth.push((row.name, runs));
         }
@@ -116,11 +125,22 @@ fn atsss(a: &BenchArgs) -> anyhow::Result<()> {
         }
         outln!("{line}");
     }
+    outln!("  The UPF's own Mpps, median of the repetitions: each less its repetition's prologue run alone (the test run's loop included)");
+    for row in &ab::ROWS {
+        let mut line = format!("  {:<14}", row.name);
+        for c in table.cells.iter().filter(|c| c.row == row.name) {
+            line += &format!(" {:>27.2}", c.mpps_upf_median);
+        }
+        outln!("{line}");
+    }
     outln!(
-        "  mixed rows: frames of {} bytes; the benchmark's prologue (undo, draw a UE, redo): {} ns/packet, part of every figure",
+        "  mixed rows: frames of {} bytes; the benchmark's prologue (undo, draw a UE, redo): {} ns/packet, part of every figure above the UPF's own",
         ab::MIX.iter().map(|(s, w)| format!("{s} x {w}")).collect::<Vec<_>>().join(", "),
         table.prologue_ns.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(", ")
     );
+    if !veth.is_empty() {
+        print_veth_table(&veth)?;
+    }
     for (row, runs) in &veth {
         outln!(
             "Through veths, {row}: generator (XDP live frames) on CPU 0 -> veth -> UPF at XDP, its NAPI thread on CPU 1 -> veth -> sink ({} s a run)",
@@ -156,6 +176,44 @@ fn atsss(a: &BenchArgs) -> anyhow::Result<()> {
                 r.mpps_per_cpu_s
             );
         }
+    }
+    Ok(())
+}
+
+/// The veth rates in the slides' layout: per row and program, the median over the
+/// repetitions of the packets delivered per second of the UPF side's CPU time.
+fn print_veth_table(veth: &[(&str, Vec<mpsched_netns::programs::atsss::bench::VethRun>)]) -> anyhow::Result<()> {
+    use mpsched_netns::programs::atsss::bench as ab;
+    outln!("Through veths: Mpps per UPF-side CPU-second (its NAPI thread + CPU 1's softirq), median of the repetitions [the smartNIC's, from the slides]");
+    outln!(
+        "  {:<14} {:>9} {:>13} {:>13} {:>13} {:>13}",
+        "test",
+        "baseline",
+        "WRR",
+        "DWRR",
+        "RTTMon",
+        "CMon"
+    );
+    for (r, (row, runs)) in veth.iter().enumerate() {
+        let median_of = |what: &str| {
+            let mut v: Vec<f64> = runs
+                .iter()
+                .filter(|x| x.what == what || (what == "baseline" && x.what.starts_with("baseline")))
+                .map(|x| x.mpps_per_cpu_s)
+                .collect();
+            v.sort_by(f64::total_cmp);
+            match v.len() {
+                0 => f64::NAN,
+                n if n % 2 == 1 => v[n / 2],
+                n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+            }
+        };
+        let mut line = format!("  {:<14} {:>9.2}", row, median_of("baseline"));
+        for (k, kind) in ab::KINDS.iter().enumerate() {
+            let nic = ab::SMARTNIC_MPPS.get(r).map_or(f64::NAN, |x| x[k]);
+            line += &format!(" {:>7.2} [{nic:.1}]", median_of(kind.name()));
+        }
+        outln!("{line}");
     }
     Ok(())
 }

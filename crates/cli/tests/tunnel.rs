@@ -55,6 +55,10 @@ const TESTS: &[(&str, fn())] = &[
         "cmon_in_the_ebpf_upf_leaves_wifi_in_its_2_s_outage_and_returns_after_it",
         cmon_in_the_ebpf_upf_leaves_wifi_in_its_2_s_outage_and_returns_after_it,
     ),
+    (
+        "the_upf_benchmark_fills_the_slides_table_and_runs_every_program_through_veths",
+        the_upf_benchmark_fills_the_slides_table_and_runs_every_program_through_veths,
+    ),
 ];
 
 fn main() {
@@ -693,4 +697,61 @@ fn cmon_in_the_ebpf_upf_leaves_wifi_in_its_2_s_outage_and_returns_after_it() {
     let tunnel = &run["tunnels"][0];
     assert_eq!(tunnel["id"], "ue.down", "{tunnel}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `mpsched bench --atsss`, small (1 000 UEs, 20 000 runs a size, veth runs of 0.3 s): every
+/// cell of the slides' table measured, with the share each scheduler realised equal to its
+/// row's (WRR and DWRR by their weight; RTTMon's UEs at weight 62 or 0 send 63/64 or 1/64 of
+/// theirs to the preferred path; CMon's congested UEs probe it, once at their first packet and
+/// then once per target RTT), the UPF's own rate above the
+/// harness-included one, and the baseline and the four schedulers through veths at every row.
+/// Rates are not bounded here (docs/performance.md has them, measured on a quiet machine).
+fn the_upf_benchmark_fills_the_slides_table_and_runs_every_program_through_veths() {
+    let _g = serial();
+    let o = common::mpsched()
+        .args(["bench", "--atsss", "--atsss-ues", "1000", "--atsss-reps", "1"])
+        .args(["--bpf-repeat", "20000", "--atsss-veth-seconds", "0.3", "--json"])
+        .output()
+        .unwrap();
+    common::ok(&o);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let cells = v["test_run"]["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 28, "7 rows x 4 schedulers");
+    for c in cells {
+        let (total, own) = (
+            c["mpps_median"].as_f64().unwrap(),
+            c["mpps_upf_median"].as_f64().unwrap(),
+        );
+        assert!(total > 0.1 && own > total, "{c}");
+        let row = c["row"].as_str().unwrap();
+        let want = match row.split(':').next().unwrap() {
+            "1" => 1.0,
+            "0" => 0.0,
+            x => x.parse::<f64>().unwrap(),
+        };
+        let slack = match c["kind"].as_str().unwrap() {
+            "wrr" | "dwrr" => 0.01,
+            "rttmon" => 0.025,
+            // A congested UE's first packet probes the preferred path: 1 in the ~20 packets
+            // each of 1 000 UEs gets in so short a run.
+            _ => 0.1,
+        };
+        let got = c["preferred_share"].as_f64().unwrap();
+        assert!((got - want).abs() <= slack, "{row}: share {got}, want {want}: {c}");
+    }
+    let veth = v["veth"].as_array().unwrap();
+    assert_eq!(veth.len(), 7, "every row through veths");
+    for row in veth {
+        let runs = row[1].as_array().unwrap();
+        let names: Vec<&str> = runs.iter().map(|r| r["what"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            ["baseline (atsss_fwd)", "wrr", "dwrr", "rttmon", "cmon"],
+            "{row}"
+        );
+        for r in runs {
+            assert!(r["delivered"].as_u64().unwrap() > 1000, "{r}");
+            assert!(r["mpps_per_cpu_s"].as_f64().unwrap() > 0.0, "{r}");
+        }
+    }
 }

@@ -97,6 +97,14 @@ struct {
 	__type(value, __u32);
 } test_draws SEC(".maps");
 
+/* Per CPU, the state of the packets' draws (rng_next); 0 until the CPU's first draw. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} rng SEC(".maps");
+
 /* The tunnel header and a data message's body, as they sit after the UDP header. */
 struct atsss_wire {
 	__u8 kind;
@@ -151,14 +159,36 @@ static __always_inline __u64 ns_to_us(__u64 ns)
 	return mulhi(ns >> 3, 0x20C49BA5E353F7CFull) >> 4;
 }
 
-/* A packet's raw draw: the test map's next value, or the kernel's. */
+/* 32 bits from this CPU's xorshift64* generator (Vigna, "An experimental exploration of
+ * Marsaglia's xorshift generators, scrambled", 2016), its high half; seeded from the kernel's
+ * generator at the CPU's first draw. Inline because a helper call costs: with this kernel's
+ * return thunks, bpf_get_prandom_u32 took about 11 ns a draw, and the benchmark makes two per
+ * packet (docs/performance.md, ATSSS UPF). */
+static __always_inline __u32 rng_next(void)
+{
+	__u32 zero = 0;
+	__u64 *state = bpf_map_lookup_elem(&rng, &zero), x;
+
+	if (!state)
+		return bpf_get_prandom_u32();
+	x = *state;
+	if (x == 0)
+		x = (__u64)bpf_get_prandom_u32() << 32 | bpf_get_prandom_u32() | 1;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*state = x;
+	return (__u32)((x * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+/* A packet's raw draw: the test map's next value, or this CPU's generator's. */
 static __always_inline __u32 upf_draw(const struct atsss_node *n)
 {
 	__u32 idx_key = ATSSS_TEST_DRAWS, k;
 	__u32 *idx, *v;
 
 	if (!(n->flags & ATSSS_F_TEST_DRAWS))
-		return bpf_get_prandom_u32();
+		return rng_next();
 	idx = bpf_map_lookup_elem(&test_draws, &idx_key);
 	if (!idx || n->test_draws_n == 0)
 		return 0;
@@ -739,7 +769,7 @@ static __always_inline int bench_prologue(struct xdp_md *ctx, const struct atsss
 	if ((void *)(ip + 1) > data_end)
 		return -1;
 	eth->h_proto = bpf_htons(ETH_P_IP);
-	u = (__u32)(((__u64)bpf_get_prandom_u32() * n->n_ues) >> 32);
+	u = (__u32)(((__u64)rng_next() * n->n_ues) >> 32);
 	a = bpf_map_lookup_elem(&bench_ues, &u);
 	if (!a)
 		return -1;

@@ -140,6 +140,10 @@ pub struct Cell {
     pub mpps_median: f64,
     /// The best repetition's.
     pub mpps_best: f64,
+    /// The UPF's own rate, the median of the repetitions: each repetition's time less that
+    /// repetition's prologue run alone ([`TestRunTable::prologue_ns`], the test run's own loop
+    /// included), so without the harness; the UEs are still drawn at random per packet.
+    pub mpps_upf_median: f64,
     /// The share of the measured packets that went to the preferred path (all repetitions).
     pub preferred_share: f64,
     /// The smartNIC's figure.
@@ -400,12 +404,18 @@ pub fn test_run_table(n_ues: usize, repeat: u32, reps: u32, stop: &AtomicBool) -
     for (r, row) in ROWS.iter().enumerate() {
         for (k, kind) in KINDS.iter().enumerate() {
             let mpps: Vec<f64> = ns[r][k].iter().map(|x| 1e3 / x).collect();
+            let upf: Vec<f64> = ns[r][k]
+                .iter()
+                .zip(&prologue_ns)
+                .map(|(x, p)| 1e3 / (x - p).max(1.0))
+                .collect();
             cells.push(Cell {
                 row: row.name,
                 kind: kind.name(),
                 ns_per_pkt: ns[r][k].clone(),
                 mpps_median: median(&mpps),
                 mpps_best: mpps.iter().copied().fold(0.0, f64::max),
+                mpps_upf_median: median(&upf),
                 preferred_share: counts[r][k].0 / counts[r][k].1.max(1.0),
                 smartnic_mpps: SMARTNIC_MPPS[r][k],
             });
