@@ -196,17 +196,12 @@ fn print_veth_table(veth: &[(&str, Vec<mpsched_netns::programs::atsss::bench::Ve
     );
     for (r, (row, runs)) in veth.iter().enumerate() {
         let median_of = |what: &str| {
-            let mut v: Vec<f64> = runs
+            let v: Vec<f64> = runs
                 .iter()
                 .filter(|x| x.what == what || (what == "baseline" && x.what.starts_with("baseline")))
                 .map(|x| x.mpps_per_cpu_s)
                 .collect();
-            v.sort_by(f64::total_cmp);
-            match v.len() {
-                0 => f64::NAN,
-                n if n % 2 == 1 => v[n / 2],
-                n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-            }
+            ab::median(&v)
         };
         let mut line = format!("  {:<14} {:>9.2}", row, median_of("baseline"));
         for (k, kind) in ab::KINDS.iter().enumerate() {

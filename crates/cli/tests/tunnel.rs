@@ -113,7 +113,10 @@ fn tcp_through_the_tunnel_uses_both_paths() {
             "{sched}: {:.1} % of the packets waited in b's reordering buffer",
             held * 100.0
         );
-        let want = if sched == "rr" { 0.9 } else { 0.65 };
+        // AFMT moves the one flow to the other path only in its pauses, so what the second
+        // path carries varies from run to run (44-63 Mbit/s measured, docs/tunnel.md): asked
+        // for is more than one path could carry (one path's ceiling is 50 % of `ceiling`).
+        let want = if sched == "rr" { 0.9 } else { 0.55 };
         assert!(goodput > want * ceiling, "{sched}: {:.1} Mbit/s", goodput / 1e6);
         assert!(
             tx.iter().all(|&t| t > 0.1 * (tx[0] + tx[1])),

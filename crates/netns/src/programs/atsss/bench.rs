@@ -176,7 +176,8 @@ pub fn loadavg() -> f64 {
         .unwrap_or(0.0)
 }
 
-fn median(v: &[f64]) -> f64 {
+/// The median of `v` (0 when empty; NaNs sort last).
+pub fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     match s.len() {
