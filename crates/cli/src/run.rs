@@ -432,6 +432,9 @@ pub fn finish(
 /// Per-flow tables stop after this many flows (a workload has thousands; they are all in
 /// `summary.json` and `flows.csv`).
 const MAX_FLOW_ROWS: usize = 32;
+/// The path table stops after this many columns (a scenario of 10 000 UEs has 2 000 paths;
+/// they are all in `summary.json`).
+const MAX_PATH_COLUMNS: usize = 8;
 /// Runs with at most this many flows list each MPTCP flow's subflows under it.
 const MAX_SUBFLOW_LISTS: usize = 8;
 
@@ -890,16 +893,22 @@ fn print_table(sc: &Scenario, results: &[VariantResult]) -> anyhow::Result<()> {
     if !sc.paths.is_empty() {
         outln!();
         out!("{:<10}", "variant");
-        for p in &sc.paths {
+        for p in sc.paths.iter().take(MAX_PATH_COLUMNS) {
             out!(" {:>18}", format!("{} Mbit/s", p.name));
         }
         outln!("   (wire, into the confluence point)");
         for r in results {
             out!("{:<10}", r.variant.as_deref().unwrap_or("-"));
-            for p in &r.summary.paths {
+            for p in r.summary.paths.iter().take(MAX_PATH_COLUMNS) {
                 out!(" {:>18}", format!("{:.2} / {:.2}", p.mean_mbps, p.capacity_mbps));
             }
             outln!();
+        }
+        if sc.paths.len() > MAX_PATH_COLUMNS {
+            outln!(
+                "  ... and {} more paths (summary.json)",
+                sc.paths.len() - MAX_PATH_COLUMNS
+            );
         }
     }
     for r in results {

@@ -363,3 +363,44 @@ fn a_shortened_mphula_sweep_orders_mp_hula_before_hula_and_ecmp_with_mptcp() {
     assert!(mp < hula, "MP-HULA {mp} ms against HULA {hula} ms:\n{csv}");
     assert!(mp < ecmp, "MP-HULA {mp} ms against ECMP {ecmp} ms:\n{csv}");
 }
+
+/// A scenario of many paths (40 UEs behind an ATSSS UPF: 80 paths, from the shipped
+/// generator) prints at most 8 path columns and says how many more there are, so no line
+/// of the run's table grows with the network.
+#[test]
+fn a_run_with_many_paths_folds_its_path_table() {
+    let dir = tmpdir("many-paths");
+    let gen = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/gen-atsss-ues.py");
+    let g = Command::new("python3")
+        .arg(&gen)
+        .arg("40")
+        .output()
+        .expect("python3 runs");
+    assert!(g.status.success(), "{}", stderr(&g));
+    let file = dir.path().join("ues.toml");
+    std::fs::write(&file, &g.stdout).unwrap();
+    let out = dir.path().join("out");
+    let o = mpsched(&[
+        "run",
+        file.to_str().unwrap(),
+        "--variant",
+        "cmon",
+        "--duration",
+        "0.2",
+        "--no-plot",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("... and 72 more paths (summary.json)"), "{text}");
+    let widest = text.lines().map(str::len).max().unwrap_or(0);
+    assert!(widest < 250, "a line of {widest} characters: {text}");
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        s["paths"].as_array().unwrap().len(),
+        80,
+        "every path still in summary.json"
+    );
+}
