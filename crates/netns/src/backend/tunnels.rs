@@ -587,7 +587,10 @@ impl Build<'_> {
 fn every_path_measured(m: &BTreeMap<String, f64>, paths: usize) -> bool {
     let srtts: Vec<f64> = m
         .iter()
-        .filter(|(k, _)| k.starts_with("mpsched_tunnel_path_srtt_seconds{"))
+        .filter(|(k, _)| {
+            k.split_once('{')
+                .is_some_and(|(name, _)| name == "mpsched_tunnel_path_srtt_seconds")
+        })
         .map(|(_, &v)| v)
         .collect();
     srtts.len() == paths && srtts.iter().all(|&v| v > 0.0)
