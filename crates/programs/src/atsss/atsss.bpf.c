@@ -9,8 +9,9 @@
  *     to the UPF's address, UDP port 4789: a tunnel frame (acknowledgement into the registers,
  *       uplink decapsulated and routed, keepalive counted; malformed or unknown dropped);
  *     to the UPF's address otherwise: its stack;
- *     to a UE's own address (index "ue_index"): under the UE's lock, the scheduler picks the
- *       path and numbers the packet; bpf_xdp_adjust_head grows 60 bytes of outer IPv4, UDP,
+ *     to a UE's own address (index "ue_index"): the scheduler picks the path (under the UE's
+ *       lock only when it steps or probes), atomic adds number the packet (README, "A lock
+ *       for the steps"); bpf_xdp_adjust_head grows 60 bytes of outer IPv4, UDP,
  *       header and data in front of the inner packet, bpf_redirect to the path's port;
  *     anything else: routed (TTL, LPM "routes", MACs, bpf_redirect).
  *
@@ -119,6 +120,9 @@ struct atsss_wire {
 	__be32 w2; /* data: sent_us;    ack: echo_us */
 	__be32 w3; /*                  ack: ack_delay_us */
 };
+
+/* atsss_select without the lock: the choice would write the registers (above 3, not a path). */
+#define ATSSS_NEEDS_LOCK 0xff
 
 #define ETH_IP_UDP (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 
@@ -269,18 +273,22 @@ static __always_inline __u32 draw_64(__u32 draw)
 	return draw >> 26;
 }
 
-static __always_inline void rttmon_step(struct atsss_ue *ue, __u32 now)
+/* 1 if the step is due and `locked` is 0: the caller must take the UE's lock to make it. */
+static __always_inline int rttmon_step(struct atsss_ue *ue, __u32 now, int locked)
 {
 	struct atsss_path *p = &ue->paths[0];
 	__u32 target = target_rtt((p->flags & ATSSS_PATH_HAS_RTT) ? p->min_rtt : 0);
 
 	if (now - ue->last_change <= target)
-		return;
+		return 0;
+	if (!locked)
+		return 1;
 	if (p->cur_rtt > target && ue->weight > 0)
 		ue->weight -= 1;
 	if (p->cur_rtt <= target && ue->weight < ATSSS_RTTMON_MAX_WEIGHT)
 		ue->weight += 1;
 	ue->last_change = now;
+	return 0;
 }
 
 static __always_inline __u32 kind_of(const struct atsss_ue *ue)
@@ -353,11 +361,13 @@ static __always_inline int probe_due(const struct atsss_ue *ue, __u32 now, __u32
 }
 
 /* registers::probe_or: for the measuring kinds, one packet per interval to the preferred
- * path when the choice is another. */
-static __always_inline __u32 probe_or(struct atsss_ue *ue, __u32 now, __u32 floor, __u32 choice)
+ * path when the choice is another; ATSSS_NEEDS_LOCK when that probe is due and `locked` is 0. */
+static __always_inline __u32 probe_or(struct atsss_ue *ue, __u32 now, __u32 floor, __u32 choice, int locked)
 {
 	if (choice == 0 || !probe_due(ue, now, floor))
 		return choice;
+	if (!locked)
+		return ATSSS_NEEDS_LOCK;
 	ue->last_change = now;
 	if (!path_up(&ue->paths[0], now, floor) && ue->probe_backoff < ATSSS_MAX_PROBE_BACKOFF)
 		ue->probe_backoff += 1;
@@ -389,23 +399,26 @@ static __always_inline __u32 cmon_select(const struct atsss_ue *ue, __u32 now, _
 	return choice == ATSSS_MAX_PATHS ? fallback : choice;
 }
 
-/* registers::select: the path of the UE's next packet. */
-static __always_inline __u32 atsss_select(struct atsss_ue *ue, __u32 now, __u32 floor, __u32 draw)
+/* registers::select: the path of the UE's next packet. Without the UE's lock (`locked` 0) it
+ * writes nothing: where the choice would write the registers (RTTMon's step, a probe) it returns
+ * ATSSS_NEEDS_LOCK instead, and the caller selects again under the lock. */
+static __always_inline __u32 atsss_select(struct atsss_ue *ue, __u32 now, __u32 floor, __u32 draw, int locked)
 {
 	__u32 secondary = ue->n_paths > 1;
 
 	switch (kind_of(ue)) {
 	case ATSSS_KIND_RTTMON:
-		rttmon_step(ue, now);
+		if (rttmon_step(ue, now, locked))
+			return ATSSS_NEEDS_LOCK;
 		return draw_64(draw) <= ue->weight ? 0 : secondary;
 	case ATSSS_KIND_CMON:
-		return probe_or(ue, now, floor, cmon_select(ue, now, floor));
+		return probe_or(ue, now, floor, cmon_select(ue, now, floor), locked);
 	case ATSSS_KIND_ACTIVE_STANDBY:
-		return probe_or(ue, now, floor, path_up(&ue->paths[0], now, floor) ? 0 : secondary);
+		return probe_or(ue, now, floor, path_up(&ue->paths[0], now, floor) ? 0 : secondary, locked);
 	case ATSSS_KIND_SMALLEST_DELAY:
-		return probe_or(ue, now, floor, smallest_delay(ue, now, floor));
+		return probe_or(ue, now, floor, smallest_delay(ue, now, floor), locked);
 	case ATSSS_KIND_PRIORITY:
-		return probe_or(ue, now, floor, priority_path(ue, now, floor));
+		return probe_or(ue, now, floor, priority_path(ue, now, floor), locked);
 	default: /* WRR, DWRR, Load-Balancing */
 		return draw_255(draw) < ue->weight ? 0 : secondary;
 	}
@@ -417,13 +430,15 @@ static __always_inline int uses_draw(__u32 kind)
 	       kind == ATSSS_KIND_LOAD_BALANCING;
 }
 
-/* registers::on_send: the packet's number on the path. */
+/* registers::on_send: the packet's number on the path. Without the lock: the number by an
+ * atomic add, so that two CPUs never hand out one twice (README, "A lock for the steps"). */
 static __always_inline __u32 on_send(struct atsss_path *p, __u32 now)
 {
-	if (in_flight(p) == 0)
+	__u32 sent = __sync_fetch_and_add(&p->seq_sent, 1);
+
+	if (sent == p->seq_acked)
 		p->last_heard = now;
-	p->seq_sent += 1;
-	return p->seq_sent;
+	return sent + 1;
 }
 
 static __always_inline void cmon_on_ack(struct atsss_path *p, __u32 now)
@@ -578,15 +593,17 @@ static __always_inline int downlink(struct xdp_md *ctx, const struct atsss_node 
 		draw = upf_draw(n);
 	now = scaled_ticks(now_ns);
 
-	bpf_spin_lock(&s->lock);
-	path = atsss_select(&s->regs, now, n->outage_floor_ticks, draw) & (ATSSS_MAX_PATHS - 1);
+	path = atsss_select(&s->regs, now, n->outage_floor_ticks, draw, 0);
+	if (path == ATSSS_NEEDS_LOCK) {
+		bpf_spin_lock(&s->lock);
+		path = atsss_select(&s->regs, now, n->outage_floor_ticks, draw, 1);
+		bpf_spin_unlock(&s->lock);
+	}
+	path &= ATSSS_MAX_PATHS - 1;
 	seq = on_send(&s->regs.paths[path], now);
-	pn = s->packet_number;
-	tseq = s->tunnel_seq;
-	s->packet_number = pn + 1;
-	s->tunnel_seq = tseq + 1;
+	pn = __sync_fetch_and_add(&s->packet_number, 1);
+	tseq = __sync_fetch_and_add(&s->tunnel_seq, 1);
 	pc = path < 2 ? s->near[path & 1] : s->far[path & 1];
-	bpf_spin_unlock(&s->lock);
 
 	count(ATSSS_C_ENCAPSULATED);
 	count(ATSSS_C_PATH0 + path);

@@ -122,8 +122,9 @@ struct atsss_path_cfg {
  * 128 bytes (two cache lines the adjacent-line prefetcher fetches together): the lock, the
  * UE's counters, paths 0 and 1 as the control plane gave them, the registers' head and the
  * registers of paths 0 and 1. The UE's own address (read by uplink only) and paths 2 and 3
- * follow the registers. The lock guards the registers and the counters: one packet or
- * acknowledgement of a UE at a time, as the smartNIC's mutex does. */
+ * follow the registers. The lock guards the registers' writes but the numbers: an
+ * acknowledgement, RTTMon's step and a probe hold it; a packet's numbers (tunnel_seq,
+ * packet_number, its path's seq_sent) are atomic adds, without it (README). */
 struct atsss_slot {
 	MPS_LOCK;
 	__u32 tunnel_seq;

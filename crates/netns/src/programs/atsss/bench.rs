@@ -7,8 +7,8 @@
 //!    undoes the encapsulation the run before left there, draws a UE and writes its address
 //!    (from the `bench_ues` array, not its slot) into the inner destination, the checksum
 //!    updated; then the program runs as on any frame: the UE found by its address in the
-//!    index, its lock, its scheduler on the kernel's clock and random draws, the encapsulation,
-//!    the redirect. The prologue's cost (with one more `bpf_xdp_adjust_head`, so that it
+//!    index, its scheduler on the kernel's clock and random draws (under the UE's lock when
+//!    it steps or probes), its numbers, the encapsulation, the redirect. The prologue's cost (with one more `bpf_xdp_adjust_head`, so that it
 //!    repeats: `ATSSS_F_BENCH_ONLY`) is reported beside the figures, which include it.
 //! 2. **Through real veths** ([`veth_rate`]): a generator (`atsss_bench.bpf.c`'s `atsss_gen`
 //!    under `BPF_PROG_TEST_RUN` in live-frames mode, its thread on CPU 0) redirects downlink
@@ -430,6 +430,85 @@ pub fn test_run_table(n_ues: usize, repeat: u32, reps: u32, stop: &AtomicBool) -
         prologue_ns,
         loadavg: (load_before, loadavg()),
     })
+}
+
+// ---- two CPUs, one UE ---------------------------------------------------------------------
+
+/// What [`concurrent_numbering`] counted: every number the UPF handed out, summed over its
+/// UEs, against the packets it encapsulated.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Numbering {
+    /// Packets encapsulated (the per-CPU counter, both CPUs).
+    pub encapsulated: u64,
+    /// The UEs' packet numbers (each starts at 0 and is one past the last handed out).
+    pub packet_numbers: u64,
+    /// The UEs' tunnel sequence numbers, as `packet_numbers`.
+    pub tunnel_seqs: u64,
+    /// The UEs' paths' sequence numbers, as `packet_numbers`.
+    pub path_seqs: u64,
+    /// The share of the packets on the preferred path.
+    pub preferred_share: f64,
+}
+
+/// `threads` threads, one pinned to each CPU from 0, each running the UPF `runs` times under
+/// `BPF_PROG_TEST_RUN` in benchmark mode at the same time, `n_ues` UEs of `kind` with half
+/// their packets on the preferred path: what the UPF numbered. Two CPUs with packets of one
+/// UE must never hand out one number twice (`atsss.bpf.c`, `downlink`): every count equals
+/// the packets encapsulated.
+pub fn concurrent_numbering(
+    kind: SteeringKind,
+    n_ues: usize,
+    threads: usize,
+    runs: u32,
+) -> Result<Numbering, NetnsError> {
+    let node = TestNode::create(3).map_err(NetnsError::Plane)?;
+    let ifindex = node.ports[0].ifindex;
+    let upf_table = table(kind, n_ues);
+    let t = tables(node.ports.clone(), upf_table.clone());
+    node.enter(|| -> Result<Numbering, NetnsError> {
+        let plane = AtsssPlane::load(&t)?;
+        set_share(&plane, &upf_table, kind, 0.5)?;
+        let mut n: Node = plane.node()?;
+        n.flags = F_BENCH;
+        plane.set_node(&n)?;
+        let f = bench_frame(512);
+        let results: Vec<Result<(), NetnsError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|cpu| {
+                    let (plane, f) = (&plane, &f);
+                    scope.spawn(move || -> Result<(), NetnsError> {
+                        pin(0, cpu)?;
+                        let prog = plane.program()?;
+                        let (v, ..) = xdp_test_run(&prog, ifindex, f, runs).map_err(plane_err)?;
+                        match v {
+                            XDP_REDIRECT => Ok(()),
+                            v => Err(plane_err(format!("verdict {v} on CPU {cpu}"))),
+                        }
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(plane_err("a thread panicked"))))
+                .collect()
+        });
+        results.into_iter().collect::<Result<(), _>>()?;
+        let counters = plane.snapshot()?;
+        let mut c = Numbering {
+            encapsulated: counters.get("counter.atsss.encapsulated").copied().unwrap_or(0),
+            ..Numbering::default()
+        };
+        for u in 0..n_ues {
+            let s = plane.slot(u)?;
+            c.packet_numbers += s.packet_number;
+            c.tunnel_seqs += u64::from(s.tunnel_seq);
+            c.path_seqs += s.regs.paths.iter().map(|p| u64::from(p.seq_sent)).sum::<u64>();
+        }
+        let preferred = counters.get("counter.atsss.path0_pkts").copied().unwrap_or(0);
+        c.preferred_share = preferred as f64 / c.encapsulated.max(1) as f64;
+        Ok(c)
+    })
+    .map_err(|e| NetnsError::Plane(e.to_string()))?
 }
 
 // ---- through veths ----------------------------------------------------------------------
