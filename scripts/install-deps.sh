@@ -4,7 +4,9 @@
 # plane uses (clang, libbpf headers, libelf and zlib for the vendored libbpf, bpftool, iproute2,
 # ethtool, iperf3, and mptcpize to run iperf3 over kernel MPTCP), tshark to read captures (its
 # dumpcap captures on the kernel backend) and python3 (scripts/bench-peers.py); then the P4
-# toolchain (BMv2's simple_switch and p4c-bm2-ss), see install_p4 below.
+# toolchain (BMv2's simple_switch and p4c-bm2-ss), see install_p4 below; then the Python package
+# (`import mpsched`, python/) in a virtual environment, .venv (MPSCHED_VENV to name another),
+# see install_python below.
 set -euo pipefail
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
@@ -13,7 +15,7 @@ $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends \
   build-essential pkg-config ca-certificates curl git \
   libfontconfig1-dev fonts-dejavu-core \
-  clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool iproute2 ethtool iperf3 mptcpize tshark python3 >/dev/null
+  clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool iproute2 ethtool iperf3 mptcpize tshark python3 python3-venv >/dev/null
 if ! command -v cargo >/dev/null 2>&1; then
   if [ ! -x "$HOME/.cargo/bin/cargo" ]; then
     curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
@@ -56,3 +58,20 @@ install_p4() {
   echo "  put them on PATH or in /opt/p4/bin, and rebuild mpsched." >&2
 }
 install_p4
+
+# The Python package: a virtual environment with maturin, pandas, pytest, tqdm, Ray, and mpsched built
+# from python/ (release, abi3) and installed into it. `source .venv/bin/activate`, then
+# `import mpsched` (docs/python.md).
+install_python() {
+  local here venv
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  venv=${MPSCHED_VENV:-$here/.venv}
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+  fi
+  "$venv/bin/pip" install -q --upgrade pip >/dev/null
+  "$venv/bin/pip" install -q "maturin>=1.5,<2" "pandas>=1.5" "pytest>=7" "tqdm>=4" "ray>=2.9"
+  "$venv/bin/pip" install -q "$here/python"
+  echo "Python package: $("$venv/bin/python" -c 'import mpsched; print("mpsched", mpsched.__version__, "in", mpsched.__file__)')"
+}
+install_python

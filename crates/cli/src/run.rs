@@ -247,29 +247,53 @@ pub fn resolve_scenario(
 ) -> anyhow::Result<(Scenario, Vec<String>)> {
     let (mut sc, is_default) = resolve(scenario)?;
     if let Some(d) = duration {
-        let ps = if d.chars().all(|c| c.is_ascii_digit() || c == '.') {
-            parse_time_ps(&format!("{d}s"))
-        } else {
-            parse_time_ps(d)
-        }
-        .map_err(|e| {
-            UsageError(format!(
-                "--duration: expected seconds or a time like `10s`, got `{d}` ({e})"
-            ))
-        })?;
-        if ps == 0 {
-            return Err(UsageError("--duration must be above zero".into()).into());
-        }
-        sc = sc.scaled_to(ps);
-        // The flag goes through the bounds a file does.
-        sc.check_bounds()
-            .map_err(|e| UsageError(format!("--duration {d}: {e}")))?;
+        sc = with_duration(&sc, d)?;
     }
     let mut variants = variants.to_vec();
     if is_default && variants.is_empty() {
         variants.push("DWRR".into());
     }
-    for v in &variants {
+    check_variants(&sc, &variants)?;
+    warn_of(&sc);
+    Ok((sc, variants))
+}
+
+/// Whether a run of `variants` (none: all) of `sc` writes a folder per variant and a
+/// multi-variant `summary.json`.
+pub fn multi_variant(sc: &Scenario, variants: &[String]) -> bool {
+    match variants.is_empty() {
+        true => sc.variants.len() > 1,
+        false => variants.len() > 1,
+    }
+}
+
+/// `sc` scaled to `duration`: seconds (`2.5`) or a time (`500ms`), above zero, within the
+/// bounds a file is held to (a [`UsageError`] otherwise).
+pub fn with_duration(sc: &Scenario, duration: &str) -> anyhow::Result<Scenario> {
+    let d = duration;
+    let ps = if d.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        parse_time_ps(&format!("{d}s"))
+    } else {
+        parse_time_ps(d)
+    }
+    .map_err(|e| {
+        UsageError(format!(
+            "--duration: expected seconds or a time like `10s`, got `{d}` ({e})"
+        ))
+    })?;
+    if ps == 0 {
+        return Err(UsageError("--duration must be above zero".into()).into());
+    }
+    let sc = sc.scaled_to(ps);
+    // The flag goes through the bounds a file does.
+    sc.check_bounds()
+        .map_err(|e| UsageError(format!("--duration {d}: {e}")))?;
+    Ok(sc)
+}
+
+/// Every name in `variants` is one of `sc`'s variants (a [`UsageError`] naming them otherwise).
+pub fn check_variants(sc: &Scenario, variants: &[String]) -> anyhow::Result<()> {
+    for v in variants {
         if !sc.variant_names().contains(v) {
             return Err(UsageError(format!(
                 "scenario `{}` has no variant `{v}`; it has: {}",
@@ -279,8 +303,7 @@ pub fn resolve_scenario(
             .into());
         }
     }
-    warn_of(&sc);
-    Ok((sc, variants))
+    Ok(())
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<()> {
@@ -290,11 +313,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
     let (sc, variants) = resolve_scenario(a.scenario.as_deref(), a.duration.as_deref(), &a.variants)?;
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("out").join(&sc.name));
     create_out_dir(&out)?;
-    let multi = if variants.is_empty() {
-        sc.variants.len() > 1
-    } else {
-        variants.len() > 1
-    };
+    let multi = multi_variant(&sc, &variants);
     let mut captures = Vec::new();
     for spec in &a.pcaps {
         let (node, iface) = spec
@@ -378,6 +397,24 @@ pub fn finish(
     plot: bool,
     backend: &str,
 ) -> anyhow::Result<()> {
+    write_results(sc, out, multi, results, plot, backend)?;
+    print_table(sc, results)?;
+    print_tcp_and_tunnels(results)?;
+    print_completion(results)
+}
+
+/// What `mpsched run` writes into `out`, printing nothing: each variant's `summary.json`,
+/// `timeseries.csv`, `flows.csv` (with transfers), the backend's files and, with `plot`, its
+/// PNGs, in a folder per variant when `multi`; then the multi-variant `summary.json` and the
+/// plots across variants.
+pub fn write_results(
+    sc: &Scenario,
+    out: &Path,
+    multi: bool,
+    results: &[VariantResult],
+    plot: bool,
+    backend: &str,
+) -> anyhow::Result<()> {
     for r in results {
         let dir = if multi {
             out.join(r.variant.as_deref().unwrap_or("run"))
@@ -388,15 +425,7 @@ pub fn finish(
         write_outputs(&dir, r, &r.transfers, plot)?;
     }
     if multi {
-        let ms = MultiSummary {
-            scenario: sc.name.clone(),
-            reproduces: sc.reproduces.clone(),
-            backend: backend.into(),
-            seed: results[0].summary.seed,
-            duration_s: results[0].summary.duration_s,
-            variants: results.iter().map(|r| r.summary.clone()).collect(),
-        };
-        write_json(&out.join("summary.json"), &ms)?;
+        write_json(&out.join("summary.json"), &multi_summary(sc, results, backend))?;
     }
     if plot && !sc.tunnels.is_empty() {
         let wiring = sc.wiring().map_err(anyhow::Error::msg)?;
@@ -427,9 +456,20 @@ pub fn finish(
         let title = format!("{}: completion times ({backend}, first repetition)", sc.name);
         fct_cdf_png(&title, &lines, &path).with_context(|| format!("drawing {}", path.display()))?;
     }
-    print_table(sc, results)?;
-    print_tcp_and_tunnels(results)?;
-    print_completion(results)
+    Ok(())
+}
+
+/// The multi-variant `summary.json`'s content: the scenario, the backend, the first variant's
+/// seed and duration, and every variant's summary.
+pub fn multi_summary(sc: &Scenario, results: &[VariantResult], backend: &str) -> MultiSummary {
+    MultiSummary {
+        scenario: sc.name.clone(),
+        reproduces: sc.reproduces.clone(),
+        backend: backend.into(),
+        seed: results.first().map_or(sc.seed, |r| r.summary.seed),
+        duration_s: results.first().map_or(0.0, |r| r.summary.duration_s),
+        variants: results.iter().map(|r| r.summary.clone()).collect(),
+    }
 }
 
 /// An experiment's failure as the CLI reports it: input problems (a bad variant, a capture

@@ -61,6 +61,11 @@ pub struct SweepArgs {
     /// Do not write the PNG plot.
     #[arg(long)]
     no_plot: bool,
+    /// Run the points as Ray tasks through the Python package (`mpsched.sweep`): on a local
+    /// Ray runtime, or on the cluster at ADDRESS (`auto`, `ray://HOST:10001`). The Python that
+    /// has it: $MPSCHED_PYTHON, else .venv/bin/python, else python3 (docs/python.md).
+    #[arg(long, value_name = "ADDRESS", num_args = 0..=1, default_missing_value = "local")]
+    ray: Option<String>,
 }
 
 /// The scenario text, where it came from, and whether it is built in.
@@ -171,6 +176,13 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<()> {
     create_out_dir(&dir)?;
     let results = if a.collect {
         collect(&dir, &src, all.len())?
+    } else if let Some(address) = &a.ray {
+        if a.shard.is_some() {
+            return Err(UsageError("--ray runs every point on the cluster: it takes no --shard".into()).into());
+        }
+        check_points(&src, &sw, &points)?;
+        run_on_ray(&src, &sw, &out, address)?;
+        collect(&dir, &src, all.len())?
     } else {
         check_points(&src, &sw, &points)?;
         let results = run_all(&src, &sw, &points, &dir, a.jobs)?;
@@ -186,6 +198,76 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         results
     };
     report(&sc, &sw, &results, &out, !a.no_plot)
+}
+
+/// What `python -m mpsched._ray_sweep` runs: the scenario text (every `--set` in it, so that
+/// the points' digest is this sweep's), the sweep, where to write the points.
+#[derive(serde::Serialize)]
+struct RayPlan<'a> {
+    text: &'a str,
+    origin: &'a str,
+    parameter: Option<&'a str>,
+    /// The values as TOML.
+    values: Vec<String>,
+    variants: &'a [String],
+    seeds: &'a [u64],
+    out: &'a Path,
+    address: &'a str,
+}
+
+/// The Python that has the `mpsched` package: $MPSCHED_PYTHON, .venv/bin/python (from the
+/// current folder up), or python3.
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("MPSCHED_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    cwd.ancestors()
+        .map(|d| d.join(".venv/bin/python"))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from("python3"))
+}
+
+/// Run every point of `sw` as a Ray task (`mpsched.sweep(backend="ray")`), each written to
+/// `out/points/` as it finishes; the table and plot are then made from those files.
+fn run_on_ray(src: &SweepSource, sw: &Sweep, out: &Path, address: &str) -> anyhow::Result<()> {
+    let plan = RayPlan {
+        text: &src.text,
+        origin: &src.origin,
+        parameter: sw.parameter.as_deref(),
+        values: sw.values.iter().map(|v| v.to_string()).collect(),
+        variants: &sw.variants,
+        seeds: &sw.seeds,
+        out,
+        address,
+    };
+    let plan_path = out.join("ray-plan.json");
+    std::fs::write(&plan_path, serde_json::to_string_pretty(&plan)? + "\n")
+        .with_context(|| format!("writing {}", plan_path.display()))?;
+    let py = python();
+    let status = std::process::Command::new(&py)
+        .args(["-m", "mpsched._ray_sweep"])
+        .arg(&plan_path)
+        .status()
+        .map_err(|e| {
+            UsageError(format!(
+                "--ray: cannot run `{}` ({e}); scripts/install-deps.sh makes .venv with the Python package, \
+                 or set MPSCHED_PYTHON",
+                py.display()
+            ))
+        })?;
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(3) => Err(UsageError(format!(
+            "--ray: `{}` has no `mpsched` package or no Ray (pip install ./python 'ray[default]'; docs/python.md)",
+            py.display()
+        ))
+        .into()),
+        _ => anyhow::bail!(
+            "--ray: the sweep on Ray ended with {status} (points it finished are in {})",
+            out.join("points").display()
+        ),
+    }
 }
 
 fn list_points(sw: &Sweep, points: &[SweepPoint]) -> anyhow::Result<()> {

@@ -75,19 +75,51 @@ pub fn run_point(
     backend: &dyn Backend,
 ) -> Result<PointResult, ExperimentError> {
     let sc = src.scenario_of(sweep, p).map_err(ExperimentError::Scenario)?;
-    let run = backend
-        .run_one(&sc, p.variant.as_deref(), p.seed, 0, &mut |_| {})
-        .map_err(ExperimentError::Backend)?;
-    let rows = completion::rows(&sc, &run.figures).map_err(|e| ExperimentError::Backend(e.into()))?;
-    let delivered: f64 = run.figures.flows.iter().map(|f| f.delivered_mbps).sum();
-    Ok(PointResult {
-        scenario: sc.name.clone(),
+    let label = PointLabel {
         digest: src.digest(),
         index: p.index,
         parameter: sweep.parameter.clone(),
         value: p.value_label(),
-        variant: p.variant.clone(),
-        seed: p.seed,
+    };
+    run_concrete_point(&sc, p.variant.as_deref(), p.seed, label, backend)
+}
+
+/// What names a point among its sweep's, beside its variant and seed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PointLabel {
+    /// [`SweepSource::digest`] of the text it runs (or another digest of what it runs).
+    pub digest: String,
+    /// Index among the sweep's points.
+    pub index: usize,
+    /// The key (or keys) swept.
+    pub parameter: Option<String>,
+    /// The value (or values) here, as written.
+    pub value: String,
+}
+
+/// Run one repetition of the concrete scenario `sc` (its variant `variant` already applied)
+/// with `seed` on `backend`: the point `label` names. A sweep built elsewhere (the Python
+/// package's, over a grid of keys) runs its points through here, as [`run_point`] does.
+pub fn run_concrete_point(
+    sc: &Scenario,
+    variant: Option<&str>,
+    seed: u64,
+    label: PointLabel,
+    backend: &dyn Backend,
+) -> Result<PointResult, ExperimentError> {
+    let run = backend
+        .run_one(sc, variant, seed, 0, &mut |_| {})
+        .map_err(ExperimentError::Backend)?;
+    let rows = completion::rows(sc, &run.figures).map_err(|e| ExperimentError::Backend(e.into()))?;
+    let delivered: f64 = run.figures.flows.iter().map(|f| f.delivered_mbps).sum();
+    Ok(PointResult {
+        scenario: sc.name.clone(),
+        digest: label.digest,
+        index: label.index,
+        parameter: label.parameter,
+        value: label.value,
+        variant: variant.map(str::to_string),
+        seed,
         delivered_mbps: round(delivered, 4),
         completion: if rows.is_empty() {
             Vec::new()

@@ -463,7 +463,13 @@ impl Scenario {
         }
         let keys: Vec<&str> = overrides.iter().map(|o| o.key.as_str()).collect();
         let raw: RawScenario = toml::Value::Table(doc).try_into().map_err(|e: toml::de::Error| {
-            err("", format!("after setting {}: {}", keys.join(", "), e.message().trim()))
+            // A typed value loses its place in the text: the field is the first key whose
+            // setting breaks the scenario.
+            let field = first_breaking_override(text, overrides).unwrap_or_default();
+            err(
+                &field,
+                format!("after setting {}: {}", keys.join(", "), e.message().trim()),
+            )
         })?;
         let sc = validate(raw, origin)?;
         for v in &sc.variants {
@@ -520,6 +526,19 @@ impl Scenario {
     pub fn variant_names(&self) -> Vec<String> {
         self.variants.iter().map(|v| v.name.clone()).collect()
     }
+}
+
+/// The key of the first of `overrides` after whose setting `text` no longer reads as a
+/// scenario (None if each alone reads).
+fn first_breaking_override(text: &str, overrides: &[crate::overrides::Override]) -> Option<String> {
+    let mut doc: toml::Table = text.parse().ok()?;
+    for o in overrides {
+        crate::overrides::apply(&mut doc, o).ok()?;
+        if toml::Value::Table(doc.clone()).try_into::<RawScenario>().is_err() {
+            return Some(o.key.clone());
+        }
+    }
+    None
 }
 
 /// Name the field a TOML error points at (`link[2].rate`) from the table headers above it, and
