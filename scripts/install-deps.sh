@@ -59,7 +59,8 @@ install_p4() {
 }
 install_p4
 
-# The Python package: a virtual environment with maturin, pandas, pytest, tqdm, Ray, and mpsched built
+# The Python package: a virtual environment with maturin, pandas, pytest, tqdm, Ray, matplotlib,
+# nbconvert and ipykernel (the examples), and mpsched built
 # from python/ (release, abi3) and installed into it. `source .venv/bin/activate`, then
 # `import mpsched` (docs/python.md).
 install_python() {
@@ -70,7 +71,8 @@ install_python() {
     python3 -m venv "$venv"
   fi
   "$venv/bin/pip" install -q --upgrade pip >/dev/null
-  "$venv/bin/pip" install -q "maturin>=1.5,<2" "pandas>=1.5" "pytest>=7" "tqdm>=4" "ray>=2.9"
+  "$venv/bin/pip" install -q "maturin>=1.5,<2" "pandas>=1.5" "pytest>=7" "tqdm>=4" "ray>=2.9" \
+    matplotlib nbconvert ipykernel
   "$venv/bin/pip" install -q "$here/python"
   echo "Python package: $("$venv/bin/python" -c 'import mpsched; print("mpsched", mpsched.__version__, "in", mpsched.__file__)')"
 }

@@ -162,3 +162,19 @@ def test_the_gil_is_released_while_a_run_runs():
     elapsed = time.monotonic() - start
     # With the GIL held for the run, this loop would not run at all until it ended.
     assert elapsed > 0.05 and ticks > elapsed * 100, (elapsed, ticks)
+
+
+def test_the_kernel_backend_runs_from_python_as_root():
+    import os
+
+    if os.geteuid() != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail("the kernel backend's test needs root, and CI=true does not skip it")
+        pytest.skip("needs root (network namespaces, eBPF)")
+    sc = mpsched.Scenario.load("motohashi2022/s1-homogeneous").with_variant("WRR")
+    r = sc.run(duration=3, repetitions=1, backend="netns")
+    assert r.backend == "netns" and r.summary["backend"] == "netns"
+    f = r.flows.set_index("id")
+    assert (f["delivered_mbps"] > 0).all(), f
+    with pytest.raises(mpsched.UsageError):
+        sc.run(duration="0s", backend="netns")
