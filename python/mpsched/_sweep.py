@@ -152,10 +152,15 @@ def _progress(total: int, initial: int, enabled: bool) -> Any:
 
 
 def _run_local(parts, todo, parameter, duration, jobs, on_done) -> None:
-    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+    pool = ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1)
+    try:
         futures = {pool.submit(_run_one, parts, p, parameter, duration): p for p in todo}
         for f in as_completed(futures):
             on_done(futures[f], *f.result())  # node None: this machine
+    finally:
+        # On Ctrl-C: the points not started are dropped, the running ones finish (a run
+        # cannot be stopped halfway); their files are written for the rerun.
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 _remote = None
@@ -174,15 +179,20 @@ def _run_ray(parts, todo, parameter, duration, address, on_done) -> None:
     if _remote is None:
         _remote = ray.remote(num_cpus=1, max_retries=0)(_run_one)
     pending = {_remote.remote(parts, p, parameter, duration): p for p in todo}
-    while pending:
-        ready, _ = ray.wait(list(pending), num_returns=1)
-        for ref in ready:
-            p = pending.pop(ref)
-            try:
-                status, text, node = ray.get(ref)
-            except Exception as e:  # noqa: BLE001 - a worker lost, a task killed
-                status, text, node = "error", f"{type(e).__name__}: {e}", None
-            on_done(p, status, text, node)
+    try:
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                p = pending.pop(ref)
+                try:
+                    status, text, node = ray.get(ref)
+                except Exception as e:  # noqa: BLE001 - a worker lost, a task killed
+                    status, text, node = "error", f"{type(e).__name__}: {e}", None
+                on_done(p, status, text, node)
+    finally:
+        # On Ctrl-C (or any error here): the cluster is not left running this sweep's tasks.
+        for ref in pending:
+            ray.cancel(ref, force=True)
 
 
 def sweep(
