@@ -178,3 +178,19 @@ def test_the_kernel_backend_runs_from_python_as_root():
     assert (f["delivered_mbps"] > 0).all(), f
     with pytest.raises(mpsched.UsageError):
         sc.run(duration="0s", backend="netns")
+
+
+def test_bmv2_runs_from_python_as_root():
+    import os
+    import shutil
+
+    has_p4 = shutil.which("simple_switch") or os.path.exists("/opt/p4/bin/simple_switch")
+    if os.geteuid() != 0 or not has_p4:
+        if os.environ.get("CI") == "true":
+            pytest.fail("BMv2 from Python needs root and the P4 toolchain, and CI=true does not skip it")
+        pytest.skip("needs root and BMv2 (scripts/install-deps.sh installs it into /opt/p4)")
+    r = mpsched.Scenario.load("motohashi2022/s1-homogeneous").with_variant("WRR").run(
+        duration=5, repetitions=1, backend="bmv2")
+    assert r.summary["backend"] == "bmv2"
+    f = r.flows.set_index("id")
+    assert f.loc["flow1", "delivered_mbps"] > 0.5 * f.loc["flow1", "offered_mbps"], f
