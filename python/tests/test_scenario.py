@@ -194,3 +194,33 @@ def test_bmv2_runs_from_python_as_root():
     assert r.summary["backend"] == "bmv2"
     f = r.flows.set_index("id")
     assert f.loc["flow1", "delivered_mbps"] > 0.5 * f.loc["flow1", "offered_mbps"], f
+
+
+def test_ctrl_c_stops_a_kernel_run_from_python_and_leaves_no_namespace(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail("the kernel backend's signal test needs root, and CI=true does not skip it")
+        pytest.skip("needs root (network namespaces, eBPF)")
+
+    def namespaces() -> str:
+        return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+    before = namespaces()
+    script = (
+        "import mpsched\n"
+        "try:\n"
+        "    mpsched.Scenario.load('motohashi2022/s1-homogeneous').with_variant('WRR')"
+        ".run(duration=20, repetitions=1, backend='netns')\n"
+        "except KeyboardInterrupt:\n"
+        "    raise SystemExit(130)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", script])
+    time.sleep(4)
+    p.send_signal(signal.SIGINT)
+    assert p.wait(timeout=30) == 130
+    assert namespaces() == before
