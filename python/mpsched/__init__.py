@@ -30,10 +30,26 @@ __all__ = [
     "ScenarioError",
     "UsageError",
     "RunError",
+    "MAX_REPETITIONS",
+    "MAX_SWEEP_POINTS",
+    "MAX_SWEEP_SEEDS",
+    "MAX_SWEEP_SEED",
+    "MAX_VALUE_DEPTH",
+    "MAX_VALUE_ITEMS",
     "__version__",
 ]
 
 __version__: str = _native.__version__
+
+#: The bounds `mpsched run` and `mpsched sweep` hold their arguments to
+#: (`mpsched_scenario::limits`), which `Scenario.run`, `Scenario.set` and `sweep` hold theirs
+#: to.
+MAX_REPETITIONS: int = _native.MAX_REPETITIONS
+MAX_SWEEP_POINTS: int = _native.MAX_SWEEP_POINTS
+MAX_SWEEP_SEEDS: int = _native.MAX_SWEEP_SEEDS
+MAX_SWEEP_SEED: int = _native.MAX_SWEEP_SEED
+MAX_VALUE_DEPTH: int = _native.MAX_VALUE_DEPTH
+MAX_VALUE_ITEMS: int = _native.MAX_VALUE_ITEMS
 
 Value = Union[bool, int, float, str, Sequence[Any], Mapping[str, Any]]
 
@@ -114,7 +130,10 @@ class Scenario:
     def set(self, keys: Mapping[str, Value]) -> "Scenario":
         """The scenario with each dotted key set before validation, as a sweep sets them:
         ``sc.set({"workload.load": 0.5, "scenario.duration": "2s"})``. Values are typed as
-        Python types them (0.5 a float, "2s" a string)."""
+        Python types them (0.5 a float, "2s" a string). A value of another type raises
+        `TypeError`; one nested deeper than `MAX_VALUE_DEPTH` lists and dicts, with more than
+        `MAX_VALUE_ITEMS` items, containing itself, or an int outside 64 bits raises
+        `ScenarioError`; both name the key (and where in its value)."""
         return Scenario(self._inner.set(dict(keys)))
 
     def validate(self) -> None:
@@ -130,9 +149,15 @@ class Scenario:
     ) -> "Result":
         """Run it, as `mpsched run` does: every selected variant (all by default), each
         `repetitions` times (default the scenario's) from `seed` (default the scenario's),
-        scaled to `duration` (seconds, or a time such as "500ms"). `backend` is "sim" (this
+        cut short at `duration` (seconds, or a time such as "500ms": the same experiment
+        stopped earlier, at most the scenario's own duration, as `mpsched run --duration`). `backend` is "sim" (this
         process, the GIL released), or as root "netns" or "bmv2" (Ctrl-C stops a kernel run
-        and removes what it made)."""
+        and removes what it made).
+
+        The bounds are `mpsched run`'s: `repetitions` 1 to `MAX_REPETITIONS`, `seed` 0 to
+        2**64 - 1 (and the last repetition's seed + i too), `duration` above zero and at most
+        the scenario's. An argument of the wrong type raises `TypeError`, one out of
+        bounds `UsageError`, before anything runs."""
         return Result(self._inner.run(seed, duration, backend, repetitions))
 
     def __repr__(self) -> str:

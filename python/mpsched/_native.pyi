@@ -3,6 +3,12 @@
 from typing import Any, Optional, Union
 
 __version__: str
+MAX_REPETITIONS: int
+MAX_SWEEP_POINTS: int
+MAX_SWEEP_SEEDS: int
+MAX_SWEEP_SEED: int
+MAX_VALUE_DEPTH: int
+MAX_VALUE_ITEMS: int
 
 def builtins() -> list[str]: ...
 def point_columns(point: str) -> list[tuple[str, Optional[float]]]: ...
@@ -10,6 +16,8 @@ def aggregate_points(
     points: list[str],
 ) -> list[tuple[str, Optional[str], int, list[tuple[str, Optional[list[float]]]]]]: ...
 def toml_to_python(text: str) -> Any: ...
+def duration_text(duration: Union[float, int, str]) -> str: ...
+def check_sweep_size(values: int, variants: int, seeds: int) -> int: ...
 
 class Scenario:
     @staticmethod

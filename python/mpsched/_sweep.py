@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import operator
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -61,6 +62,36 @@ def _scenario(scenario: Any) -> Any:
     raise TypeError(f"a sweep runs a mpsched.Scenario or a scenario's path or name, not {type(scenario).__name__}")
 
 
+def _size(items: Any, what: str) -> Optional[int]:
+    """How many `items` has, if it says (a list, a range), without listing them."""
+    try:
+        return len(items)
+    except TypeError:
+        return None  # a generator: listed below, but never past the bound
+    except OverflowError as e:  # a length past sys.maxsize
+        raise UsageError(f"{what}: more than {_native.MAX_SWEEP_POINTS} of them") from e
+
+
+def _listed(items: Iterable[Any], most: int) -> list:
+    """`items` as a list of at most `most` + 1 of them: enough to tell it is past `most`, so
+    that an endless iterator is refused rather than listed for ever."""
+    return list(itertools.islice(items, most + 1))
+
+
+def _seed(s: Any) -> int:
+    """A seed as `mpsched sweep --seeds` takes it: an int (numpy's too), 0 to MAX_SWEEP_SEED
+    (a point writes it into its text as `scenario.seed`, a signed 64-bit TOML integer)."""
+    if isinstance(s, bool):
+        raise TypeError("seeds: expected ints, got a bool")
+    try:
+        n = operator.index(s)
+    except TypeError:
+        raise TypeError(f"seeds: expected ints, got {type(s).__name__} {s!r}") from None
+    if not 0 <= n <= _native.MAX_SWEEP_SEED:
+        raise UsageError(f"seeds: expected 0 to {_native.MAX_SWEEP_SEED}, got {n}")
+    return n
+
+
 def points_of(
     scenario: Any,
     grid: Optional[Mapping[str, Sequence[Any]]] = None,
@@ -70,24 +101,51 @@ def points_of(
     """The sweep's points, values outermost (the grid's keys in order, the last fastest), then
     variants, then seeds, as `mpsched sweep` orders them; and the parameter's name (the keys,
     comma-separated). Defaults are the scenario's `[sweep]`: its key and values, its variants
-    (else those chosen with `with_variant`, else all), its seeds (else the scenario's seed)."""
+    (else those chosen with `with_variant`, else all), its seeds (else the scenario's seed).
+
+    At most `MAX_SWEEP_POINTS` points (and `MAX_SWEEP_SEEDS` seeds), as `mpsched sweep`:
+    checked from the sizes of the grid's values, the variants and the seeds before any of them
+    is listed, so that a sweep too large is refused at once, not after its points fill the
+    memory (`UsageError`)."""
     sc = _scenario(scenario)
     spec = sc._inner.sweep_spec()
     if grid is None:
         grid = {spec[0]: spec[1]} if spec and spec[0] else {}
-    grid = {str(k): list(v) for k, v in grid.items()}
+    if variants is None:
+        variants = (spec[2] if spec else None) or sc.selected_variants or sc.variants
+    if seeds is None:
+        seeds = spec[3] if spec else [sc.seed]
+    most = _native.MAX_SWEEP_POINTS
+    # First from the sizes the inputs give, before anything is listed: a range or a list of a
+    # million values is refused here. Python's ints do not overflow; past sys.maxsize the
+    # native check says "too many".
+    sizes = {str(k): _size(v, f"grid key `{k}`") for k, v in grid.items()}
+    n_variants, n_seeds = _size(variants, "variants"), _size(seeds, "seeds")
+
+    def check(values: int, n_variants: int, n_seeds: int) -> None:
+        _native.check_sweep_size(*(min(n, sys.maxsize) for n in (values, n_variants, n_seeds)))
+
+    known = [n for n in sizes.values() if n is not None]
+    values = 1
+    for n in known:
+        values *= n
+    check(values, n_variants or 1, n_seeds or 1)
+    # Then listed, none past the bound (one more than it is enough to refuse).
+    grid = {k: _listed(v, most) for k, v in grid.items()}
     for k, v in grid.items():
         if not v:
             raise UsageError(f"grid key `{k}` has no values")
-    if variants is None:
-        variants = (spec[2] if spec else None) or sc.selected_variants or sc.variants
-    variants = list(variants) or [None]
+    variants = _listed(variants, most) or [None]
     for v in variants:
         if v is not None and v not in sc.variants:
             raise UsageError(f"scenario `{sc.name}` has no variant `{v}`; it has: {', '.join(sc.variants)}")
-    seeds = list(seeds) if seeds is not None else (spec[3] if spec else [sc.seed])
+    seeds = [_seed(s) for s in _listed(seeds, most)]
     if not seeds:
         raise UsageError("no seeds")
+    values = 1
+    for v in grid.values():
+        values *= len(v)
+    check(values if grid else 0, len(variants), len(seeds))
     parameter = ",".join(grid) or None
     out = []
     for combo in itertools.product(*grid.values()) if grid else [()]:
@@ -151,8 +209,38 @@ def _progress(total: int, initial: int, enabled: bool) -> Any:
     return tqdm(total=total, initial=initial, unit="point", desc="sweep", disable=not enabled)
 
 
+def _cores() -> int:
+    """The cores this process may run on (its affinity, as Rust's `available_parallelism`)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _jobs(jobs: Any) -> Optional[int]:
+    """`jobs` as `mpsched sweep --jobs` takes it: None (one per core) or an int of at least 1."""
+    if jobs is None:
+        return None
+    if isinstance(jobs, bool):
+        raise TypeError("jobs: expected an int, got a bool")
+    try:
+        n = operator.index(jobs)
+    except TypeError:
+        raise TypeError(f"jobs: expected an int, got {type(jobs).__name__}") from None
+    if n < 1:
+        raise UsageError(f"jobs: expected at least 1, got {n}")
+    return n
+
+
+def _workers(jobs: Optional[int], points: int) -> int:
+    """How many points run at once, as `mpsched sweep` decides it: as asked (default one per
+    core), never more than there are cores or points, since a point keeps its thread busy
+    from start to end (and a thread pool of a million threads would not start)."""
+    return max(1, min(jobs or _cores(), _cores(), points))
+
+
 def _run_local(parts, todo, parameter, duration, jobs, on_done) -> None:
-    pool = ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1)
+    pool = ThreadPoolExecutor(max_workers=_workers(jobs, len(todo)))
     try:
         futures = {pool.submit(_run_one, parts, p, parameter, duration): p for p in todo}
         for f in as_completed(futures):
@@ -219,19 +307,25 @@ def sweep(
     `backend="local"` runs `jobs` points at once on this machine's threads (one per core by
     default; the simulator releases the GIL). With `out`, each point's results go to
     `out/points/NNNNN.json` as it finishes, and points already there are not run again.
-    `duration` scales every point's scenario as `Scenario.run` does (seconds or "500ms"); it
+    `duration` cuts every point's scenario short as `Scenario.run` does (seconds or "500ms"); it
     is part of what the points' files are matched by.
+
+    The bounds are `mpsched sweep`'s: at most `MAX_SWEEP_POINTS` points, refused from the
+    sizes before any point is made; seeds 0 to `MAX_SWEEP_SEED`; `jobs` at least 1 (capped
+    at the cores and the points). Every argument is checked before any point runs.
     """
     sc = _scenario(scenario)
     if backend not in ("ray", "local"):
         raise UsageError(f"unknown sweep backend `{backend}`: use ray or local")
+    jobs = _jobs(jobs)
+    # As `Scenario.run` reads it (seconds without an exponent, or a time), checked now.
+    duration = None if duration is None else _native.duration_text(duration)
+    if duration is not None:
+        sc._inner.check_duration(duration)
     parameter, points = points_of(sc, grid, variants, seeds)
     for key in {p.label: p for p in points}.values():  # each value once: a bad one fails now
         sc.set(key.keys)
     parts = sc._inner.parts()
-    duration = None if duration is None else (str(duration) if isinstance(duration, str) else f"{duration}")
-    if duration is not None:
-        sc._inner.check_duration(duration)
     digest = sc._inner.digest if duration is None else f"{sc._inner.digest}-{duration}"
     dir = Path(out) / "points" if out is not None else None
     if dir is not None:

@@ -45,7 +45,7 @@ def test_the_notebook_sweeps_on_ray_and_writes_its_plot(tmp_path):
 def test_the_fig11_script_draws_the_figure(tmp_path):
     _needs("matplotlib")
     png = tmp_path / "fig11.png"
-    p = subprocess.run([sys.executable, str(EXAMPLES / "fig11.py"), "--duration", "20", "--out", str(png)],
+    p = subprocess.run([sys.executable, str(EXAMPLES / "fig11.py"), "--duration", "30", "--out", str(png)],
                        check=True, capture_output=True, text=True)
     assert png.stat().st_size > 10_000
     assert "DWRR" in p.stdout and "WRR" in p.stdout

@@ -196,20 +196,28 @@ def test_bmv2_runs_from_python_as_root():
     assert f.loc["flow1", "delivered_mbps"] > 0.5 * f.loc["flow1", "offered_mbps"], f
 
 
-def test_ctrl_c_stops_a_kernel_run_from_python_and_leaves_no_namespace(tmp_path):
+def _needs_root_for_signals() -> None:
     import os
-    import signal
-    import subprocess
-    import sys
 
     if os.geteuid() != 0:
         if os.environ.get("CI") == "true":
             pytest.fail("the kernel backend's signal test needs root, and CI=true does not skip it")
         pytest.skip("needs root (network namespaces, eBPF)")
 
-    def namespaces() -> str:
-        return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
 
+def _namespaces() -> str:
+    import subprocess
+
+    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+def test_ctrl_c_stops_a_kernel_run_from_python_and_leaves_no_namespace(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    _needs_root_for_signals()
+    namespaces = _namespaces
     before = namespaces()
     script = (
         "import mpsched\n"
@@ -223,4 +231,29 @@ def test_ctrl_c_stops_a_kernel_run_from_python_and_leaves_no_namespace(tmp_path)
     time.sleep(4)
     p.send_signal(signal.SIGINT)
     assert p.wait(timeout=30) == 130
+    assert namespaces() == before
+
+
+@pytest.mark.parametrize("sig", ["SIGHUP", "SIGTERM"])
+def test_a_closed_terminal_or_kill_ends_a_kernel_run_from_python_by_its_signal_and_leaves_nothing(sig):
+    """Issue 45 item 3: SIGHUP (a closed terminal or SSH session) and SIGTERM killed the
+    interpreter at once, leaving the run's namespaces, programs and processes. Now the run
+    removes what it made, and then the signal ends the process as it would have."""
+    import signal
+    import subprocess
+    import sys
+
+    _needs_root_for_signals()
+    namespaces = _namespaces
+    before = namespaces()
+    script = (
+        "import mpsched\n"
+        "mpsched.Scenario.load('motohashi2022/s1-homogeneous').with_variant('WRR')"
+        ".run(duration=20, repetitions=1, backend='netns')\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", script])
+    time.sleep(4)
+    assert namespaces() != before, "the run had made its namespaces"
+    p.send_signal(getattr(signal, sig))
+    assert p.wait(timeout=30) == -getattr(signal, sig), "ended by the signal"
     assert namespaces() == before

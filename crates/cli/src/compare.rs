@@ -15,7 +15,8 @@ use std::time::Duration;
 pub struct CompareArgs {
     /// A scenario file or built-in name (default: the built-in default scenario, DWRR).
     scenario: Option<String>,
-    /// Run for this long instead (seconds), scaling the timeline.
+    /// Cut the run short at this time (seconds, or a time like 10s): the same experiment
+    /// stopped earlier, on both backends (see `mpsched run --help`).
     #[arg(long)]
     duration: Option<String>,
     /// Only this variant (repeatable).

@@ -10,7 +10,7 @@ use crate::UsageError;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mpsched_scenario::overrides::{self, Override};
-use mpsched_scenario::{builtin, files};
+use mpsched_scenario::{builtin, files, limits};
 use mpsched_scenario::{Scenario, Sweep, SweepPoint};
 use mpsched_sim::experiment::SimBackend;
 use mpsched_sim::sweep::{aggregate, columns, run_points, PointResult, SweepRow, SweepSource};
@@ -91,7 +91,8 @@ fn source_of(arg: Option<&str>, sets: &[String]) -> anyhow::Result<SweepSource> 
     }
     // Fixed settings become part of the text, so that they are part of every point (and of
     // the digest that ties point files to their sweep).
-    let mut doc: toml::Table = text.parse().map_err(|e| UsageError(format!("{origin}: {e}")))?;
+    // Bounded as every other door's parse is (a 63 MiB `x = [[],...]` cost 4 GB here).
+    let mut doc = mpsched_scenario::Scenario::parse_table(&text, &origin)?;
     for s in sets {
         let (k, v) = s
             .split_once('=')
@@ -103,17 +104,29 @@ fn source_of(arg: Option<&str>, sets: &[String]) -> anyhow::Result<SweepSource> 
     Ok(SweepSource { text, origin })
 }
 
+/// `--seeds`, as many as `limits::MAX_SWEEP_SEEDS` (counted before a range is made, so that
+/// `1-99999999999` costs nothing).
 fn parse_seeds(s: &str) -> Result<Vec<u64>, UsageError> {
     let bad = || UsageError(format!("--seeds: expected `1,2,3` or `1-3`, got `{s}`"));
+    let max = limits::MAX_SWEEP_SEEDS;
+    let too_many = |n: u128| UsageError(format!("--seeds: {n} seeds; at most {max}"));
     if let Some((a, b)) = s.split_once('-') {
         let (a, b): (u64, u64) = (
             a.trim().parse().map_err(|_| bad())?,
             b.trim().parse().map_err(|_| bad())?,
         );
-        if b < a || b - a >= 100_000 {
+        if b < a {
             return Err(bad());
         }
+        let n = u128::from(b - a) + 1;
+        if n > max as u128 {
+            return Err(too_many(n));
+        }
         return Ok((a..=b).collect());
+    }
+    let n = s.split(',').count();
+    if n > max {
+        return Err(too_many(n as u128));
     }
     s.split(',').map(|x| x.trim().parse().map_err(|_| bad())).collect()
 }

@@ -547,6 +547,44 @@ fn the_hand_written_cases_end_as_they_say() {
     report("hand-written", cases.len(), &failures, t0);
 }
 
+/// A scenario too large to write out in `cases.toml` (issue 45: 63 MiB of `[],`), made from
+/// the case's `generate` table: the output of `script` (a command run in the repository's
+/// root), or `text` followed by `head`, `repeat` (with `{i}` its index) as many times as
+/// `count` says or as fill `bytes` in all, and `tail`.
+fn generated_text(text: String, g: &Table) -> String {
+    let str_of = |k: &str| g.get(k).and_then(Value::as_str).unwrap_or("");
+    if let Some(script) = g.get("script").and_then(Value::as_array) {
+        let args: Vec<&str> = script.iter().map(|a| a.as_str().unwrap()).collect();
+        let out = Command::new(args[0])
+            .args(&args[1..])
+            .current_dir(corpus_dir().join("../.."))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{script:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return String::from_utf8(out.stdout).unwrap();
+    }
+    let (repeat, tail) = (str_of("repeat"), str_of("tail"));
+    let mut out = text + str_of("head");
+    let count = g.get("count").and_then(Value::as_integer).map(|n| n as usize);
+    let bytes = g.get("bytes").and_then(Value::as_integer).map_or(0, |n| n as usize);
+    let numbered = repeat.contains("{i}");
+    for i in 0..count.unwrap_or(usize::MAX) {
+        let unit = match numbered {
+            true => std::borrow::Cow::Owned(repeat.replace("{i}", &i.to_string())),
+            false => std::borrow::Cow::Borrowed(repeat),
+        };
+        if count.is_none() && out.len() + unit.len() + tail.len() > bytes {
+            break;
+        }
+        out.push_str(&unit);
+    }
+    out + tail
+}
+
 /// One hand-written case: its scenario (a base with keys set, or text), its files, its
 /// command, and what must come of it.
 fn hand_written(dir: &Path, c: &Table) -> Option<String> {
@@ -563,6 +601,9 @@ fn hand_written(dir: &Path, c: &Table) -> Option<String> {
             overrides::apply(&mut doc, &o).unwrap();
         }
         text = toml::to_string(&doc).unwrap();
+    }
+    if let Some(g) = c.get("generate").and_then(Value::as_table) {
+        text = generated_text(text, g);
     }
     if !text.is_empty() {
         std::fs::write(dir.join("case.toml"), &text).unwrap();

@@ -5,9 +5,10 @@ use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-/// Largest scenario file read: room for a million flows written out one by one (about 62
-/// bytes each at the least, as many as workloads may draw); the built-in scenarios are under
-/// 10 KiB.
+/// Largest scenario file read: eight times the largest generated scenario (10 000 UEs, 8 MB);
+/// the built-in scenarios are under 10 KiB. A file this size can still ask the parser for
+/// gigabytes (63 MiB of `[],` took 4.3 GB), so its text is bounded too, before it is parsed
+/// ([`crate::prescan`]).
 pub const MAX_SCENARIO_FILE_BYTES: u64 = 64 << 20;
 
 /// Largest flow-size distribution (CDF) file read.

@@ -11,9 +11,11 @@
 pub mod builtin;
 pub mod completion;
 pub mod files;
+pub mod limits;
 mod model;
 mod network;
 pub mod overrides;
+pub mod prescan;
 pub mod results;
 #[allow(missing_docs)]
 pub mod schema;

@@ -31,9 +31,14 @@ impl Override {
     }
 }
 
-/// `text` as TOML if it is a TOML value, else as a string.
+/// `text` as TOML if it is a TOML value within the bounds on scenario text
+/// ([`crate::prescan`]), else as a string (which validation then refuses where a number or a
+/// list was expected).
 pub fn parse_value(text: &str) -> Value {
     let doc = format!("v = {text}");
+    if crate::prescan::check(&doc).is_err() {
+        return Value::String(text.to_string());
+    }
     match doc.parse::<Table>() {
         Ok(mut t) => t.remove("v").unwrap_or_else(|| Value::String(text.to_string())),
         Err(_) => Value::String(text.to_string()),

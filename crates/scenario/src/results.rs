@@ -27,8 +27,10 @@ pub struct FlowFigures {
     /// Mean one-way delay of delivered packets, ms; None where the backend does not measure
     /// it (netns: iperf3 reports jitter, not delay).
     pub mean_owd_ms: Option<f64>,
-    /// Packets that arrived after a later-sent packet of the same flow, percent of delivered.
-    pub reordered_pct: f64,
+    /// Packets that arrived after a later-sent packet of the same flow, percent of delivered;
+    /// None where the backend does not measure it (a TCP flow on netns: iperf3 counts no
+    /// segments' order).
+    pub reordered_pct: Option<f64>,
     /// Packets sent.
     pub sent_pkts: u64,
     /// Packets delivered.
@@ -149,6 +151,10 @@ pub struct TunnelFigures {
     /// The exit's reordering buffer, where it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder_buffer: Option<ReorderFigures>,
+    /// The entry's scheduler's own counters, by name (AFMT: `afmt_moves`, `afmt_stays`,
+    /// `afmt_new_flows`...; the kernel's where its daemon schedules).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scheduler_counters: BTreeMap<String, u64>,
 }
 
 /// One acknowledged subtunnel in one direction, as its entry measured it.
@@ -267,8 +273,8 @@ pub struct FlowSummary {
     pub loss_pct: Option<f64>,
     /// Mean one-way delay, ms; None where not measured.
     pub mean_owd_ms: Option<f64>,
-    /// Mean reordering, percent.
-    pub reordered_pct: f64,
+    /// Mean reordering, percent; None where not measured.
+    pub reordered_pct: Option<f64>,
     /// Delivered rate over repetitions.
     pub delivered_spread_mbps: Spread,
     /// Mean payload delivered over the run, MiB.
@@ -351,7 +357,7 @@ impl Summary {
                         delivered_mbps: mean(delivered.clone()),
                         loss_pct: mean_of(|f| f.loss_pct),
                         mean_owd_ms: mean_of(|f| f.mean_owd_ms),
-                        reordered_pct: mean(col(|f| f.reordered_pct)),
+                        reordered_pct: mean_of(|f| f.reordered_pct),
                         delivered_spread_mbps: Spread::of(&delivered),
                         delivered_mib: mean(col(|f| f.delivered_mib)),
                     }

@@ -193,10 +193,11 @@ fn the_node_count_is_bounded_before_anything_is_sized_by_it() {
 
 #[test]
 fn the_control_plane_is_bounded_by_what_its_tables_take() {
-    // k = 40: 18 000 nodes, 2 000 switches: 490 MB of routes and tables.
+    // k = 40: 18 000 nodes, 2 000 switches: 490 MB of routes and tables, refused at the key
+    // before it is generated.
     let big = fat_tree("").replace("k = 4", "k = 40");
     let e = Scenario::from_toml(&big, "t.toml").unwrap_err();
-    assert_eq!(e.field, "node", "{e}");
+    assert_eq!(e.field, "topology.k", "{e}");
     assert!(e.message.contains("at most 256 MiB"), "{e}");
     // 8 193 switches were refused when routes were dense; 20 000 hosts behind two switches take
     // about a megabyte and pass.
@@ -214,6 +215,90 @@ fn the_control_plane_is_bounded_by_what_its_tables_take() {
     let sc = Scenario::from_toml(&text, "t.toml").unwrap();
     let bytes = mpsched_scenario::control_plane_bytes(&sc.nodes, &sc.links);
     assert!(bytes < 2 << 20, "{bytes} bytes for 20 000 hosts");
+}
+
+/// A generated layout: `kind` with `sizes`, the tiers it needs and one flow between its first
+/// two hosts (`a` and `b`).
+fn layout(kind: &str, sizes: &str, a: &str, b: &str) -> String {
+    format!(
+        "[scenario]\nname = \"l\"\nduration = \"1s\"\n[topology]\nkind = \"{kind}\"\n{sizes}\n\
+         [topology.host_links]\nrate = \"1Gbps\"\n[topology.edge_links]\nrate = \"1Gbps\"\n{}\
+         [[flow]]\nname = \"f\"\nsrc = \"{a}\"\ndst = \"{b}\"\nrate = \"1Mbps\"\n",
+        if kind == "leaf-spine" {
+            ""
+        } else {
+            "[topology.core_links]\nrate = \"1Gbps\"\n"
+        }
+    )
+}
+
+/// Issue 45 item 5: what a layout derives from a few sizes (links, the control plane's bytes,
+/// the route searches' steps) is bounded before it is generated, at the key to make smaller.
+#[test]
+fn a_layouts_products_are_bounded_before_it_is_generated_at_its_largest_size() {
+    let leaf_spine = |l: u32, s: u32| {
+        let sizes = format!("leaves = {l}\nspines = {s}\nhosts_per_leaf = 1");
+        layout("leaf-spine", &sizes, "leaf0-h0", "leaf1-h0")
+    };
+    // 12 000 nodes and 16 million links: 3.45 GB and an abort before.
+    let t0 = std::time::Instant::now();
+    refused(
+        &leaf_spine(4000, 4000),
+        "topology.leaves",
+        "has 16004000 links; at most 262144",
+    );
+    assert!(t0.elapsed().as_secs_f64() < 1.0, "refused before anything is generated");
+    refused(&leaf_spine(300, 900), "topology.spines", "has 270300 links");
+    // 250 500 links, but 1 500 route columns over 1 500 nodes and 501 000 ports.
+    refused(
+        &leaf_spine(500, 500),
+        "topology.leaves",
+        "computing its routes would take 753750000 steps",
+    );
+    assert!(Scenario::from_toml(&leaf_spine(64, 64), "t.toml").is_ok());
+    // k = 192 and a host a rack: 64 512 nodes, 3.5 million links.
+    let ft = layout("fat-tree", "k = 192\nhosts_per_tor = 1", "tor0-h0", "tor1-h0");
+    refused(&ft, "topology.k", "has 3557376 links");
+    let three = "pods = 2\ntors_per_pod = 10\naggs_per_pod = 200\ncores = 800\nhosts_per_tor = 1";
+    let three = layout("three-tier", three, "tor0-h0", "tor1-h0");
+    refused(&three, "topology.cores", "has 324020 links");
+}
+
+/// A run computes the routes again for each failure and keeps every switch's tables for each:
+/// bounded at validation, at `failure`.
+#[test]
+fn failures_multiply_the_control_plane_and_are_bounded_with_it() {
+    let k28 = layout("fat-tree", "k = 28", "tor0-h0", "tor1-h0");
+    assert!(Scenario::from_toml(&k28, "t.toml").is_ok(), "one set of tables: 86 MB");
+    let failures: String = (0..5)
+        .map(|a| format!("[[failure]]\na = \"tor0\"\nb = \"pod0-agg{a}\"\nat = \"100ms\"\n"))
+        .collect();
+    refused(
+        &format!("{k28}{failures}"),
+        "failure",
+        "the network with 5 failures: the control plane's routes and switch tables would take",
+    );
+}
+
+/// A scenario's own flows count against the bound on flows with those its workloads draw.
+#[test]
+fn the_files_own_flows_count_against_the_bound_on_flows() {
+    let own = "[[flow]]\nname = \"g\"\nsrc = \"tor0-h0\"\ndst = \"tor1-h0\"\nprotocol = \"tcp\"\n";
+    refused(
+        &format!(
+            "{}{own}",
+            workload("load = 1.0").replace("duration = \"1s\"", "duration = \"1000s\"")
+        ),
+        "workload[0].load",
+        "flows expected, with 1 before them; at most 250000",
+    );
+    let mut text = fat_tree("");
+    for i in 0..mpsched_scenario::MAX_FLOWS {
+        text.push_str(&format!(
+            "[[flow]]\nname = \"g{i}\"\nsrc = \"tor0-h0\"\ndst = \"tor1-h0\"\n"
+        ));
+    }
+    refused(&text, "flow", "250001 flows; at most 250000");
 }
 
 fn workload(keys: &str) -> String {
@@ -271,7 +356,7 @@ fn bad_workloads_are_refused() {
     refused(
         &workload("load = 1.0").replace("duration = \"1s\"", "duration = \"1000s\""),
         "workload[0].load",
-        "at most 1000000",
+        "at most 250000",
     );
     // Issue 27 item 5: a stop past the run's end is refused before a flow is drawn, at its key.
     refused(

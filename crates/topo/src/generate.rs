@@ -38,10 +38,112 @@ pub struct Generated {
 }
 
 /// The largest generated topology, in nodes (a k = 48 fat tree has 55 872), checked before
-/// anything is generated. What its routes and switch tables would take is bounded after, by the
-/// scenario's validation (`MAX_CONTROL_PLANE_BYTES`): routes take 4 bytes a node per switch and
-/// per rack, no longer per node.
+/// anything is generated. What its routes and switch tables would take is bounded by the
+/// scenario's validation (`MAX_CONTROL_PLANE_BYTES`), from [`LayoutSize`] before generating
+/// and from the graph after: routes take 4 bytes a node per switch and per rack, no longer per
+/// node.
 pub const MAX_GENERATED_NODES: usize = 65_536;
+
+/// The most links a generated topology may have, checked before anything is generated: a
+/// leaf-spine links every leaf to every spine, so a few thousand nodes can ask for millions of
+/// links (4 000 x 4 000: 16 million; `mpsched check` took 9.8 GB and 135 s). A k = 34 fat tree
+/// has 29 478, a 512 x 512 leaf-spine 262 656 (validated in 160 MB).
+pub const MAX_GENERATED_LINKS: usize = 262_144;
+
+/// What a generated layout holds, computed from its sizes before anything is generated (with
+/// saturating arithmetic: sizes come from a file and may be anything), so that every count it
+/// derives can be bounded first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LayoutSize {
+    /// Hosts.
+    pub hosts: usize,
+    /// Switches.
+    pub switches: usize,
+    /// Switches that hosts hang off (racks, leaves); each rack's hosts share one route column.
+    pub racks: usize,
+    /// Links, every tier.
+    pub links: usize,
+}
+
+impl LayoutSize {
+    /// Hosts and switches.
+    pub fn nodes(&self) -> usize {
+        self.hosts.saturating_add(self.switches)
+    }
+
+    /// The routes' destination columns (`crate::routing::columns`): one per switch and one per
+    /// rack, whose hosts all have the rack's switch as their one neighbour.
+    pub fn columns(&self) -> usize {
+        self.switches.saturating_add(self.racks)
+    }
+
+    /// Ports: both ends of every link.
+    pub fn ports(&self) -> usize {
+        self.links.saturating_mul(2)
+    }
+
+    /// `tors` racks of `hosts_per_tor` hosts and `others` switches above them, linked by
+    /// `uplinks` links.
+    fn racked(tors: usize, hosts_per_tor: usize, others: usize, uplinks: usize) -> LayoutSize {
+        let hosts = tors.saturating_mul(hosts_per_tor);
+        LayoutSize {
+            hosts,
+            switches: tors.saturating_add(others),
+            racks: tors,
+            links: hosts.saturating_add(uplinks),
+        }
+    }
+
+    /// A [`fat_tree`]'s: `k^2/2` racks and as many aggregation switches, `k^2/4` cores, `k^3/4`
+    /// links in each of the two upper tiers.
+    pub fn fat_tree(k: usize, hosts_per_tor: usize) -> LayoutSize {
+        let half = k / 2;
+        let pod_switches = k.saturating_mul(half);
+        let tier_links = pod_switches.saturating_mul(half);
+        let others = pod_switches.saturating_add(half.saturating_mul(half));
+        Self::racked(pod_switches, hosts_per_tor, others, tier_links.saturating_mul(2))
+    }
+
+    /// A [`three_tier`] layout's: every rack linked to its pod's aggregation switches, every
+    /// aggregation switch to every core.
+    pub fn three_tier(
+        pods: usize,
+        tors_per_pod: usize,
+        aggs_per_pod: usize,
+        cores: usize,
+        hosts_per_tor: usize,
+    ) -> LayoutSize {
+        let tors = pods.saturating_mul(tors_per_pod);
+        let aggs = pods.saturating_mul(aggs_per_pod);
+        let uplinks = tors
+            .saturating_mul(aggs_per_pod)
+            .saturating_add(aggs.saturating_mul(cores));
+        Self::racked(tors, hosts_per_tor, aggs.saturating_add(cores), uplinks)
+    }
+
+    /// A [`leaf_spine`]'s: every leaf linked to every spine.
+    pub fn leaf_spine(leaves: usize, spines: usize, hosts_per_leaf: usize) -> LayoutSize {
+        Self::racked(leaves, hosts_per_leaf, spines, leaves.saturating_mul(spines))
+    }
+
+    /// Within [`MAX_GENERATED_NODES`] and [`MAX_GENERATED_LINKS`], or why not (`what`
+    /// describes the layout).
+    fn check(&self, what: &str) -> Result<(), String> {
+        if self.nodes() > MAX_GENERATED_NODES {
+            return Err(format!(
+                "{what} has {} nodes; at most {MAX_GENERATED_NODES}",
+                self.nodes()
+            ));
+        }
+        if self.links > MAX_GENERATED_LINKS {
+            return Err(format!(
+                "{what} has {} links; at most {MAX_GENERATED_LINKS}",
+                self.links
+            ));
+        }
+        Ok(())
+    }
+}
 
 impl Generated {
     fn add(&mut self, name: String, kind: NodeKind) -> usize {
@@ -86,19 +188,10 @@ pub fn fat_tree(k: usize, hosts_per_tor: usize) -> Result<Generated, String> {
     if hosts_per_tor == 0 {
         return Err("a fat tree needs at least one host per rack".into());
     }
+    LayoutSize::fat_tree(k, hosts_per_tor)
+        .check(&format!("a fat tree of k = {k} with {hosts_per_tor} hosts per rack"))?;
     let half = k / 2;
-    let tors = k.saturating_mul(half);
-    // Saturating: k comes from a file and may be anything up to 2^63.
-    let total = tors
-        .saturating_mul(hosts_per_tor)
-        .saturating_add(tors)
-        .saturating_add(tors)
-        .saturating_add(half.saturating_mul(half));
-    if total > MAX_GENERATED_NODES {
-        return Err(format!(
-            "a fat tree of k = {k} with {hosts_per_tor} hosts per rack has {total} nodes; at most {MAX_GENERATED_NODES}"
-        ));
-    }
+    let tors = k * half;
     let mut g = Generated::default();
     let tor = g.racks(tors, hosts_per_tor);
     let agg: Vec<usize> = (0..k * half)
@@ -140,18 +233,8 @@ pub fn three_tier(
              aggregation switches per pod {aggs_per_pod}, cores {cores}, hosts per rack {hosts_per_tor})"
         ));
     }
-    let tors = pods.saturating_mul(tors_per_pod);
-    let aggs = pods.saturating_mul(aggs_per_pod);
-    let total = tors
-        .saturating_mul(hosts_per_tor)
-        .saturating_add(tors)
-        .saturating_add(aggs)
-        .saturating_add(cores);
-    if total > MAX_GENERATED_NODES {
-        return Err(format!(
-            "a three-tier layout of {total} nodes; at most {MAX_GENERATED_NODES}"
-        ));
-    }
+    LayoutSize::three_tier(pods, tors_per_pod, aggs_per_pod, cores, hosts_per_tor).check("a three-tier layout")?;
+    let (tors, aggs) = (pods * tors_per_pod, pods * aggs_per_pod);
     let mut g = Generated::default();
     let tor = g.racks(tors, hosts_per_tor);
     let agg: Vec<usize> = (0..aggs)
@@ -188,12 +271,7 @@ pub fn leaf_spine(leaves: usize, spines: usize, hosts_per_leaf: usize) -> Result
             "a leaf-spine needs at least one leaf, spine and host per leaf (got {leaves}, {spines}, {hosts_per_leaf})"
         ));
     }
-    let total = leaves
-        .saturating_mul(hosts_per_leaf)
-        .saturating_add(leaves.saturating_add(spines));
-    if total > MAX_GENERATED_NODES {
-        return Err(format!("a leaf-spine of {total} nodes; at most {MAX_GENERATED_NODES}"));
-    }
+    LayoutSize::leaf_spine(leaves, spines, hosts_per_leaf).check("a leaf-spine")?;
     let mut g = Generated::default();
     let hosts: Vec<Vec<usize>> = (0..leaves)
         .map(|l| {
@@ -296,6 +374,67 @@ mod tests {
         assert!(three_tier(usize::MAX, usize::MAX, 1, 1, usize::MAX)
             .unwrap_err()
             .contains("at most"));
+    }
+
+    /// `g`'s counts as [`LayoutSize`] has them, and its route columns and ports.
+    fn measured(g: &Generated) -> (LayoutSize, usize, usize) {
+        use crate::testing::{link, node};
+        let nodes: Vec<_> = g.nodes.iter().map(|(n, k)| node(n, *k, 1)).collect();
+        let links: Vec<_> = g.links.iter().map(|l| link(l.a, l.b)).collect();
+        let graph = crate::Graph::new(&nodes, &links);
+        let hosts = g.nodes.iter().filter(|n| n.1 == NodeKind::Host).count();
+        let mut racks: Vec<usize> = g.links.iter().filter(|l| l.tier == Tier::Host).map(|l| l.b).collect();
+        racks.sort_unstable();
+        racks.dedup();
+        let size = LayoutSize {
+            hosts,
+            switches: g.nodes.len() - hosts,
+            racks: racks.len(),
+            links: g.links.len(),
+        };
+        (size, crate::routing::columns(&graph), crate::routing::ports(&graph))
+    }
+
+    #[test]
+    fn layout_sizes_are_what_the_generators_make() {
+        let mut cases: Vec<(LayoutSize, Generated)> = Vec::new();
+        for (k, h) in [(2, 1), (4, 2), (4, 5), (8, 4), (10, 1)] {
+            cases.push((LayoutSize::fat_tree(k, h), fat_tree(k, h).unwrap()));
+        }
+        for (p, t, a, c, h) in [(2, 1, 2, 2, 16), (3, 2, 4, 5, 1), (1, 1, 1, 1, 1)] {
+            cases.push((
+                LayoutSize::three_tier(p, t, a, c, h),
+                three_tier(p, t, a, c, h).unwrap(),
+            ));
+        }
+        for (l, s, h) in [(4, 2, 8), (1, 7, 1), (9, 3, 2)] {
+            cases.push((LayoutSize::leaf_spine(l, s, h), leaf_spine(l, s, h).unwrap()));
+        }
+        for (size, g) in &cases {
+            let (made, columns, ports) = measured(g);
+            assert_eq!(*size, made);
+            assert_eq!(
+                (size.nodes(), size.columns(), size.ports()),
+                (g.nodes.len(), columns, ports)
+            );
+        }
+    }
+
+    #[test]
+    fn a_layout_of_few_nodes_and_too_many_links_is_refused_before_it_is_made() {
+        // The error alone: an Ok would print every node and link.
+        let refusal = |r: Result<Generated, String>| r.err().unwrap_or_default();
+        // 12 000 nodes, 16 004 000 links: the 3.45 GB of issue 45.
+        let e = refusal(leaf_spine(4000, 4000, 1));
+        assert_eq!(e, "a leaf-spine has 16004000 links; at most 262144");
+        assert!(leaf_spine(512, 511, 1).is_ok(), "261 632 + 512 links");
+        // k = 192 with one host a rack: 64 512 nodes, 3.5 million links.
+        let e = refusal(fat_tree(192, 1));
+        assert!(e.ends_with("has 3557376 links; at most 262144"), "{e}");
+        // 6 100 nodes, 402 000 links.
+        let e = refusal(three_tier(1, 2000, 100, 2000, 1));
+        assert_eq!(e, "a three-tier layout has 402000 links; at most 262144");
+        assert_eq!(LayoutSize::leaf_spine(usize::MAX, usize::MAX, 2).links, usize::MAX);
     }
 
     #[test]

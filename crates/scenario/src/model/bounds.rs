@@ -17,23 +17,109 @@ pub const MAX_REPETITIONS: u32 = 1_000;
 /// bounded by [`MAX_CONTROL_PLANE_BYTES`].
 pub const MAX_NODES: usize = 65_536;
 
+/// Most links a scenario may have, generated or written (about 600 bytes each when
+/// validated): a layout's links grow with the product of its sizes (a leaf-spine of 4 000 x
+/// 4 000, 12 000 nodes, would have 16 million), so they are bounded before it is generated.
+/// A k = 34 fat tree has 29 478, a 10 000-UE ATSSS scenario 21 051.
+pub const MAX_LINKS: usize = mpsched_topo::generate::MAX_GENERATED_LINKS;
+
 /// Most bytes the control plane's routes and switch tables may take: per switch and per set of
 /// neighbours hosts share, a column of 4 bytes a node (`mpsched_topo::Routes::estimated_bytes`),
-/// and per switch a route of 8 bytes to every node. A k = 28 fat tree (6 468 nodes) takes 86 MB;
-/// 10 000 hosts behind two access switches 1 MB; 8 193 lone switches would take 800 MB.
+/// and per switch a route of 8 bytes to every node, once for the network and once more for
+/// each `[[failure]]` (a run keeps every switch's tables for after each). A k = 28 fat tree
+/// (6 468 nodes) takes 86 MB; 10 000 hosts behind two access switches 1 MB; 8 193 lone
+/// switches would take 800 MB.
 pub const MAX_CONTROL_PLANE_BYTES: usize = 256 << 20;
+
+/// Most steps the control plane's route searches may take, once for the network and once more
+/// for each `[[failure]]`: a breadth-first search per destination column over every node and
+/// port (`mpsched_topo::Routes::search_steps_of`), 4 to 8 ns a step, so 2 to 4 s at the bound.
+/// A k = 34 fat tree takes 142 million, the 10 000-UE ATSSS scenario 109 million.
+pub const MAX_ROUTE_STEPS: usize = 500_000_000;
+
+/// What the control plane of a network is sized by: its nodes, switches, routes' destination
+/// columns and ports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControlPlane {
+    /// Nodes.
+    pub nodes: usize,
+    /// Switches, each with a route to every node.
+    pub switches: usize,
+    /// Destination columns of the routes (`mpsched_topo::routing::columns`).
+    pub columns: usize,
+    /// Ports: both ends of every link.
+    pub ports: usize,
+}
+
+impl ControlPlane {
+    /// The counts of `nodes` and `links`.
+    pub fn of(nodes: &[mpsched_topo::Node], links: &[mpsched_topo::Link]) -> ControlPlane {
+        let g = mpsched_topo::Graph::new(nodes, links);
+        ControlPlane {
+            nodes: nodes.len(),
+            switches: nodes
+                .iter()
+                .filter(|n| n.kind == mpsched_topo::NodeKind::Switch)
+                .count(),
+            columns: mpsched_topo::routing::columns(&g),
+            ports: mpsched_topo::routing::ports(&g),
+        }
+    }
+
+    /// The counts of a generated layout, before it is generated.
+    pub fn of_layout(size: &mpsched_topo::generate::LayoutSize) -> ControlPlane {
+        ControlPlane {
+            nodes: size.nodes(),
+            switches: size.switches,
+            columns: size.columns(),
+            ports: size.ports(),
+        }
+    }
+
+    /// Bytes of the routes and of `tables` sets of switch tables (see
+    /// [`MAX_CONTROL_PLANE_BYTES`]).
+    pub fn bytes(&self, tables: usize) -> usize {
+        let routes = mpsched_topo::Routes::estimated_bytes_of(self.nodes, self.columns, self.ports);
+        let one = self
+            .switches
+            .saturating_mul(self.nodes)
+            .saturating_mul(std::mem::size_of::<mpsched_core::table::Route>());
+        routes.saturating_add(one.saturating_mul(tables))
+    }
+
+    /// Steps of `builds` route computations (see [`MAX_ROUTE_STEPS`]).
+    pub fn route_steps(&self, builds: usize) -> usize {
+        mpsched_topo::Routes::search_steps_of(self.nodes, self.columns, self.ports).saturating_mul(builds)
+    }
+
+    /// Within [`MAX_CONTROL_PLANE_BYTES`] and [`MAX_ROUTE_STEPS`] with `builds` sets of routes
+    /// and tables (1 and one per failure), or why not; `what` names the network.
+    pub fn check(&self, what: &str, builds: usize) -> Result<(), String> {
+        let bytes = self.bytes(builds);
+        if bytes > MAX_CONTROL_PLANE_BYTES {
+            return Err(format!(
+                "{what}: the control plane's routes and switch tables would take {} MiB; at most {} MiB (4 bytes a \
+                 node per switch and per set of neighbours hosts share, and 8 bytes a node per switch{})",
+                bytes >> 20,
+                MAX_CONTROL_PLANE_BYTES >> 20,
+                if builds > 1 { ", again for each failure" } else { "" }
+            ));
+        }
+        let steps = self.route_steps(builds);
+        if steps > MAX_ROUTE_STEPS {
+            return Err(format!(
+                "{what}: computing its routes would take {steps} steps (a search per destination column over every \
+                 node and port{}); at most {MAX_ROUTE_STEPS}",
+                if builds > 1 { ", again for each failure" } else { "" }
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// The control plane's bytes for `nodes` and `links` (see [`MAX_CONTROL_PLANE_BYTES`]).
 pub fn control_plane_bytes(nodes: &[mpsched_topo::Node], links: &[mpsched_topo::Link]) -> usize {
-    let g = mpsched_topo::Graph::new(nodes, links);
-    let switches = nodes
-        .iter()
-        .filter(|n| n.kind == mpsched_topo::NodeKind::Switch)
-        .count();
-    let tables = switches
-        .saturating_mul(nodes.len())
-        .saturating_mul(std::mem::size_of::<mpsched_core::table::Route>());
-    mpsched_topo::Routes::estimated_bytes(&g).saturating_add(tables)
+    ControlPlane::of(nodes, links).bytes(1)
 }
 
 impl Scenario {

@@ -18,6 +18,7 @@ use std::fmt;
 
 mod bounds;
 mod classify;
+mod cut;
 mod failures;
 mod flows;
 mod programs;
@@ -32,8 +33,8 @@ mod warnings;
 mod workloads;
 
 pub use bounds::{
-    control_plane_bytes, MAX_CONTROL_PLANE_BYTES, MAX_FLOW_TABLE_ENTRIES, MAX_NODES, MAX_REPETITIONS, MAX_SAMPLES,
-    MAX_SAMPLE_CELLS, MAX_TIME_PS,
+    control_plane_bytes, ControlPlane, MAX_CONTROL_PLANE_BYTES, MAX_FLOW_TABLE_ENTRIES, MAX_LINKS, MAX_NODES,
+    MAX_REPETITIONS, MAX_ROUTE_STEPS, MAX_SAMPLES, MAX_SAMPLE_CELLS, MAX_TIME_PS,
 };
 use classify::*;
 pub use classify::{ClassMatch, ClassifyIntent};
@@ -53,7 +54,7 @@ use topology::*;
 pub use tunnels::tunnel_tcp_defaults;
 use tunnels::*;
 use variants::*;
-pub use workloads::MAX_WORKLOAD_FLOWS;
+pub use workloads::MAX_FLOWS;
 use workloads::*;
 
 /// A scenario that failed to load: the file, the field and what was expected.
@@ -424,14 +425,30 @@ impl Ctx<'_> {
 impl Scenario {
     /// Parse and validate scenario text. `origin` names the file in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
-        let raw: RawScenario = toml::from_str(text).map_err(|e| {
-            let (field, msg) = describe_toml_error(&e, text);
-            ScenarioError {
-                file: origin.to_string(),
-                field,
-                message: msg,
-            }
-        })?;
+        Self::from_toml_with(text, origin, &[])
+    }
+
+    /// [`Scenario::from_toml`] with `overrides` set in the text first (see
+    /// [`crate::overrides`]): a sweep point, or `--set` on the command line. Every door that
+    /// reads scenario text (files, built-ins, `--set`, sweeps, Python) comes through here, so
+    /// the bounds on the text ([`crate::prescan`]) are checked here, before a tree is built.
+    pub fn from_toml_with(
+        text: &str,
+        origin: &str,
+        overrides: &[crate::overrides::Override],
+    ) -> Result<Scenario, ScenarioError> {
+        within_text_bounds(text, origin)?;
+        let raw = match overrides.is_empty() {
+            true => toml::from_str(text).map_err(|e| {
+                let (field, message) = describe_toml_error(&e, text);
+                ScenarioError {
+                    file: origin.to_string(),
+                    field,
+                    message,
+                }
+            })?,
+            false => overridden(text, origin, overrides)?,
+        };
         let sc = validate(raw, origin)?;
         for v in &sc.variants {
             sc.with_variant(&v.name)?;
@@ -439,43 +456,11 @@ impl Scenario {
         Ok(sc)
     }
 
-    /// [`Scenario::from_toml`] with `overrides` set in the text first (see
-    /// [`crate::overrides`]): a sweep point, or `--set` on the command line.
-    pub fn from_toml_with(
-        text: &str,
-        origin: &str,
-        overrides: &[crate::overrides::Override],
-    ) -> Result<Scenario, ScenarioError> {
-        if overrides.is_empty() {
-            return Self::from_toml(text, origin);
-        }
-        let err = |field: &str, message: String| ScenarioError {
-            file: origin.to_string(),
-            field: field.to_string(),
-            message,
-        };
-        let mut doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            let (field, msg) = describe_toml_error(&e, text);
-            err(&field, msg)
-        })?;
-        for o in overrides {
-            crate::overrides::apply(&mut doc, o).map_err(|m| err(&o.key, m))?;
-        }
-        let keys: Vec<&str> = overrides.iter().map(|o| o.key.as_str()).collect();
-        let raw: RawScenario = toml::Value::Table(doc).try_into().map_err(|e: toml::de::Error| {
-            // A typed value loses its place in the text: the field is the first key whose
-            // setting breaks the scenario.
-            let field = first_breaking_override(text, overrides).unwrap_or_default();
-            err(
-                &field,
-                format!("after setting {}: {}", keys.join(", "), e.message().trim()),
-            )
-        })?;
-        let sc = validate(raw, origin)?;
-        for v in &sc.variants {
-            sc.with_variant(&v.name)?;
-        }
-        Ok(sc)
+    /// Scenario text as a TOML table, within the bounds on text ([`crate::prescan`]), for a
+    /// caller that edits the table before validating it (`mpsched sweep --set`).
+    pub fn parse_table(text: &str, origin: &str) -> Result<toml::Table, ScenarioError> {
+        within_text_bounds(text, origin)?;
+        table_of(text, origin)
     }
 
     /// Read, parse and validate a scenario file.
@@ -502,7 +487,9 @@ impl Scenario {
     }
 
     /// The scenario with its timeline scaled so that it lasts `duration_ps` (flow starts and
-    /// stops scale with it).
+    /// stops, and failures, scale with it; rate traces and workloads' arrivals do not). For
+    /// tests and benchmarks that want a paper's whole timeline in less time; `--duration`
+    /// cuts a run short instead ([`Scenario::cut_to`]).
     pub fn scaled_to(&self, duration_ps: u64) -> Scenario {
         let mut out = self.clone();
         let scale = |t: u64| ((t as u128 * duration_ps as u128) / self.duration_ps.max(1) as u128) as u64;
@@ -526,6 +513,59 @@ impl Scenario {
     pub fn variant_names(&self) -> Vec<String> {
         self.variants.iter().map(|v| v.name.clone()).collect()
     }
+}
+
+/// `text` refused with the line and the bound it passes, if it passes one.
+fn within_text_bounds(text: &str, origin: &str) -> Result<(), ScenarioError> {
+    use crate::prescan::{MAX_DEPTH, MAX_TABLES, MAX_TOKENS, MAX_VALUES};
+    crate::prescan::check(text).map(|_| ()).map_err(|r| ScenarioError {
+        file: origin.to_string(),
+        field: String::new(),
+        message: format!(
+            "line {}: {}; a scenario's text holds at most {MAX_TOKENS} tokens, {MAX_VALUES} values and \
+             {MAX_TABLES} tables, nested at most {MAX_DEPTH} deep",
+            r.line, r.message
+        ),
+    })
+}
+
+/// `text` (its bounds already checked) as a TOML table.
+fn table_of(text: &str, origin: &str) -> Result<toml::Table, ScenarioError> {
+    text.parse().map_err(|e: toml::de::Error| {
+        let (field, message) = describe_toml_error(&e, text);
+        ScenarioError {
+            file: origin.to_string(),
+            field,
+            message,
+        }
+    })
+}
+
+/// The raw scenario of `text` (its bounds already checked) with `overrides` set.
+fn overridden(
+    text: &str,
+    origin: &str,
+    overrides: &[crate::overrides::Override],
+) -> Result<RawScenario, ScenarioError> {
+    let err = |field: &str, message: String| ScenarioError {
+        file: origin.to_string(),
+        field: field.to_string(),
+        message,
+    };
+    let mut doc = table_of(text, origin)?;
+    for o in overrides {
+        crate::overrides::apply(&mut doc, o).map_err(|m| err(&o.key, m))?;
+    }
+    let keys: Vec<&str> = overrides.iter().map(|o| o.key.as_str()).collect();
+    toml::Value::Table(doc).try_into().map_err(|e: toml::de::Error| {
+        // A typed value loses its place in the text: the field is the first key whose
+        // setting breaks the scenario.
+        let field = first_breaking_override(text, overrides).unwrap_or_default();
+        err(
+            &field,
+            format!("after setting {}: {}", keys.join(", "), e.message().trim()),
+        )
+    })
 }
 
 /// The key of the first of `overrides` after whose setting `text` no longer reads as a
@@ -630,6 +670,9 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     if raw.node.len() > MAX_NODES {
         return Err(ctx.err("node", format!("{} nodes; at most {MAX_NODES}", raw.node.len())));
     }
+    if raw.link.len() > MAX_LINKS {
+        return Err(ctx.err("link", format!("{} links; at most {MAX_LINKS}", raw.link.len())));
+    }
     let m = &raw.scenario;
     check_name(&ctx, "scenario.name", &m.name)?;
     let duration_ps = ctx.time("scenario.duration", &m.duration)?;
@@ -690,18 +733,8 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
             ),
         ));
     }
-    let control_plane = control_plane_bytes(&nodes, &links);
-    if control_plane > MAX_CONTROL_PLANE_BYTES {
-        return Err(ctx.err(
-            "node",
-            format!(
-                "the control plane's routes and switch tables would take {} MiB; at most {} MiB (4 bytes a node \
-                 per switch and per set of neighbours hosts share, and 8 bytes a node per switch)",
-                control_plane >> 20,
-                MAX_CONTROL_PLANE_BYTES >> 20
-            ),
-        ));
-    }
+    let control_plane = ControlPlane::of(&nodes, &links);
+    control_plane.check("the network", 1).map_err(|e| ctx.err("node", e))?;
     let drawn = workload_flows(&ctx, &raw, &nodes, &links, duration_ps, &node_of)?;
     raw.flow.extend(drawn);
     let paths = paths_of(&ctx, &raw.path, &nodes, &links, &node_of)?;
@@ -718,6 +751,7 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     let programs = node_programs(&ctx, &raw, &nodes)?;
     let program_params = program_params(&ctx, &raw.programs, &programs)?;
     ports_suit_programs(&ctx, &nodes, &links, &programs, &program_params)?;
+    port_counts_suit_programs(&ctx, &|i| program_field(&raw, i), &nodes, &links, &programs)?;
     splits_run_where_supported(&ctx, "split", &splits, &paths, &nodes, &programs)?;
     let tcp_defaults = tcp_config(&ctx, "tcp", TcpConfig::default(), &raw.tcp.clone().unwrap_or_default())?;
     let flows = flows_of(&ctx, &raw, &nodes, duration_ps, &node_of, &path_of)?;
@@ -725,6 +759,13 @@ fn validate(mut raw: RawScenario, origin: &str) -> Result<Scenario, ScenarioErro
     udp_rates_are_sendable(&ctx, &flows, &nodes, &links, &|i| format!("flow[{i}].rate"))?;
     let tunnels = tunnels_of(&ctx, &raw.tunnel, &nodes, &links, &paths, &splits)?;
     let failures = failures_of(&ctx, &raw.failure, &links, duration_ps, &node_of)?;
+    // A run computes the routes again for each failure, and keeps each one's switch tables.
+    if !failures.is_empty() {
+        let what = format!("the network with {} failures", failures.len());
+        control_plane
+            .check(&what, 1 + failures.len())
+            .map_err(|e| ctx.err("failure", e))?;
+    }
     let rate_traces = rate_traces_of(&ctx, &raw.rate_trace, &links, duration_ps)?;
     let classify = classifiers_of(&ctx, &raw.classify, &nodes, &links, &node_of)?;
     classifiers_run_where_supported(&ctx, "classify", &classify, &nodes, &programs)?;

@@ -191,6 +191,49 @@ pub(super) fn ports_suit_programs(
     Ok(())
 }
 
+/// Where node `i`'s program was set: its own `[[node]]`, else its tier's, else the scenario's.
+pub(super) fn program_field(raw: &RawScenario, i: usize) -> String {
+    match (raw.node.get(i).and_then(|n| n.program.as_ref()), &raw.topology) {
+        (Some(_), None) => format!("node[{i}].program"),
+        (_, Some(_)) if raw.scenario.program.is_none() => "topology.programs".to_string(),
+        _ => "scenario.program".to_string(),
+    }
+}
+
+/// Every switch has no more ports (links) than its program can route to, refused at
+/// `field_of(node)` (where that node's program was set).
+pub(super) fn port_counts_suit_programs(
+    ctx: &Ctx<'_>,
+    field_of: &dyn Fn(usize) -> String,
+    nodes: &[Node],
+    links: &[Link],
+    programs: &[Option<&'static str>],
+) -> Result<(), ScenarioError> {
+    let mut ports = vec![0usize; nodes.len()];
+    for l in links {
+        ports[l.a] += 1;
+        ports[l.b] += 1;
+    }
+    for (n, count) in ports.iter().enumerate() {
+        let Some(name) = programs.get(n).copied().flatten() else {
+            continue;
+        };
+        let Some(max) = switch_program(name).and_then(|p| p.max_ports()) else {
+            continue;
+        };
+        if *count > max {
+            return Err(ctx.err(
+                field_of(n),
+                format!(
+                    "`{}` has {count} ports; the program `{name}` routes to at most {max}",
+                    nodes[n].name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn splits_run_where_supported(
     ctx: &Ctx<'_>,
     field: &str,

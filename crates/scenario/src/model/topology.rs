@@ -242,9 +242,9 @@ pub(super) fn routing_of(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<Routing, Sc
 
 /// The generator `[topology] kind` names, called with its keys (refusing keys of another kind).
 fn generator(ctx: &Ctx<'_>, t: &RawTopology) -> Result<mpsched_topo::generate::Generated, ScenarioError> {
-    use mpsched_topo::generate::{fat_tree, leaf_spine, three_tier};
+    use mpsched_topo::generate::{fat_tree, leaf_spine, three_tier, LayoutSize};
     // Every count of a generated layout is at least one and alone within the bound on nodes,
-    // refused under its own key; their product is checked by the generator.
+    // refused under its own key; what their products make is checked before it is generated.
     let need = |key: &str, v: Option<usize>| match v {
         None => Err(ctx.err(format!("topology.{key}"), format!("a {} needs `{key}`", t.kind))),
         Some(0) => Err(ctx.err(format!("topology.{key}"), "expected at least 1")),
@@ -284,6 +284,8 @@ fn generator(ctx: &Ctx<'_>, t: &RawTopology) -> Result<mpsched_topo::generate::G
                 (Some(h), None) => need("hosts_per_tor", Some(h))?,
                 (None, o) => need("oversubscription", Some(o.unwrap_or(1)))?.saturating_mul(k / 2),
             };
+            let what = format!("a fat tree of k = {k} with {per_tor} hosts per rack");
+            layout_within_bounds(ctx, "k", &what, &LayoutSize::fat_tree(k, per_tor))?;
             fat_tree(k, per_tor).map_err(|e| ctx.err("topology.k", e))?
         }
         "three-tier" => {
@@ -298,14 +300,19 @@ fn generator(ctx: &Ctx<'_>, t: &RawTopology) -> Result<mpsched_topo::generate::G
                     "a three-tier layout needs `[topology.core_links]`",
                 ));
             }
-            three_tier(
-                need("pods", t.pods)?,
-                need("tors_per_pod", t.tors_per_pod)?,
-                need("aggs_per_pod", t.aggs_per_pod)?,
-                need("cores", t.cores)?,
-                need("hosts_per_tor", t.hosts_per_tor)?,
-            )
-            .map_err(|e| ctx.err("topology.pods", e))?
+            let sizes = [
+                ("pods", need("pods", t.pods)?),
+                ("tors_per_pod", need("tors_per_pod", t.tors_per_pod)?),
+                ("aggs_per_pod", need("aggs_per_pod", t.aggs_per_pod)?),
+                ("cores", need("cores", t.cores)?),
+                ("hosts_per_tor", need("hosts_per_tor", t.hosts_per_tor)?),
+            ];
+            let [p, r, a, c, h] = sizes.map(|s| s.1);
+            let what = format!(
+                "a three-tier layout of {p} pods of {r} racks and {a} aggregation switches, {c} cores and {h} hosts per rack"
+            );
+            layout_within_bounds(ctx, largest(&sizes), &what, &LayoutSize::three_tier(p, r, a, c, h))?;
+            three_tier(p, r, a, c, h).map_err(|e| ctx.err("topology.pods", e))?
         }
         "leaf-spine" => {
             unused("k", t.k.is_some())?;
@@ -313,11 +320,14 @@ fn generator(ctx: &Ctx<'_>, t: &RawTopology) -> Result<mpsched_topo::generate::G
             unused("hosts_per_tor", t.hosts_per_tor.is_some())?;
             unused("oversubscription", t.oversubscription.is_some())?;
             unused("core_links", t.core_links.is_some())?;
-            let (l, s, h) = (
-                need("leaves", t.leaves)?,
-                need("spines", t.spines)?,
-                need("hosts_per_leaf", t.hosts_per_leaf)?,
-            );
+            let sizes = [
+                ("leaves", need("leaves", t.leaves)?),
+                ("spines", need("spines", t.spines)?),
+                ("hosts_per_leaf", need("hosts_per_leaf", t.hosts_per_leaf)?),
+            ];
+            let [l, s, h] = sizes.map(|s| s.1);
+            let what = format!("a leaf-spine of {l} leaves, {s} spines and {h} hosts per leaf");
+            layout_within_bounds(ctx, largest(&sizes), &what, &LayoutSize::leaf_spine(l, s, h))?;
             leaf_spine(l, s, h).map_err(|e| ctx.err("topology.leaves", e))?
         }
         k => {
@@ -327,6 +337,34 @@ fn generator(ctx: &Ctx<'_>, t: &RawTopology) -> Result<mpsched_topo::generate::G
             ))
         }
     })
+}
+
+/// The largest of a layout's sizes (the first of equals): the key to make smaller when a count
+/// they multiply is over its bound.
+fn largest<'a>(sizes: &[(&'a str, usize)]) -> &'a str {
+    sizes
+        .iter()
+        .fold(sizes[0], |best, &s| if s.1 > best.1 { s } else { best })
+        .0
+}
+
+/// Every count a layout derives from its sizes (nodes, links, the control plane's bytes and
+/// route steps) within the scenario's bounds, checked before anything is generated and refused
+/// at `topology.<key>`; `what` describes the layout.
+fn layout_within_bounds(
+    ctx: &Ctx<'_>,
+    key: &str,
+    what: &str,
+    size: &mpsched_topo::generate::LayoutSize,
+) -> Result<(), ScenarioError> {
+    let err = |message: String| ctx.err(format!("topology.{key}"), message);
+    if size.nodes() > MAX_NODES {
+        return Err(err(format!("{what} has {} nodes; at most {MAX_NODES}", size.nodes())));
+    }
+    if size.links > MAX_LINKS {
+        return Err(err(format!("{what} has {} links; at most {MAX_LINKS}", size.links)));
+    }
+    ControlPlane::of_layout(size).check(what, 1).map_err(err)
 }
 
 /// `[topology]` as `[[node]]` and `[[link]]` entries: the generated nodes (hosts first) and

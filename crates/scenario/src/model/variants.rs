@@ -239,5 +239,6 @@ fn set_program(ctx: &Ctx<'_>, at: &str, p: &str, out: &mut Scenario) -> Result<(
     splits_run_where_supported(ctx, at, &out.splits, &out.paths, &out.nodes, &out.programs)?;
     classifiers_run_where_supported(ctx, at, &out.classify, &out.nodes, &out.programs)?;
     ports_suit_programs(ctx, &out.nodes, &out.links, &out.programs, &out.program_params)?;
+    port_counts_suit_programs(ctx, &|_| at.to_string(), &out.nodes, &out.links, &out.programs)?;
     Ok(())
 }
