@@ -133,6 +133,14 @@ fn atsss(a: &BenchArgs) -> anyhow::Result<()> {
         }
         outln!("{line}");
     }
+    outln!("  Over the harness alone (its Mpps without the UPF, the same repetition): the figure to compare across machines");
+    for row in &ab::ROWS {
+        let mut line = format!("  {:<14}", row.name);
+        for c in table.cells.iter().filter(|c| c.row == row.name) {
+            line += &format!(" {:>27.3}", c.per_harness_median);
+        }
+        outln!("{line}");
+    }
     outln!(
         "  mixed rows: frames of {} bytes; the benchmark's prologue (undo, draw a UE, redo): {} ns/packet, part of every figure above the UPF's own",
         ab::MIX.iter().map(|(s, w)| format!("{s} x {w}")).collect::<Vec<_>>().join(", "),
@@ -335,6 +343,43 @@ fn timed(sc: &Scenario) -> anyhow::Result<Timed> {
     })
 }
 
+/// Operations of the reference micro-benchmark ([`reference_ops_per_s`]).
+const REFERENCE_OPS: u64 = 20_000_000;
+/// Entries the reference's queue holds: about a data-centre run's pending events, so that the
+/// reference, like the engine, works out of the caches rather than in registers.
+const REFERENCE_QUEUE: usize = 1 << 16;
+
+/// A fixed micro-benchmark measured beside the simulator in the same run, so that its event
+/// rate can be stated as a ratio another machine can check: `REFERENCE_OPS` steps of a binary
+/// heap of `REFERENCE_QUEUE` (time, id) entries, each popping the earliest and pushing it back
+/// a pseudo-random time later (an event loop's work without the events), with a read and a
+/// write of a table of the same size. The same work whatever the build or the machine;
+/// operations per second of wall time.
+pub fn reference_ops_per_s() -> f64 {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut heap: BinaryHeap<Reverse<(u64, u32)>> = (0..REFERENCE_QUEUE as u32)
+        .map(|i| Reverse((next() >> 40, i)))
+        .collect();
+    let mut table = vec![0u64; REFERENCE_QUEUE];
+    let t = Instant::now();
+    for _ in 0..REFERENCE_OPS {
+        let Reverse((at, id)) = heap.pop().expect("the heap is never empty");
+        let slot = &mut table[id as usize];
+        *slot = slot.wrapping_add(at);
+        heap.push(Reverse((at + (next() >> 44) + 1, id)));
+    }
+    black_box(&table);
+    REFERENCE_OPS as f64 / t.elapsed().as_secs_f64()
+}
+
 fn decisions_per_s(config: &SchedulerConfig, n_paths: usize, count: u64) -> f64 {
     let mut s = Scheduler::new(config, n_paths, Box::new(SeededRandom::new(1))).expect("valid bench config");
     let meta = PacketMeta::udp(0x0a00_0001, 0x0a00_0003, 40_000, 5201, 1512);
@@ -355,8 +400,13 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let rate_bps =
         mpsched_scenario::units::parse_rate_bps(&a.rate).map_err(|e| crate::UsageError(format!("--rate: {e}")))?;
     let sc = high_rate_scenario(rate_bps, a.seconds)?;
+    // The reference on either side of the simulator's run: a machine that changes speed
+    // between them shows as two different figures.
+    let reference_before = reference_ops_per_s();
     let Timed { out, engine_s: wall } = timed(&sc)?;
     let events_per_s = out.events as f64 / wall;
+    let reference_after = reference_ops_per_s();
+    let reference = (reference_before + reference_after) / 2.0;
     let delivered = out.figures.flows[0].delivered_mbps;
 
     let (path, text) = builtin::find(builtin::DEFAULT).expect("built in");
@@ -404,6 +454,8 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
                 "scenario": sc.title, "simulated_s": a.seconds, "events": out.events, "wall_s": wall,
                 "events_per_s": events_per_s, "delivered_mbps": delivered,
                 "sim_s_per_wall_s": a.seconds as f64 / wall,
+                "reference_ops_per_s": [reference_before, reference_after],
+                "events_per_reference_op": events_per_s / reference,
             },
             "scenario_3b_dwrr": { "simulated_s": 100, "events": out3b.events, "wall_s": wall_3b },
             "afmt_three_subtunnels": { "simulated_s": afmt_s, "events": out_afmt.events, "wall_s": wall_afmt,
@@ -424,6 +476,12 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<()> {
         events_per_s / 1e6,
         a.seconds as f64 / wall,
         delivered
+    );
+    outln!(
+        "  reference (a fixed heap micro-benchmark, before and after): {:.1} / {:.1} M ops/s; the simulator {:.3} events per reference op",
+        reference_before / 1e6,
+        reference_after / 1e6,
+        events_per_s / reference
     );
     outln!(
         "scenario 3b (DWRR), 100 s simulated: {} events in {:.3} s wall",

@@ -113,12 +113,31 @@ impl std::fmt::Display for StdoutError {
 
 impl std::error::Error for StdoutError {}
 
-/// Set by SIGINT / SIGTERM; long runs poll it and clean up before exiting.
+/// The signals that stop a command cleanly: Ctrl-C, `kill`, a closed terminal or SSH session
+/// (SIGHUP) and Ctrl-\\ (SIGQUIT). A command that makes kernel state removes it, then exits
+/// with 128 + the signal's number, as a shell reports a process the signal ended.
+pub const STOP_SIGNALS: [i32; 4] = [
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGHUP,
+    signal_hook::consts::SIGQUIT,
+];
+
+/// The last of [`STOP_SIGNALS`] received (0 before any), set by the handlers [`stop_flag`]
+/// installs.
+fn last_stop_signal() -> &'static std::sync::Arc<std::sync::atomic::AtomicUsize> {
+    static LAST: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicUsize>> = std::sync::OnceLock::new();
+    LAST.get_or_init(Default::default)
+}
+
+/// Set by any of [`STOP_SIGNALS`]; long runs poll it and clean up before exiting. The first
+/// call installs the handlers, so a command calls it before it makes anything.
 pub fn stop_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     static FLAG: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
     FLAG.get_or_init(|| {
         let f = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        for sig in STOP_SIGNALS {
+            let _ = signal_hook::flag::register_usize(sig, last_stop_signal().clone(), sig as usize);
             let _ = signal_hook::flag::register(sig, f.clone());
         }
         f
@@ -126,13 +145,46 @@ pub fn stop_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     .clone()
 }
 
+/// The exit code of a command a signal stopped: 128 + the signal's number (130 for SIGINT,
+/// also when the stop came from elsewhere).
+fn interrupted_exit_code() -> u8 {
+    match last_stop_signal().load(std::sync::atomic::Ordering::Relaxed) {
+        0 => 130,
+        sig => 128u8.saturating_add(sig as u8),
+    }
+}
+
+/// Parse the command line as clap does, but with `--help` and `--version` written through a
+/// checked handle: a standard output that cannot take them (`>/dev/full`) is an error (exit
+/// 1), not a silent success.
+fn parse_cli() -> Result<Cli, ExitCode> {
+    use std::io::Write as _;
+    let e = match Cli::try_parse() {
+        Ok(cli) => return Ok(cli),
+        Err(e) => e,
+    };
+    // clap chooses the stream (help and version to standard output, the rest to standard
+    // error) and the colours; its own `exit` drops the write's error.
+    let written = e.print().and_then(|()| std::io::stdout().flush());
+    match written {
+        Err(io) if e.exit_code() == 0 && io.kind() != std::io::ErrorKind::BrokenPipe => {
+            errln!("error: cannot write to standard output: {io}");
+            Err(ExitCode::from(1))
+        }
+        _ => Err(ExitCode::from(e.exit_code().clamp(0, 255) as u8)),
+    }
+}
+
 /// The `mpsched` command: parse the arguments, run, and map the outcome to an exit code (0,
-/// 1 for a failure, 2 for a bad input, 130 for an interrupted kernel run).
+/// 1 for a failure, 2 for a bad input, 128 + the signal for a run a signal stopped).
 pub fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         errln!("mpsched: internal error: {info}\nThis is a bug; please report it with the command you ran.");
     }));
-    let cli = Cli::parse();
+    let cli = match parse_cli() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     let result = match cli.command {
         Command::Run(a) => run::run(a),
         Command::Sweep(a) => sweep::sweep(a),
@@ -146,8 +198,20 @@ pub fn main() -> ExitCode {
         Command::Trafficgen(a) => trafficgen::trafficgen(a),
         Command::Tunnel(a) => tunnel::tunnel(a),
     };
+    // What a last `out!` left in the buffer is written now, where its error can be seen.
+    let result = result.and_then(|()| {
+        use std::io::Write as _;
+        std::io::stdout().flush().map_err(|e| StdoutError(e).into())
+    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // A signal to the whole process group (a closed terminal) reaches the helpers a kernel
+        // run is waiting on too (`ip`, `tc`): their failure is the signal's doing, and the run
+        // has cleaned up as for an interruption.
+        Err(e) if last_stop_signal().load(std::sync::atomic::Ordering::Relaxed) != 0 => {
+            errln!("error: interrupted: {e}");
+            ExitCode::from(interrupted_exit_code())
+        }
         Err(e) => {
             if let Some(StdoutError(io)) = e.downcast_ref() {
                 if io.kind() == std::io::ErrorKind::BrokenPipe {
@@ -158,7 +222,7 @@ pub fn main() -> ExitCode {
             }
             if let Some(mpsched_netns::backend::NetnsError::Interrupted(_)) = e.downcast_ref() {
                 errln!("error: {e}");
-                return ExitCode::from(130);
+                return ExitCode::from(interrupted_exit_code());
             }
             if e.downcast_ref::<mpsched_scenario::ScenarioError>().is_some() || e.downcast_ref::<UsageError>().is_some()
             {

@@ -31,7 +31,12 @@ pub struct RunArgs {
     /// Base seed (repetition i uses seed + i).
     #[arg(long)]
     seed: Option<u64>,
-    /// Run for this long instead, scaling the scenario's timeline (seconds, or a time like 10s).
+    /// Cut the run short at this time (seconds, or a time like 10s): the same experiment
+    /// stopped earlier, as ns-3's stop time is. Nothing moves: flows, a workload's arrivals
+    /// (at their rate), failures and rate traces keep their times; what would start at or
+    /// after the new end does not, what is still running stops there. At most the
+    /// scenario's own duration; a longer one is the scenario as if its file said so (flows and
+    /// arrivals without a stop of their own go on).
     #[arg(long)]
     duration: Option<String>,
     /// Repetitions (default: the scenario's; 1 to 1000).
@@ -147,7 +152,8 @@ pub struct CheckArgs {
 
 /// `mpsched check`: validate and summarise; exit 2 with file and field when invalid.
 pub fn check(a: CheckArgs) -> anyhow::Result<()> {
-    let (sc, _) = resolve(Some(&a.scenario))?;
+    let (text, origin, _) = source(Some(&a.scenario))?;
+    let sc = Scenario::from_toml(&text, &origin)?;
     warn_of(&sc);
     check_sweep_values(&a.scenario, &sc)?;
     outln!(
@@ -216,38 +222,49 @@ pub fn create_out_dir(out: &Path) -> anyhow::Result<()> {
         .map_err(|e| UsageError(format!("--out: cannot create `{}`: {e}", out.display())).into())
 }
 
-fn resolve(arg: Option<&str>) -> anyhow::Result<(Scenario, bool)> {
-    match arg {
-        None => {
-            let (path, text) = builtin::find(builtin::DEFAULT).expect("the default scenario is built in");
-            Ok((Scenario::from_toml(text, &format!("<builtin>/{path}"))?, true))
-        }
-        Some(a) => {
-            let p = Path::new(a);
-            if p.exists() {
-                return Ok((Scenario::load(p)?, false));
-            }
-            match builtin::find(a) {
-                Some((path, text)) => Ok((Scenario::from_toml(text, &format!("<builtin>/{path}"))?, false)),
-                None => Err(UsageError(format!(
-                    "`{a}` is neither a file nor a built-in scenario (see `mpsched list`)"
-                ))
-                .into()),
-            }
-        }
+/// The scenario's text and origin (a file, or a built-in; none: the default), and whether it
+/// is the default.
+fn source(arg: Option<&str>) -> anyhow::Result<(String, String, bool)> {
+    let Some(a) = arg else {
+        let (path, text) = builtin::find(builtin::DEFAULT).expect("the default scenario is built in");
+        return Ok((text.to_string(), format!("<builtin>/{path}"), true));
+    };
+    let p = Path::new(a);
+    if p.exists() {
+        let origin = p.display().to_string();
+        let text = mpsched_scenario::files::read_bounded(p, mpsched_scenario::files::MAX_SCENARIO_FILE_BYTES).map_err(
+            |e| mpsched_scenario::ScenarioError {
+                file: origin.clone(),
+                field: String::new(),
+                message: format!("cannot read: {e}"),
+            },
+        )?;
+        return Ok((text, origin, false));
+    }
+    match builtin::find(a) {
+        Some((path, text)) => Ok((text.to_string(), format!("<builtin>/{path}"), false)),
+        None => Err(UsageError(format!(
+            "`{a}` is neither a file nor a built-in scenario (see `mpsched list`)"
+        ))
+        .into()),
     }
 }
 
-/// The scenario (file or built-in, default the built-in DWRR), scaled to `duration`, and the
+/// The scenario (file or built-in, default the built-in DWRR), cut short at `duration`, and the
 /// variants to run (checked to exist).
 pub fn resolve_scenario(
     scenario: Option<&str>,
     duration: Option<&str>,
     variants: &[String],
 ) -> anyhow::Result<(Scenario, Vec<String>)> {
-    let (mut sc, is_default) = resolve(scenario)?;
+    let (text, origin, is_default) = source(scenario)?;
+    let mut sc = Scenario::from_toml(&text, &origin)?;
     if let Some(d) = duration {
-        sc = with_duration(&sc, d)?;
+        sc = match duration_ps(d)? {
+            // Longer: the scenario as if its file said so.
+            ps if ps > sc.duration_ps => lengthened(&text, &origin, &[], ps)?,
+            _ => with_duration(&sc, d)?,
+        };
     }
     let mut variants = variants.to_vec();
     if is_default && variants.is_empty() {
@@ -267,9 +284,42 @@ pub fn multi_variant(sc: &Scenario, variants: &[String]) -> bool {
     }
 }
 
-/// `sc` scaled to `duration`: seconds (`2.5`) or a time (`500ms`), above zero, within the
-/// bounds a file is held to (a [`UsageError`] otherwise).
+/// `sc` cut short at `duration` (seconds, `2.5`, or a time, `500ms`): the same experiment
+/// stopped earlier ([`Scenario::cut_to`]); above zero, at most the scenario's own duration,
+/// within the bounds a file is held to (a [`UsageError`] otherwise).
 pub fn with_duration(sc: &Scenario, duration: &str) -> anyhow::Result<Scenario> {
+    let ps = duration_ps(duration)?;
+    // The same experiment cut short; the cut goes through the bounds a file does.
+    sc.cut_to_checked(ps)
+        .map_err(|e| UsageError(format!("--duration {duration}: {}", e.message)).into())
+}
+
+/// A run longer than the scenario's: its text read with `overrides` and `scenario.duration` set
+/// to `ps`, as if the file said so: flows and a workload's arrivals without a `stop` of their
+/// own go on to the new end, a rate trace's later points are played; what the file times stays.
+pub fn lengthened(
+    text: &str,
+    origin: &str,
+    overrides: &[mpsched_scenario::overrides::Override],
+    ps: u64,
+) -> anyhow::Result<Scenario> {
+    let mut all = overrides.to_vec();
+    all.push(mpsched_scenario::overrides::Override {
+        key: "scenario.duration".into(),
+        value: toml::Value::String(format!("{ps}ps")),
+    });
+    Scenario::from_toml_with(text, origin, &all).map_err(|e| {
+        UsageError(format!(
+            "--duration {}: {}",
+            mpsched_scenario::units::format_time_ps(ps),
+            e.to_string().trim_start_matches(&format!("{origin}: "))
+        ))
+        .into()
+    })
+}
+
+/// `--duration`'s value in picoseconds: seconds (`2.5`) or a time (`500ms`), above zero.
+pub fn duration_ps(duration: &str) -> anyhow::Result<u64> {
     let d = duration;
     let ps = if d.chars().all(|c| c.is_ascii_digit() || c == '.') {
         parse_time_ps(&format!("{d}s"))
@@ -284,11 +334,7 @@ pub fn with_duration(sc: &Scenario, duration: &str) -> anyhow::Result<Scenario> 
     if ps == 0 {
         return Err(UsageError("--duration must be above zero".into()).into());
     }
-    let sc = sc.scaled_to(ps);
-    // The flag goes through the bounds a file does.
-    sc.check_bounds()
-        .map_err(|e| UsageError(format!("--duration {d}: {e}")))?;
-    Ok(sc)
+    Ok(ps)
 }
 
 /// Every name in `variants` is one of `sc`'s variants (a [`UsageError`] naming them otherwise).

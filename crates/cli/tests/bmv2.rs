@@ -1,6 +1,7 @@
 //! The P4 program on BMv2 end to end: every conformance vector agrees between the Rust, eBPF
-//! and P4 programs; Motohashi's scenarios 1, 2 and 3b with BMv2 as the switches agree with the
-//! simulator within 10 %, and DWRR moves flow1 off path2 there too; PMQECN's Table 1 on BMv2's
+//! and P4 programs; Motohashi's scenarios 1, 2 and 3b with BMv2 as the switches split as the
+//! simulator does (each path's share within 5 points), and DWRR moves flow1 off path2 there
+//! too; PMQECN's Table 1 on BMv2's
 //! priority queues (strict priority starves the low class, vq-wrr shares the port); PMQECN's
 //! and P4QCN's rate feedback reaches the paced senders from BMv2; nothing is left behind
 //! (switch processes, namespaces, files) after a normal, an interrupted or a failed run.
@@ -14,6 +15,7 @@ mod common;
 mod hula_live;
 
 use common::{mpsched, ok};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
@@ -29,8 +31,8 @@ const TESTS: &[(&str, fn())] = &[
         every_vector_agrees_across_rust_ebpf_and_bmv2,
     ),
     (
-        "scenarios_1_2_and_3b_on_bmv2_agree_with_the_simulator_within_10_percent",
-        scenarios_1_2_and_3b_on_bmv2_agree_with_the_simulator_within_10_percent,
+        "scenarios_1_2_and_3b_on_bmv2_split_as_the_simulator_does",
+        scenarios_1_2_and_3b_on_bmv2_split_as_the_simulator_does,
     ),
     (
         "the_papers_marker_marks_on_bmv2s_own_queue_depth",
@@ -180,38 +182,32 @@ fn every_dcqcn_and_tcn_vector_set_agrees_on_bmv2() {
 }
 
 /// PMQECN's Table 1 with BMv2 as S1 and S2 (`mpsched run pmqecn2024/table1-sp-vs-vq-wrr
-/// --backend bmv2 --ignore-delay`, 6 s): three UDP classes offering 6.2 Mbit/s into S1's
-/// 10 Mbit/s port of eight priority queues. Over the steady window (2 s to the end), strict
-/// priority by BMv2's priority queues gives the high class what it offers and the low class
-/// (nearly) nothing; vq-wrr (vqwrr.p4 on the same queues) gives the three near-equal shares, the virtual
-/// queues dropping what the port would not carry. Tolerances: the simulator's figures are 6.20
-/// / 3.52 / 0.00 and 3.23 each; BMv2 on a loaded two-core machine moved them by 0.03 in the
-/// runs of docs/reproduction.md and up to 1.0 on CI (SP's bounds below say why) and 10 % of
-/// the mean (VQ-WRR).
+/// --backend bmv2 --ignore-delay`), at half its rates (5 Mbit/s links, three UDP classes
+/// offering 3.1 Mbit/s each into S1's port of eight priority queues: 260 packets a second each,
+/// half what BMv2 fell behind on under load), 6 s. Judged by the shares of what the
+/// port carried over the steady window (2 s to the end), which the scheduler decides: strict
+/// priority by BMv2's priority queues gives the high class what it offers (62 % of the port)
+/// and the low class (nearly) nothing (the simulator: 0.638, 0.362, 0.000); vq-wrr (vqwrr.p4 on the same queues) gives the three
+/// near-equal shares, the virtual queues dropping what the port would not carry. At the
+/// paper's 10 Mbit/s a loaded machine moved the rates BMv2 carried by up to 1.0 Mbit/s (CI,
+/// 2026-11-29: SP's high class at 4.87-6.52 of 6.2), which a bound on Mbit/s cannot tell from
+/// a wrong scheduler.
 fn table1_on_bmv2_strict_priority_starves_the_low_class_and_vq_wrr_shares_the_port() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    once_more_if_it_fails("table1", table1_once);
-}
-
-/// BMv2 forwards in user space, so what its switches carry in a given second depends on the
-/// shared machine's load: a test of rates through it that fails runs once more, and fails only
-/// if the second run does too (both are printed). Rates, not correctness: the conformance
-/// vectors never get a second chance.
-fn once_more_if_it_fails(name: &str, f: fn()) {
-    if std::panic::catch_unwind(f).is_ok() {
-        return;
-    }
-    eprintln!("{name}: failed once (its panic above); BMv2's rates depend on the machine's load, running once more");
-    f();
-}
-
-fn table1_once() {
     let before = switch_processes();
     let out = tmp("table1");
+    std::fs::create_dir_all(&out).unwrap();
+    let text = mpsched_scenario::builtin::find("pmqecn2024/table1-sp-vs-vq-wrr")
+        .expect("built in")
+        .1
+        .replace("rate = \"10Mbps\"", "rate = \"5Mbps\"")
+        .replace("rate = \"6.2Mbps\"", "rate = \"3.1Mbps\"");
+    let file = out.join("table1-half.toml");
+    std::fs::write(&file, text).unwrap();
     let o = mpsched()
+        .args(["run"])
+        .arg(&file)
         .args([
-            "run",
-            "pmqecn2024/table1-sp-vs-vq-wrr",
             "--backend",
             "bmv2",
             "--ignore-delay",
@@ -229,36 +225,26 @@ fn table1_once() {
         err.contains("BMv2's priority queues"),
         "the run says how its ports are built: {err}"
     );
-    let sp = common::steady_goodput(&out.join("SP"), 2.0);
-    let wrr = common::steady_goodput(&out.join("VQ-WRR"), 2.0);
-    eprintln!("Table 1 on BMv2, steady window: SP {sp:?}, VQ-WRR {wrr:?}");
-    // BMv2 serves its priority queues from a user-space thread at a rate in packets per
-    // second and reads its ports from user space too; on a loaded 2-core machine it falls
-    // behind now and then: the port carries less, and packets of every class are lost before
-    // they reach a queue, which the medium and low classes' backlogs absorb and the high class
-    // (offering less than the port) cannot. Runs under load (CI, and a build beside the test)
-    // measured the high class at 4.87-6.52 Mbit/s, the port at 8.97-9.72 and the low class at
-    // up to 0.52 (2026-11-29: SP {high 4.97, medium 4.21, low 0.42}, {5.49, 3.71, 0.52} and
-    // {4.87, 4.84, 0.00}; VQ-WRR 2.99 each). The bounds judge strict priority, not BMv2's
-    // speed: without priority each class offers 6.2 Mbit/s and gets a third of the port, 3.3
-    // (VQ-WRR below); strict priority gives the high class well above that, the medium class
-    // the rest and the low class under a third of its fair share.
-    assert!(sp["high"] > 4.5, "SP: the high class gets about what it offers: {sp:?}");
-    // What the medium class gets is the port's rest, so judge it with the high class: in a
-    // steady window a few of the high class's queued packets fall on either side of its edge,
-    // moving up to 0.3 Mbit/s between the two (CI: 6.52 / 3.16, sum 9.68).
+    let shares = |v: &str| {
+        let g = common::steady_goodput(&out.join(v), 2.0);
+        let total: f64 = g.values().sum();
+        assert!(total > 0.0, "{v}: nothing carried: {g:?}");
+        g.into_iter()
+            .map(|(k, x)| (k, x / total))
+            .collect::<BTreeMap<String, f64>>()
+    };
+    let (sp, wrr) = (shares("SP"), shares("VQ-WRR"));
+    eprintln!("Table 1 on BMv2 at half its rates, shares of the steady window: SP {sp:?}, VQ-WRR {wrr:?}");
+    // The high class offers 62 % of the port: strict priority serves all of it (a few of its
+    // queued packets fall on either side of the window's edges), the medium class the rest.
+    assert!(sp["high"] > 0.55, "SP: the high class gets what it offers: {sp:?}");
+    assert!(sp["medium"] > 0.25, "SP: the medium class the rest: {sp:?}");
     assert!(
-        sp["medium"] > 2.9 && sp["high"] + sp["medium"] > 8.5,
-        "SP: the medium class the rest: {sp:?}"
-    );
-    assert!(
-        sp["low"] < 1.0 && sp["low"] < sp["medium"] / 3.0,
+        sp["low"] < 0.06 && sp["low"] < sp["medium"] / 3.0,
         "SP: the low class starves: {sp:?}"
     );
-    let mean = wrr.values().sum::<f64>() / 3.0;
-    assert!(mean * 3.0 > 8.5, "VQ-WRR: the port is (about) full: {wrr:?}");
     assert!(
-        wrr.values().all(|x| (x - mean).abs() < 0.1 * mean),
+        wrr.values().all(|x| (x - 1.0 / 3.0).abs() < 0.1 / 3.0),
         "VQ-WRR: near-equal shares: {wrr:?}"
     );
     // The virtual queues, not the port, drop; the only departures the counts did not expect
@@ -510,36 +496,16 @@ fn tmp(name: &str) -> PathBuf {
     common::scratch("mpsched-bmv2-test", name)
 }
 
-/// `mpsched compare --bmv2` on a shortened scenario: every flow within 10 % of the simulator
-/// with BMv2 as the switches (and with eBPF, as tests/netns.rs checks as well).
+/// `mpsched compare --bmv2` on a shortened scenario, judged by what the splitter decides:
+/// each path's share of what the paths carried, with BMv2 as the switches, within 5 points
+/// of the simulator's; and every flow delivers.
 ///
-/// BMv2 forwards in user space: on this shared 2-core machine a run in which other work took
-/// its cores loses packets at its switches that the scenario does not (one CI run on
-/// 2026-11-28: s1 RS flow1 lost 15.8 % on BMv2 against 1.7 % on eBPF and 1.3 % in the
-/// simulator). So a scenario whose BMv2 column falls outside runs once more, and the test
-/// fails only if the second run does too; both are printed.
+/// Not by goodput: BMv2 forwards in user space, and on a shared 2-core machine a run in which
+/// other work took its cores loses packets at its switches that the scenario does not (one CI
+/// run on 2026-11-28: s1 RS flow1 lost 15.8 % on BMv2 against 1.7 % on eBPF and 1.3 % in the
+/// simulator; a 10 % band on goodput then needed a second run). Where the packets a switch
+/// took go is the program's decision, whatever it lost before it saw them.
 fn compare_with_bmv2(scenario: &str, duration: &str, variants: &[&str]) -> serde_json::Value {
-    let mut first = None;
-    for attempt in 1..=2 {
-        let (v, outside) = compare_once(scenario, duration, variants);
-        if outside.is_empty() {
-            if let Some(f) = &first {
-                eprintln!("{scenario}: the second run agreed; the first had {f:?}");
-            }
-            return v;
-        }
-        if attempt == 2 {
-            panic!("{scenario}: BMv2 not within 10 % of the simulator in two runs: first {first:?}, then {outside:?}");
-        }
-        eprintln!("{scenario}: BMv2 not within 10 % of the simulator, running once more: {outside:?}");
-        first = Some(outside);
-    }
-    unreachable!("the second attempt returns or panics")
-}
-
-/// One `mpsched compare --bmv2`: its compare.json and the flow rows whose BMv2 ratio is
-/// outside 0.9-1.1.
-fn compare_once(scenario: &str, duration: &str, variants: &[&str]) -> (serde_json::Value, Vec<String>) {
     let dir = tmp(scenario);
     let mut cmd = mpsched();
     cmd.args(["compare", scenario, "--bmv2", "--duration", duration, "--out"])
@@ -553,29 +519,63 @@ fn compare_once(scenario: &str, duration: &str, variants: &[&str]) -> (serde_jso
     assert!(text.contains("bmv2"), "no BMv2 column: {text}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("compare.json")).unwrap()).unwrap();
-    let flows: Vec<&serde_json::Value> = v["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["kind"] == "flow")
-        .collect();
+    let rows = v["rows"].as_array().unwrap();
+    let flows: Vec<&serde_json::Value> = rows.iter().filter(|r| r["kind"] == "flow").collect();
     assert!(!flows.is_empty(), "{scenario}: no flow rows");
-    let outside = flows
-        .iter()
-        .filter(|r| !(0.9..=1.1).contains(&r["bmv2_ratio"].as_f64().unwrap()))
-        .map(|r| r.to_string())
-        .collect();
+    for f in &flows {
+        assert!(
+            f["bmv2_mbps"].as_f64().unwrap() > 0.0,
+            "{scenario}: delivered nothing on BMv2: {f}"
+        );
+    }
+    let shares = path_shares(rows);
+    assert!(!shares.is_empty(), "{scenario}: no path rows");
+    eprintln!("{scenario}: path shares (variant, path, simulator, BMv2): {shares:?}");
+    for (variant, path, sim, bmv2) in &shares {
+        assert!(
+            (sim - bmv2).abs() <= 0.05,
+            "{scenario} {variant}: {path} carried {:.1} % of the paths' packets on BMv2, {:.1} % in the simulator",
+            100.0 * bmv2,
+            100.0 * sim
+        );
+    }
     assert!(std::fs::metadata(dir.join("compare.png")).unwrap().len() > 10_000);
     let _ = std::fs::remove_dir_all(&dir);
-    (v, outside)
+    v
 }
 
-fn scenarios_1_2_and_3b_on_bmv2_agree_with_the_simulator_within_10_percent() {
+/// Per variant and path of compare.json's rows: (variant, path, share of the variant's paths'
+/// Mbit/s in the simulator, the same with BMv2).
+fn path_shares(rows: &[serde_json::Value]) -> Vec<(String, String, f64, f64)> {
+    let paths: Vec<&serde_json::Value> = rows.iter().filter(|r| r["kind"] == "path").collect();
+    let total = |variant: &serde_json::Value, key: &str| -> f64 {
+        paths
+            .iter()
+            .filter(|r| r["variant"] == *variant)
+            .map(|r| r[key].as_f64().unwrap())
+            .sum()
+    };
+    paths
+        .iter()
+        .map(|r| {
+            let share = |key: &str| r[key].as_f64().unwrap() / total(&r["variant"], key).max(1e-9);
+            (
+                r["variant"].as_str().unwrap_or("").to_string(),
+                r["id"].as_str().unwrap_or("").to_string(),
+                share("sim_mbps"),
+                share("bmv2_mbps"),
+            )
+        })
+        .collect()
+}
+
+fn scenarios_1_2_and_3b_on_bmv2_split_as_the_simulator_does() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let before = switch_processes();
     compare_with_bmv2("s1-homogeneous", "10", &["RS", "WRR", "SP1"]);
     compare_with_bmv2("s2-heterogeneous", "10", &["RS", "WRR"]);
-    let v = compare_with_bmv2("s3b-dwrr-two-flows", "30", &["DWRR"]);
+    // Cut at 40 s: flow 2, from 20 s, congests path2 for 20 s.
+    let v = compare_with_bmv2("s3b-dwrr-two-flows", "40", &["DWRR"]);
     let counters = &v["bmv2"][0]["repetitions"][0]["counters"]["ap1"];
     assert!(
         counters["split0.feedback_rx"].as_u64().unwrap_or(0) > 0,
@@ -636,19 +636,22 @@ fn nothing_is_left_after_a_normal_an_interrupted_or_a_failed_bmv2_run() {
     assert!(out.join("summary.json").exists());
     assert_clean("after a normal run", before);
 
-    // SIGINT part-way: exit 130, every switch stopped, every namespace and file removed.
-    let mut child = start_long_bmv2_run("interrupted");
-    assert!(!our_namespaces().is_empty(), "the run never built its namespaces");
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert_eq!(
-        child.wait().unwrap().code(),
-        Some(130),
-        "an interrupted run exits with 130"
-    );
-    assert_clean("after SIGINT", before);
+    // SIGINT, and SIGHUP (a closed terminal, issue 45), part-way: exit 128 + the signal, every
+    // switch stopped, every namespace and file removed.
+    for (sig, code) in [("-INT", 130), ("-HUP", 129)] {
+        let mut child = start_long_bmv2_run("interrupted");
+        assert!(!our_namespaces().is_empty(), "the run never built its namespaces");
+        Command::new("kill")
+            .args([sig, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert_eq!(
+            child.wait().unwrap().code(),
+            Some(code),
+            "a run interrupted by {sig} exits with {code}"
+        );
+        assert_clean(&format!("after {sig}"), before);
+    }
 
     // Failed: the switches cannot start (a simple_switch that exits at once, found first through
     // MPSCHED_P4_PREFIX) after the namespaces, links and hosts exist.
@@ -855,9 +858,6 @@ fn the_papers_marker_marks_on_bmv2s_own_queue_depth() {
 /// tor0-h0 reaches tor4-h0 in another pod; nothing is left afterwards.
 fn a_udp_burst_crosses_a_fat_tree_of_bmv2_hula_switches() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    once_more_if_it_fails(
-        "a_udp_burst_crosses_the_fat_tree",
-        hula_live::a_udp_burst_crosses_the_fat_tree,
-    );
+    hula_live::a_udp_burst_crosses_the_fat_tree();
     assert!(our_namespaces().is_empty(), "namespaces left: {:?}", our_namespaces());
 }

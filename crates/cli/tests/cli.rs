@@ -164,8 +164,9 @@ fn run_writes_summary_timeseries_plot_and_pcap_and_repeats_byte_for_byte() {
     let run = |out: &Path| {
         let o = mpsched(&[
             "run",
+            // Cut after flow 2 has started (at 20 s): both flows in the series.
             "--duration",
-            "12",
+            "24",
             "--out",
             out.to_str().unwrap(),
             "--pcap",
@@ -197,14 +198,14 @@ fn run_writes_summary_timeseries_plot_and_pcap_and_repeats_byte_for_byte() {
         assert!(v.get(k).is_some(), "summary.json lacks `{k}`");
     }
     assert_eq!(v["backend"], "sim");
-    assert_eq!(v["duration_s"], 12.0);
+    assert_eq!(v["duration_s"], 24.0);
     for k in ["id", "offered_mbps", "delivered_mbps", "loss_pct", "mean_owd_ms"] {
         assert!(v["flows"][0].get(k).is_some(), "flow lacks `{k}`");
     }
     assert!(v["paths"][0].get("mean_mbps").is_some());
     let csv = std::fs::read_to_string(a.join("timeseries.csv")).unwrap();
     assert!(csv.starts_with("time_s,path1_mbps,path2_mbps,flow1_mbps,flow2_mbps"));
-    assert_eq!(csv.lines().count(), 13);
+    assert_eq!(csv.lines().count(), 25);
     let png = std::fs::read(a.join("throughput.png")).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     let pcap = std::fs::read(a.join("ap4-ap3.pcap")).unwrap();

@@ -100,8 +100,8 @@ const TESTS: &[(&str, fn())] = &[
         mptcp_over_two_paths_agrees_with_the_simulator_within_10_percent,
     ),
     (
-        "every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage",
-        every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage,
+        "every_kernel_command_leaves_nothing_on_any_stop_signal_at_any_stage",
+        every_kernel_command_leaves_nothing_on_any_stop_signal_at_any_stage,
     ),
     (
         "dcqcn_paced_flows_run_through_the_binary_and_write_their_lines",
@@ -318,7 +318,8 @@ fn tcp_flows_agree_with_the_simulator_within_10_percent() {
 
 fn scenario_3b_dwrr_moves_flow1_off_path2_on_the_kernel() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let v = compare_within_10pct("s3b-dwrr-two-flows", "30", &["DWRR"]);
+    // Cut at 40 s: flow 2, from 20 s, congests path2 for 20 s.
+    let v = compare_within_10pct("s3b-dwrr-two-flows", "40", &["DWRR"]);
     let netns = &v["netns"][0];
     let counters = &netns["repetitions"][0]["counters"]["ap1"];
     assert!(
@@ -890,7 +891,7 @@ fn scenario1_pmqecn_and_p4qcn_send_their_feedback_on_the_kernel() {
             serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
         let counters = &summary["repetitions"][0]["counters"];
         let c = |node: &str, k: &str| counters[node][k].as_u64().unwrap_or(0);
-        let (sent, min_mbps) = match v {
+        let (sent, min_mbps, min_port_mbps) = match v {
             // 20 s of 100 ms periods, on the wall clock of a loaded machine.
             "PMQECN" => {
                 assert!(c("control:S1", "steps") >= 150, "{counters}");
@@ -898,11 +899,17 @@ fn scenario1_pmqecn_and_p4qcn_send_their_feedback_on_the_kernel() {
                 assert_eq!(c("S1", "counter.vq.accounting_errors"), 0, "{counters}");
                 // The model moves the classes' shares every period; over 20 s one has ended
                 // with 1.07 Mbit/s, another with 1.01 over 10 s (60 s: 2.7 to 3.7 each).
-                (c("S1", "counter.pmqecn.feedback"), 0.5)
+                // PMQECN's own port use moves with every solve (second to second its CV is
+                // 0.146 on the kernel, 0.077 in the simulator, docs/reproduction.md): 9.21
+                // Mbit/s over 60 s on a quiet machine, 7.93 from 5 s to 20 s on CI's two busy
+                // cores. A loop that stopped raising the senders would leave them near their
+                // initial 1 Mbit/s each, 3 in all.
+                (c("S1", "counter.pmqecn.feedback"), 0.5, 7.0)
             }
             _ => {
                 assert_eq!(c("S1", "counter.baseline.skipped"), c("S1", "counter.baseline.late"));
-                (c("S1", "counter.qcn.feedback"), 2.5)
+                // P4QCN holds the port steady (CV 0.005): 9.22 Mbit/s over 60 s.
+                (c("S1", "counter.qcn.feedback"), 2.5, 8.0)
             }
         };
         assert!(sent > 100, "{v}: feedback sent {sent}: {counters}");
@@ -912,7 +919,10 @@ fn scenario1_pmqecn_and_p4qcn_send_their_feedback_on_the_kernel() {
         }
         let steady = common::steady_goodput(&dir, 5.0);
         let total: f64 = ["A", "B", "C"].iter().map(|f| steady[*f]).sum();
-        assert!(total > 8.0, "{v}: the port is used after 5 s: {total} Mbit/s");
+        assert!(
+            total > min_port_mbps,
+            "{v}: the port is used after 5 s: {total} Mbit/s (at least {min_port_mbps})"
+        );
         for f in summary["flows"].as_array().unwrap() {
             assert!(f["delivered_mbps"].as_f64().unwrap() > min_mbps, "{v}: {f}");
             if v == "P4QCN" {
@@ -1340,8 +1350,17 @@ fn the_kernels_mptcp_tokens_and_join_hmacs_are_ours() {
     }
 }
 
+const SIGHUP: i32 = 1;
 const SIGINT: i32 = 2;
+const SIGQUIT: i32 = 3;
 const SIGTERM: i32 = 15;
+
+/// The signals each stage of a command is tried with: SIGHUP (a closed terminal or SSH
+/// session, issue 45: it ended every command at once, leaving all it had made) at every stage,
+/// and one of SIGINT, SIGTERM and SIGQUIT in turn, so that each meets every command.
+fn signals_for(stage: usize) -> [i32; 2] {
+    [SIGHUP, [SIGINT, SIGTERM, SIGQUIT][stage % 3]]
+}
 
 /// A few fixed-size transfers over a 10 Mbit/s dumbbell, for 3 s: traffic generator servers and
 /// clients in the namespaces while it runs.
@@ -1390,7 +1409,7 @@ stop = "3s"
 "#;
 
 /// The processes a kernel command starts in its namespaces: iperf3, the traffic generator,
-/// simple_switch, dumpcap. By pid, not zombies.
+/// the tunnel daemon, simple_switch, dumpcap. By pid, not zombies.
 fn kernel_processes() -> std::collections::BTreeSet<u32> {
     let mut out = std::collections::BTreeSet::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
@@ -1407,7 +1426,7 @@ fn kernel_processes() -> std::collections::BTreeSet<u32> {
             .map(|a| a.rsplit('/').next().unwrap_or("").to_string())
             .unwrap_or_default();
         let ours = matches!(exe.as_str(), "iperf3" | "simple_switch" | "dumpcap")
-            || (exe == "mpsched" && args.get(1).is_some_and(|a| a == "trafficgen"));
+            || (exe == "mpsched" && args.get(1).is_some_and(|a| a == "trafficgen" || a == "tunnel"));
         let zombie = std::fs::read_to_string(format!("/proc/{pid}/status"))
             .is_ok_and(|st| st.lines().any(|l| l.starts_with("State:") && l.contains("zombie")));
         if ours && !zombie {
@@ -1497,7 +1516,9 @@ fn interrupt_and_check(args: &[&str], sig: i32, when: Instant_, within: Duration
         std::thread::sleep(d);
     }
     let name = match sig {
+        SIGHUP => "-HUP",
         SIGINT => "-INT",
+        SIGQUIT => "-QUIT",
         _ => "-TERM",
     };
     assert!(Command::new("kill")
@@ -1525,8 +1546,9 @@ fn interrupt_and_check(args: &[&str], sig: i32, when: Instant_, within: Duration
         err.lines().last().unwrap_or("")
     );
     assert!(
-        status.code() == Some(130) || status.signal() == Some(sig),
-        "{what}: exit {status:?}, not 130 or the signal: {err}"
+        status.code() == Some(128 + sig) || status.signal() == Some(sig),
+        "{what}: exit {status:?}, not {} or the signal: {err}",
+        128 + sig
     );
     assert!(
         !err.contains("internal error") && !err.contains("panicked"),
@@ -1534,6 +1556,16 @@ fn interrupt_and_check(args: &[&str], sig: i32, when: Instant_, within: Duration
     );
     let left_ns = namespaces_of(pid);
     assert!(left_ns.is_empty(), "{what}: namespaces left: {left_ns:?}\n{err}");
+    // The tunnel daemons' keys, configurations and logs are named after the namespaces.
+    let prefix = format!("mps-{pid}x");
+    let left_files: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert!(left_files.is_empty(), "{what}: files left: {left_files:?}");
     // Killed processes and freed programs take a moment to go.
     let t = Instant::now();
     let (mut procs, mut progs) = (new_procs(), Vec::new());
@@ -1558,14 +1590,16 @@ fn interrupt_and_check(args: &[&str], sig: i32, when: Instant_, within: Duration
     assert_clean(&what);
 }
 
-/// Issue 27 (item 2 and the signal tests): every command that makes kernel state, interrupted
-/// with SIGINT and with SIGTERM before it has made anything, while it sets up, and while its
-/// traffic runs, exits as interrupted and leaves nothing: `run --backend netns` (iperf3 flows,
-/// traffic generator transfers and DCQCN-paced flows), `compare` (also during its simulation, which it now leaves
+/// Issue 27 (item 2 and the signal tests) and issue 45 (item 3, SIGHUP and SIGQUIT): every
+/// command that makes kernel state, interrupted with SIGHUP and with one of SIGINT, SIGTERM and
+/// SIGQUIT before it has made anything, while it sets up, and while its traffic runs, exits as
+/// interrupted (128 + the signal) and leaves nothing: `run --backend netns` (iperf3 flows,
+/// traffic generator transfers, DCQCN-paced flows, AFMT's tunnel daemons with their keys in
+/// the temporary folder, the ATSSS UPF and its UE daemon), `compare` (also during its simulation, which it now leaves
 /// at once), `bench --dataplane` (which left its three
 /// namespaces, their programs and an `iperf3 -s` for ever) and `vectors check` on the eBPF
 /// programs (whose scratch namespaces stayed). `sweep` runs in the simulator only.
-fn every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage() {
+fn every_kernel_command_leaves_nothing_on_any_stop_signal_at_any_stage() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     assert_clean("before");
     let dir = tmp("signals");
@@ -1576,6 +1610,7 @@ fn every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage() {
     let out = |n: &str| dir.join(n).to_str().unwrap().to_string();
     let vectors = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/vectors");
     let (o1, o2, o3, o4) = (out("run"), out("tg"), out("cmp"), out("paced"));
+    let (o5, o6) = (out("afmt"), out("atsss"));
     let paced = concat!(env!("CARGO_MANIFEST_DIR"), "/../netns/tests/dcqcn-two-senders.toml");
     let commands: Vec<(Vec<&str>, Vec<Instant_>)> = vec![
         (
@@ -1597,6 +1632,40 @@ fn every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage() {
         (
             vec!["run", &transfers, "--backend", "netns", "--no-plot", "--out", &o2],
             vec![Instant_::FirstNamespace, Instant_::Traffic(Duration::from_millis(500))],
+        ),
+        (
+            vec![
+                "run",
+                "afmt/three-subtunnels",
+                "--backend",
+                "netns",
+                "--ignore-delay",
+                "--variant",
+                "AFMT",
+                "--duration",
+                "6",
+                "--no-plot",
+                "--out",
+                &o5,
+            ],
+            vec![Instant_::FirstNamespace, Instant_::Traffic(Duration::from_millis(700))],
+        ),
+        (
+            vec![
+                "run",
+                "atsss/one-ue",
+                "--backend",
+                "netns",
+                "--ignore-delay",
+                "--variant",
+                "CMon",
+                "--duration",
+                "4",
+                "--no-plot",
+                "--out",
+                &o6,
+            ],
+            vec![Instant_::FirstNamespace, Instant_::Traffic(Duration::from_millis(700))],
         ),
         (
             vec![
@@ -1654,11 +1723,13 @@ fn every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage() {
             ],
         ),
     ];
+    let mut stage = 0;
     for (args, instants) in &commands {
         for &when in instants {
-            for sig in [SIGINT, SIGTERM] {
+            for sig in signals_for(stage) {
                 interrupt_and_check(args, sig, when, Duration::from_secs(20));
             }
+            stage += 1;
         }
     }
     // compare during a long simulation ends at once (it waited for the whole simulation, then
@@ -1673,7 +1744,7 @@ fn every_kernel_command_leaves_nothing_on_sigint_or_sigterm_at_any_stage() {
         "--out",
         &o3,
     ];
-    for sig in [SIGINT, SIGTERM] {
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
         interrupt_and_check(
             &long_sim,
             sig,
@@ -1861,8 +1932,9 @@ fn transfers_start_on_time_on_the_kernel() {
         "{header}"
     );
     for (flow, at) in &starts {
-        // --duration 1 scales the timeline: t2 starts at 0.2 s x 1/3.
-        let want = if flow == "t1" { 0.0 } else { 0.2 / 3.0 };
+        // --duration 1 cuts the run short (#45; it scaled the timeline, t2 then at 0.2 s x
+        // 1/3): t2 starts at its 0.2 s.
+        let want = if flow == "t1" { 0.0 } else { 0.2 };
         assert!(
             (at - want).abs() < 0.05,
             "{flow} started at {at} s, not {want} s: {lines}"

@@ -296,14 +296,14 @@ pub(super) fn print_table(sc: &Scenario, results: &[VariantResult]) -> anyhow::R
             // A TCP flow offers what its window allows: no offered rate to show.
             let tcp = r.scenario.flows.get(i).is_some_and(|x| x.tcp.is_some());
             outln!(
-                "{:<10} {:<8} {:>9} {:>22} {:>8} {:>9} {:>8.2}",
+                "{:<10} {:<8} {:>9} {:>22} {:>8} {:>9} {:>8}",
                 v,
                 f.id,
                 or_dash((!tcp).then(|| format!("{:.2}", f.offered_mbps))),
                 fmt_spread(&r.summary, i),
                 or_dash(f.loss_pct.map(|x| format!("{x:.2}"))),
                 or_dash(f.mean_owd_ms.map(|x| format!("{x:.2}"))),
-                f.reordered_pct
+                or_dash(f.reordered_pct.map(|x| format!("{x:.2}")))
             );
         }
         more_flows(r.summary.flows.len())?;

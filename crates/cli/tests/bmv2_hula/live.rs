@@ -355,8 +355,10 @@ pub fn mphula_on_bmv2_puts_two_subflows_on_different_uplinks() {
 /// A UDP burst from the client crosses the fat tree of `simple_switch`es to the server, by the
 /// best hops the probes found: each switch's per-port transmit counts over the burst are
 /// printed (probes add a few per uplink), and the server's ToR must deliver nearly all of the
-/// burst (250 packets/s) to its host port: 500 of 500 in two runs on 2026-11-25 at load 3 to 5
-/// (at a 100 ms probe period, 178, 58 and 0: the probes' load).
+/// burst to its host port. 50 packets a second, a fifth of what twenty switches on two loaded
+/// cores lost a third of on CI (311 of 500 at 250 packets/s, beside probes every few
+/// milliseconds; 500 of 500 on 2026-11-25 on a quieter machine): the test judges that the
+/// probes' best hops carry the packets, not how fast BMv2 forwards.
 pub fn a_udp_burst_crosses_the_fat_tree() {
     let net = Net::build();
     std::thread::sleep(Duration::from_secs(3));
@@ -375,7 +377,7 @@ pub fn a_udp_burst_crosses_the_fat_tree() {
     let before = snap(&net);
     let server = mpsched_core::packet::ipv4_to_string(net.sc.nodes[net.node(SERVER)].ip);
     let script = format!(
-        "import socket,time\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\nfor i in range(500):\n s.sendto(b'x'*100,('{server}',9))\n time.sleep(0.004)\n"
+        "import socket,time\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\nfor i in range(200):\n s.sendto(b'x'*100,('{server}',9))\n time.sleep(0.02)\n"
     );
     let out = net.nss[net.node(CLIENT)].exec("python3", &["-c", &script]);
     eprintln!("sender: {:?}", out.map(|o| o.status));
@@ -390,5 +392,5 @@ pub fn a_udp_burst_crosses_the_fat_tree() {
             delivered = d[0];
         }
     }
-    assert!(delivered >= 450, "{delivered} of 500 UDP packets reached the server");
+    assert!(delivered >= 190, "{delivered} of 200 UDP packets reached the server");
 }

@@ -415,6 +415,26 @@ pub fn check_programs(sc: &Scenario, w: &mpsched_topo::Wiring, planes: &dyn Swit
     Ok(())
 }
 
+/// iperf3 runs a flow for whole seconds (`-t` is an integer), so a flow it runs must last one
+/// at least: a shorter one (a sub-second `--duration`) ran about a second and its bytes were
+/// divided by the shorter time (760 Mbit/s through a 50 Mbit/s bottleneck).
+pub fn check_iperf_durations(sc: &Scenario) -> Result<(), NetnsError> {
+    const MIN_IPERF_PS: u64 = 1_000_000_000_000;
+    let short = sc
+        .flows
+        .iter()
+        .filter(|f| !super::is_transfer(f) && !super::paced::is_paced(f))
+        .find(|f| f.stop_ps.saturating_sub(f.start_ps) < MIN_IPERF_PS);
+    match short {
+        Some(f) => Err(NetnsError::Unsupported(format!(
+            "flow `{}` lasts {} on the kernel, where iperf3 runs whole seconds: at least 1s (a longer --duration), or --backend sim",
+            f.name,
+            mpsched_scenario::units::format_time_ps(f.stop_ps.saturating_sub(f.start_ps))
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Refuse, before anything is made, a scenario whose switch tables exceed the eBPF program's
 /// maps (`bpf/mpsched.h`): ports, splitting and confluence groups, routes, paths per group.
 pub fn check_kernel_limits(sc: &Scenario, w: &mpsched_topo::Wiring) -> Result<(), NetnsError> {
@@ -489,6 +509,22 @@ pub const MIN_KERNEL_RATE_BPS: u64 = 8;
 mod tests {
     use super::*;
     use mpsched_scenario::Scenario;
+
+    /// Issue 45: a flow iperf3 would run for less than a second (a sub-second `--duration`) is
+    /// refused before anything is made; it reported 760 Mbit/s through a 50 Mbit/s bottleneck.
+    #[test]
+    fn a_flow_shorter_than_iperf3s_second_is_refused() {
+        let text = include_str!("../../../../scenarios/tcp/two-flows.toml");
+        let sc = Scenario::from_toml(text, "two-flows.toml").unwrap();
+        assert!(check_iperf_durations(&sc).is_ok());
+        let e = check_iperf_durations(&sc.cut_to(500_000_000_000))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("flow `tcp1` lasts 500ms") && e.contains("whole seconds"),
+            "{e}"
+        );
+    }
 
     /// Issue 27 item 14: the simulator-only TCP settings are named, with their flows, for a
     /// warning; a scenario without them has none.

@@ -272,6 +272,7 @@ struct Checked {
 fn checked(sc: &Scenario, opts: &NetnsOptions) -> Result<Checked, NetnsError> {
     let w = sc.wiring().map_err(NetnsError::Unsupported)?;
     check_kernel_limits(sc, &w)?;
+    checks::check_iperf_durations(sc)?;
     check_programs(sc, &w, &*opts.planes())?;
     check_port_queues(sc, &w, &*opts.planes())?;
     hosts::check(sc, &w)?;

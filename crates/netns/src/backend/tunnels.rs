@@ -698,10 +698,23 @@ pub(super) fn figures(b: &Build<'_>, live: &Live) -> Vec<TunnelFigures> {
                 subtunnels: Vec::new(),
                 per_subtunnel: BTreeMap::new(),
                 reorder_buffer: None,
+                scheduler_counters: scheduler_counters(entry),
             });
         }
     }
     out
+}
+
+/// The `mpsched_tunnel_scheduler_counter{name="..."}` samples of a daemon's metrics, by name.
+fn scheduler_counters(m: &BTreeMap<String, f64>) -> BTreeMap<String, u64> {
+    m.iter()
+        .filter_map(|(k, &v)| {
+            let name = k
+                .strip_prefix("mpsched_tunnel_scheduler_counter{name=\"")?
+                .strip_suffix("\"}")?;
+            Some((name.to_string(), v as u64))
+        })
+        .collect()
 }
 
 /// An ATSSS tunnel's downlink figures: what the UPF sent on each path (its registers: the
@@ -752,6 +765,7 @@ fn upf_figures(
         subtunnels: Vec::new(),
         per_subtunnel: BTreeMap::new(),
         reorder_buffer: None,
+        scheduler_counters: BTreeMap::new(),
     })
 }
 

@@ -144,6 +144,10 @@ pub struct Cell {
     /// repetition's prologue run alone ([`TestRunTable::prologue_ns`], the test run's own loop
     /// included), so without the harness; the UEs are still drawn at random per packet.
     pub mpps_upf_median: f64,
+    /// The cell's rate over the harness's alone (the prologue run of the same repetition,
+    /// [`TestRunTable::prologue_ns`]), the median of the repetitions: a figure another machine
+    /// can check, where Mpps move with the machine's speed and load.
+    pub per_harness_median: f64,
     /// The share of the measured packets that went to the preferred path (all repetitions).
     pub preferred_share: f64,
     /// The smartNIC's figure.
@@ -410,7 +414,9 @@ pub fn test_run_table(n_ues: usize, repeat: u32, reps: u32, stop: &AtomicBool) -
                 .zip(&prologue_ns)
                 .map(|(x, p)| 1e3 / (x - p).max(1.0))
                 .collect();
+            let per_harness: Vec<f64> = ns[r][k].iter().zip(&prologue_ns).map(|(x, p)| p / x).collect();
             cells.push(Cell {
+                per_harness_median: median(&per_harness),
                 row: row.name,
                 kind: kind.name(),
                 ns_per_pkt: ns[r][k].clone(),
