@@ -52,12 +52,14 @@ fn one_million_flows_stay_within_the_bound() {
             ..SubtunnelView::default()
         },
         SubtunnelView {
+            path: 1,
             fill_bytes: 4_000,
             cwnd_bytes: 90_000,
             srtt_ns: 12_000_000,
             ..SubtunnelView::default()
         },
         SubtunnelView {
+            path: 2,
             fill_bytes: 0,
             cwnd_bytes: 30_000,
             srtt_ns: 30_000_000,

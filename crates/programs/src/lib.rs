@@ -99,6 +99,14 @@ pub trait SwitchProgram: Sync {
         Ok(())
     }
 
+    /// The most ports a switch running the program may have (None: as many as a switch has).
+    /// The scenario crate refuses a switch with more before anything is built, so that a run
+    /// never fails where `check` passed (the UPF routes by one shortest path to ports below
+    /// the frame's port limit).
+    fn max_ports(&self) -> Option<usize> {
+        None
+    }
+
     /// Refuse a port with `queues` output queues of `queue_pkts` packets each
     /// (`strict_priority`: served highest index first) on a node running the program: the key
     /// to blame and why. The scenario crate calls it for every link end at such a node.

@@ -7,7 +7,7 @@
 
 use crate::atsss;
 use crate::params::{Param, ParamKind, Params};
-use mpsched_core::tunnel::{Afmt, RoundRobin, TunnelScheduler, DEFAULT_FLOW_TABLE_ENTRIES};
+use mpsched_core::tunnel::{Afmt, Bond as BondScheduler, RoundRobin, TunnelScheduler, DEFAULT_FLOW_TABLE_ENTRIES};
 
 /// A tunnel scheduler as the registry knows it.
 pub trait TunnelSchedulerProgram: Sync {
@@ -35,12 +35,20 @@ pub trait TunnelSchedulerProgram: Sync {
         false
     }
 
+    /// Whether the receiving end holds each packet until the slowest path in use would have
+    /// brought it (`mpsched_tunnel::equalize`): for schedulers that spread one flow over paths
+    /// of unequal delay.
+    fn equalizes_delay(&self) -> bool {
+        false
+    }
+
     /// The scheduler of one tunnel end; `seed` for its random draws.
     fn build(&self, params: &Params, seed: u64) -> Box<dyn TunnelScheduler>;
 }
 
 /// Every tunnel scheduler, by name. The one registration line a new scheduler adds is here.
 pub static TUNNEL_SCHEDULERS: &[&dyn TunnelSchedulerProgram] = &[
+    &BOND,
     &RR,
     &AFMT,
     &atsss::WRR,
@@ -126,5 +134,33 @@ impl TunnelSchedulerProgram for AfmtScheduler {
 
     fn build(&self, params: &Params, _seed: u64) -> Box<dyn TunnelScheduler> {
         Box::new(Afmt::new(params.get("flow_table_entries") as u32))
+    }
+}
+
+/// Bonding: one flow over unequal paths (`mpsched_core::tunnel::Bond`).
+pub struct Bond;
+
+/// The registry entry of the bonding scheduler.
+pub static BOND: Bond = Bond;
+
+impl TunnelSchedulerProgram for Bond {
+    fn name(&self) -> &'static str {
+        "bond"
+    }
+
+    fn summary(&self) -> &'static str {
+        "bonding: the paths' queues kept equally long by their measured rates, so one flow gets their sum"
+    }
+
+    fn needs_path_acks(&self) -> bool {
+        true
+    }
+
+    fn equalizes_delay(&self) -> bool {
+        true
+    }
+
+    fn build(&self, _params: &Params, _seed: u64) -> Box<dyn TunnelScheduler> {
+        Box::new(BondScheduler::default())
     }
 }

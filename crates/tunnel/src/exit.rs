@@ -63,6 +63,14 @@ impl TunnelExit {
         }
     }
 
+    /// The peer restarted: order is tracked afresh (its numbers start again), the counters go
+    /// on.
+    pub fn new_session(&mut self) {
+        let stats = std::mem::take(&mut self.stats);
+        *self = TunnelExit::new(self.capacity);
+        self.stats = stats;
+    }
+
     /// Decapsulate: the inner ECN field given the outer one, or the reason to drop the packet
     /// (counted).
     pub fn decapsulate(&mut self, outer: Ecn, inner: Ecn) -> Result<Ecn, DecapError> {

@@ -19,9 +19,11 @@
 //! - [`path`]: each path's sender (RTT, minimum RTT, in-flight, loss, liveness) and receiver
 //!   (when to acknowledge what).
 //! - [`reorder`]: the receiver's bounded reordering buffer with a timeout.
+//! - [`equalize`]: the receiver's delay equalizer, so bonded paths of unequal delay look like one.
 //! - [`seal`]: the daemon's datagrams sealed (ChaCha20-Poly1305, pre-shared key), replays refused.
 
 pub mod entry;
+pub mod equalize;
 pub mod exit;
 pub mod framing;
 pub mod path;

@@ -67,6 +67,121 @@ pub struct PathView {
     pub lost: u64,
     /// Times the path went down.
     pub downs: u64,
+    /// Bytes of data in flight: the sizes of the messages in flight (with [`SENT_SIZES`] or
+    /// more in flight, their number times the mean size).
+    pub in_flight_bytes: u64,
+    /// Delivery rate, bytes per second: the largest of the recent samples (0 before one).
+    pub delivery_rate_bytes_per_s: u64,
+}
+
+/// Delivery-rate samples a path keeps (the largest is its rate, as BBR's max filter).
+const RATE_SAMPLES: usize = 8;
+/// The shortest interval a delivery-rate sample spans, ns (longer than a token-bucket burst at
+/// the rates the tunnel bonds; a path's minimum RTT when that is longer).
+const RATE_WINDOW_MIN_NS: u64 = 20_000_000;
+/// Most messages whose sizes a path remembers, to count its bytes in flight exactly (64 KiB
+/// a path at most: the memory grows with the most a path had in flight, from
+/// [`SENT_SIZES_MIN`]; with this many or more in flight, the bytes are their number times the
+/// mean size).
+pub const SENT_SIZES: usize = 8192;
+/// The sizes remembered at first.
+pub const SENT_SIZES_MIN: usize = 64;
+
+/// A path's delivery rate, measured from its acknowledgements (what BBR's estimator does with
+/// TCP's): bytes acknowledged over an interval of at least a minimum RTT. Only a sample taken
+/// while a queue stood on the path (its latest RTT above the minimum by an eighth, and 1 ms)
+/// measures the path rather than what it was given; a sample of a path that was not queued
+/// counts only if it raises a rate already measured. A path never queued has no rate (0).
+#[derive(Clone, Debug, Default)]
+struct DeliveryRate {
+    /// Data bytes sent in all.
+    sent_bytes: u64,
+    /// Data bytes sent up to and including message `s`, at `s % len` (empty until the first
+    /// data message; a power of two from [`SENT_SIZES_MIN`] to [`SENT_SIZES`] long).
+    sent_through: Vec<u64>,
+    /// Mean bytes per message, times 16 (an average over about the last 16 messages).
+    mean_bytes_x16: u64,
+    /// Where the current sample started: when, and bytes delivered by then.
+    window: Option<(u64, u64)>,
+    samples: [u64; RATE_SAMPLES],
+    next_sample: usize,
+}
+
+/// How far above the minimum RTT the latest must be for a path to count as queued, ns: an
+/// eighth of the minimum, and at least this.
+const QUEUED_MIN_NS: u64 = 1_000_000;
+
+impl DeliveryRate {
+    /// Message `seq` of `bytes` data bytes left, the oldest unacknowledged being `first`.
+    fn on_send(&mut self, seq: u64, bytes: u64, first: u64) {
+        self.sent_bytes = self.sent_bytes.saturating_add(bytes);
+        self.mean_bytes_x16 = self.mean_bytes_x16 - self.mean_bytes_x16 / 16 + bytes;
+        if bytes > 0 && self.sent_through.is_empty() {
+            self.sent_through = vec![0; SENT_SIZES_MIN];
+        }
+        let len = self.sent_through.len();
+        if len == 0 {
+            return;
+        }
+        if seq.saturating_sub(first) >= len as u64 - 1 && len < SENT_SIZES {
+            self.grow(seq);
+        }
+        let len = self.sent_through.len() as u64;
+        self.sent_through[(seq % len) as usize] = self.sent_bytes;
+    }
+
+    /// Twice the sizes remembered, the latest `len` (up to `next`, not included) kept.
+    fn grow(&mut self, next: u64) {
+        let old = std::mem::take(&mut self.sent_through);
+        let (len, new_len) = (old.len() as u64, old.len() as u64 * 2);
+        self.sent_through = vec![0; new_len as usize];
+        for s in next.saturating_sub(len)..next {
+            self.sent_through[(s % new_len) as usize] = old[(s % len) as usize];
+        }
+    }
+
+    /// Data bytes of the messages from `first` up to `next` (not included).
+    fn in_flight_bytes(&self, first: u64, next: u64) -> u64 {
+        let msgs = next.saturating_sub(first);
+        let len = self.sent_through.len() as u64;
+        if msgs == 0 {
+            return 0;
+        }
+        if first == 0 {
+            return self.sent_bytes;
+        }
+        if msgs < len {
+            let before = self.sent_through[((first - 1) % len) as usize];
+            return self.sent_bytes.saturating_sub(before);
+        }
+        msgs.saturating_mul(self.mean_bytes_x16 / 16).min(self.sent_bytes)
+    }
+
+    fn rate(&self) -> u64 {
+        self.samples.iter().copied().max().unwrap_or(0)
+    }
+
+    /// An acknowledgement at `now_ns` left the messages from `first` to `next` in flight;
+    /// the path's latest and minimum RTT.
+    fn on_ack(&mut self, (first, next): (u64, u64), latest_rtt_ns: u64, min_rtt_ns: u64, now_ns: u64) {
+        let delivered = self.sent_bytes - self.in_flight_bytes(first, next).min(self.sent_bytes);
+        let Some((t0, d0)) = self.window else {
+            self.window = Some((now_ns, delivered));
+            return;
+        };
+        let span = now_ns.saturating_sub(t0);
+        if span < RATE_WINDOW_MIN_NS.max(min_rtt_ns) {
+            return;
+        }
+        self.window = Some((now_ns, delivered));
+        let sample = (u128::from(delivered.saturating_sub(d0)) * 1_000_000_000 / u128::from(span)) as u64;
+        let queued = latest_rtt_ns >= min_rtt_ns + (min_rtt_ns / 8).max(QUEUED_MIN_NS);
+        let rate = self.rate();
+        if queued || (rate > 0 && sample > rate) {
+            self.samples[self.next_sample] = sample;
+            self.next_sample = (self.next_sample + 1) % RATE_SAMPLES;
+        }
+    }
 }
 
 /// The sending side of one path.
@@ -92,6 +207,7 @@ pub struct PathSender {
     count_base: u64,
     up: bool,
     downs: u64,
+    rate: DeliveryRate,
 }
 
 impl PathSender {
@@ -113,6 +229,7 @@ impl PathSender {
             count_base: 0,
             up: true,
             downs: 0,
+            rate: DeliveryRate::default(),
         }
     }
 
@@ -124,12 +241,21 @@ impl PathSender {
         self.lost = 0;
         self.count_base = self.next_seq;
         self.oldest_unacked_ns = None;
+        self.rate.window = None;
     }
 
     /// A message leaves on this path at `now_ns`: its path sequence number and send time as the
     /// wire carries them.
     pub fn on_send(&mut self, now_ns: u64) -> (u32, u32) {
+        self.on_send_data(now_ns, 0)
+    }
+
+    /// A data message of `bytes` bytes (the inner packet) leaves at `now_ns`: as
+    /// [`PathSender::on_send`], and counted for the delivery rate.
+    pub fn on_send_data(&mut self, now_ns: u64, bytes: u64) -> (u32, u32) {
         let seq = self.next_seq;
+        let first = self.highest_acked.map_or(self.count_base, |h| h + 1);
+        self.rate.on_send(seq, bytes, first);
         self.next_seq += 1;
         self.last_send_ns = now_ns;
         self.oldest_unacked_ns.get_or_insert(now_ns);
@@ -167,6 +293,12 @@ impl PathSender {
         // With more outstanding, the silence that judges liveness starts now.
         self.oldest_unacked_ns = (highest < sent_highest).then_some(now_ns);
         self.up = true;
+        self.rate.on_ack(
+            (highest + 1, self.next_seq),
+            self.latest_rtt_ns,
+            self.min_rtt_ns,
+            now_ns,
+        );
         true
     }
 
@@ -209,6 +341,11 @@ impl PathSender {
         self.last_send_ns + self.cfg.keepalive_ns
     }
 
+    /// When the latest acknowledgement was taken, ns (None before the first).
+    pub fn last_ack_ns(&self) -> Option<u64> {
+        (self.last_ack_ns > 0 || self.highest_acked.is_some()).then_some(self.last_ack_ns)
+    }
+
     /// Whether the path is up.
     pub fn is_up(&self) -> bool {
         self.up
@@ -230,6 +367,8 @@ impl PathSender {
             acked: self.received,
             lost: self.lost,
             downs: self.downs,
+            in_flight_bytes: self.rate.in_flight_bytes(self.next_seq - in_flight, self.next_seq),
+            delivery_rate_bytes_per_s: self.rate.rate(),
         }
     }
 
@@ -260,6 +399,8 @@ pub struct PathReceiver {
     /// Highest number received (64-bit) and its send time and arrival.
     highest: Option<(u64, u32, u64)>,
     received: u64,
+    /// Messages that arrived below the highest number already received: the path reordered.
+    reordered: u64,
     /// Messages received since the last acknowledgement, and when the first of them arrived.
     unacked: u32,
     first_unacked_ns: u64,
@@ -275,14 +416,26 @@ impl PathReceiver {
         }
     }
 
+    /// The peer restarted: its numbers and counts start afresh; the count of reordered
+    /// messages goes on.
+    pub fn new_session(&mut self) {
+        *self = PathReceiver {
+            ack_every: self.ack_every,
+            ack_delay_max_ns: self.ack_delay_max_ns,
+            reordered: self.reordered,
+            ..PathReceiver::default()
+        };
+    }
+
     /// A message numbered `path_seq`, sent at `sent_us`, arrived at `now_ns`. Returns whether an
     /// acknowledgement is due now (keepalives are acknowledged at once, so liveness and RTT do
     /// not wait for the ack delay).
     pub fn on_message(&mut self, path_seq: u32, sent_us: u32, now_ns: u64, keepalive: bool) -> bool {
         let near = self.highest.map_or(0, |(h, _, _)| h);
         let seq = extend_seq(path_seq, near);
-        if self.highest.is_none_or(|(h, _, _)| seq > h) {
-            self.highest = Some((seq, sent_us, now_ns));
+        match self.highest {
+            Some((h, _, _)) if seq < h => self.reordered += 1,
+            _ => self.highest = Some((seq, sent_us, now_ns)),
         }
         self.received += 1;
         if self.unacked == 0 {
@@ -290,6 +443,12 @@ impl PathReceiver {
         }
         self.unacked += 1;
         keepalive || self.unacked >= self.ack_every
+    }
+
+    /// Messages that arrived after one numbered higher on this path (a path is not always
+    /// first-in first-out in a kernel: see [`crate::reorder`]).
+    pub fn reordered(&self) -> u64 {
+        self.reordered
     }
 
     /// When an acknowledgement falls due if nothing more arrives, ns (None with nothing to
@@ -345,6 +504,102 @@ mod tests {
         );
         assert_eq!((v.srtt_ns, v.min_rtt_ns), (20 * MS, 20 * MS));
         assert!(!tx.on_ack(&Ack { highest_seq: 9, ..ack }, 26 * MS), "never sent");
+    }
+
+    fn ack_of(seq: u32, sent_us: u32) -> Ack {
+        Ack {
+            highest_seq: seq,
+            received: seq + 1,
+            echo_us: sent_us,
+            ack_delay_us: 0,
+        }
+    }
+
+    #[test]
+    fn bytes_in_flight_are_the_sizes_of_the_messages_in_flight() {
+        let mut tx = PathSender::new(PathConfig::default());
+        // 20 small messages then 4 of 1400 B: a mean of the recent sizes would count the
+        // in-flight big ones at far less, or small ones at far more.
+        let mut sent = Vec::new();
+        for i in 0..20 {
+            sent.push(tx.on_send_data(i * MS, 60));
+        }
+        for i in 20..24 {
+            sent.push(tx.on_send_data(i * MS, 1400));
+        }
+        assert_eq!(tx.view().in_flight_bytes, 20 * 60 + 4 * 1400);
+        let (seq, us) = sent[19];
+        assert!(tx.on_ack(&ack_of(seq, us), 30 * MS));
+        assert_eq!(tx.view().in_flight_bytes, 4 * 1400);
+        let (seq, us) = sent[21];
+        assert!(tx.on_ack(&ack_of(seq, us), 31 * MS));
+        assert_eq!(tx.view().in_flight_bytes, 2 * 1400);
+        // Keepalives (no data) take numbers and no bytes.
+        tx.on_send(32 * MS);
+        assert_eq!(tx.view().in_flight_bytes, 2 * 1400);
+    }
+
+    #[test]
+    fn the_sizes_remembered_grow_with_what_is_in_flight_and_stay_exact() {
+        let mut tx = PathSender::new(PathConfig::default());
+        let size = |i: u64| 40 + (i * 37) % 1400;
+        let mut sent = Vec::new();
+        for i in 0..1000 {
+            sent.push(tx.on_send_data(i * 1000, size(i)));
+        }
+        assert_eq!(tx.view().in_flight_bytes, (0..1000).map(size).sum::<u64>());
+        assert_eq!(tx.rate.sent_through.len(), 1024, "grown from 64 to hold 1000 in flight");
+        let (seq, us) = sent[499];
+        assert!(tx.on_ack(&ack_of(seq, us), 2 * MS));
+        assert_eq!(tx.view().in_flight_bytes, (500..1000).map(size).sum::<u64>());
+        // A path that never has much in flight keeps the smallest ring.
+        let mut small = PathSender::new(PathConfig::default());
+        for i in 0..10_000 {
+            let (seq, us) = small.on_send_data(i * MS, 1000);
+            small.on_ack(&ack_of(seq, us), i * MS + 10);
+        }
+        assert_eq!(small.rate.sent_through.len(), SENT_SIZES_MIN);
+    }
+
+    #[test]
+    fn beyond_the_remembered_sizes_in_flight_is_counted_at_the_mean() {
+        let mut tx = PathSender::new(PathConfig::default());
+        let (seq, us) = tx.on_send_data(0, 1000);
+        assert!(tx.on_ack(&ack_of(seq, us), MS));
+        for i in 0..2 * SENT_SIZES as u64 {
+            tx.on_send_data(2 * MS + i, 1000);
+        }
+        let v = tx.view();
+        assert_eq!(v.in_flight, 2 * SENT_SIZES as u64);
+        assert_eq!(v.in_flight_bytes, 2 * SENT_SIZES as u64 * 1000);
+    }
+
+    #[test]
+    fn a_queued_path_delivers_at_its_rate_and_an_idle_one_has_none() {
+        // 1000-byte messages every 0.1 ms offered (80 Mbit/s) to a path that delivers one
+        // every 0.2 ms (40 Mbit/s) after a 10 ms RTT: the queue grows, the RTT with it.
+        let mut tx = PathSender::new(PathConfig::default());
+        let mut acks = std::collections::VecDeque::new();
+        let mut served_ns = 0;
+        for i in 0..5_000u64 {
+            let now = i * MS / 10;
+            while acks.front().is_some_and(|&(t, _, _)| t <= now) {
+                let (t, seq, us) = acks.pop_front().unwrap();
+                tx.on_ack(&ack_of(seq, us), t);
+            }
+            let (seq, us) = tx.on_send_data(now, 1000);
+            served_ns = served_ns.max(now) + MS / 5;
+            acks.push_back((served_ns + 10 * MS, seq, us));
+        }
+        let rate = tx.view().delivery_rate_bytes_per_s;
+        assert!(rate.abs_diff(5_000_000) < 250_000, "40 Mbit/s is 5 MB/s: {rate}");
+        // Paced below its rate, with no queue, a path measures nothing.
+        let mut tx = PathSender::new(PathConfig::default());
+        for i in 0..1_000u64 {
+            let (seq, us) = tx.on_send_data(i * MS, 1000);
+            tx.on_ack(&ack_of(seq, us), i * MS + 10 * MS);
+        }
+        assert_eq!(tx.view().delivery_rate_bytes_per_s, 0);
     }
 
     #[test]
@@ -409,6 +664,12 @@ mod tests {
         }
         assert!(tx.on_ack(&rx.ack(11 * MS).unwrap(), 12 * MS));
         tx.peer_restarted();
+        // A receiver's new session counts from nothing; what it saw reordered stays counted.
+        let mut r = PathReceiver::new(&cfg);
+        r.on_message(2, 0, MS, false);
+        r.on_message(1, 0, MS, false);
+        r.new_session();
+        assert_eq!((r.reordered(), r.received, r.highest), (1, 0, None));
         let mut fresh = PathReceiver::new(&cfg);
         // Of the next four, the first is lost: the new receiver never saw it.
         for t in 20..24 {

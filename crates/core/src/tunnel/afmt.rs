@@ -73,10 +73,19 @@ fn select_adaptively(subtunnels: &[SubtunnelView], allowed: u32, size: u32) -> u
 impl TunnelScheduler for Afmt {
     fn select(&mut self, flow: &FlowKey, size: u32, now_ns: u64, subtunnels: &[SubtunnelView]) -> usize {
         let n = subtunnels.len().min(MAX_PATHS);
+        debug_assert!(
+            (0..n).all(|i| subtunnels[..i].iter().all(|w| w.path != subtunnels[i].path)),
+            "each view names its own subtunnel"
+        );
         let all = (1u32 << n) - 1;
-        let chosen = match self.table.get(flow) {
-            Some(FlowEntry { subtunnel, last_ns }) if usize::from(subtunnel) < n => {
-                let last = usize::from(subtunnel);
+        // The flow table keeps the subtunnel's number in the tunnel (`SubtunnelView::path`),
+        // not its position among those offered: a daemon offers only the paths that are up.
+        let last = self
+            .table
+            .get(flow)
+            .and_then(|e| Some((subtunnels[..n].iter().position(|v| v.path == e.subtunnel)?, e.last_ns)));
+        let chosen = match last {
+            Some((last, last_ns)) => {
                 let delta = now_ns.saturating_sub(last_ns);
                 let last_srtt = subtunnels[last].srtt_ns;
                 let mut allowed = 1u32 << last;
@@ -101,7 +110,7 @@ impl TunnelScheduler for Afmt {
         self.table.insert(
             *flow,
             FlowEntry {
-                subtunnel: chosen as u8,
+                subtunnel: subtunnels.get(chosen).map_or(chosen as u8, |v| v.path),
                 last_ns: now_ns,
             },
         );
@@ -132,6 +141,14 @@ mod tests {
         }
     }
 
+    /// The views numbered as their tunnel's subtunnels 0, 1, ...
+    fn ids<const N: usize>(mut s: [SubtunnelView; N]) -> [SubtunnelView; N] {
+        for (i, v) in s.iter_mut().enumerate() {
+            v.path = i as u8;
+        }
+        s
+    }
+
     fn key(n: u16) -> FlowKey {
         FlowKey {
             src_ip: 1,
@@ -146,14 +163,14 @@ mod tests {
     fn a_new_flow_takes_the_least_weighted_fill() {
         let mut a = Afmt::new(16);
         // Weighted fills: (0 + 1000) * 10 / 10000 = 1; (0 + 1000) * 40 / 80000 = 0.5; 20000*5/10000 = 10.5
-        let s = [v(0, 10_000, 10), v(0, 80_000, 40), v(20_000, 10_000, 5)];
+        let s = ids([v(0, 10_000, 10), v(0, 80_000, 40), v(20_000, 10_000, 5)]);
         assert_eq!(a.select(&key(1), 1000, 0, &s), 1);
     }
 
     #[test]
     fn a_known_flow_moves_only_where_it_cannot_overtake_itself() {
         let mut a = Afmt::new(16);
-        let mut s = [v(0, 10_000, 10), v(0, 80_000, 40)];
+        let mut s = ids([v(0, 10_000, 10), v(0, 80_000, 40)]);
         assert_eq!(a.select(&key(1), 1000, 0, &s), 1, "new flow: least weighted fill");
         // Now subtunnel 0 is much better, but it is 30 ms faster: within 30 ms of the last
         // packet the flow must stay on 1.
@@ -166,6 +183,23 @@ mod tests {
         assert_eq!(a.select(&key(1), 1000, 70_000_001, &s), 1);
         let c: std::collections::BTreeMap<_, _> = a.counters().into_iter().collect();
         assert_eq!((c["afmt_new_flows"], c["afmt_moves"], c["afmt_stays"]), (1, 2, 2));
+    }
+
+    #[test]
+    fn a_flow_keeps_its_subtunnel_when_another_one_is_no_longer_offered() {
+        let mut a = Afmt::new(16);
+        let s = ids([v(900_000, 10_000, 10), v(0, 10_000, 10), v(0, 10_000, 10)]);
+        assert_eq!(a.select(&key(1), 1000, 0, &s), 1);
+        // Subtunnel 0 goes down: the daemon offers 1 and 2, at positions 0 and 1. The flow
+        // stays on subtunnel 1 (position 0), though 2 looks as good.
+        let up = [s[1], s[2]];
+        assert_eq!(a.select(&key(1), 1000, 1_000, &up), 0);
+        let c: std::collections::BTreeMap<_, _> = a.counters().into_iter().collect();
+        assert_eq!((c["afmt_new_flows"], c["afmt_stays"]), (1, 1));
+        // Its subtunnel gone, the flow is placed as a new one.
+        assert_eq!(a.select(&key(1), 1000, 2_000, &[s[0], s[2]]), 1);
+        let c: std::collections::BTreeMap<_, _> = a.counters().into_iter().collect();
+        assert_eq!(c["afmt_new_flows"], 2);
     }
 
     #[test]

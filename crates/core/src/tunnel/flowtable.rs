@@ -16,7 +16,8 @@ const NIL: u32 = u32::MAX;
 /// What the table holds per flow: the subtunnel its last packet took, and when.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowEntry {
-    /// Subtunnel of the flow's last packet.
+    /// Subtunnel of the flow's last packet: its number in the tunnel
+    /// ([`SubtunnelView::path`](super::SubtunnelView::path)).
     pub subtunnel: u8,
     /// When the flow's last packet was sent, in nanoseconds.
     pub last_ns: u64,

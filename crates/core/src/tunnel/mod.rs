@@ -10,11 +10,15 @@
 //! - [`RoundRobin`]: the baseline of the AFMT paper (over UDP subtunnels).
 //! - [`Afmt`]: the adaptive flow-aware scheduler (Sailer and Hähner), with its flow table
 //!   ([`FlowTable`], bounded, least recently used evicted first).
+//! - [`Bond`]: bonding, the paths' queues kept equally long in time by their measured
+//!   delivery rates, so one flow gets the sum of unequal paths.
 
 mod afmt;
+mod bond;
 mod flowtable;
 
 pub use afmt::Afmt;
+pub use bond::Bond;
 pub use flowtable::{FlowEntry, FlowTable, DEFAULT_FLOW_TABLE_ENTRIES};
 
 use crate::packet::{Ipv4, PacketMeta};
@@ -50,6 +54,9 @@ impl FlowKey {
 /// What the scheduler sees of one subtunnel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct SubtunnelView {
+    /// The subtunnel's number in its tunnel (the order of its configuration), whichever
+    /// subtunnels are offered: a scheduler that keeps state per subtunnel keys it by this.
+    pub path: u8,
     /// Bytes queued at the tunnel entry for this subtunnel and not yet acknowledged (Linux
     /// `SIOCOUTQ`); for a UDP subtunnel, the bytes waiting in its interface queue.
     pub fill_bytes: u64,
@@ -63,6 +70,12 @@ pub struct SubtunnelView {
     /// Messages sent and not yet acknowledged: highest sent minus highest acknowledged (the
     /// daemon's paths; 0 where unknown).
     pub in_flight_pkts: u64,
+    /// Bytes in flight: the sizes of the messages in flight (the acknowledged paths; 0 where
+    /// unknown).
+    pub in_flight_bytes: u64,
+    /// Delivery rate measured from the acknowledgements, bytes per second (0 before a sample
+    /// or where unknown).
+    pub delivery_rate_bytes_per_s: u64,
 }
 
 /// What one acknowledgement of the tunnel's own (per path: `mpsched-tunnel`'s path sender)

@@ -63,12 +63,20 @@ impl AtsssScheduler {
 
 impl TunnelScheduler for AtsssScheduler {
     fn select(&mut self, _flow: &FlowKey, _size: u32, now_ns: u64, subtunnels: &[SubtunnelView]) -> usize {
-        self.ue.n_paths = subtunnels.len().min(MAX_PATHS) as u8;
+        // The registers are the tunnel's paths by number (`SubtunnelView::path`, as
+        // acknowledgements name them), whichever the daemon offers now: a choice that is not
+        // offered (the daemon saw it down) goes to the first that is, and is counted there.
+        let views = &subtunnels[..subtunnels.len().min(MAX_PATHS)];
+        let Some(highest) = views.iter().map(|v| usize::from(v.path)).max() else {
+            return 0;
+        };
+        self.ue.n_paths = (highest + 1).min(MAX_PATHS) as u8;
         let now = scaled_ticks(now_ns);
         let draw = self.rng.next_u32();
-        let path = registers::select(&mut self.ue, &self.cfg, now, draw);
-        registers::on_send(&mut self.ue, path, now);
-        path
+        let chosen = registers::select(&mut self.ue, &self.cfg, now, draw);
+        let k = views.iter().position(|v| usize::from(v.path) == chosen).unwrap_or(0);
+        registers::on_send(&mut self.ue, usize::from(views[k].path) % MAX_PATHS, now);
+        k
     }
 
     fn on_ack(&mut self, subtunnel: usize, ack: &AckSample, now_ns: u64) {
@@ -309,3 +317,44 @@ pub static PRIORITY: AtsssProgram = AtsssProgram {
     summary: "3GPP Priority-based: the preferred path until congested (RTT above target) or down",
     params: LIVENESS_PARAMS,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(path: u8) -> SubtunnelView {
+        SubtunnelView {
+            path,
+            ..SubtunnelView::default()
+        }
+    }
+
+    /// The daemon offers only the paths that are up: with the active path 0 down, active-
+    /// standby's choice of path 0 goes to the standby, and is counted on the standby's
+    /// registers, where its acknowledgements (by path number) land.
+    #[test]
+    fn registers_follow_the_path_numbers_whichever_paths_are_offered() {
+        let cfg = Config {
+            outage_floor_ticks: 1_000_000,
+            initial_cwnd: 10,
+        };
+        let mut s = AtsssScheduler::new(cfg, Kind::ActiveStandby, 0, 1);
+        let key = FlowKey {
+            src_ip: 1,
+            dst_ip: 2,
+            src_port: 3,
+            dst_port: 4,
+            proto: 17,
+        };
+        let both = [view(0), view(1)];
+        assert_eq!(s.select(&key, 100, 0, &both), 0, "the active path while it is offered");
+        let standby_only = [view(1)];
+        assert_eq!(s.select(&key, 100, 1_000, &standby_only), 0, "the one offered");
+        assert_eq!(s.select(&key, 100, 2_000, &standby_only), 0);
+        assert_eq!(
+            (s.registers().paths[0].seq_sent, s.registers().paths[1].seq_sent),
+            (1, 2)
+        );
+        assert!(s.select(&key, 100, 3_000, &[]) == 0, "nothing offered: no panic");
+    }
+}

@@ -113,6 +113,10 @@ impl SwitchProgram for AtsssUpfProgram {
         TablesNeed::ShortestPath
     }
 
+    fn max_ports(&self) -> Option<usize> {
+        Some(MAX_PORTS)
+    }
+
     fn build(&self, input: &BuildInput<'_>) -> Result<Box<dyn Program>, ConfigError> {
         self.build_with_rng(input, Box::new(SeededRandom::new(input.seed)))
     }

@@ -751,7 +751,7 @@ impl Simulation {
             } else {
                 round(owd as f64 / received as f64 / 1e9, 4)
             }),
-            reordered_pct: pct(ooo, received),
+            reordered_pct: Some(pct(ooo, received)),
             sent_pkts: sent,
             delivered_pkts: received,
             per_path_mbps: BTreeMap::new(),
@@ -858,11 +858,11 @@ impl Simulation {
                     } else {
                         round(f.owd_sum_ps as f64 / f.delivered as f64 / 1e9, 4)
                     }),
-                    reordered_pct: if f.delivered == 0 {
+                    reordered_pct: Some(if f.delivered == 0 {
                         0.0
                     } else {
                         round(100.0 * f.reordered as f64 / f.delivered as f64, 4)
-                    },
+                    }),
                     sent_pkts: sent,
                     delivered_pkts: f.delivered,
                     per_path_mbps,

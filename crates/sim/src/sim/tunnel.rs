@@ -155,6 +155,7 @@ impl Simulation {
                 SubtunnelTransport::Tcp => {
                     let c = &self.traffic.conns[tun.sides[d].conns[j] as usize];
                     SubtunnelView {
+                        path: j as u8,
                         fill_bytes: c.sender.unacked_bytes(),
                         cwnd_bytes: c.sender.cwnd_bytes(),
                         srtt_ns: c.sender.rtt().srtt_ns().unwrap_or(0),
@@ -166,17 +167,21 @@ impl Simulation {
                     let l = self.net.nodes[node].out_links[usize::from(tun.sides[d].ports[j])] as usize;
                     let p = tun.sides[d].senders[j].view();
                     SubtunnelView {
+                        path: j as u8,
                         fill_bytes: self.net.links[l].queued_bytes,
                         cwnd_bytes: 0,
                         srtt_ns: p.srtt_ns,
                         min_rtt_ns: p.min_rtt_ns,
                         in_flight_pkts: p.in_flight,
+                        in_flight_bytes: p.in_flight_bytes,
+                        delivery_rate_bytes_per_s: p.delivery_rate_bytes_per_s,
                     }
                 }
                 SubtunnelTransport::Udp => {
                     let node = tun.sides[d].node as usize;
                     let l = self.net.nodes[node].out_links[usize::from(tun.sides[d].ports[j])] as usize;
                     SubtunnelView {
+                        path: j as u8,
                         fill_bytes: self.net.links[l].queued_bytes,
                         cwnd_bytes: 0,
                         srtt_ns: 0,
@@ -247,7 +252,7 @@ impl Simulation {
                 outer.inner = idx;
                 let side = &mut self.traffic.tunnels[ti].sides[di];
                 if let Some(sender) = side.senders.get_mut(j) {
-                    let (path_seq, sent_us) = sender.on_send(self.net.now / 1000);
+                    let (path_seq, sent_us) = sender.on_send_data(self.net.now / 1000, u64::from(s.ip_bytes));
                     outer.seq = u64::from(sent_us) << 32 | u64::from(path_seq);
                     meta.wire_len_bytes += ACKED_DATA_EXTRA_BYTES;
                     outer.meta = meta;
@@ -452,6 +457,7 @@ impl Simulation {
                     subtunnels: t.subtunnel_names.clone(),
                     per_subtunnel: subtunnel_figures(&t.subtunnel_names, side),
                     reorder_buffer: side.reorder.as_ref().map(|rb| reorder_figures(rb, side)),
+                    scheduler_counters: side.entry.scheduler_counters().into_iter().collect(),
                 });
             }
         }
