@@ -3,7 +3,8 @@
 # clippy and rustfmt), a C toolchain and fontconfig for the plots, and the tools the real data
 # plane uses (clang, libbpf headers, libelf and zlib for the vendored libbpf, bpftool, iproute2,
 # ethtool, iperf3, and mptcpize to run iperf3 over kernel MPTCP), tshark to read captures (its
-# dumpcap captures on the kernel backend) and python3 (scripts/bench-peers.py); then the P4
+# dumpcap captures on the kernel backend), python3 (scripts/bench-peers.py) and systemd
+# (systemd-analyze checks the tunnel's unit, examples/tunnel/); then the P4
 # toolchain (BMv2's simple_switch and p4c-bm2-ss), see install_p4 below; then the Python package
 # (`import mpsched`, python/) in a virtual environment, .venv (MPSCHED_VENV to name another),
 # see install_python below.
@@ -15,7 +16,7 @@ $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends \
   build-essential pkg-config ca-certificates curl git \
   libfontconfig1-dev fonts-dejavu-core \
-  clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool iproute2 ethtool iperf3 mptcpize tshark python3 python3-venv >/dev/null
+  clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool iproute2 ethtool iperf3 mptcpize tshark python3 python3-venv systemd >/dev/null
 if ! command -v cargo >/dev/null 2>&1; then
   if [ ! -x "$HOME/.cargo/bin/cargo" ]; then
     curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal

@@ -37,7 +37,10 @@ then weighs the kernel's queue, window and RTT): add transport = \"tcp\" at the 
 optionally [tcp] with congestion, send_buffer, receive_buffer, nodelay.
 
 docs/tunnel.md has every field, the wire format and the measurements.")]
+#[command(subcommand_negates_reqs = true, args_conflicts_with_subcommands = true)]
 pub struct TunnelArgs {
+    #[command(subcommand)]
+    command: Option<TunnelCommand>,
     /// The configuration file of this end.
     #[arg(required_unless_present = "genkey")]
     config: Option<PathBuf>,
@@ -49,8 +52,26 @@ pub struct TunnelArgs {
     genkey: bool,
 }
 
+/// What `mpsched tunnel` does besides running an end.
+#[derive(clap::Subcommand)]
+enum TunnelCommand {
+    /// Show a running end: peer, session, each path's state, RTT, loss, rate, last
+    /// acknowledgement and bytes (read from its metrics endpoint).
+    Status {
+        /// The end's configuration file (its `metrics` address is asked; nothing else is read).
+        #[arg(required_unless_present = "metrics", value_name = "CONFIG|--metrics ADDRESS")]
+        config: Option<PathBuf>,
+        /// Ask this metrics address instead (`127.0.0.1:9120`).
+        #[arg(long, conflicts_with = "config")]
+        metrics: Option<String>,
+    },
+}
+
 /// Run `mpsched tunnel`.
 pub fn tunnel(a: TunnelArgs) -> anyhow::Result<()> {
+    if let Some(TunnelCommand::Status { config, metrics }) = a.command {
+        return status(config, metrics);
+    }
     if a.genkey {
         let mut key = [0u8; 32];
         std::fs::File::open("/dev/urandom")?.read_exact(&mut key)?;
@@ -79,7 +100,8 @@ pub fn tunnel(a: TunnelArgs) -> anyhow::Result<()> {
         for p in &cfg.paths {
             let remote = p.remote.map_or("learned".to_string(), |r| r.to_string());
             let dev = p.interface.as_deref().map(|d| format!(" on {d}")).unwrap_or_default();
-            outln!("  path {}: {}{dev} -> {remote}", p.name, p.local);
+            let role = if p.backup { " (backup)" } else { "" };
+            outln!("  path {}: {}{dev} -> {remote}{role}", p.name, p.local);
         }
         return Ok(());
     }
@@ -89,5 +111,34 @@ pub fn tunnel(a: TunnelArgs) -> anyhow::Result<()> {
         );
     }
     mpsched_tunneld::run(cfg)?;
+    Ok(())
+}
+
+/// `mpsched tunnel status`: ask the end's metrics endpoint and lay out what it says.
+fn status(config: Option<PathBuf>, metrics: Option<String>) -> anyhow::Result<()> {
+    let addr = match (metrics, config) {
+        (Some(m), _) => m,
+        (None, Some(path)) => {
+            let metrics = mpsched_tunneld::Config::metrics_address(&path).map_err(|e| UsageError(e.to_string()))?;
+            metrics.map(|m| m.to_string()).ok_or_else(|| {
+                UsageError(format!(
+                    "{}: no `metrics` address, so the running end serves no status: add metrics = \"127.0.0.1:9120\" and restart it",
+                    path.display()
+                ))
+            })?
+        }
+        (None, None) => return Err(UsageError("give the end's configuration file or --metrics ADDRESS".into()).into()),
+    };
+    let at: std::net::SocketAddr = addr.parse().map_err(|_| {
+        UsageError(format!(
+            "--metrics: `{addr}` is not an address and port (127.0.0.1:9120)"
+        ))
+    })?;
+    let text = mpsched_tunneld::metrics::fetch(at, std::time::Duration::from_secs(2)).map_err(|e| {
+        anyhow::anyhow!("no tunnel answers at {at} ({e}): is the end running, with this metrics address?")
+    })?;
+    let shown = mpsched_tunneld::status::render(&mpsched_tunneld::metrics::parse(&text), &addr)
+        .map_err(|e| anyhow::anyhow!(e))?;
+    outln!("{}", shown.trim_end());
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! role = "initiator"                 # this end: "initiator" or "responder"
 //! key_file = "/etc/mpsched/tunnel.key"   # the pre-shared key (`mpsched tunnel --genkey`)
 //! seal = "chacha20-poly1305"         # or "none": datagrams in clear, no key (optional)
-//! scheduler = "afmt"                 # a registered tunnel scheduler (`rr`, `afmt`)
+//! scheduler = "bond"                 # a registered tunnel scheduler (`bond`, the default; `rr`, `afmt`, ...)
 //! metrics = "127.0.0.1:9120"         # Prometheus text on this address (optional)
 //!
 //! [device]
@@ -39,6 +39,7 @@
 use mpsched_core::MAX_PATHS;
 use mpsched_programs::params::{ParamKind, Params};
 use mpsched_programs::tunnel::{tunnel_scheduler, tunnel_scheduler_names};
+use mpsched_scenario::files::read_bounded;
 use mpsched_scenario::units::{parse_rate_bps, parse_size_bytes, parse_time_ps};
 use mpsched_tunnel::path::PathConfig;
 use mpsched_tunnel::seal;
@@ -48,14 +49,23 @@ use std::path::{Path, PathBuf};
 
 /// A configuration that cannot be used, with the field at fault.
 #[derive(Debug, thiserror::Error)]
-#[error("{file}: {field}: {message}")]
+#[error("{file}: {}{message}", field_prefix(.field))]
 pub struct ConfigError {
     /// The file.
     pub file: String,
-    /// The field (dotted), or `-` for the file as a whole.
+    /// The field (dotted: `path[1].remote`; `line 3` for TOML that does not parse there), or
+    /// empty when the file as a whole cannot be read.
     pub field: String,
     /// What is wrong.
     pub message: String,
+}
+
+/// `field: `, or nothing for an error of the file as a whole.
+fn field_prefix(field: &str) -> String {
+    match field.is_empty() {
+        true => String::new(),
+        false => format!("{field}: "),
+    }
 }
 
 /// Which end of the tunnel this is (it picks the direction of each key).
@@ -103,6 +113,9 @@ pub struct PathSpec {
     pub interface: Option<String>,
     /// The far end's address and port; None until learned (responder only).
     pub remote: Option<SocketAddr>,
+    /// A backup path (`role = "backup"`): it carries data only while every other path is
+    /// down; acknowledgements and keepalives keep its state known meanwhile.
+    pub backup: bool,
 }
 
 /// What carries a path's messages.
@@ -190,6 +203,10 @@ pub struct Config {
 pub const TUNNEL_OVERHEAD_BYTES: u32 = (seal::OVERHEAD_BYTES + DataHeader::BYTES) as u32;
 /// Most packets the reordering buffer may be sized for.
 pub const MAX_REORDER_CAPACITY: usize = 1 << 16;
+/// Largest configuration file read: eight paths and every option take under 2 KiB.
+pub const MAX_CONFIG_FILE_BYTES: u64 = 1 << 20;
+/// Largest key file read: a key is 64 hex digits or 44 base64 characters and a newline.
+pub const MAX_KEY_FILE_BYTES: u64 = 4 << 10;
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -224,7 +241,7 @@ struct RawTcp {
 }
 
 fn default_scheduler() -> String {
-    "afmt".into()
+    "bond".into()
 }
 
 #[derive(serde::Deserialize)]
@@ -255,6 +272,7 @@ struct RawPath {
     local: String,
     interface: Option<String>,
     remote: Option<String>,
+    role: Option<String>,
 }
 
 /// Errors of one file.
@@ -279,18 +297,46 @@ impl Ctx<'_> {
 
 impl Config {
     /// Read and check the configuration in `path`; a relative `key_file` is taken from the
-    /// configuration's folder.
+    /// configuration's folder. Only a regular file of at most [`MAX_CONFIG_FILE_BYTES`] is
+    /// read (a FIFO or a device is refused, not waited on or read for ever).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| Ctx(&name).err("-", e.to_string()))?;
+        let text =
+            read_bounded(path, MAX_CONFIG_FILE_BYTES).map_err(|e| Ctx(&name).err("", format!("cannot read: {e}")))?;
         Config::parse(&text, &name, path.parent().unwrap_or(Path::new(".")))
+    }
+
+    /// Only the `metrics` address of the configuration in `path` (what `mpsched tunnel
+    /// status` needs): the rest is not checked and the key file is not opened, so a user who
+    /// may read the configuration but not the key can ask a running end.
+    pub fn metrics_address(path: &Path) -> Result<Option<SocketAddr>, ConfigError> {
+        #[derive(serde::Deserialize)]
+        struct OnlyMetrics {
+            metrics: Option<String>,
+        }
+        let name = path.display().to_string();
+        let ctx = Ctx(&name);
+        let text = read_bounded(path, MAX_CONFIG_FILE_BYTES).map_err(|e| ctx.err("", format!("cannot read: {e}")))?;
+        let raw: OnlyMetrics = toml::from_str(&text).map_err(|e| {
+            let (field, message) = crate::fields::describe(&e, &text);
+            ctx.err(field, message)
+        })?;
+        raw.metrics
+            .map(|m| {
+                m.parse()
+                    .map_err(|_| ctx.err("metrics", format!("`{m}` is not an address:port")))
+            })
+            .transpose()
     }
 
     /// Check the configuration `text` (from `file`, for messages; files it names are taken
     /// from `dir` when relative).
     pub fn parse(text: &str, file: &str, dir: &Path) -> Result<Config, ConfigError> {
         let ctx = Ctx(file);
-        let raw: RawConfig = toml::from_str(text).map_err(|e| ctx.err("-", e.message().to_string()))?;
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let (field, message) = crate::fields::describe(&e, text);
+            ctx.err(field, message)
+        })?;
         let psk = read_key(&ctx, &raw, dir)?;
         let (scheduler, scheduler_params) = scheduler_of(&ctx, &raw)?;
         let metrics = match &raw.metrics {
@@ -339,7 +385,8 @@ fn read_key(ctx: &Ctx<'_>, raw: &RawConfig, dir: &Path) -> Result<Option<Vec<u8>
         (Some(k), None) => ("key", k.clone()),
         (None, Some(f)) => {
             let p = dir.join(f);
-            let t = std::fs::read_to_string(&p).map_err(|e| ctx.err("key_file", format!("{}: {e}", p.display())))?;
+            let t = read_bounded(&p, MAX_KEY_FILE_BYTES)
+                .map_err(|e| ctx.err("key_file", format!("{}: cannot read: {e}", p.display())))?;
             warn_if_readable_by_others(&p);
             ("key_file", t)
         }
@@ -517,6 +564,15 @@ fn paths_of(ctx: &Ctx<'_>, role: Role, raw: &[RawPath]) -> Result<Vec<PathSpec>,
         if remote.is_none() && role == Role::Initiator {
             return Err(ctx.err(f("remote"), "the initiator must know where each path goes"));
         }
+        if let Some(r) = remote {
+            check_remote(r).map_err(|e| ctx.err(f("remote"), e))?;
+            if let Some(o) = out.iter().find(|o| o.remote == Some(r)) {
+                return Err(ctx.err(
+                    f("remote"),
+                    format!("path `{}` goes to {r} too: each path needs its own far end", o.name),
+                ));
+            }
+        }
         if out.iter().any(|o| o.name == p.name) {
             return Err(ctx.err(f("name"), format!("two paths called `{}`", p.name)));
         }
@@ -526,14 +582,35 @@ fn paths_of(ctx: &Ctx<'_>, role: Role, raw: &[RawPath]) -> Result<Vec<PathSpec>,
         if p.interface.as_ref().is_some_and(|n| n.is_empty() || n.len() > 15) {
             return Err(ctx.err(f("interface"), "an interface name of 1 to 15 bytes"));
         }
+        let backup = match p.role.as_deref() {
+            None | Some("active") => false,
+            Some("backup") => true,
+            Some(r) => return Err(ctx.err(f("role"), format!("`{r}`: expected active or backup"))),
+        };
         out.push(PathSpec {
             name: p.name.clone(),
             local,
             interface: p.interface.clone(),
             remote,
+            backup,
         });
     }
+    if out.iter().all(|p| p.backup) {
+        return Err(ctx.err("path", "every path is a backup: at least one must be active"));
+    }
     Ok(out)
+}
+
+/// Why `r` cannot be sent to, if it cannot: no host has the unspecified address, and no
+/// socket port 0.
+fn check_remote(r: SocketAddr) -> Result<(), String> {
+    if r.ip().is_unspecified() {
+        return Err(format!("{r}: {} is no host's address; give the far end's", r.ip()));
+    }
+    if r.port() == 0 {
+        return Err(format!("{r}: port 0 is no socket's; give the far end's port"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -612,16 +689,170 @@ remote = "10.0.2.2:4789"
             (&format!("key = \"{KEY}\""), "key = \"00\"", "key"),
             ("metrics = \"127.0.0.1:9120\"", "metrics = \"localhost\"", "metrics"),
             ("[timing]", "[timing]\nack_every = 0", "timing.ack_every"),
-            ("[timing]", "[timing]\nwhat = 1", "-"),
+            ("[timing]", "[timing]\nwhat = 1", "timing.what"),
             ("[timing]", "[tcp]\ncongestion = \"reno\"\n[timing]", "tcp"),
-            ("scheduler = \"rr\"", "seal = \"rot13\"", "-"),
+            ("scheduler = \"rr\"", "seal = \"rot13\"", "seal"),
             ("scheduler = \"rr\"", "seal = \"none\"", "key"),
+            ("interface = \"veth1\"", "role = \"spare\"", "path[1].role"),
         ];
         for (from, to, field) in cases {
             let t = good().replacen(from, to, 1);
             let e = parse(&t).expect_err(to);
             assert_eq!(e.field, field, "{to}: {e}");
         }
+    }
+
+    /// What serde and the TOML parser refuse (a value of the wrong type or kind, a missing or
+    /// unknown key, TOML that does not parse) is named by its field too, never `-`.
+    #[test]
+    fn what_the_toml_reader_refuses_names_its_field() {
+        let cases = [
+            ("role = \"initiator\"", "role = \"boss\"", "role"),
+            ("role = \"initiator\"", "", "role"),
+            (
+                "role = \"initiator\"",
+                "role = \"initiator\"\ntransport = \"quic\"",
+                "transport",
+            ),
+            ("role = \"initiator\"", "role = \"initiator\"\nwhat = 1", "what"),
+            ("routes = [\"10.2.0.0/16\"]", "mtu = 1400", "device.mtu"),
+            (
+                "routes = [\"10.2.0.0/16\"]",
+                "routes = [\"10.2.0.0/16\", 7]",
+                "device.routes[1]",
+            ),
+            ("address = \"10.99.0.1/30\"", "", "device.address"),
+            ("reorder_timeout = \"50ms\"", "ack_every = \"2\"", "timing.ack_every"),
+            ("reorder_timeout = \"50ms\"", "ack_every = -1", "timing.ack_every"),
+            ("local = \"10.0.2.1:4789\"", "", "path[1].local"),
+            ("interface = \"veth1\"", "interface = 3", "path[1].interface"),
+            ("interface = \"veth1\"", "mtu = \"1400B\"", "path[1].mtu"),
+            ("[timing]", "[timing]\nkeepalive = ", "timing.keepalive"),
+            ("[timing]", "[timing]\nack_every = 1\nack_every = 2", "timing.ack_every"),
+            ("[timing]", "[timing]\n@@@", "timing"),
+            ("role = \"initiator\"", "@@@\nrole = \"initiator\"", "line 2"),
+        ];
+        for (from, to, field) in cases {
+            let t = good().replacen(from, to, 1);
+            assert_ne!(t, good(), "{from}");
+            let e = parse(&t).expect_err(to);
+            assert_eq!(e.field, field, "{to}: {e}");
+            assert!(e.to_string().contains(" (line "), "{e}");
+        }
+        let t = format!("transport = \"tcp\"\n{}", good()).replace("[timing]", "[tcp]\nnodelay = \"yes\"\n[timing]");
+        assert_eq!(parse(&t).unwrap_err().field, "tcp.nodelay");
+    }
+
+    /// `status` reads only the metrics address: a key it may not read is no obstacle.
+    #[test]
+    fn the_metrics_address_is_read_without_the_key() {
+        let dir = scratch("metrics-only");
+        let f = dir.join("a.toml");
+        std::fs::write(
+            &f,
+            "role = \"initiator\"\nkey_file = \"/nonexistent/key\"\nmetrics = \"127.0.0.1:9120\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            Config::metrics_address(&f).unwrap(),
+            Some("127.0.0.1:9120".parse().unwrap())
+        );
+        assert!(Config::load(&f).is_err(), "the whole configuration is not valid");
+        std::fs::write(&f, "role = \"initiator\"\n").unwrap();
+        assert_eq!(Config::metrics_address(&f).unwrap(), None);
+        std::fs::write(&f, "metrics = \"localhost\"\n").unwrap();
+        assert_eq!(Config::metrics_address(&f).unwrap_err().field, "metrics");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A path may be a backup; not every path.
+    #[test]
+    fn a_backup_path_is_marked_and_a_tunnel_of_backups_refused() {
+        let t = good().replacen("interface = \"veth1\"", "interface = \"veth1\"\nrole = \"backup\"", 1);
+        let c = parse(&t).unwrap();
+        assert_eq!((c.paths[0].backup, c.paths[1].backup), (false, true));
+        let t = t.replacen(
+            "remote = \"10.0.1.2:4789\"",
+            "remote = \"10.0.1.2:4789\"\nrole = \"backup\"",
+            1,
+        );
+        let e = parse(&t).unwrap_err();
+        assert_eq!(e.field, "path", "{e}");
+        assert!(e.message.contains("at least one must be active"), "{e}");
+    }
+
+    /// A remote no packet can reach is refused before anything is made: the unspecified
+    /// address (of either family), port 0, or the far end of another path.
+    #[test]
+    fn a_remote_that_no_packet_can_reach_is_refused() {
+        for bad in ["0.0.0.0:4789", "[::]:4789", "10.0.1.2:0", "10.0.1.2:4789"] {
+            let t = good().replace("remote = \"10.0.2.2:4789\"", &format!("remote = \"{bad}\""));
+            let e = parse(&t).expect_err(bad);
+            assert_eq!(e.field, "path[1].remote", "{bad}: {e}");
+        }
+        let e = parse(&good().replace("remote = \"10.0.2.2:4789\"", "remote = \"10.0.1.2:4789\"")).unwrap_err();
+        assert!(e.message.contains("path `a`"), "names the other path: {e}");
+        let t = good()
+            .replace("role = \"initiator\"", "role = \"responder\"")
+            .replace("remote = \"10.0.1.2:4789\"", "remote = \"0.0.0.0:4789\"");
+        assert_eq!(parse(&t).unwrap_err().field, "path[0].remote", "the responder's too");
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("mpsched-tunneld-config-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// `f()` on another thread, or a failure after `secs` (what used to hang must fail, not
+    /// stall the test run).
+    fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(secs))
+            .expect("still reading after the deadline: it would hang")
+    }
+
+    /// The configuration and the key are read as scenarios are: regular files only (a FIFO is
+    /// refused at once, `/dev/zero` is not read), of bounded size, checked on the open file.
+    #[test]
+    fn config_and_key_files_are_regular_and_bounded() {
+        let dir = scratch("files");
+        let fifo = dir.join("key.fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        let with_key =
+            |k: &Path| good().replace(&format!("key = \"{KEY}\""), &format!("key_file = \"{}\"", k.display()));
+        for key in [fifo.clone(), PathBuf::from("/dev/zero"), dir.clone()] {
+            let (t, d) = (with_key(&key), dir.clone());
+            let e = within(10, move || Config::parse(&t, "t.toml", &d)).unwrap_err();
+            assert_eq!(e.field, "key_file", "{e}");
+            assert!(
+                e.message.contains("a directory") || e.message.contains("not a regular file"),
+                "{e}"
+            );
+        }
+        let big = dir.join("big.key");
+        std::fs::write(&big, format!("{KEY}\n").repeat(100)).unwrap();
+        let e = parse(&with_key(&big)).unwrap_err();
+        assert!(e.message.contains("at most 4096"), "{e}");
+        for cfg in [fifo.clone(), PathBuf::from("/dev/zero")] {
+            let e = within(10, move || Config::load(&cfg)).unwrap_err();
+            assert_eq!(e.field, "", "the file as a whole: {e}");
+            assert!(e.to_string().ends_with(": cannot read: not a regular file"), "{e}");
+        }
+        let huge = dir.join("huge.toml");
+        let padding = "# padding\n".repeat((MAX_CONFIG_FILE_BYTES / 10 + 1) as usize);
+        std::fs::write(&huge, good() + &padding).unwrap();
+        let e = Config::load(&huge).unwrap_err();
+        assert!(e.message.contains("at most 1048576"), "{e}");
+        let fine = dir.join("fine.toml");
+        std::fs::write(&fine, good()).unwrap();
+        assert_eq!(Config::load(&fine).unwrap().paths.len(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -10,10 +10,11 @@
 use crate::config::{Config, PathSpec, Role, Transport};
 use crate::inner::flow_of;
 use crate::metrics::MetricsServer;
-use crate::stream::{Record, StreamPath, StreamStats};
+use crate::stream::{FirstRecord, Record, StreamPath, StreamStats};
 use crate::tun::Tun;
 use mpsched_core::tunnel::{SubtunnelView, TunnelScheduler};
 use mpsched_programs::tunnel::tunnel_scheduler;
+use mpsched_tunnel::equalize::DelayEqualizer;
 use mpsched_tunnel::path::{PathReceiver, PathSender};
 use mpsched_tunnel::reorder::ReorderBuffer;
 use mpsched_tunnel::seal::{self, Keys, Opener, Sealer};
@@ -81,7 +82,7 @@ pub struct PathIo {
     remote: Option<SocketAddr>,
     /// The sending side's state.
     pub tx: PathSender,
-    rx: PathReceiver,
+    pub(crate) rx: PathReceiver,
     was_up: bool,
     /// Counters.
     pub stats: PathStats,
@@ -125,11 +126,17 @@ pub struct Daemon {
     sealer: Sealer,
     /// Opens what arrives (its counters: forged, replayed, truncated, oversized...).
     pub opener: Opener,
-    scheduler: Box<dyn TunnelScheduler>,
+    /// The scheduler (its own counters are reported as metrics).
+    pub scheduler: Box<dyn TunnelScheduler>,
     reads_fill: bool,
     next_tunnel_seq: u64,
-    /// The reordering buffer of what arrives.
-    pub reorder: ReorderBuffer<Vec<u8>>,
+    /// The reordering buffer of what arrives: packets with the time before which they may
+    /// not leave (the delay equalizer's; their arrival without one).
+    pub reorder: ReorderBuffer<Held>,
+    /// The delay equalizer, for schedulers that spread a flow over paths (`bond`).
+    pub equalizer: Option<DelayEqualizer<Vec<u8>>>,
+    /// Packets ready for the TUN device.
+    ready: Vec<Vec<u8>>,
     /// Whether packets are delivered as they arrive (`reorder_capacity = 0`): no buffer.
     passthrough: bool,
     /// Per-flow order of arrival against the order of entry, before any buffer.
@@ -143,15 +150,36 @@ pub struct Daemon {
     snapshot_at_ns: u64,
     /// When each kind of warning was last printed, ns (forged, wrong path, oversized).
     warned_ns: [Option<u64>; 3],
+    /// When the peer's current session was first heard, ns (None before one).
+    pub session_started_ns: Option<u64>,
     start: Instant,
     plain: Vec<u8>,
     sealed: Vec<u8>,
     rxbuf: Vec<u8>,
-    deliver: Vec<Vec<u8>>,
+    deliver: Vec<Held>,
     views: Vec<SubtunnelView>,
     view_paths: Vec<usize>,
     records: Vec<Record>,
+    firsts: Vec<FirstRecord>,
     poll_fds: Vec<(RawFd, i16)>,
+}
+
+/// Why a sealed datagram was not taken.
+#[derive(Debug)]
+enum Refusal {
+    /// It names another path than the one it came on.
+    WrongPath,
+    /// The opener refused it.
+    Seal(seal::SealError),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::WrongPath => f.write_str("it names another path"),
+            Refusal::Seal(e) => write!(f, "{e}"),
+        }
+    }
 }
 
 impl PathIo {
@@ -167,6 +195,14 @@ impl PathIo {
             Carrier::Datagram(_) => StreamStats::default(),
         }
     }
+
+    /// Connections waiting on the TCP path to prove the key (0 for a UDP path).
+    pub fn tcp_pending(&self) -> usize {
+        match &self.carrier {
+            Carrier::Stream(s) => s.pending(),
+            Carrier::Datagram(_) => 0,
+        }
+    }
 }
 
 impl std::fmt::Debug for Daemon {
@@ -174,6 +210,12 @@ impl std::fmt::Debug for Daemon {
         f.debug_struct("Daemon").field("tun", &self.tun).finish_non_exhaustive()
     }
 }
+
+/// The longest the paths' RTTs make a gap wait (a configured reorder_timeout above it stands), ns.
+const MAX_REORDER_TIMEOUT_NS: u64 = 2_000_000_000;
+
+/// A packet on its way to the TUN device, with the time before which it may not leave, ns.
+pub type Held = (u64, Vec<u8>);
 
 fn bind_path(spec: &PathSpec) -> io::Result<UdpSocket> {
     let sock = UdpSocket::bind(spec.local)
@@ -276,7 +318,7 @@ impl Daemon {
         reorder.track_paths(paths.len(), silence_ns(&cfg), 0);
         Ok(Daemon {
             scheduler: prog.build(&cfg.scheduler_params, epoch),
-            reads_fill: prog.name() != "rr",
+            reads_fill: !matches!(prog.name(), "rr" | "bond"),
             sealer: keys
                 .as_ref()
                 .map_or_else(|| Sealer::clear(epoch), |k| Sealer::new(k, epoch)),
@@ -285,6 +327,10 @@ impl Daemon {
                 .map_or_else(Opener::clear, Opener::new)
                 .with_max_datagram_bytes(max),
             reorder,
+            // With no reordering buffer (`reorder_capacity = 0`) nothing is held.
+            equalizer: (prog.equalizes_delay() && cfg.reorder_capacity > 0)
+                .then(|| DelayEqualizer::new(paths.len(), cfg.reorder_capacity.max(1), cfg.reorder_timeout_ns)),
+            ready: Vec::new(),
             passthrough: cfg.reorder_capacity == 0,
             arrival_order: TunnelExit::new(ORDER_FLOWS),
             highest_tunnel_seq: 0,
@@ -296,6 +342,7 @@ impl Daemon {
             metrics,
             snapshot_at_ns: 0,
             warned_ns: [None; 3],
+            session_started_ns: None,
             start: Instant::now(),
             plain: Vec::with_capacity(DataHeader::BYTES + TUN_READ_BYTES),
             sealed: Vec::with_capacity(max),
@@ -304,6 +351,7 @@ impl Daemon {
             views: Vec::new(),
             view_paths: Vec::new(),
             records: Vec::new(),
+            firsts: Vec::new(),
             poll_fds: Vec::new(),
             cfg,
         })
@@ -314,7 +362,8 @@ impl Daemon {
         self.tun.name()
     }
 
-    fn now_ns(&self) -> u64 {
+    /// Time since the daemon started, ns (its clock: every time it reports is on it).
+    pub fn now_ns(&self) -> u64 {
         self.start.elapsed().as_nanos() as u64
     }
 
@@ -386,6 +435,9 @@ impl Daemon {
     /// The earliest timer: reordering timeout, acknowledgement, keepalive.
     fn next_deadline_ns(&mut self, now: u64) -> u64 {
         let mut t = now + MAX_SLEEP_NS;
+        if let Some(d) = self.equalizer.as_ref().and_then(DelayEqualizer::deadline_ns) {
+            t = t.min(d);
+        }
         if let Some(d) = self.reorder.deadline_ns() {
             t = t.min(d);
         }
@@ -397,7 +449,7 @@ impl Daemon {
                 t = t.min(p.tx.keepalive_at_ns());
             }
             if let Carrier::Stream(s) = &p.carrier {
-                t = t.min(s.connect_at_ns().unwrap_or(u64::MAX));
+                t = t.min(s.timer_at_ns().unwrap_or(u64::MAX));
             }
         }
         t
@@ -425,7 +477,7 @@ impl Daemon {
                 self.counters.no_path_drops += 1;
                 continue;
             };
-            let (path_seq, sent_us) = self.paths[i].tx.on_send(now);
+            let (path_seq, sent_us) = self.paths[i].tx.on_send_data(now, n as u64);
             let h = DataHeader {
                 path_seq,
                 tunnel_seq: self.next_tunnel_seq as u32,
@@ -441,23 +493,29 @@ impl Daemon {
         Ok(())
     }
 
-    /// The path for a packet: the scheduler's choice among the paths that are up and have a
-    /// remote address (among all with an address when none is up).
+    /// The path for a packet: the scheduler's choice among the active paths that are up and
+    /// have a remote address; among the backup paths that are up when no active one is; among
+    /// all with an address when none is up.
     fn pick_path(&mut self, flow: &mpsched_core::tunnel::FlowKey, bytes: u32, now: u64) -> Option<usize> {
         self.views.clear();
         self.view_paths.clear();
-        for want_up in [true, false] {
+        // Offered in turn until one tier has a path: the active paths that are up, the backup
+        // paths that are up (every active one is down), then every path with a far end.
+        for (want_up, want_backup) in [(true, Some(false)), (true, Some(true)), (false, None)] {
             for (i, p) in self.paths.iter().enumerate() {
-                if p.remote.is_none() || (want_up && !p.tx.is_up()) {
+                if p.remote.is_none() || (want_up && !p.tx.is_up()) || want_backup.is_some_and(|b| b != p.spec.backup) {
                     continue;
                 }
                 let v = p.tx.view();
                 let mut view = SubtunnelView {
+                    path: i as u8,
                     fill_bytes: 0,
                     cwnd_bytes: 0,
                     srtt_ns: v.srtt_ns,
                     min_rtt_ns: v.min_rtt_ns,
                     in_flight_pkts: v.in_flight,
+                    in_flight_bytes: v.in_flight_bytes,
+                    delivery_rate_bytes_per_s: v.delivery_rate_bytes_per_s,
                 };
                 if self.reads_fill {
                     match &p.carrier {
@@ -557,63 +615,112 @@ impl Daemon {
         let now = self.now_ns();
         let max = self.cfg.max_datagram_bytes();
         let mut records = std::mem::take(&mut self.records);
+        let mut firsts = std::mem::take(&mut self.firsts);
         let p = &mut self.paths[i];
         let Carrier::Stream(s) = &mut p.carrier else { return };
-        if s.on_ready(now, max, &mut records) {
-            eprintln!(
-                "mpsched tunnel: {:.3} s: path `{}`: connected to {}",
-                now as f64 / 1e9,
-                p.spec.name,
-                s.peer().map_or("?".into(), |a| a.to_string())
-            );
-            p.stats.remote_changes += 1;
-        }
+        let connected = s.on_ready(now, max, &mut records, &mut firsts);
         p.remote = s.peer();
-        let from = p.remote;
+        if connected {
+            self.connected(i, now);
+            // The responder takes a connection only once a record proves the key: send one now.
+            self.send_keepalive(i, now);
+        }
+        self.take_records(i, &mut records);
+        for f in firsts.drain(..) {
+            self.judge_first(i, f, now, &mut records);
+        }
+        self.records = records;
+        self.firsts = firsts;
+    }
+
+    /// Path `i`'s connection is new: say so and count it.
+    fn connected(&mut self, i: usize, now: u64) {
+        let p = &mut self.paths[i];
+        p.stats.remote_changes += 1;
+        let Carrier::Stream(s) = &mut p.carrier else { return };
+        let peer = s.peer().map_or("?".into(), |a| a.to_string());
+        s.say_change(now, &format!("connected to {peer}"));
+    }
+
+    /// Open the records of path `i`'s connection.
+    fn take_records(&mut self, i: usize, records: &mut Vec<Record>) {
+        let from = self.paths[i].remote;
         for r in records.drain(..) {
             self.rxbuf[..r.len()].copy_from_slice(&r);
             if let Some(from) = from {
                 self.on_sealed(i, r.len(), from);
             }
         }
-        self.records = records;
+    }
+
+    /// The first record of a connection pending on path `i`: authentic and fresh, the
+    /// connection becomes the path's and the record is taken; if not, the connection is
+    /// dropped and the established one carries on untouched.
+    fn judge_first(&mut self, i: usize, f: FirstRecord, now: u64, records: &mut Vec<Record>) {
+        let n = f.record.len();
+        self.rxbuf[..n].copy_from_slice(&f.record);
+        let mut plain = std::mem::take(&mut self.plain);
+        let verdict = self.open_for(i, n, &mut plain);
+        let max = self.cfg.max_datagram_bytes();
+        let p = &mut self.paths[i];
+        let Carrier::Stream(s) = &mut p.carrier else { return };
+        match verdict {
+            Err(why) => s.refuse(f.id, now, &first_refused(&why)),
+            Ok((kind, newest)) => {
+                s.promote(f.id, now, max, records);
+                p.remote = s.peer();
+                self.connected(i, now);
+                self.on_datagram(i, kind, f.from, newest, n, &plain);
+                self.take_records(i, records);
+            }
+        }
+        self.plain = plain;
     }
 
     /// A sealed datagram of `n` bytes in `self.rxbuf` from `from` on path `i`: check, open and
     /// handle it.
     fn on_sealed(&mut self, i: usize, n: usize, from: SocketAddr) {
-        // The path byte is authenticated, but a copy sent to another path's socket must be
-        // refused before it is opened: opening would mark its number seen, and the genuine
-        // datagram, still on its way on its own path, would then be refused as a replay.
-        if n > 1 && usize::from(self.rxbuf[1]) != i {
-            self.counters.wrong_path += 1;
-            self.warn(
+        let mut plain = std::mem::take(&mut self.plain);
+        match self.open_for(i, n, &mut plain) {
+            Ok((kind, newest)) => self.on_datagram(i, kind, from, newest, n, &plain),
+            Err(Refusal::WrongPath) => self.warn(
                 1,
                 "a datagram on another path's socket (are the paths listed in the same order at both ends?)",
-            );
-            return;
-        }
-        let sessions = self.opener.stats().sessions;
-        let mut plain = std::mem::take(&mut self.plain);
-        match self.opener.open(&self.rxbuf[..n], &mut plain) {
-            Ok(o) => {
-                if self.opener.stats().sessions > sessions && sessions > 0 {
-                    self.peer_restarted();
-                }
-                let newest = self.opener.window().highest() == Some(o.packet_number);
-                self.on_datagram(i, o.kind, from, newest, n, &plain);
-            }
-            Err(seal::SealError::Forged) => self.warn(
+            ),
+            Err(Refusal::Seal(seal::SealError::Forged)) => self.warn(
                 0,
                 "a datagram failed authentication (the same key at both ends, and one initiator and one responder?)",
             ),
-            Err(seal::SealError::Oversized) => self.warn(
+            Err(Refusal::Seal(seal::SealError::Oversized)) => self.warn(
                 2,
                 "a datagram longer than this end's MTU allows (the same MTU at both ends?)",
             ),
             Err(_) => {}
         }
         self.plain = plain;
+    }
+
+    /// Open the sealed datagram of `n` bytes in `self.rxbuf` that came on path `i` into
+    /// `plain`: its kind and whether it is the newest packet of the session, or why not (each
+    /// refusal counted). A newer session of the peer is followed here.
+    fn open_for(&mut self, i: usize, n: usize, plain: &mut Vec<u8>) -> Result<(u8, bool), Refusal> {
+        // The path byte is authenticated, but a copy sent to another path's socket must be
+        // refused before it is opened: opening would mark its number seen, and the genuine
+        // datagram, still on its way on its own path, would then be refused as a replay.
+        if n > 1 && usize::from(self.rxbuf[1]) != i {
+            self.counters.wrong_path += 1;
+            return Err(Refusal::WrongPath);
+        }
+        let sessions = self.opener.stats().sessions;
+        let o = self.opener.open(&self.rxbuf[..n], plain).map_err(Refusal::Seal)?;
+        if self.opener.stats().sessions > sessions {
+            self.session_started_ns = Some(self.now_ns());
+            if sessions > 0 {
+                self.peer_restarted();
+            }
+        }
+        let newest = self.opener.window().highest() == Some(o.packet_number);
+        Ok((o.kind, newest))
     }
 
     /// Print `what` unless a warning of `kind` was printed in the last [`WARN_EVERY_NS`].
@@ -639,18 +746,23 @@ impl Daemon {
             now as f64 / 1e9
         );
         for p in &mut self.paths {
-            p.rx = PathReceiver::new(&self.cfg.path_timing);
+            p.rx.new_session();
             p.tx.peer_restarted();
         }
+        // What waits leaves now; the new session numbers from zero again; the counters go on
+        // (they are totals).
         let mut out = std::mem::take(&mut self.deliver);
-        self.reorder.poll(u64::MAX, &mut out);
-        self.write_out(&mut out);
+        self.reorder.new_session(now, &mut out);
+        self.write_out(&mut out, u64::MAX);
         self.deliver = out;
-        self.reorder = ReorderBuffer::new(self.cfg.reorder_capacity, self.cfg.reorder_timeout_ns);
+        if let Some(e) = &mut self.equalizer {
+            e.flush(&mut self.ready);
+            e.new_session();
+        }
+        self.write_ready();
         self.reorder.track_paths(self.paths.len(), silence_ns(&self.cfg), now);
-        // The new session numbers from zero again.
         self.highest_tunnel_seq = 0;
-        self.arrival_order = TunnelExit::new(ORDER_FLOWS);
+        self.arrival_order.new_session();
     }
 
     fn on_datagram(&mut self, i: usize, kind: u8, from: SocketAddr, newest: bool, bytes: usize, plain: &[u8]) {
@@ -682,7 +794,7 @@ impl Daemon {
                 self.send_ack(i, now);
                 let mut out = std::mem::take(&mut self.deliver);
                 self.reorder.raise_floor(i, k.tunnel_next, now, &mut out);
-                self.write_out(&mut out);
+                self.write_out(&mut out, now);
                 self.deliver = out;
             }
             Ok(Message::Data(h, inner)) => {
@@ -694,13 +806,17 @@ impl Daemon {
                 let mut buf = self.pool.pop().unwrap_or_default();
                 buf.clear();
                 buf.extend_from_slice(inner);
+                let not_before = match &mut self.equalizer {
+                    Some(e) => e.on_arrival(i, h.sent_us, now),
+                    None => now,
+                };
                 let mut out = std::mem::take(&mut self.deliver);
                 if self.passthrough {
-                    out.push(buf);
+                    out.push((not_before, buf));
                 } else {
-                    self.reorder.push_on(i, h.tunnel_seq, now, buf, &mut out);
+                    self.reorder.push_on(i, h.tunnel_seq, now, (not_before, buf), &mut out);
                 }
-                self.write_out(&mut out);
+                self.write_out(&mut out, now);
                 self.deliver = out;
             }
         }
@@ -726,8 +842,20 @@ impl Daemon {
     }
 
     /// Write released packets to the TUN device and keep their buffers.
-    fn write_out(&mut self, out: &mut Vec<Vec<u8>>) {
-        for pkt in out.drain(..) {
+    /// Packets in order, each with the time before which it may not leave: through the delay
+    /// equalizer (if any) to the TUN device.
+    fn write_out(&mut self, out: &mut Vec<Held>, now: u64) {
+        for (not_before, pkt) in out.drain(..) {
+            match &mut self.equalizer {
+                Some(e) => e.push(not_before, pkt, now, &mut self.ready),
+                None => self.ready.push(pkt),
+            }
+        }
+        self.write_ready();
+    }
+
+    fn write_ready(&mut self) {
+        for pkt in self.ready.drain(..) {
             match self.tun.send(&pkt) {
                 Ok(_) => self.counters.tun_tx += 1,
                 Err(_) => self.counters.tun_write_errors += 1,
@@ -743,13 +871,35 @@ impl Daemon {
     fn timers(&mut self, now: u64) {
         for p in &mut self.paths {
             if let Carrier::Stream(s) = &mut p.carrier {
-                s.poll_connect(now);
+                s.on_timer(now);
             }
         }
+        // A gap waits at least twice the slowest live path's RTT: a slower path's packet behind
+        // a queue of tens of ms is on its way, not lost. reorder_timeout is the floor and is
+        // kept as configured; only the RTT-derived part is capped (a path's stale RTT after
+        // an outage must not hold every gap for seconds).
+        // A backup waiting idle (an active path is up) carries none of the gaps.
+        let active_up = self.paths.iter().any(|p| p.tx.is_up() && !p.spec.backup);
+        let slowest_rtt = self
+            .paths
+            .iter()
+            .filter(|p| p.tx.is_up() && !(active_up && p.spec.backup))
+            .map(|p| p.tx.view().srtt_ns)
+            .max()
+            .unwrap_or(0);
+        self.reorder.set_timeout(
+            self.cfg
+                .reorder_timeout_ns
+                .max(slowest_rtt.saturating_mul(2).min(MAX_REORDER_TIMEOUT_NS)),
+        );
         let mut out = std::mem::take(&mut self.deliver);
         self.reorder.poll(now, &mut out);
-        self.write_out(&mut out);
+        self.write_out(&mut out, now);
         self.deliver = out;
+        if let Some(e) = &mut self.equalizer {
+            e.poll(now, &mut self.ready);
+        }
+        self.write_ready();
         for i in 0..self.paths.len() {
             if self.paths[i].rx.ack_deadline_ns().is_some_and(|d| d <= now) {
                 self.send_ack(i, now);
@@ -769,6 +919,16 @@ impl Daemon {
                 eprintln!("mpsched tunnel: {secs:.3} s: path `{}` {state}", p.spec.name);
             }
         }
+    }
+}
+
+/// Why a pending connection's first record did not prove the key, for the log.
+fn first_refused(why: &Refusal) -> String {
+    match why {
+        Refusal::Seal(seal::SealError::Forged) => {
+            "its first record failed authentication (no peer of this tunnel, or another key)".into()
+        }
+        _ => format!("its first record was refused: {why}"),
     }
 }
 

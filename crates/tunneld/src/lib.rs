@@ -11,15 +11,20 @@
 //! - [`config`]: the configuration file, checked before anything is created.
 //! - [`tun`]: the TUN device (removed by the kernel however the daemon ends).
 //! - [`daemon`]: the event loop.
-//! - [`stream`]: TCP paths (messages as records on one connection per path).
+//! - [`stream`]: TCP paths (messages as records on one connection per path), and
+//!   [`admission`]: the connections a responder holds until they prove the key.
 //! - [`inner`]: flows of inner packets.
-//! - [`metrics`], [`report`]: counters in Prometheus' text format.
+//! - [`metrics`], [`report`]: counters in Prometheus' text format, and [`status`]: what
+//!   `mpsched tunnel status` makes of them.
 
+pub mod admission;
 pub mod config;
 pub mod daemon;
+mod fields;
 pub mod inner;
 pub mod metrics;
 pub mod report;
+pub mod status;
 pub mod stream;
 pub mod tun;
 

@@ -42,6 +42,24 @@ const PATH_METRICS: &[PathMetric] = &[
         |p| p.tx.view().in_flight as f64,
     ),
     (
+        "mpsched_tunnel_path_in_flight_bytes",
+        "gauge",
+        "Data bytes in flight: the sizes of the messages sent and not yet acknowledged.",
+        |p| p.tx.view().in_flight_bytes as f64,
+    ),
+    (
+        "mpsched_tunnel_path_delivery_rate_bytes_per_second",
+        "gauge",
+        "Delivery rate from the acknowledgements: the largest recent sample.",
+        |p| p.tx.view().delivery_rate_bytes_per_s as f64,
+    ),
+    (
+        "mpsched_tunnel_path_acked_messages",
+        "gauge",
+        "Messages the far end reports received in its current session.",
+        |p| p.tx.view().acked as f64,
+    ),
+    (
         "mpsched_tunnel_path_lost_messages",
         "gauge",
         "Messages the far end reports missing below the highest it received.",
@@ -76,6 +94,12 @@ const PATH_METRICS: &[PathMetric] = &[
         "counter",
         "Inner packets received on the path.",
         |p| p.stats.rx_data as f64,
+    ),
+    (
+        "mpsched_tunnel_path_rx_reordered_total",
+        "counter",
+        "Messages that arrived after one sent later on the same path.",
+        |p| p.rx.reordered() as f64,
     ),
     (
         "mpsched_tunnel_path_rx_bytes_total",
@@ -119,6 +143,18 @@ const PATH_METRICS: &[PathMetric] = &[
         "TCP paths: records of a length no message has (the connection is dropped).",
         |p| p.stream_stats().framing_errors as f64,
     ),
+    (
+        "mpsched_tunnel_path_tcp_unauthenticated_connections_total",
+        "counter",
+        "TCP paths (responder): connections dropped before their first record proved the key.",
+        |p| p.stream_stats().unauthenticated as f64,
+    ),
+    (
+        "mpsched_tunnel_path_tcp_pending_connections",
+        "gauge",
+        "TCP paths (responder): connections waiting for their first record to prove the key.",
+        |p| p.tcp_pending() as f64,
+    ),
 ];
 
 fn path_families(d: &Daemon) -> impl Iterator<Item = Family> + '_ {
@@ -127,6 +163,77 @@ fn path_families(d: &Daemon) -> impl Iterator<Item = Family> + '_ {
             fam.sample(vec![("path", p.spec.name.clone())], value(p))
         })
     })
+}
+
+/// What `mpsched tunnel status` shows beside the counters: the end's role, scheduler and
+/// device, its uptime and the peer's session age, each path's addresses and last
+/// acknowledgement.
+fn status_families(d: &Daemon) -> Vec<Family> {
+    let now = d.now_ns();
+    let role = match d.cfg.role {
+        crate::config::Role::Initiator => "initiator",
+        crate::config::Role::Responder => "responder",
+    };
+    let mut f = vec![
+        Family::new(
+            "mpsched_tunnel_info",
+            "gauge",
+            "This end: its role, scheduler and device (always 1).",
+        )
+        .sample(
+            vec![
+                ("role", role.into()),
+                ("scheduler", d.cfg.scheduler.clone()),
+                ("device", d.device().into()),
+            ],
+            1.0,
+        ),
+        one(
+            "mpsched_tunnel_uptime_seconds",
+            "gauge",
+            "Time since this end started.",
+            secs(now),
+        ),
+    ];
+    if let Some(t) = d.session_started_ns {
+        f.push(one(
+            "mpsched_tunnel_session_age_seconds",
+            "gauge",
+            "Time since the peer's current session was first heard (absent before one).",
+            secs(now.saturating_sub(t)),
+        ));
+    }
+    let info = d.paths.iter().fold(
+        Family::new(
+            "mpsched_tunnel_path_info",
+            "gauge",
+            "A path's local and remote addresses (remote empty until known; always 1).",
+        ),
+        |fam, p| {
+            let remote = p.remote().map(|r| r.to_string()).unwrap_or_default();
+            fam.sample(
+                vec![
+                    ("path", p.spec.name.clone()),
+                    ("local", p.spec.local.to_string()),
+                    ("remote", remote),
+                ],
+                1.0,
+            )
+        },
+    );
+    let ack = d.paths.iter().fold(
+        Family::new(
+            "mpsched_tunnel_path_last_ack_age_seconds",
+            "gauge",
+            "Time since the path's latest acknowledgement (absent before the first).",
+        ),
+        |fam, p| match p.tx.last_ack_ns() {
+            Some(t) => fam.sample(vec![("path", p.spec.name.clone())], secs(now.saturating_sub(t))),
+            None => fam,
+        },
+    );
+    f.extend([info, ack]);
+    f
 }
 
 /// Datagrams refused, one sample per reason.
@@ -155,7 +262,7 @@ fn rejected(d: &Daemon) -> Family {
 /// The daemon's own counters and its reordering buffer's.
 fn daemon_families(d: &Daemon) -> Vec<Family> {
     let (o, r, c) = (d.opener.stats(), d.reorder.stats(), &d.counters);
-    let counts: [(&'static str, &'static str, &'static str, u64); 20] = [
+    let counts: [(&'static str, &'static str, &'static str, u64); 21] = [
         (
             "mpsched_tunnel_arrived_reordered_total",
             "counter",
@@ -260,6 +367,12 @@ fn daemon_families(d: &Daemon) -> Vec<Family> {
             r.losses,
         ),
         (
+            "mpsched_tunnel_reorder_loss_late_total",
+            "counter",
+            "Packets that arrived after their number was given up as lost (a path reordered).",
+            r.loss_late,
+        ),
+        (
             "mpsched_tunnel_reorder_duplicates_total",
             "counter",
             "Duplicates of a waiting packet dropped.",
@@ -285,6 +398,13 @@ fn daemon_families(d: &Daemon) -> Vec<Family> {
         "Time packets waited in the reordering buffer, summed.",
         secs(r.held_ns_sum),
     ));
+    fams.extend(equalizer_families(d));
+    fams.push(one(
+        "mpsched_tunnel_reorder_loss_grace_seconds",
+        "gauge",
+        "How long a gap every path has passed waits before it is given up as lost.",
+        secs(r.loss_grace_ns),
+    ));
     fams.push(one(
         "mpsched_tunnel_reorder_held_seconds_max",
         "gauge",
@@ -294,10 +414,52 @@ fn daemon_families(d: &Daemon) -> Vec<Family> {
     fams
 }
 
+/// The scheduler's own counters (`afmt_moves`, `bond_path0_packets`...), one sample each.
+fn scheduler_counters(d: &Daemon) -> Family {
+    d.scheduler.counters().into_iter().fold(
+        Family::new(
+            "mpsched_tunnel_scheduler_counter",
+            "gauge",
+            "The scheduler's own counters and registers, by name (what each means: the scheduler's documentation).",
+        ),
+        |fam, (name, v)| fam.sample(vec![("name", name)], v as f64),
+    )
+}
+
+/// The delay equalizer's counters (`bond`), none without one.
+fn equalizer_families(d: &Daemon) -> Vec<Family> {
+    let Some(e) = &d.equalizer else {
+        return Vec::new();
+    };
+    let mut fams = Vec::new();
+    let st = e.stats();
+    fams.push(one(
+        "mpsched_tunnel_equalizer_held_total",
+        "counter",
+        "Packets the delay equalizer held (a faster path's, made up to the slowest in use).",
+        st.held as f64,
+    ));
+    fams.push(one(
+        "mpsched_tunnel_equalizer_forced_total",
+        "counter",
+        "Packets the delay equalizer let go early for room.",
+        st.forced as f64,
+    ));
+    fams.push(one(
+        "mpsched_tunnel_equalizer_held_seconds_total",
+        "counter",
+        "Time packets were to wait in the delay equalizer when held, summed.",
+        secs(st.held_ns_sum),
+    ));
+    fams
+}
+
 /// Every counter of the daemon, as metric families.
 pub fn families(d: &Daemon) -> Vec<Family> {
     let mut f: Vec<Family> = path_families(d).collect();
     f.push(rejected(d));
+    f.push(scheduler_counters(d));
+    f.extend(status_families(d));
     f.extend(daemon_families(d));
     f
 }

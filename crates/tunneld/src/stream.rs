@@ -4,11 +4,14 @@
 //! acknowledged (`SIOCOUTQ`), the congestion window and the smoothed RTT (`TCP_INFO`).
 //!
 //! The initiator connects from each path's local address to its remote, and connects again
-//! after a break; the responder listens on each path's local address, and the newest
-//! connection accepted there is the path's. Nothing is ever blocked on: a record that does
-//! not fit the send buffer is refused whole (the caller counts the drop), and a partly written
-//! one is finished before another is taken, so the stream stays framed.
+//! after a break; the responder listens on each path's local address, and a connection
+//! accepted there becomes the path's only once its first record proves the key
+//! ([`crate::admission`]): it is pending until the daemon, which holds the key, judges that
+//! record ([`StreamPath::promote`], [`StreamPath::refuse`]). Nothing is ever blocked on: a
+//! record that does not fit the send buffer is refused whole (the caller counts the drop), and
+//! a partly written one is finished before another is taken, so the stream stays framed.
 
+use crate::admission::{Admission, PendingId, Throttle, LOG_EVERY_NS, MAX_PENDING, PENDING_TIMEOUT_NS};
 use crate::config::{PathSpec, TcpSpec};
 use socket2::{Domain, SockAddr, Socket, Type};
 use std::io::{self, Read, Write};
@@ -17,6 +20,11 @@ use std::os::fd::{AsRawFd, RawFd};
 
 /// Bytes of a record's length prefix.
 pub const RECORD_PREFIX_BYTES: usize = 2;
+/// Lines about the path's own connection made or closed: a few in each 10 s, room for a
+/// restart's two (closed, then connected again), not for an initiator refused at every retry.
+const CHANGES_LOG_EVERY_NS: u64 = 10_000_000_000;
+/// The lines of that interval.
+const CHANGES_LOG_BURST: u32 = 4;
 /// Most bytes read from a connection before the other descriptors get a turn.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 
@@ -42,6 +50,9 @@ pub struct StreamStats {
     pub send_buffer_drops: u64,
     /// Records whose length no datagram can have: the connection is dropped.
     pub framing_errors: u64,
+    /// Connections the responder dropped before their first record proved the key: not
+    /// authentic, closed, silent past the deadline, or pushed out by newer ones.
+    pub unauthenticated: u64,
 }
 
 /// A connection's state.
@@ -55,6 +66,28 @@ enum Conn {
     Up(TcpStream),
 }
 
+/// A connection the responder accepted, waiting for its first record.
+#[derive(Debug)]
+struct Waiting {
+    stream: TcpStream,
+    from: SocketAddr,
+    /// Bytes read, not yet a whole first record (at most one record's).
+    inbuf: Vec<u8>,
+}
+
+/// The first record of a pending connection, for the daemon to open: the connection becomes
+/// the path's if the record is authentic ([`StreamPath::promote`]) and is dropped if not
+/// ([`StreamPath::refuse`]); one or the other must follow.
+#[derive(Debug)]
+pub struct FirstRecord {
+    /// The pending connection.
+    pub id: PendingId,
+    /// Its peer.
+    pub from: SocketAddr,
+    /// The sealed datagram.
+    pub record: Record,
+}
+
 /// One TCP path.
 #[derive(Debug)]
 pub struct StreamPath {
@@ -62,6 +95,13 @@ pub struct StreamPath {
     tcp: TcpSpec,
     listener: Option<TcpListener>,
     conn: Conn,
+    /// Connections accepted that have not yet proved the key (the responder's).
+    pending: Admission<Waiting>,
+    /// Lines about connections dropped unauthenticated: anyone can cause them.
+    drops_log: Throttle,
+    /// Lines about the path's own connection made and closed (an initiator with the wrong
+    /// key is refused and connects again at every retry).
+    changes_log: Throttle,
     /// Bytes of the last record not yet written.
     out: Vec<u8>,
     /// Bytes read and not yet a whole record.
@@ -90,6 +130,9 @@ impl StreamPath {
             tcp: tcp.clone(),
             listener,
             conn: Conn::Idle { retry_at_ns: 0 },
+            pending: Admission::new(MAX_PENDING, PENDING_TIMEOUT_NS),
+            drops_log: Throttle::new(LOG_EVERY_NS, 1),
+            changes_log: Throttle::new(CHANGES_LOG_EVERY_NS, CHANGES_LOG_BURST),
             out: Vec::new(),
             inbuf: Vec::new(),
             retry_ns,
@@ -101,6 +144,11 @@ impl StreamPath {
     /// The connection's peer, once established.
     pub fn peer(&self) -> Option<SocketAddr> {
         self.peer
+    }
+
+    /// Connections waiting to prove the key.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
     }
 
     fn set_up(&mut self, s: TcpStream) {
@@ -117,6 +165,7 @@ impl StreamPath {
         if let Some(l) = &self.listener {
             out.push((l.as_raw_fd(), libc::POLLIN));
         }
+        out.extend(self.pending.iter().map(|p| (p.conn.stream.as_raw_fd(), libc::POLLIN)));
         match &self.conn {
             Conn::Idle { .. } => {}
             Conn::Connecting(s) => out.push((s.as_raw_fd(), libc::POLLOUT)),
@@ -128,16 +177,69 @@ impl StreamPath {
     }
 
     /// When the initiator next tries to connect, if it is waiting to.
-    pub fn connect_at_ns(&self) -> Option<u64> {
+    fn connect_at_ns(&self) -> Option<u64> {
         match (&self.conn, &self.listener) {
             (Conn::Idle { retry_at_ns }, None) => Some(*retry_at_ns),
             _ => None,
         }
     }
 
+    /// When [`StreamPath::on_timer`] next has something to do: connect, drop a pending
+    /// connection, or say how many were dropped.
+    pub fn timer_at_ns(&self) -> Option<u64> {
+        [
+            self.connect_at_ns(),
+            self.pending.deadline_ns(),
+            self.drops_log.due_ns(),
+            self.changes_log.due_ns(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// The timers: connect (the initiator), drop the pending connections past their deadline,
+    /// and say what the log held back.
+    pub fn on_timer(&mut self, now_ns: u64) {
+        self.poll_connect(now_ns);
+        let mut late = Vec::new();
+        self.pending.expire(now_ns, &mut late);
+        for p in late {
+            let why = format!("no record within {} s", PENDING_TIMEOUT_NS / 1_000_000_000);
+            self.dropped(now_ns, p.conn.from, &why);
+        }
+        if let Some(n) = self.drops_log.summary(now_ns) {
+            let what = format!(
+                "dropped {n} more unauthenticated {} since the last such line",
+                plural(n)
+            );
+            self.say(now_ns, &what);
+        }
+        if let Some(n) = self.changes_log.summary(now_ns) {
+            let what = format!("{n} more {} made or closed since the last such line", plural(n));
+            self.say(now_ns, &what);
+        }
+    }
+
+    /// Say that the path's connection was made or closed ([`CHANGES_LOG_BURST`] lines every
+    /// 10 s at most).
+    pub fn say_change(&mut self, now_ns: u64, what: &str) {
+        if self.changes_log.event(now_ns) {
+            self.say(now_ns, what);
+        }
+    }
+
+    fn say(&self, now_ns: u64, what: &str) {
+        eprintln!(
+            "mpsched tunnel: {:.3} s: path `{}`: {what}",
+            now_ns as f64 / 1e9,
+            self.spec.name
+        );
+    }
+
     /// The initiator: start a connection if none is and it is time. A failure to start is
     /// tried again later, said once per break.
-    pub fn poll_connect(&mut self, now_ns: u64) {
+    fn poll_connect(&mut self, now_ns: u64) {
         let Some(at) = self.connect_at_ns() else { return };
         if now_ns < at {
             return;
@@ -154,10 +256,20 @@ impl StreamPath {
         }
     }
 
-    /// Handle readiness of the path's descriptors: accept, finish connecting, flush, and read
-    /// whole records into `records`. Returns whether the connection went up (a new one).
-    pub fn on_ready(&mut self, now_ns: u64, max_record: usize, records: &mut Vec<Record>) -> bool {
-        let mut new = self.accept();
+    /// Handle readiness of the path's descriptors: accept (into the pending connections),
+    /// read pending connections' first records into `firsts`, finish connecting, flush, and
+    /// read the path's connection's whole records into `records`. Returns whether the
+    /// initiator's connection went up.
+    pub fn on_ready(
+        &mut self,
+        now_ns: u64,
+        max_record: usize,
+        records: &mut Vec<Record>,
+        firsts: &mut Vec<FirstRecord>,
+    ) -> bool {
+        let mut new = false;
+        self.accept(now_ns);
+        self.read_pending(now_ns, max_record, firsts);
         if let Conn::Connecting(s) = &self.conn {
             match s.take_error() {
                 Ok(None) if s.peer_addr().is_ok() => {
@@ -241,19 +353,86 @@ impl StreamPath {
         }
     }
 
-    fn accept(&mut self) -> bool {
-        let Some(l) = &self.listener else { return false };
-        let mut newest = None;
-        // The newest connection is the path's: a restarted initiator's replaces the old one.
-        while let Ok((s, _)) = l.accept() {
-            newest = Some(s);
+    /// The pending connection `id` proved the key: it becomes the path's (a restarted
+    /// initiator's replaces the old one), and what it sent after its first record is cut into
+    /// `records`. False if `id` no longer waits.
+    pub fn promote(&mut self, id: PendingId, now_ns: u64, max_record: usize, records: &mut Vec<Record>) -> bool {
+        let Some(p) = self.pending.take(id) else { return false };
+        self.set_up(p.conn.stream);
+        self.inbuf = p.conn.inbuf;
+        match split_records(&self.inbuf, max_record, records) {
+            Ok(at) => {
+                self.inbuf.drain(..at);
+            }
+            Err(_) => {
+                self.stats.framing_errors += 1;
+                self.drop_conn(now_ns);
+            }
         }
-        let Some(s) = newest else { return false };
-        if s.set_nonblocking(true).is_err() || s.set_nodelay(self.tcp.nodelay).is_err() {
-            return false;
-        }
-        self.set_up(s);
         true
+    }
+
+    /// The pending connection `id` did not prove the key (`why`): it is dropped, and said so
+    /// at most once a second.
+    pub fn refuse(&mut self, id: PendingId, now_ns: u64, why: &str) {
+        if let Some(p) = self.pending.take(id) {
+            self.dropped(now_ns, p.conn.from, why);
+        }
+    }
+
+    /// A pending connection from `from` dropped (`why`): counted, and said at most once a
+    /// second.
+    fn dropped(&mut self, now_ns: u64, from: SocketAddr, why: &str) {
+        self.stats.unauthenticated += 1;
+        if self.drops_log.event(now_ns) {
+            self.say(
+                now_ns,
+                &format!("dropped an unauthenticated connection from {from}: {why} (such lines at most once a second)"),
+            );
+        }
+    }
+
+    /// Take the connections waiting on the listener as pending ones (a turn's worth: a flood
+    /// of them cannot hold the loop); the oldest pending is pushed out when too many wait.
+    fn accept(&mut self, now_ns: u64) {
+        let Some(l) = &self.listener else { return };
+        let mut accepted = Vec::new();
+        while accepted.len() < MAX_PENDING {
+            let Ok((s, from)) = l.accept() else { break };
+            if s.set_nonblocking(true).is_ok() && s.set_nodelay(self.tcp.nodelay).is_ok() {
+                accepted.push((s, from));
+            }
+        }
+        for (stream, from) in accepted {
+            let w = Waiting {
+                stream,
+                from,
+                inbuf: Vec::new(),
+            };
+            if let (_, Some(old)) = self.pending.admit(w, now_ns) {
+                self.dropped(now_ns, old.conn.from, "pushed out by newer connections");
+            }
+        }
+    }
+
+    /// Read what the pending connections sent; each whole first record goes to `firsts`, a
+    /// connection that closed, failed or framed no record is dropped.
+    fn read_pending(&mut self, now_ns: u64, max_record: usize, firsts: &mut Vec<FirstRecord>) {
+        let mut failed = Vec::new();
+        for p in self.pending.iter_mut() {
+            match read_first(&mut p.conn, max_record) {
+                Ok(Some(record)) => firsts.push(FirstRecord {
+                    id: p.id,
+                    from: p.conn.from,
+                    record,
+                }),
+                Ok(None) => {}
+                Err(why) => failed.push((p.id, why)),
+            }
+        }
+        for (id, why) in failed {
+            self.refuse(id, now_ns, &why);
+        }
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -309,7 +488,7 @@ impl StreamPath {
     fn drop_conn(&mut self, now_ns: u64) {
         if matches!(self.conn, Conn::Up(_)) {
             self.stats.breaks += 1;
-            eprintln!("mpsched tunnel: path `{}`: connection closed", self.spec.name);
+            self.say_change(now_ns, "connection closed");
         }
         self.out.clear();
         self.inbuf.clear();
@@ -326,22 +505,58 @@ impl StreamPath {
     }
 }
 
+fn plural(n: u64) -> &'static str {
+    match n {
+        1 => "connection",
+        _ => "connections",
+    }
+}
+
+/// The length of the record at the front of `buf` once it is whole (None: not yet), or the
+/// impossible length found (0, or above `max_record`).
+fn record_len(buf: &[u8], max_record: usize) -> Result<Option<usize>, usize> {
+    let [a, b, ..] = *buf else { return Ok(None) };
+    let len = usize::from(u16::from_be_bytes([a, b]));
+    if len == 0 || len > max_record {
+        return Err(len);
+    }
+    Ok((buf.len() >= RECORD_PREFIX_BYTES + len).then_some(len))
+}
+
 /// Cut the whole records at the front of `buf` into `records`; the bytes taken (a partial
 /// record stays), or the impossible length found (0, or above `max_record`).
 pub fn split_records(buf: &[u8], max_record: usize, records: &mut Vec<Record>) -> Result<usize, usize> {
     let mut at = 0;
-    while buf.len() - at >= RECORD_PREFIX_BYTES {
-        let len = usize::from(u16::from_be_bytes([buf[at], buf[at + 1]]));
-        if len == 0 || len > max_record {
-            return Err(len);
-        }
-        if buf.len() - at < RECORD_PREFIX_BYTES + len {
-            break;
-        }
+    while let Some(len) = record_len(&buf[at..], max_record)? {
         records.push(buf[at + RECORD_PREFIX_BYTES..at + RECORD_PREFIX_BYTES + len].to_vec());
         at += RECORD_PREFIX_BYTES + len;
     }
     Ok(at)
+}
+
+/// Read a pending connection's bytes, never past its first record; that record once whole
+/// (what follows it stays in `w.inbuf`), or why the connection is to be dropped.
+fn read_first(w: &mut Waiting, max_record: usize) -> Result<Option<Record>, String> {
+    let start = w.inbuf.len();
+    w.inbuf.resize(RECORD_PREFIX_BYTES + max_record, 0);
+    let got = w.stream.read(&mut w.inbuf[start..]);
+    w.inbuf.truncate(start + *got.as_ref().unwrap_or(&0));
+    match got {
+        Ok(0) => return Err("closed before its first record".into()),
+        Err(e) if e.kind() != io::ErrorKind::WouldBlock && e.kind() != io::ErrorKind::Interrupted => {
+            return Err(e.to_string())
+        }
+        _ => {}
+    }
+    match record_len(&w.inbuf, max_record) {
+        Err(len) => Err(format!("its first record's length, {len} B, is no message's")),
+        Ok(None) => Ok(None),
+        Ok(Some(len)) => {
+            let record = w.inbuf[RECORD_PREFIX_BYTES..RECORD_PREFIX_BYTES + len].to_vec();
+            w.inbuf.drain(..RECORD_PREFIX_BYTES + len);
+            Ok(Some(record))
+        }
+    }
 }
 
 /// A TCP socket with the path's options, bound to its local address (and interface).
@@ -420,6 +635,7 @@ mod tests {
             local: local.parse().unwrap(),
             interface: None,
             remote: remote.map(|r| r.parse().unwrap()),
+            backup: false,
         }
     }
 
@@ -462,43 +678,138 @@ mod tests {
         TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
     }
 
+    /// One turn of both ends at `now` (ms), the responder judging first records as the daemon
+    /// does with its key: here a record is "authentic" if it starts with byte 1. Authentic
+    /// first records are kept in `recs` with the rest.
+    fn turn(a: &mut StreamPath, b: &mut StreamPath, now: u64, recs: &mut Vec<Record>) {
+        let now = now * 1_000_000;
+        let mut firsts = Vec::new();
+        a.on_timer(now);
+        b.on_timer(now);
+        a.on_ready(now, 2000, recs, &mut firsts);
+        b.on_ready(now, 2000, recs, &mut firsts);
+        for f in firsts {
+            match f.record.first() == Some(&1) {
+                true => {
+                    recs.push(f.record);
+                    b.promote(f.id, now, 2000, recs);
+                }
+                false => b.refuse(f.id, now, "not authentic"),
+            }
+        }
+    }
+
+    /// A connected initiator `a` and responder `b` on loopback, `a`'s first record taken.
+    fn connected_pair() -> (StreamPath, StreamPath, SocketAddr) {
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let tcp = TcpSpec::default();
+        let mut b = StreamPath::new(&spec("p", &addr.to_string(), None), &tcp, true, 1_000_000).unwrap();
+        let mut a = StreamPath::new(
+            &spec("p", "127.0.0.1:0", Some(&addr.to_string())),
+            &tcp,
+            false,
+            1_000_000,
+        )
+        .unwrap();
+        let mut recs = Vec::new();
+        settle(&mut a, &mut b, 0, &mut recs);
+        assert!(a.peer().is_some(), "connected");
+        assert_eq!(b.peer(), None, "not the path's before a record proves the key");
+        assert!(a.send_record(&[1, 0], 0));
+        settle(&mut a, &mut b, 200, &mut recs);
+        assert_eq!(recs, [vec![1, 0]]);
+        assert!(b.peer().is_some() && b.pending() == 0);
+        (a, b, addr)
+    }
+
+    fn settle(a: &mut StreamPath, b: &mut StreamPath, from_ms: u64, recs: &mut Vec<Record>) {
+        for t in from_ms..from_ms + 200 {
+            turn(a, b, t, recs);
+            if a.peer().is_some() && a.out.is_empty() && t > from_ms + 20 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     /// Records cross a loopback connection whole and in order, however the stream cuts them;
     /// a record of an impossible length breaks the connection, and the initiator connects
     /// again.
     #[test]
     fn records_cross_whole_and_a_bad_length_breaks_the_connection() {
-        let port = free_port();
-        let addr = format!("127.0.0.1:{port}");
-        let tcp = TcpSpec::default();
-        let mut b = StreamPath::new(&spec("p", &addr, None), &tcp, true, 1_000_000).unwrap();
-        let mut a = StreamPath::new(&spec("p", "127.0.0.1:0", Some(&addr)), &tcp, false, 1_000_000).unwrap();
+        let (mut a, mut b, _) = connected_pair();
         let mut recs = Vec::new();
-        let settle = |a: &mut StreamPath, b: &mut StreamPath, recs: &mut Vec<Record>| {
-            for t in 0..200u64 {
-                a.poll_connect(t * 1_000_000);
-                a.on_ready(t * 1_000_000, 2000, recs);
-                b.on_ready(t * 1_000_000, 2000, recs);
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-        };
-        settle(&mut a, &mut b, &mut recs);
-        assert!(a.peer().is_some() && b.peer().is_some(), "connected");
         let sent: Vec<Vec<u8>> = (1..=50u16).map(|n| vec![n as u8; usize::from(n) * 37]).collect();
         for r in &sent {
             assert!(a.send_record(r, 0));
         }
-        settle(&mut a, &mut b, &mut recs);
+        settle(&mut a, &mut b, 400, &mut recs);
         assert_eq!(recs, sent);
         assert!(a.view().srtt_ns > 0 && a.view().cwnd_bytes > 0, "{:?}", a.view());
         // A record longer than the receiver takes.
         assert!(a.send_record(&[7; 2001], 0));
         recs.clear();
-        settle(&mut a, &mut b, &mut recs);
+        settle(&mut a, &mut b, 600, &mut recs);
+        settle(&mut a, &mut b, 800, &mut recs);
         assert!(recs.is_empty());
         assert_eq!(b.stats.framing_errors, 1);
         assert_eq!(a.stats.connections, 2, "the initiator connected again: {:?}", a.stats);
         assert!(a.send_record(&[1, 2, 3], 0));
-        settle(&mut a, &mut b, &mut recs);
-        assert_eq!(recs, [vec![1, 2, 3]]);
+        settle(&mut a, &mut b, 1000, &mut recs);
+        assert_eq!(recs, [vec![1, 2, 3]], "the new connection's first record proves it");
+        assert_eq!(b.stats.connections, 2);
+    }
+
+    /// Connections from anyone to the responder's port: one sends a record that does not
+    /// authenticate, one a length no record has, one closes, one stays silent. None becomes
+    /// the path's or disturbs it; each is dropped and counted, the silent one at its deadline;
+    /// and a flood of silent ones holds at most [`MAX_PENDING`], the oldest pushed out.
+    #[test]
+    fn connections_that_do_not_prove_the_key_never_displace_the_path() {
+        use std::io::Write as _;
+        let (mut a, mut b, addr) = connected_pair();
+        let path_peer = b.peer();
+        let mut forged = TcpStream::connect(addr).unwrap();
+        forged.write_all(&[0, 3, 9, 9, 9]).unwrap();
+        let mut framing = TcpStream::connect(addr).unwrap();
+        framing.write_all(&[0xff, 0xff, 0]).unwrap();
+        drop(TcpStream::connect(addr).unwrap());
+        let _silent = TcpStream::connect(addr).unwrap();
+        let mut recs = Vec::new();
+        assert!(a.send_record(&[1, 5], 0));
+        settle(&mut a, &mut b, 400, &mut recs);
+        for t in 600..700 {
+            turn(&mut a, &mut b, t, &mut recs);
+            if b.stats.unauthenticated == 3 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert_eq!(b.stats.unauthenticated, 3, "{:?}", b.stats);
+        assert_eq!((b.peer(), b.pending(), b.stats.connections), (path_peer, 1, 1));
+        assert!(a.send_record(&[1, 6], 0));
+        settle(&mut a, &mut b, 700, &mut recs);
+        assert_eq!(recs, [vec![1, 5], vec![1, 6]], "the path's records still arrive");
+        // The silent one, after its deadline.
+        b.on_timer(700_000_000 + PENDING_TIMEOUT_NS);
+        assert_eq!((b.stats.unauthenticated, b.pending()), (4, 0));
+        // Taken as they come (a single-threaded responder and a listen backlog of 4).
+        let flood: Vec<TcpStream> = (0..MAX_PENDING as u64 + 4)
+            .map(|t| {
+                let c = TcpStream::connect(addr).unwrap();
+                turn(&mut a, &mut b, 9_000 + t, &mut recs);
+                c
+            })
+            .collect();
+        for t in 0..200 {
+            turn(&mut a, &mut b, 10_000 + t, &mut recs);
+            if b.stats.unauthenticated == 8 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert_eq!((b.stats.unauthenticated, b.pending()), (8, MAX_PENDING), "4 pushed out");
+        assert_eq!((b.peer(), b.stats.connections, a.stats.breaks), (path_peer, 1, 0));
+        drop(flood);
     }
 }

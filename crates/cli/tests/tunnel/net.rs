@@ -28,10 +28,20 @@ pub const B_TUN: &str = "10.99.0.2";
 /// How the paths are built.
 #[derive(Clone, Debug)]
 pub struct Paths {
-    /// tbf rate on each path's veth ends (`40mbit`), or none.
+    /// tbf rate on each path's veth ends (`40mbit`, or one per path: `40mbit,20mbit`), or none.
     pub rate: Option<&'static str>,
     /// One-way delay per path, ms (a delay line in the middle when any is non-zero).
     pub delay_ms: Vec<u64>,
+}
+
+impl Paths {
+    /// The tbf rate of path `i` (0-based): `rate`, which may list one per path
+    /// (`40mbit,20mbit`).
+    fn rate_of(&self, i: usize) -> Option<&'static str> {
+        let r = self.rate?;
+        let rates: Vec<&'static str> = r.split(',').collect();
+        Some(rates.get(i).copied().unwrap_or(rates[rates.len() - 1]))
+    }
 }
 
 /// The test network: namespaces a, b (and m for delay lines), daemons, scratch folder.
@@ -136,7 +146,7 @@ impl Net {
                     &b,
                     &format!("b{n}"),
                     &format!("192.168.{n}.2/24"),
-                    p.rate,
+                    p.rate_of(i),
                 ),
                 Some(m) => {
                     veth(
@@ -146,7 +156,7 @@ impl Net {
                         m,
                         &format!("ma{n}"),
                         &format!("192.168.{n}.254/24"),
-                        p.rate,
+                        p.rate_of(i),
                     );
                     veth(
                         m,
@@ -155,7 +165,7 @@ impl Net {
                         &b,
                         &format!("b{n}"),
                         &format!("192.168.{}.2/24", 10 + n),
-                        p.rate,
+                        p.rate_of(i),
                     );
                     let to_a: SocketAddr = format!("192.168.{n}.254:{PORT}").parse().unwrap();
                     let to_b: SocketAddr = format!("192.168.{}.254:{}", 10 + n, PORT + 1).parse().unwrap();
@@ -257,7 +267,16 @@ impl Net {
 
     /// Both ends with `scheduler` and `timing`, and wait for every path to be up both ways.
     pub fn start_both(&mut self, scheduler: &str, timing: &str) {
+        self.start_both_edited(scheduler, timing, |t| t.to_string());
+    }
+
+    /// As [`Net::start_both`], each end's configuration text passed through `edit` first.
+    pub fn start_both_edited(&mut self, scheduler: &str, timing: &str, edit: fn(&str) -> String) {
         let (ca, cb) = (self.config('a', scheduler, timing), self.config('b', scheduler, timing));
+        for c in [&ca, &cb] {
+            let t = std::fs::read_to_string(c).unwrap();
+            std::fs::write(c, edit(&t)).unwrap();
+        }
         self.start('b', &cb);
         self.start('a', &ca);
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -282,6 +301,23 @@ impl Net {
         }
     }
 
+    /// What `mpsched tunnel status` prints for `end` (its configuration in the test's folder).
+    pub fn status(&self, end: char) -> String {
+        let o = self
+            .ns(end)
+            .exec(
+                env!("CARGO_BIN_EXE_mpsched"),
+                &[
+                    "tunnel",
+                    "status",
+                    &self.dir.join(format!("{end}.toml")).to_string_lossy(),
+                ],
+            )
+            .unwrap();
+        assert!(o.status.success(), "status: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
     /// The daemon's stderr so far.
     pub fn log(&self, end: char) -> String {
         std::fs::read_to_string(self.dir.join(format!("{end}.err"))).unwrap_or_default()
@@ -303,16 +339,40 @@ impl Net {
     /// Run iperf3 through the tunnel from a to b for `secs` seconds; the receiver's goodput,
     /// bit/s.
     pub fn iperf(&self, secs: u32) -> f64 {
+        self.iperf_flows(secs, 1)
+    }
+
+    /// As [`Net::iperf`] with `flows` parallel TCP connections (`iperf3 -P`): their sum.
+    pub fn iperf_flows(&self, secs: u32, flows: u32) -> f64 {
         let mut server = self.b.spawn("iperf3", &["-s", "-1", "-B", B_TUN, "-J"]).unwrap();
         std::thread::sleep(Duration::from_millis(300));
         let out = self
             .a
-            .exec("iperf3", &["-c", B_TUN, "-t", &secs.to_string(), "-J"])
+            .exec(
+                "iperf3",
+                &["-c", B_TUN, "-t", &secs.to_string(), "-P", &flows.to_string(), "-J"],
+            )
             .unwrap();
         let _ = server.kill();
         let _ = server.wait();
         let j: serde_json::Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|_| panic!("iperf3: {}", String::from_utf8_lossy(&out.stdout)));
+        let cwnd_max = j["intervals"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|i| i["streams"].as_array().into_iter().flatten())
+            .filter_map(|s| s["snd_cwnd"].as_f64())
+            .fold(0.0, f64::max);
+        let rtt = &j["end"]["streams"][0]["sender"];
+        eprintln!(
+            "iperf3 -P {flows}: {} retransmits, largest congestion window {:.0} KB, first flow's RTT min {} mean {} max {} us",
+            j["end"]["sum_sent"]["retransmits"],
+            cwnd_max / 1e3,
+            rtt["min_rtt"],
+            rtt["mean_rtt"],
+            rtt["max_rtt"]
+        );
         j["end"]["sum_received"]["bits_per_second"]
             .as_f64()
             .unwrap_or_else(|| panic!("iperf3 gave no goodput: {j}"))
