@@ -1162,24 +1162,38 @@ fn a_multi_homed_host_sends_each_flow_by_its_interface_on_the_kernel() {
     }
 }
 
-/// #12: an MPTCP connection of two subflows over two disjoint 100 Mbit/s paths, real kernel
-/// MPTCP under iperf3 on the netns backend, within 10 % of the simulator (both without the
-/// paths' 5 ms, which needs netem here), and near the 200 Mbit/s the two paths give, each
-/// subflow carrying its share.
+/// `scenarios/mptcp/two-paths.toml` with its two paths at 20 Mbit/s instead of 100 and `extra`
+/// added to the flow, written to a scratch file. The kernel's MPTCP at 2 x 100 Mbit/s falls
+/// short of the paths' rate when the machine is busy (166 to 187 Mbit/s in twelve idle runs,
+/// 109 in one beside a compile), which would judge the machine; at 2 x 20 it needs a fifth of
+/// the CPU and the comparison judges what MPTCP and the backend decide.
+fn mptcp_two_paths_at_20_mbps(name: &str, extra: &str) -> PathBuf {
+    let builtin = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/mptcp/two-paths.toml");
+    let text = std::fs::read_to_string(builtin).unwrap();
+    assert_eq!(text.matches("rate = \"100Mbps\"").count(), 2, "the builtin changed");
+    let text = text
+        .replace("rate = \"100Mbps\"", "rate = \"20Mbps\"")
+        .replace("mptcp.subflows = 2", &format!("mptcp.subflows = 2\n{extra}"));
+    let scratch = tmp(name);
+    std::fs::create_dir_all(&scratch).unwrap();
+    let file = scratch.join("scenario.toml");
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// #12: an MPTCP connection of two subflows over two disjoint paths (the builtin's, at
+/// 20 Mbit/s), real kernel MPTCP under iperf3 on the netns backend, within 10 % of the simulator
+/// (both without the paths' 5 ms, which needs netem here), near the 40 Mbit/s the two paths
+/// give, each subflow carrying its share; then a transfer through the traffic generator's
+/// MPTCP sockets done well within the time one path would take.
 fn mptcp_over_two_paths_agrees_with_the_simulator_within_10_percent() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tmp("mptcp-two-paths");
+    let file = mptcp_two_paths_at_20_mbps("mptcp-two-paths", "");
+    let dir = tmp("mptcp-two-paths-out");
     let out = mpsched()
-        .args([
-            "compare",
-            "mptcp/two-paths",
-            "--ignore-delay",
-            "--variant",
-            "cubic",
-            "--duration",
-            "10",
-            "--out",
-        ])
+        .arg("compare")
+        .arg(&file)
+        .args(["--ignore-delay", "--variant", "cubic", "--duration", "10", "--out"])
         .arg(&dir)
         .output()
         .unwrap();
@@ -1189,8 +1203,8 @@ fn mptcp_over_two_paths_agrees_with_the_simulator_within_10_percent() {
     let r = row["ratio"].as_f64().unwrap();
     assert!((0.9..=1.1).contains(&r), "{row} is not within 10 % of the simulator");
     assert!(
-        row["netns_mbps"].as_f64().unwrap() > 170.0,
-        "{row}: two paths should give about 200 Mbit/s"
+        row["netns_mbps"].as_f64().unwrap() > 34.0,
+        "{row}: two 20 Mbit/s paths should give about 40 Mbit/s"
     );
     let subflows = v["netns"][0]["repetitions"][0]["flows"][0]["tcp"]["subflows"]
         .as_array()
@@ -1198,34 +1212,20 @@ fn mptcp_over_two_paths_agrees_with_the_simulator_within_10_percent() {
         .clone();
     assert_eq!(subflows.len(), 2, "{subflows:?}");
     for s in &subflows {
-        assert!(s["acked_mbps"].as_f64().unwrap() > 60.0, "a subflow idle: {subflows:?}");
+        assert!(s["acked_mbps"].as_f64().unwrap() > 12.0, "a subflow idle: {subflows:?}");
     }
     assert_ne!(subflows[0]["id"], subflows[1]["id"]);
     assert_clean("mptcp compare");
-    // The same connection as a 100 MB transfer through the traffic generator's MPTCP sockets:
+    // The same connection as a 20 MB transfer through the traffic generator's MPTCP sockets:
     // done well within the 8.5 s one path would take, on both backends (a kernel subflow that
     // overshoots in slow start can spend a second or more in recovery without SACK, which is
     // off as in the simulator, so the bound leaves room for one such stall).
-    let builtin = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/mptcp/two-paths.toml");
-    let text = std::fs::read_to_string(builtin)
-        .unwrap()
-        .replace("mptcp.subflows = 2", "mptcp.subflows = 2\nsize = \"100MB\"");
-    let scratch = tmp("mptcp-transfer");
-    std::fs::create_dir_all(&scratch).unwrap();
-    let file = scratch.join("transfer.toml");
-    std::fs::write(&file, text).unwrap();
+    let file = mptcp_two_paths_at_20_mbps("mptcp-transfer", "size = \"20MB\"");
     let dir = tmp("mptcp-transfer-out");
     let out = mpsched()
-        .args([
-            "compare",
-            file.to_str().unwrap(),
-            "--ignore-delay",
-            "--variant",
-            "cubic",
-            "--duration",
-            "6",
-        ])
-        .arg("--out")
+        .arg("compare")
+        .arg(&file)
+        .args(["--ignore-delay", "--variant", "cubic", "--duration", "6", "--out"])
         .arg(&dir)
         .output()
         .unwrap();
@@ -1234,7 +1234,7 @@ fn mptcp_over_two_paths_agrees_with_the_simulator_within_10_percent() {
     for side in ["sim", "netns"] {
         let t = &v[side][0]["repetitions"][0]["flows"][0]["tcp"];
         let fct = t["completion_s"].as_f64().unwrap_or(f64::NAN);
-        assert!(fct < 6.4, "{side}: 100 MB took {fct} s over two 100 Mbit/s paths: {t}");
+        assert!(fct < 6.4, "{side}: 20 MB took {fct} s over two 20 Mbit/s paths: {t}");
     }
     assert_clean("mptcp transfer");
 }
