@@ -195,6 +195,14 @@ impl<T> DelayEqualizer<T> {
         self.stats.occupancy = 0;
     }
 
+    /// Path `path` was removed: its delay is forgotten at once (it no longer holds the
+    /// others' packets back, not even for [`ACTIVE_NS`]).
+    pub fn forget_path(&mut self, path: usize) {
+        if let Some(p) = self.paths.get_mut(path) {
+            *p = PathDelay::default();
+        }
+    }
+
     /// What each path's packets are held now, µs: the slowest active path's delay less the
     /// path's own (None: no data yet).
     pub fn holds_us(&self, now_ns: u64) -> Vec<Option<u64>> {

@@ -77,9 +77,10 @@ pub struct ReorderBuffer<T> {
     /// The next number to deliver; None before the first packet.
     next: Option<u64>,
     timeout_ns: u64,
-    /// Per path: the floor (every number below it has arrived or is lost on that path) and
-    /// when the path last delivered, ns (its declaration at first).
-    floors: Vec<(u64, u64)>,
+    /// Per path number, for the paths tracked: the floor (every number below it has arrived
+    /// or is lost on that path) and when the path last delivered, ns (its declaration at
+    /// first).
+    floors: Vec<Option<(u64, u64)>>,
     /// A path silent this long no longer holds the floor back, ns.
     silence_ns: u64,
     /// The number every live path had passed, and when that was first seen, ns: given up at
@@ -200,11 +201,35 @@ impl<T> ReorderBuffer<T> {
         self.arrivals.push_back((now_ns, seq));
     }
 
-    /// Keep the floors of `paths` paths (at most [`MAX_FLOOR_PATHS`]) from `now_ns`: a path
-    /// that has delivered nothing for `silence_ns` is taken as dead.
-    pub fn track_paths(&mut self, paths: usize, silence_ns: u64, now_ns: u64) {
-        self.floors = vec![(0, now_ns); paths.min(MAX_FLOOR_PATHS)];
+    /// Keep the floors of the paths numbered `paths` (below [`MAX_FLOOR_PATHS`]; others are
+    /// ignored) from `now_ns`, and of no other: a path that has delivered nothing for
+    /// `silence_ns` is taken as dead.
+    pub fn track_paths(&mut self, paths: impl IntoIterator<Item = usize>, silence_ns: u64, now_ns: u64) {
+        self.floors = vec![None; MAX_FLOOR_PATHS];
         self.silence_ns = silence_ns;
+        for p in paths {
+            self.track_path(p, now_ns);
+        }
+    }
+
+    /// Keep path `path`'s floor too, from `now_ns` (a path added while the tunnel runs): until
+    /// it delivers or says where its sender is, it holds the floor back, as every path does at
+    /// the start, for at most the silence.
+    pub fn track_path(&mut self, path: usize, now_ns: u64) {
+        if self.floors.is_empty() {
+            self.floors = vec![None; MAX_FLOOR_PATHS];
+        }
+        if let Some(f) = self.floors.get_mut(path) {
+            *f = Some((0, now_ns));
+        }
+    }
+
+    /// Stop keeping path `path`'s floor (a path removed): gaps no longer wait for it.
+    pub fn forget_path(&mut self, path: usize, now_ns: u64, out: &mut Vec<T>) {
+        if let Some(f) = self.floors.get_mut(path) {
+            *f = None;
+        }
+        self.judge_floors(now_ns, out);
     }
 
     /// [`ReorderBuffer::push`] for a packet that arrived on `path`: also raises the path's
@@ -220,7 +245,9 @@ impl<T> ReorderBuffer<T> {
     pub fn raise_floor(&mut self, path: usize, wire_next: u32, now_ns: u64, out: &mut Vec<T>) {
         // Before the first packet, numbers start near 0 (a session numbers from 0).
         let near = self.next.unwrap_or(0);
-        let Some(f) = self.floors.get_mut(path) else { return };
+        let Some(Some(f)) = self.floors.get_mut(path) else {
+            return;
+        };
         *f = (f.0.max(extend_seq(wire_next, near)), now_ns);
         self.judge_floors(now_ns, out);
     }
@@ -232,6 +259,7 @@ impl<T> ReorderBuffer<T> {
         let silence = self.silence_ns;
         self.floors
             .iter()
+            .flatten()
             .filter(|&&(_, last)| last.saturating_add(silence) >= now_ns)
             .map(|&(fl, _)| fl)
             .min()
@@ -497,7 +525,7 @@ mod tests {
     #[test]
     fn a_gap_every_path_has_passed_is_lost_and_given_up_at_once() {
         let mut b = ReorderBuffer::new(16, 100 * MS);
-        b.track_paths(2, 600 * MS, 0);
+        b.track_paths(0..2, 600 * MS, 0);
         let mut out = Vec::new();
         // Path 0 carries 0, 2, 4; path 1 carries 1, 3 and loses 1.
         b.push_on(0, 0, 0, 0, &mut out);
@@ -510,9 +538,27 @@ mod tests {
     }
 
     #[test]
+    fn a_path_removed_stops_holding_gaps_and_one_added_holds_them_until_it_speaks() {
+        let mut b = ReorderBuffer::new(16, 1_000 * MS);
+        // Paths numbered 0 and 2 (1 was never configured: it holds nothing).
+        b.track_paths([0, 2], 600 * MS, 0);
+        let mut out = Vec::new();
+        b.push_on(0, 0, 0, 0, &mut out);
+        b.push_on(0, 2, MS, 2, &mut out);
+        assert_eq!(out, [0], "1 may be on path 2");
+        b.forget_path(2, 2 * MS, &mut out);
+        assert_eq!(out, [0, 2], "path 2 removed: only path 0 can carry 1, and it passed it");
+        b.track_path(1, 3 * MS);
+        b.push_on(0, 4, 4 * MS, 4, &mut out);
+        assert_eq!(out, [0, 2], "3 may be on the new path 1");
+        b.raise_floor(1, 5, 5 * MS, &mut out);
+        assert_eq!(out, [0, 2, 4], "path 1's sender was at 5 and never carried 3");
+    }
+
+    #[test]
     fn a_keepalive_moves_an_idle_paths_floor_and_a_silent_path_does_not_hold_it() {
         let mut b = ReorderBuffer::new(16, 1_000 * MS);
-        b.track_paths(2, 600 * MS, 0);
+        b.track_paths(0..2, 600 * MS, 0);
         let mut out = Vec::new();
         b.push_on(0, 0, 0, 0, &mut out);
         b.push_on(0, 2, MS, 2, &mut out);
@@ -533,7 +579,7 @@ mod tests {
     #[test]
     fn a_path_that_reorders_earns_a_loss_grace_and_a_real_loss_waits_only_that_grace() {
         let mut b = ReorderBuffer::new(32, 100 * MS);
-        b.track_paths(2, 600 * MS, 0);
+        b.track_paths(0..2, 600 * MS, 0);
         let mut out = Vec::new();
         // Path 0 carries even numbers, path 1 odd ones; path 1 delivers 3 before 1.
         b.push_on(0, 0, 0, 0, &mut out);
@@ -573,7 +619,7 @@ mod tests {
     #[test]
     fn the_loss_grace_doubles_on_each_late_loss_up_to_half_the_timeout_and_decays() {
         let mut b = ReorderBuffer::new(64, 4 * MS);
-        b.track_paths(1, 600 * MS, 0);
+        b.track_paths(0..1, 600 * MS, 0);
         let mut out = Vec::new();
         b.push_on(0, 0, 0, 0, &mut out);
         let mut seq = 1;

@@ -76,6 +76,9 @@ pub struct SubtunnelView {
     /// Delivery rate measured from the acknowledgements, bytes per second (0 before a sample
     /// or where unknown).
     pub delivery_rate_bytes_per_s: u64,
+    /// The subtunnel's configured share against the others offered (the daemon's `[[path]]
+    /// weight`), for schedulers that split by shares (`rr`); 0 and 1 are both "unweighted".
+    pub weight: u32,
 }
 
 /// What one acknowledgement of the tunnel's own (per path: `mpsched-tunnel`'s path sender)
@@ -106,14 +109,46 @@ pub trait TunnelScheduler: Send + std::fmt::Debug {
     }
 }
 
-/// Round robin over the subtunnels, one packet each in turn.
+/// Round robin over the subtunnels, one packet each in turn; with weights
+/// ([`SubtunnelView::weight`]), packets in proportion to them, spread out as smooth weighted
+/// round robin spreads them (each subtunnel earns its weight a packet, the one with the most
+/// credit sends and pays the total: weights 3 and 1 send a, a, b, a, never a run longer than
+/// its share needs).
 #[derive(Clone, Debug, Default)]
 pub struct RoundRobin {
     next: usize,
+    /// Weighted: each offered position's credit, and the path numbers they were earned for
+    /// (a change of the paths offered starts the credits afresh).
+    credit: Vec<i64>,
+    credit_paths: Vec<u8>,
+}
+
+impl RoundRobin {
+    fn weighted(&mut self, subtunnels: &[SubtunnelView]) -> usize {
+        if !self.credit_paths.iter().copied().eq(subtunnels.iter().map(|v| v.path)) {
+            self.credit = vec![0; subtunnels.len()];
+            self.credit_paths = subtunnels.iter().map(|v| v.path).collect();
+        }
+        let weight = |v: &SubtunnelView| i64::from(v.weight.max(1));
+        let total: i64 = subtunnels.iter().map(weight).sum();
+        for (c, v) in self.credit.iter_mut().zip(subtunnels) {
+            *c += weight(v);
+        }
+        // The first of the largest credits: with equal weights, plain turns in order.
+        let (best, _) = self.credit.iter().enumerate().fold(
+            (0, i64::MIN),
+            |(bi, bc), (i, &c)| if c > bc { (i, c) } else { (bi, bc) },
+        );
+        self.credit[best] -= total;
+        best
+    }
 }
 
 impl TunnelScheduler for RoundRobin {
     fn select(&mut self, _flow: &FlowKey, _size: u32, _now: u64, subtunnels: &[SubtunnelView]) -> usize {
+        if subtunnels.iter().any(|v| v.weight > 1) {
+            return self.weighted(subtunnels);
+        }
         let i = self.next % subtunnels.len();
         self.next = (i + 1) % subtunnels.len();
         i
@@ -131,5 +166,30 @@ mod tests {
         let k = FlowKey::of(&PacketMeta::udp(1, 2, 3, 4, 100));
         let got: Vec<usize> = (0..7).map(|_| rr.select(&k, 100, 0, &v)).collect();
         assert_eq!(got, [0, 1, 2, 0, 1, 2, 0]);
+    }
+
+    #[test]
+    fn weighted_round_robin_sends_in_proportion_and_spreads_the_turns() {
+        let mut rr = RoundRobin::default();
+        let view = |path, weight| SubtunnelView {
+            path,
+            weight,
+            ..SubtunnelView::default()
+        };
+        let v = [view(0, 3), view(1, 1)];
+        let k = FlowKey::of(&PacketMeta::udp(1, 2, 3, 4, 100));
+        let got: Vec<usize> = (0..8).map(|_| rr.select(&k, 100, 0, &v)).collect();
+        assert_eq!(got, [0, 0, 1, 0, 0, 0, 1, 0]);
+        // 5:2:1 over 800 packets: exactly in proportion, at most the share's run on one path.
+        let v = [view(0, 5), view(4, 2), view(7, 1)];
+        let mut counts = [0; 3];
+        for _ in 0..800 {
+            counts[rr.select(&k, 100, 0, &v)] += 1;
+        }
+        assert_eq!(counts, [500, 200, 100]);
+        // Path 4 no longer offered: the credits start afresh over the two left.
+        let v = [view(0, 1), view(7, 2)];
+        let got: Vec<usize> = (0..6).map(|_| rr.select(&k, 100, 0, &v)).collect();
+        assert_eq!(got, [1, 0, 1, 1, 0, 1]);
     }
 }

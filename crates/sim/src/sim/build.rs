@@ -467,7 +467,7 @@ pub(super) fn tunnels(
                 let timeout_ns = tun.reorder_timeout_ps / 1000;
                 let mut rb = ReorderBuffer::new(tun.reorder_capacity as usize, timeout_ns);
                 // Each path delivers in order; one silent for the timeout holds nothing back.
-                rb.track_paths(ports.len(), timeout_ns, 0);
+                rb.track_paths(0..ports.len(), timeout_ns, 0);
                 rb
             });
             sides.push(TunnelSide {

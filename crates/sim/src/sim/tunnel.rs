@@ -175,6 +175,7 @@ impl Simulation {
                         in_flight_pkts: p.in_flight,
                         in_flight_bytes: p.in_flight_bytes,
                         delivery_rate_bytes_per_s: p.delivery_rate_bytes_per_s,
+                        weight: 0,
                     }
                 }
                 SubtunnelTransport::Udp => {
