@@ -101,7 +101,17 @@ pub fn tunnel(a: TunnelArgs) -> anyhow::Result<()> {
             let remote = p.remote.map_or("learned".to_string(), |r| r.to_string());
             let dev = p.interface.as_deref().map(|d| format!(" on {d}")).unwrap_or_default();
             let role = if p.backup { " (backup)" } else { "" };
-            outln!("  path {}: {}{dev} -> {remote}{role}", p.name, p.local);
+            let weight = if p.weight != 1 {
+                format!(", weight {}", p.weight)
+            } else {
+                String::new()
+            };
+            outln!(
+                "  path {} (#{}): {}{dev} -> {remote}{role}{weight}",
+                p.name,
+                p.id,
+                p.local
+            );
         }
         return Ok(());
     }
@@ -110,7 +120,7 @@ pub fn tunnel(a: TunnelArgs) -> anyhow::Result<()> {
             UsageError("mpsched tunnel creates a TUN device: run it as root (or with CAP_NET_ADMIN)".into()).into(),
         );
     }
-    mpsched_tunneld::run(cfg)?;
+    mpsched_tunneld::run(cfg, &path)?;
     Ok(())
 }
 

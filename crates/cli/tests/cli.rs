@@ -405,3 +405,46 @@ fn a_run_with_many_paths_folds_its_path_table() {
         "every path still in summary.json"
     );
 }
+
+/// `mpsched tunnel --check` shows each path's wire number, role and weight, and refuses a
+/// weight the scheduler would ignore, naming the field (exit 2).
+#[test]
+fn tunnel_check_shows_path_numbers_roles_and_weights() {
+    let dir = tmpdir("tunnel-check");
+    let text = r#"role = "initiator"
+key = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+scheduler = "rr"
+[device]
+name = "mpt0"
+address = "10.99.0.1/30"
+[[path]]
+name = "wifi"
+id = 4
+local = "10.0.1.1:4789"
+remote = "10.0.1.2:4789"
+weight = 3
+[[path]]
+name = "lte"
+id = 1
+local = "10.0.2.1:4789"
+remote = "10.0.2.2:4789"
+role = "backup"
+"#;
+    let f = dir.path().join("a.toml");
+    std::fs::write(&f, text).unwrap();
+    let o = mpsched(&["tunnel", "--check", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("  path wifi (#4): 10.0.1.1:4789 -> 10.0.1.2:4789, weight 3\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  path lte (#1): 10.0.2.1:4789 -> 10.0.2.2:4789 (backup)\n"),
+        "{out}"
+    );
+    std::fs::write(&f, text.replace("scheduler = \"rr\"", "scheduler = \"bond\"")).unwrap();
+    let o = mpsched(&["tunnel", "--check", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("path[0].weight"), "{}", stderr(&o));
+}

@@ -37,6 +37,8 @@ fn systemd_analyze_verifies_the_tunnel_unit() {
         unit.contains("/usr/local/bin/mpsched tunnel /etc/mpsched/%i.toml"),
         "{unit}"
     );
+    // `systemctl reload`: the file checked, then SIGHUP, which the daemon takes as a reload.
+    assert!(unit.contains("ExecReload=/bin/kill -HUP $MAINPID"), "{unit}");
     let unit = unit.replace("/usr/local/bin/mpsched", env!("CARGO_BIN_EXE_mpsched"));
     let dir = common::scratch("mpsched-tools-test", "systemd");
     std::fs::create_dir_all(&dir).unwrap();

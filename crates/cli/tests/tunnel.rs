@@ -13,8 +13,12 @@ mod backup;
 #[path = "tunnel/bond.rs"]
 mod bond;
 mod common;
+#[path = "tunnel/mss.rs"]
+mod mss;
 #[path = "tunnel/net.rs"]
 mod net;
+#[path = "tunnel/reload.rs"]
+mod reload;
 
 use net::{Net, Paths, B_TUN, PORT};
 use std::sync::Mutex;
@@ -51,6 +55,14 @@ const TESTS: &[(&str, fn())] = &[
     (
         "a_backup_path_carries_data_only_while_the_active_one_is_down_and_status_shows_it",
         backup::a_backup_path_carries_data_only_while_the_active_one_is_down_and_status_shows_it,
+    ),
+    (
+        "a_syn_asking_more_than_the_device_carries_is_clamped_with_a_valid_checksum",
+        mss::a_syn_asking_more_than_the_device_carries_is_clamped_with_a_valid_checksum,
+    ),
+    (
+        "sighup_reloads_paths_and_roles_without_a_new_session",
+        reload::sighup_reloads_paths_and_roles_without_a_new_session,
     ),
     (
         "reordering_over_paths_of_10_and_50_ms_stays_below_a_thousandth",

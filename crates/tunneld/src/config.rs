@@ -107,6 +107,10 @@ impl std::fmt::Debug for Psk {
 pub struct PathSpec {
     /// Name in counters and logs.
     pub name: String,
+    /// The path's number on the wire (every datagram names it), and for the scheduler: `id`
+    /// if given, else its place among the `[[path]]` tables. Both ends must agree; a reload
+    /// keeps each remaining path's number.
+    pub id: u8,
     /// Address and port the socket binds.
     pub local: SocketAddr,
     /// Interface the socket is bound to (`SO_BINDTODEVICE`), if any.
@@ -116,7 +120,13 @@ pub struct PathSpec {
     /// A backup path (`role = "backup"`): it carries data only while every other path is
     /// down; acknowledgements and keepalives keep its state known meanwhile.
     pub backup: bool,
+    /// Its share of packets against the other paths offered (`weight`, 1 to
+    /// [`MAX_PATH_WEIGHT`]), for the `rr` scheduler.
+    pub weight: u32,
 }
+
+/// Largest `[[path]] weight`.
+pub const MAX_PATH_WEIGHT: u32 = 1000;
 
 /// What carries a path's messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize)]
@@ -166,6 +176,8 @@ pub struct DeviceSpec {
     pub mtu: u32,
     /// Prefixes routed into the tunnel.
     pub routes: Vec<(Ipv4Addr, u8)>,
+    /// Lower the MSS of TCP SYNs crossing the tunnel to what `mtu` carries ([`crate::mss`]).
+    pub clamp_mss: bool,
 }
 
 /// A checked configuration.
@@ -252,6 +264,7 @@ struct RawDevice {
     mtu: Option<String>,
     #[serde(default)]
     routes: Vec<String>,
+    clamp_mss: Option<bool>,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -273,6 +286,8 @@ struct RawPath {
     interface: Option<String>,
     remote: Option<String>,
     role: Option<String>,
+    id: Option<u8>,
+    weight: Option<u32>,
 }
 
 /// Errors of one file.
@@ -349,6 +364,7 @@ impl Config {
         let device = device_of(&ctx, &raw.device)?;
         let (path_timing, reorder_capacity, reorder_timeout_ns) = timing_of(&ctx, &raw.timing)?;
         let paths = paths_of(&ctx, raw.role, &raw.path)?;
+        check_weights(&ctx, &scheduler, &paths)?;
         let tcp = tcp_of(&ctx, raw.transport, raw.tcp.as_ref())?;
         Ok(Config {
             transport: raw.transport,
@@ -485,6 +501,7 @@ fn device_of(ctx: &Ctx<'_>, d: &RawDevice) -> Result<DeviceSpec, ConfigError> {
         address: prefix(ctx, "device.address", &d.address)?,
         mtu: mtu as u32,
         routes,
+        clamp_mss: d.clamp_mss.unwrap_or(true),
     })
 }
 
@@ -587,7 +604,13 @@ fn paths_of(ctx: &Ctx<'_>, role: Role, raw: &[RawPath]) -> Result<Vec<PathSpec>,
             Some("backup") => true,
             Some(r) => return Err(ctx.err(f("role"), format!("`{r}`: expected active or backup"))),
         };
+        let weight = p.weight.unwrap_or(1);
+        if !(1..=MAX_PATH_WEIGHT).contains(&weight) {
+            return Err(ctx.err(f("weight"), format!("{weight}: expected 1 to {MAX_PATH_WEIGHT}")));
+        }
         out.push(PathSpec {
+            weight,
+            id: path_id(ctx, raw, i)?,
             name: p.name.clone(),
             local,
             interface: p.interface.clone(),
@@ -599,6 +622,45 @@ fn paths_of(ctx: &Ctx<'_>, role: Role, raw: &[RawPath]) -> Result<Vec<PathSpec>,
         return Err(ctx.err("path", "every path is a backup: at least one must be active"));
     }
     Ok(out)
+}
+
+/// Weights other than 1 only where the scheduler splits by them: another would ignore them
+/// silently.
+fn check_weights(ctx: &Ctx<'_>, scheduler: &str, paths: &[PathSpec]) -> Result<(), ConfigError> {
+    match paths.iter().position(|p| p.weight != 1) {
+        Some(i) if scheduler != "rr" => Err(ctx.err(
+            format!("path[{i}].weight"),
+            format!("scheduler `{scheduler}` splits by what it measures, not by weights: only `rr` uses them"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The wire number of `raw[i]`: its `id`, or its place when no path gives one. Numbers are
+/// below [`MAX_PATHS`] and distinct, and either every path gives one or none does (a mix
+/// would number one path twice, or the reader could not tell which).
+fn path_id(ctx: &Ctx<'_>, raw: &[RawPath], i: usize) -> Result<u8, ConfigError> {
+    let field = format!("path[{i}].id");
+    let given = raw.iter().filter(|p| p.id.is_some()).count();
+    let Some(id) = raw[i].id else {
+        return match given {
+            0 => Ok(i as u8),
+            _ => Err(ctx.err(
+                field,
+                "some paths give an `id` and this one does not: give every path one, or none",
+            )),
+        };
+    };
+    if usize::from(id) >= MAX_PATHS {
+        return Err(ctx.err(field, format!("{id}: expected 0 to {}", MAX_PATHS - 1)));
+    }
+    if given < raw.len() {
+        return Err(ctx.err(field, "some paths give no `id`: give every path one, or none"));
+    }
+    if let Some(o) = raw[..i].iter().find(|o| o.id == Some(id)) {
+        return Err(ctx.err(field, format!("path `{}` has id {id} too", o.name)));
+    }
+    Ok(id)
 }
 
 /// Why `r` cannot be sent to, if it cannot: no host has the unspecified address, and no
@@ -665,6 +727,33 @@ remote = "10.0.2.2:4789"
     }
 
     #[test]
+    fn paths_are_numbered_by_place_or_by_id_and_ids_are_distinct() {
+        let c = parse(&good()).unwrap();
+        assert_eq!(c.paths.iter().map(|p| p.id).collect::<Vec<_>>(), [0, 1]);
+        let ids = good().replacen("name = \"a\"", "name = \"a\"\nid = 5", 1).replacen(
+            "name = \"b\"",
+            "name = \"b\"\nid = 2",
+            1,
+        );
+        let c = parse(&ids).unwrap();
+        assert_eq!(c.paths.iter().map(|p| p.id).collect::<Vec<_>>(), [5, 2]);
+        let twice = ids.replacen("id = 2", "id = 5", 1);
+        let e = parse(&twice).unwrap_err();
+        assert_eq!(e.field, "path[1].id", "{e}");
+        assert!(e.message.contains("path `a` has id 5 too"), "{e}");
+    }
+
+    #[test]
+    fn weights_are_for_round_robin_only() {
+        let weighted = good().replacen("interface = \"veth1\"", "weight = 3", 1);
+        assert_eq!(parse(&weighted).unwrap().paths[1].weight, 3);
+        assert_eq!(parse(&good()).unwrap().paths[0].weight, 1);
+        let e = parse(&weighted.replacen("scheduler = \"rr\"", "scheduler = \"bond\"", 1)).unwrap_err();
+        assert_eq!(e.field, "path[1].weight", "{e}");
+        assert!(e.message.contains("only `rr` uses them"), "{e}");
+    }
+
+    #[test]
     fn each_mistake_names_its_field() {
         let cases = [
             ("scheduler = \"rr\"", "scheduler = \"fastest\"", "scheduler"),
@@ -694,6 +783,10 @@ remote = "10.0.2.2:4789"
             ("scheduler = \"rr\"", "seal = \"rot13\"", "seal"),
             ("scheduler = \"rr\"", "seal = \"none\"", "key"),
             ("interface = \"veth1\"", "role = \"spare\"", "path[1].role"),
+            ("interface = \"veth1\"", "id = 1", "path[0].id"),
+            ("name = \"a\"", "name = \"a\"\nid = 8", "path[0].id"),
+            ("interface = \"veth1\"", "weight = 0", "path[1].weight"),
+            ("interface = \"veth1\"", "weight = 1001", "path[1].weight"),
         ];
         for (from, to, field) in cases {
             let t = good().replacen(from, to, 1);

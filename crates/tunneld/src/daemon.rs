@@ -7,12 +7,14 @@
 //! snapshot the loop refreshes every [`SNAPSHOT_NS`], so a slow client never stalls packets. The protocol lives in `mpsched-tunnel`
 //! (state machines without I/O): this file only moves bytes and reads the clock.
 
+use crate::admission::Throttle;
 use crate::config::{Config, PathSpec, Role, Transport};
 use crate::inner::flow_of;
 use crate::metrics::MetricsServer;
 use crate::stream::{FirstRecord, Record, StreamPath, StreamStats};
 use crate::tun::Tun;
 use mpsched_core::tunnel::{SubtunnelView, TunnelScheduler};
+use mpsched_core::MAX_PATHS;
 use mpsched_programs::tunnel::tunnel_scheduler;
 use mpsched_tunnel::equalize::DelayEqualizer;
 use mpsched_tunnel::path::{PathReceiver, PathSender};
@@ -23,6 +25,7 @@ use mpsched_tunnel::TunnelExit;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -38,6 +41,8 @@ const ORDER_FLOWS: usize = 65_536;
 pub const SNAPSHOT_NS: u64 = 100_000_000;
 /// Least time between two warnings of one kind, ns.
 const WARN_EVERY_NS: u64 = 10_000_000_000;
+/// Lines a path's peer moves may take every [`WARN_EVERY_NS`] (then one line of how many).
+const ROAM_LOG_BURST: u32 = 4;
 /// Largest inner packet read from the TUN device (an MTU raised after start still fits).
 const TUN_READ_BYTES: usize = 65_535;
 /// `SIOCOUTQ` (= `TIOCOUTQ`): bytes in a socket's send queue.
@@ -73,6 +78,20 @@ enum Carrier {
     Stream(Box<StreamPath>),
 }
 
+impl Carrier {
+    /// What carries path `spec`, and its far end as known now (a TCP path's once connected).
+    fn open(cfg: &Config, spec: &PathSpec) -> io::Result<(Carrier, Option<SocketAddr>)> {
+        Ok(match cfg.transport {
+            Transport::Udp => (Carrier::Datagram(bind_path(spec)?), spec.remote),
+            Transport::Tcp => {
+                let listen = cfg.role == Role::Responder;
+                let s = StreamPath::new(spec, &cfg.tcp, listen, cfg.path_timing.keepalive_ns)?;
+                (Carrier::Stream(Box::new(s)), None)
+            }
+        })
+    }
+}
+
 /// One path's socket and state.
 #[derive(Debug)]
 pub struct PathIo {
@@ -84,6 +103,10 @@ pub struct PathIo {
     pub tx: PathSender,
     pub(crate) rx: PathReceiver,
     was_up: bool,
+    /// The log of the peer's moves (a responder follows the newest authentic packet, and a
+    /// copy raced ahead of it from elsewhere moves it too, so anyone on the path could make
+    /// one line a packet).
+    roam_log: Throttle,
     /// Counters.
     pub stats: PathStats,
 }
@@ -114,6 +137,13 @@ pub struct Counters {
     pub foreign_source: u64,
     /// Times the peer restarted (a new session after the first).
     pub peer_restarts: u64,
+    /// Reloads applied (SIGHUP), including those that changed nothing.
+    pub reloads: u64,
+    /// Reloads refused (the file did not check, or asked for what a reload cannot change):
+    /// the daemon ran on unchanged.
+    pub reloads_refused: u64,
+    /// TCP SYNs whose MSS was lowered to what the device carries, both ways.
+    pub mss_clamped: u64,
 }
 
 /// The running daemon.
@@ -121,7 +151,7 @@ pub struct Daemon {
     /// The configuration it runs.
     pub cfg: Config,
     tun: Tun,
-    /// The paths, by wire index.
+    /// The paths, in the configuration's order (each knows its wire number, [`PathIo::wire`]).
     pub paths: Vec<PathIo>,
     sealer: Sealer,
     /// Opens what arrives (its counters: forged, replayed, truncated, oversized...).
@@ -139,6 +169,8 @@ pub struct Daemon {
     ready: Vec<Vec<u8>>,
     /// Whether packets are delivered as they arrive (`reorder_capacity = 0`): no buffer.
     passthrough: bool,
+    /// The largest MSS the device carries, IPv4 and IPv6 ([`crate::mss::max_mss`]).
+    max_mss: (u16, u16),
     /// Per-flow order of arrival against the order of entry, before any buffer.
     pub arrival_order: TunnelExit,
     /// The highest tunnel number received, extended to 64 bits.
@@ -183,6 +215,27 @@ impl std::fmt::Display for Refusal {
 }
 
 impl PathIo {
+    /// Bind path `spec`'s socket (for TCP: listen or prepare to connect) with fresh state.
+    fn open(cfg: &Config, spec: &PathSpec) -> io::Result<PathIo> {
+        let (carrier, remote) = Carrier::open(cfg, spec)?;
+        Ok(PathIo {
+            spec: spec.clone(),
+            carrier,
+            remote,
+            tx: PathSender::new(cfg.path_timing),
+            rx: PathReceiver::new(&cfg.path_timing),
+            was_up: true,
+            roam_log: Throttle::new(WARN_EVERY_NS, ROAM_LOG_BURST),
+            stats: PathStats::default(),
+        })
+    }
+
+    /// The path's number on the wire (and the scheduler's, the reordering buffer's and the
+    /// equalizer's for it): its `id`.
+    pub fn wire(&self) -> usize {
+        usize::from(self.spec.id)
+    }
+
     /// The far end's address, if known (for a TCP path: while connected).
     pub fn remote(&self) -> Option<SocketAddr> {
         self.remote
@@ -285,26 +338,11 @@ impl Daemon {
         let prog = tunnel_scheduler(&cfg.scheduler)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "unknown scheduler"))?;
         let epoch = session_epoch()?;
-        let mut paths = Vec::new();
-        for spec in &cfg.paths {
-            let (carrier, remote) = match cfg.transport {
-                Transport::Udp => (Carrier::Datagram(bind_path(spec)?), spec.remote),
-                Transport::Tcp => {
-                    let listen = cfg.role == Role::Responder;
-                    let s = StreamPath::new(spec, &cfg.tcp, listen, cfg.path_timing.keepalive_ns)?;
-                    (Carrier::Stream(Box::new(s)), None)
-                }
-            };
-            paths.push(PathIo {
-                spec: spec.clone(),
-                carrier,
-                remote,
-                tx: PathSender::new(cfg.path_timing),
-                rx: PathReceiver::new(&cfg.path_timing),
-                was_up: true,
-                stats: PathStats::default(),
-            });
-        }
+        let paths = cfg
+            .paths
+            .iter()
+            .map(|spec| PathIo::open(&cfg, spec))
+            .collect::<io::Result<Vec<_>>>()?;
         let metrics = cfg
             .metrics
             .map(MetricsServer::bind)
@@ -315,7 +353,7 @@ impl Daemon {
         let mut reorder = ReorderBuffer::new(cfg.reorder_capacity, cfg.reorder_timeout_ns);
         // A live path carries a keepalive at least every keepalive interval; one silent for
         // dead_after is dead at the far end too, and must not hold back the floor.
-        reorder.track_paths(paths.len(), silence_ns(&cfg), 0);
+        reorder.track_paths(paths.iter().map(PathIo::wire), silence_ns(&cfg), 0);
         Ok(Daemon {
             scheduler: prog.build(&cfg.scheduler_params, epoch),
             reads_fill: !matches!(prog.name(), "rr" | "bond"),
@@ -329,9 +367,10 @@ impl Daemon {
             reorder,
             // With no reordering buffer (`reorder_capacity = 0`) nothing is held.
             equalizer: (prog.equalizes_delay() && cfg.reorder_capacity > 0)
-                .then(|| DelayEqualizer::new(paths.len(), cfg.reorder_capacity.max(1), cfg.reorder_timeout_ns)),
+                .then(|| DelayEqualizer::new(MAX_PATHS, cfg.reorder_capacity.max(1), cfg.reorder_timeout_ns)),
             ready: Vec::new(),
             passthrough: cfg.reorder_capacity == 0,
+            max_mss: crate::mss::max_mss(cfg.device.mtu),
             arrival_order: TunnelExit::new(ORDER_FLOWS),
             highest_tunnel_seq: 0,
             tun,
@@ -367,11 +406,17 @@ impl Daemon {
         self.start.elapsed().as_nanos() as u64
     }
 
-    /// Run until `stop` is set (by a signal handler).
-    pub fn run(&mut self, stop: &AtomicBool) -> io::Result<()> {
+    /// Run until `stop` is set (by a signal handler); each time `reload` is set (SIGHUP),
+    /// re-read the configuration from `config` and apply it ([`Daemon::reload`]).
+    pub fn run(&mut self, stop: &AtomicBool, reload: Option<(&AtomicBool, &Path)>) -> io::Result<()> {
         let mut fds: Vec<libc::pollfd> = Vec::new();
         let mut owner: Vec<usize> = Vec::new();
         while !stop.load(Ordering::Relaxed) {
+            if let Some((flag, config)) = reload {
+                if flag.swap(false, Ordering::Relaxed) {
+                    self.reload_from(config);
+                }
+            }
             self.poll_set(&mut fds, &mut owner);
             let now = self.now_ns();
             let sleep = self.next_deadline_ns(now).saturating_sub(now).min(MAX_SLEEP_NS);
@@ -451,6 +496,7 @@ impl Daemon {
             if let Carrier::Stream(s) = &p.carrier {
                 t = t.min(s.timer_at_ns().unwrap_or(u64::MAX));
             }
+            t = t.min(p.roam_log.due_ns().unwrap_or(u64::MAX));
         }
         t
     }
@@ -468,6 +514,9 @@ impl Daemon {
             };
             self.counters.tun_rx += 1;
             self.plain.truncate(DataHeader::BYTES + n);
+            if self.cfg.device.clamp_mss && crate::mss::clamp(&mut self.plain[DataHeader::BYTES..], self.max_mss) {
+                self.counters.mss_clamped += 1;
+            }
             let Some(flow) = flow_of(&self.plain[DataHeader::BYTES..]) else {
                 self.counters.not_ip += 1;
                 continue;
@@ -508,7 +557,7 @@ impl Daemon {
                 }
                 let v = p.tx.view();
                 let mut view = SubtunnelView {
-                    path: i as u8,
+                    path: p.spec.id,
                     fill_bytes: 0,
                     cwnd_bytes: 0,
                     srtt_ns: v.srtt_ns,
@@ -516,6 +565,7 @@ impl Daemon {
                     in_flight_pkts: v.in_flight,
                     in_flight_bytes: v.in_flight_bytes,
                     delivery_rate_bytes_per_s: v.delivery_rate_bytes_per_s,
+                    weight: p.spec.weight,
                 };
                 if self.reads_fill {
                     match &p.carrier {
@@ -550,7 +600,11 @@ impl Daemon {
         };
         let p = &mut self.paths[i];
         let Some(remote) = p.remote else { return false };
-        if self.sealer.seal(kind, i as u8, &self.plain, &mut self.sealed).is_err() {
+        if self
+            .sealer
+            .seal(kind, p.spec.id, &self.plain, &mut self.sealed)
+            .is_err()
+        {
             p.stats.send_errors += 1;
             return false;
         }
@@ -707,7 +761,7 @@ impl Daemon {
         // The path byte is authenticated, but a copy sent to another path's socket must be
         // refused before it is opened: opening would mark its number seen, and the genuine
         // datagram, still on its way on its own path, would then be refused as a replay.
-        if n > 1 && usize::from(self.rxbuf[1]) != i {
+        if n > 1 && self.rxbuf[1] != self.paths[i].spec.id {
             self.counters.wrong_path += 1;
             return Err(Refusal::WrongPath);
         }
@@ -736,6 +790,98 @@ impl Daemon {
         );
     }
 
+    /// Re-read the configuration in `file` and apply it, or say why not and run on unchanged.
+    fn reload_from(&mut self, file: &Path) {
+        let now = self.now_ns();
+        let result = Config::load(file)
+            .map_err(|e| e.to_string())
+            .and_then(|new| self.reload(new));
+        let secs = now as f64 / 1e9;
+        match result {
+            Ok(what) => eprintln!("mpsched tunnel: {secs:.3} s: reloaded {}: {what}", file.display()),
+            Err(why) => eprintln!(
+                "mpsched tunnel: {secs:.3} s: reload of {} refused, running on unchanged: {why}",
+                file.display()
+            ),
+        }
+    }
+
+    /// Apply configuration `new` to the running tunnel without ending its session: paths
+    /// removed, added, rebound or updated ([`crate::reload::plan`]). Every new socket is bound
+    /// before anything changes, so a refusal (what cannot change, a bind that fails) leaves
+    /// the tunnel as it was. Returns what changed, for the log.
+    pub fn reload(&mut self, new: Config) -> Result<String, String> {
+        let plan = crate::reload::plan(&self.cfg, &new);
+        let plan = plan.and_then(|plan| {
+            let added = (plan.added.iter())
+                .map(|spec| PathIo::open(&new, spec))
+                .collect::<io::Result<Vec<_>>>();
+            let rebound = (plan.rebound.iter())
+                .map(|spec| Carrier::open(&new, spec).map(|c| (spec.clone(), c)))
+                .collect::<io::Result<Vec<_>>>();
+            match (added, rebound) {
+                (Ok(a), Ok(r)) => Ok((plan, a, r)),
+                (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
+            }
+        });
+        let (plan, added, rebound) = match plan {
+            Ok(p) => p,
+            Err(why) => {
+                self.counters.reloads_refused += 1;
+                return Err(why);
+            }
+        };
+        let what = plan.describe(&self.cfg);
+        let now = self.now_ns();
+        self.remove_paths(&plan.removed, now);
+        for (spec, (carrier, remote)) in rebound {
+            let p = self.path_mut(spec.id);
+            (p.carrier, p.remote, p.spec) = (carrier, remote, spec);
+        }
+        for spec in plan.updated {
+            let learned = self.path_mut(spec.id).remote;
+            let p = self.path_mut(spec.id);
+            // A responder told no remote keeps the one it learned; UDP follows a new one now
+            // (a TCP path's remote is its connection's).
+            if new.transport == Transport::Udp {
+                p.remote = spec.remote.or(learned);
+            }
+            p.spec = spec;
+        }
+        for p in added {
+            self.reorder.track_path(p.wire(), now);
+            self.paths.push(p);
+        }
+        // In the file's order, which is the scheduler's order of preference among equals.
+        self.paths
+            .sort_by_key(|p| new.paths.iter().position(|s| s.name == p.spec.name));
+        self.cfg = new;
+        self.counters.reloads += 1;
+        Ok(what)
+    }
+
+    /// The path numbered `id` (one the plan names, so present).
+    fn path_mut(&mut self, id: u8) -> &mut PathIo {
+        let i = self.paths.iter().position(|p| p.spec.id == id);
+        &mut self.paths[i.expect("a path the reload plan names is running")]
+    }
+
+    /// Close the paths numbered `ids`: gaps stop waiting for them, the equalizer forgets their
+    /// delay, and what they had in flight is lost (the reordering buffer gives it up as the
+    /// other paths pass it).
+    fn remove_paths(&mut self, ids: &[u8], now: u64) {
+        let mut out = std::mem::take(&mut self.deliver);
+        for &id in ids {
+            self.paths.retain(|p| p.spec.id != id);
+            self.reorder.forget_path(usize::from(id), now, &mut out);
+            if let Some(e) = &mut self.equalizer {
+                e.forget_path(usize::from(id));
+            }
+        }
+        self.write_out(&mut out, now);
+        self.deliver = out;
+    }
+
     /// The peer started a new session: its receivers and sender count from nothing, so ours
     /// start afresh too (RTTs and liveness stay).
     fn peer_restarted(&mut self) {
@@ -760,7 +906,8 @@ impl Daemon {
             e.new_session();
         }
         self.write_ready();
-        self.reorder.track_paths(self.paths.len(), silence_ns(&self.cfg), now);
+        self.reorder
+            .track_paths(self.paths.iter().map(PathIo::wire), silence_ns(&self.cfg), now);
         self.highest_tunnel_seq = 0;
         self.arrival_order.new_session();
     }
@@ -775,11 +922,13 @@ impl Daemon {
             // only the responder follows, and only the newest packet (the peer roamed, or it
             // learns the peer's address); the initiator's remotes are what it was told.
             if responder && (newest || p.remote.is_none()) {
-                eprintln!(
-                    "mpsched tunnel: {:.3} s: path `{}`: the peer is at {from}",
-                    now as f64 / 1e9,
-                    p.spec.name
-                );
+                if p.roam_log.event(now) {
+                    eprintln!(
+                        "mpsched tunnel: {:.3} s: path `{}`: the peer is at {from}",
+                        now as f64 / 1e9,
+                        p.spec.name
+                    );
+                }
                 p.remote = Some(from);
                 p.stats.remote_changes += 1;
             } else {
@@ -793,7 +942,8 @@ impl Daemon {
                 self.paths[i].rx.on_message(k.path_seq, k.sent_us, now, true);
                 self.send_ack(i, now);
                 let mut out = std::mem::take(&mut self.deliver);
-                self.reorder.raise_floor(i, k.tunnel_next, now, &mut out);
+                self.reorder
+                    .raise_floor(self.paths[i].wire(), k.tunnel_next, now, &mut out);
                 self.write_out(&mut out, now);
                 self.deliver = out;
             }
@@ -807,14 +957,16 @@ impl Daemon {
                 buf.clear();
                 buf.extend_from_slice(inner);
                 let not_before = match &mut self.equalizer {
-                    Some(e) => e.on_arrival(i, h.sent_us, now),
+                    Some(e) => e.on_arrival(self.paths[i].wire(), h.sent_us, now),
                     None => now,
                 };
                 let mut out = std::mem::take(&mut self.deliver);
                 if self.passthrough {
                     out.push((not_before, buf));
                 } else {
-                    self.reorder.push_on(i, h.tunnel_seq, now, (not_before, buf), &mut out);
+                    let wire = self.paths[i].wire();
+                    self.reorder
+                        .push_on(wire, h.tunnel_seq, now, (not_before, buf), &mut out);
                 }
                 self.write_out(&mut out, now);
                 self.deliver = out;
@@ -835,7 +987,7 @@ impl Daemon {
     fn on_ack(&mut self, i: usize, a: &Ack, now: u64) {
         if self.paths[i].tx.on_ack(a, now) {
             let sample = self.paths[i].tx.ack_sample();
-            self.scheduler.on_ack(i, &sample, now);
+            self.scheduler.on_ack(self.paths[i].wire(), &sample, now);
         } else {
             self.counters.stale_acks += 1;
         }
@@ -855,7 +1007,10 @@ impl Daemon {
     }
 
     fn write_ready(&mut self) {
-        for pkt in self.ready.drain(..) {
+        for mut pkt in self.ready.drain(..) {
+            if self.cfg.device.clamp_mss && crate::mss::clamp(&mut pkt, self.max_mss) {
+                self.counters.mss_clamped += 1;
+            }
             match self.tun.send(&pkt) {
                 Ok(_) => self.counters.tun_tx += 1,
                 Err(_) => self.counters.tun_write_errors += 1,
@@ -908,6 +1063,14 @@ impl Daemon {
                 self.send_keepalive(i, now);
             }
             let p = &mut self.paths[i];
+            if let Some(n) = p.roam_log.summary(now) {
+                eprintln!(
+                    "mpsched tunnel: {:.3} s: path `{}`: the peer moved {n} more times since the last such line, now at {}",
+                    now as f64 / 1e9,
+                    p.spec.name,
+                    p.remote.map_or("?".into(), |a| a.to_string())
+                );
+            }
             if p.tx.poll_liveness(now) {
                 self.counters.path_downs += 1;
             }

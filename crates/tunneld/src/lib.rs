@@ -13,7 +13,8 @@
 //! - [`daemon`]: the event loop.
 //! - [`stream`]: TCP paths (messages as records on one connection per path), and
 //!   [`admission`]: the connections a responder holds until they prove the key.
-//! - [`inner`]: flows of inner packets.
+//! - [`inner`]: flows of inner packets, and [`mss`]: TCP MSS clamping of those that cross.
+//! - [`reload`]: what a SIGHUP may change while the session runs.
 //! - [`metrics`], [`report`]: counters in Prometheus' text format, and [`status`]: what
 //!   `mpsched tunnel status` makes of them.
 
@@ -23,6 +24,8 @@ pub mod daemon;
 mod fields;
 pub mod inner;
 pub mod metrics;
+pub mod mss;
+pub mod reload;
 pub mod report;
 pub mod status;
 pub mod stream;
@@ -34,16 +37,20 @@ pub use daemon::Daemon;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-/// Run the daemon of `cfg` until SIGINT, SIGTERM or SIGHUP; print its counters when it ends.
-pub fn run(cfg: Config) -> std::io::Result<()> {
+/// Run the daemon of `cfg`, read from `file`, until SIGINT, SIGTERM or SIGQUIT; on SIGHUP
+/// re-read `file` and apply what changed without ending the session ([`reload`]). Print its
+/// counters when it ends.
+pub fn run(cfg: Config, file: &std::path::Path) -> std::io::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGQUIT,
     ] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
+    let reload = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&reload))?;
     let mut d = Daemon::start(cfg)?;
     let paths: Vec<String> = d.paths.iter().map(|p| p.spec.name.clone()).collect();
     eprintln!(
@@ -52,7 +59,7 @@ pub fn run(cfg: Config) -> std::io::Result<()> {
         d.cfg.scheduler,
         paths.join(", ")
     );
-    let r = d.run(&stop);
+    let r = d.run(&stop, Some((&reload, file)));
     // The counters on stdout; a closed stdout must not turn a clean exit into a panic.
     let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), report::exposition(&d).as_bytes());
     eprintln!("mpsched tunnel: {} removed", d.device());

@@ -262,7 +262,7 @@ fn rejected(d: &Daemon) -> Family {
 /// The daemon's own counters and its reordering buffer's.
 fn daemon_families(d: &Daemon) -> Vec<Family> {
     let (o, r, c) = (d.opener.stats(), d.reorder.stats(), &d.counters);
-    let counts: [(&'static str, &'static str, &'static str, u64); 21] = [
+    let counts: [(&'static str, &'static str, &'static str, u64); 24] = [
         (
             "mpsched_tunnel_arrived_reordered_total",
             "counter",
@@ -281,6 +281,24 @@ fn daemon_families(d: &Daemon) -> Vec<Family> {
             "counter",
             "Times the peer restarted (a new session after the first).",
             c.peer_restarts,
+        ),
+        (
+            "mpsched_tunnel_mss_clamped_total",
+            "counter",
+            "TCP SYNs whose MSS was lowered to what the tunnel's device carries (both ways).",
+            c.mss_clamped,
+        ),
+        (
+            "mpsched_tunnel_reloads_total",
+            "counter",
+            "Configuration reloads applied (SIGHUP), the session kept.",
+            c.reloads,
+        ),
+        (
+            "mpsched_tunnel_reloads_refused_total",
+            "counter",
+            "Configuration reloads refused (the daemon ran on unchanged; the log says why).",
+            c.reloads_refused,
         ),
         (
             "mpsched_tunnel_sessions_total",

@@ -631,11 +631,13 @@ mod tests {
 
     fn spec(name: &str, local: &str, remote: Option<&str>) -> PathSpec {
         PathSpec {
+            id: 0,
             name: name.into(),
             local: local.parse().unwrap(),
             interface: None,
             remote: remote.map(|r| r.parse().unwrap()),
             backup: false,
+            weight: 1,
         }
     }
 

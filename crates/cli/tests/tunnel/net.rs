@@ -318,6 +318,18 @@ impl Net {
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
+    /// Send signal `sig` to the daemon of `end` (`ip netns exec` runs it in its own process).
+    pub fn signal(&self, end: char, sig: i32) {
+        let (_, child) = self
+            .daemons
+            .iter()
+            .rev()
+            .find(|(e, _)| e.starts_with(end))
+            .unwrap_or_else(|| panic!("no daemon of {end}"));
+        // SAFETY: kill(2) on a child not yet waited for, so its pid is not reused.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
+    }
+
     /// The daemon's stderr so far.
     pub fn log(&self, end: char) -> String {
         std::fs::read_to_string(self.dir.join(format!("{end}.err"))).unwrap_or_default()
